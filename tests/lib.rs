@@ -1,0 +1,1 @@
+//! Workspace-level tests: they drive several crates together on the shared inputs.
