@@ -1,0 +1,230 @@
+//! Circuit errors: every one names where it comes from (the file or builder), the place in the
+//! circuit (block instance, item, field) and the value at fault.
+
+use std::fmt;
+
+use crate::expr::ExprError;
+use crate::format::FormatError;
+use crate::op::UnknownOp;
+
+/// Where in a circuit an error was found: outermost first, e.g.
+/// `block `layer` instance 3, node `attn_norm`, output `xn``.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Place(Vec<String>);
+
+impl Place {
+    /// The top of the circuit.
+    pub fn root() -> Place {
+        Place(Vec::new())
+    }
+
+    /// This place, one level deeper.
+    pub fn with(&self, part: impl Into<String>) -> Place {
+        let mut parts = self.0.clone();
+        parts.push(part.into());
+        Place(parts)
+    }
+
+    /// The levels, outermost first.
+    pub fn parts(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(p)?;
+        }
+        if !self.0.is_empty() {
+            f.write_str(": ")?;
+        }
+        Ok(())
+    }
+}
+
+/// A circuit that cannot be loaded or built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}: {place}{kind}")]
+pub struct CircuitError {
+    /// The file name, or what the builder was told to call its circuit.
+    pub origin: String,
+    /// Where in the circuit.
+    pub place: Place,
+    /// What is wrong (boxed: errors travel through every `Result` of the builder).
+    pub kind: Box<CircuitErrorKind>,
+}
+
+/// What is wrong with a circuit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CircuitErrorKind {
+    /// The text is not TOML, or does not have the circuit's keys and types.
+    #[error("line {line}, column {column}: {message}")]
+    Toml {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// A schema version this build does not read.
+    #[error("unknown schema {found}; this version reads schema = 1")]
+    Schema {
+        /// The version found.
+        found: u32,
+    },
+    /// An expression that does not parse or evaluate.
+    #[error(transparent)]
+    Expr(#[from] ExprError),
+    /// An expression reading a name that is not a dim.
+    #[error("unknown dim `{name}` in `{expr}` (readable here: {readable})")]
+    UnknownDim {
+        /// The name.
+        name: String,
+        /// The expression.
+        expr: String,
+        /// The names readable at that place.
+        readable: String,
+    },
+    /// A dim whose expression reads a dim declared after it.
+    #[error("`{expr}` uses dim `{name}`, which is declared later; declare `{name}` first")]
+    DimUsesLaterDim {
+        /// The later dim.
+        name: String,
+        /// The expression.
+        expr: String,
+    },
+    /// A name that may not be declared.
+    #[error("`{name}` cannot be {what}: {why}")]
+    BadName {
+        /// The name.
+        name: String,
+        /// What it was meant to be.
+        what: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
+    /// An op not in the op list.
+    #[error(transparent)]
+    Op(#[from] UnknownOp),
+    /// A bad format, or a tensor its format cannot hold.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// Two items with one id.
+    #[error("duplicate {what} id `{id}`")]
+    DuplicateId {
+        /// Node, edge, state, block, weight.
+        what: &'static str,
+        /// The id.
+        id: String,
+    },
+    /// An edge produced twice.
+    #[error("edge `{edge}` is already {first}")]
+    TwoProducers {
+        /// The edge.
+        edge: String,
+        /// Who produced it first.
+        first: String,
+    },
+    /// A read of an edge that nothing produces.
+    #[error(
+        "edge `{edge}` is neither produced by a node nor a circuit input (edges of other block instances are read by their full id, e.g. `layer.0.x`)"
+    )]
+    UnknownEdge {
+        /// The name read.
+        edge: String,
+    },
+    /// A read of an edge produced later.
+    #[error(
+        "edge `{edge}` is read before node `{producer}` produces it; list nodes in execution order"
+    )]
+    ReadBeforeProduced {
+        /// The edge.
+        edge: String,
+        /// Its producer.
+        producer: String,
+    },
+    /// An edge nobody reads that is not an output.
+    #[error("edge `{edge}` ({origin}) is never read; read it or declare it an [[output]]")]
+    Unread {
+        /// The edge.
+        edge: String,
+        /// Where it comes from: `produced by node `x`` or `a circuit input`.
+        origin: String,
+    },
+    /// A `stream_in` with no edge to bind to.
+    #[error("stream_in `{name}` has nothing to bind to: {why}")]
+    StreamUnbound {
+        /// The stream name.
+        name: String,
+        /// Why.
+        why: String,
+    },
+    /// A `stream_out` naming no edge of the block.
+    #[error("stream_out `{name}` is not an edge of this block instance")]
+    StreamOutMissing {
+        /// The name.
+        name: String,
+    },
+    /// One tensor declared twice with different shapes, formats or counts.
+    #[error("tensor `{tensor}` was declared as {first} by node `{first_node}`, here as {this}")]
+    TensorConflict {
+        /// The tensor name.
+        tensor: String,
+        /// The first declaration, rendered.
+        first: String,
+        /// The node of the first declaration.
+        first_node: String,
+        /// This declaration, rendered.
+        this: String,
+    },
+    /// A node with no output edge that writes no state.
+    #[error("node has no output edge and writes no state")]
+    NoOutput,
+    /// A state's writer or reader that is not a node of the block instance.
+    #[error("{role} `{name}` is not a node of this block instance")]
+    UnknownNode {
+        /// The name.
+        name: String,
+        /// `writer` or `reader`.
+        role: &'static str,
+    },
+    /// A state reader listed before the state's writer.
+    #[error("reader `{reader}` runs before writer `{writer}`; readers must come after the writer")]
+    ReaderBeforeWriter {
+        /// The reader.
+        reader: String,
+        /// The writer.
+        writer: String,
+    },
+    /// An `[[output]]` naming no edge.
+    #[error("output edge `{edge}` does not exist (outputs use full ids, e.g. `head.logits`)")]
+    UnknownOutput {
+        /// The name.
+        edge: String,
+    },
+    /// A sum of sizes above `u64::MAX`.
+    #[error("{what} overflows 64-bit bytes")]
+    Overflow {
+        /// What was being summed.
+        what: String,
+    },
+    /// A circuit too large to build.
+    #[error("{what} exceeds the limit of {limit} {unit}")]
+    TooLarge {
+        /// What was counted.
+        what: String,
+        /// The limit.
+        limit: u64,
+        /// Of what.
+        unit: &'static str,
+    },
+    /// A state with neither size.
+    #[error("state declares neither per_token nor per_sequence")]
+    EmptyState,
+}

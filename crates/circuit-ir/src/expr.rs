@@ -1,0 +1,1110 @@
+//! Size expressions (SPEC section 2): parsed once into a [`Tree`], printed back as canonical
+//! text, and compiled against a [`Scope`] into a flat [`Program`] that is evaluated many times.
+//!
+//! Invariants:
+//! - Every arithmetic step is checked u64 arithmetic: overflow, a negative result and division
+//!   or modulo by zero are errors naming the expression and the sub-expression at fault.
+//! - A name is resolved when the expression is compiled; a name the scope does not know is an
+//!   error, never 0. Names bound to values are folded into constants at compile time.
+//! - Evaluating a [`Program`] neither parses nor allocates: it runs a fixed-size stack machine.
+//!   Expressions whose evaluation would need a deeper stack than [`MAX_STACK`], or whose tree is
+//!   deeper than [`MAX_DEPTH`], are refused at parse time, so no input can exhaust the stack.
+//! - Canonical text re-parses to the same tree.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Deepest tree the parser builds; keeps recursion over trees bounded for any input.
+pub const MAX_DEPTH: usize = 200;
+/// Deepest evaluation stack a program may need; evaluation uses a fixed array of this size.
+pub const MAX_STACK: usize = 32;
+
+/// A binary operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// `+`
+    Add,
+    /// `-` (a negative result is an error)
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`, floor division
+    Div,
+    /// `%`
+    Rem,
+}
+
+impl BinOp {
+    fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+        }
+    }
+
+    fn precedence(self) -> u8 {
+        match self {
+            BinOp::Add | BinOp::Sub => 1,
+            BinOp::Mul | BinOp::Div | BinOp::Rem => 2,
+        }
+    }
+}
+
+/// A built-in function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Func {
+    /// `ceil_div(a, b)`: the smallest q with q * b >= a.
+    CeilDiv,
+    /// `round_up(a, b)`: the smallest multiple of b that is >= a.
+    RoundUp,
+    /// `min(a, ...)`: one or more arguments.
+    Min,
+    /// `max(a, ...)`: one or more arguments.
+    Max,
+}
+
+impl Func {
+    fn from_name(name: &str) -> Option<Func> {
+        Some(match name {
+            "ceil_div" => Func::CeilDiv,
+            "round_up" => Func::RoundUp,
+            "min" => Func::Min,
+            "max" => Func::Max,
+            _ => return None,
+        })
+    }
+
+    /// The function's name in expression text.
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::CeilDiv => "ceil_div",
+            Func::RoundUp => "round_up",
+            Func::Min => "min",
+            Func::Max => "max",
+        }
+    }
+}
+
+/// The parsed form of an expression.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Tree {
+    /// A decimal literal.
+    Lit(u64),
+    /// A name, resolved when the expression is compiled.
+    Name(Box<str>),
+    /// `lhs op rhs`.
+    Binary {
+        /// The operator.
+        op: BinOp,
+        /// Left operand.
+        lhs: Box<Tree>,
+        /// Right operand.
+        rhs: Box<Tree>,
+    },
+    /// `func(args...)`; arity is checked by the parser.
+    Call {
+        /// The function.
+        func: Func,
+        /// Its arguments, at least one (exactly two for `ceil_div` and `round_up`).
+        args: Vec<Tree>,
+    },
+}
+
+impl Tree {
+    fn precedence(&self) -> u8 {
+        match self {
+            Tree::Binary { op, .. } => op.precedence(),
+            _ => 3,
+        }
+    }
+
+    fn collect_names<'a>(&'a self, out: &mut BTreeSet<&'a str>) {
+        match self {
+            Tree::Lit(_) => {}
+            Tree::Name(name) => {
+                out.insert(name);
+            }
+            Tree::Binary { lhs, rhs, .. } => {
+                lhs.collect_names(out);
+                rhs.collect_names(out);
+            }
+            Tree::Call { args, .. } => args.iter().for_each(|a| a.collect_names(out)),
+        }
+    }
+
+    /// Stack slots a postfix evaluation of this tree needs.
+    fn stack_need(&self) -> usize {
+        match self {
+            Tree::Lit(_) | Tree::Name(_) => 1,
+            Tree::Binary { lhs, rhs, .. } => lhs.stack_need().max(rhs.stack_need() + 1),
+            Tree::Call { args, .. } => {
+                let mut need = args[0].stack_need();
+                for a in &args[1..] {
+                    need = need.max(a.stack_need() + 1);
+                }
+                need
+            }
+        }
+    }
+}
+
+impl fmt::Display for Tree {
+    /// Canonical text: decimal literals, one space around binary operators, parentheses only
+    /// where the tree needs them (a right operand of equal precedence always gets them, since
+    /// the operators associate to the left).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tree::Lit(v) => write!(f, "{v}"),
+            Tree::Name(name) => f.write_str(name),
+            Tree::Binary { op, lhs, rhs } => {
+                let p = op.precedence();
+                if lhs.precedence() < p {
+                    write!(f, "({lhs})")?;
+                } else {
+                    write!(f, "{lhs}")?;
+                }
+                write!(f, " {} ", op.symbol())?;
+                if rhs.precedence() <= p {
+                    write!(f, "({rhs})")
+                } else {
+                    write!(f, "{rhs}")
+                }
+            }
+            Tree::Call { func, args } => {
+                write!(f, "{}(", func.name())?;
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{a}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// What went wrong while evaluating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fault {
+    /// A result above `u64::MAX`.
+    Overflow,
+    /// A subtraction below zero.
+    Negative,
+    /// `/`, `ceil_div` or `round_up` by zero.
+    DivisionByZero,
+    /// `%` by zero.
+    ModuloByZero,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fault::Overflow => "overflow",
+            Fault::Negative => "negative result",
+            Fault::DivisionByZero => "division by zero",
+            Fault::ModuloByZero => "modulo by zero",
+        })
+    }
+}
+
+/// An error parsing, compiling or evaluating an expression; it names the expression.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExprError {
+    /// The text is not an expression.
+    #[error("expression `{expr}`: syntax error at column {column}: {message}")]
+    Syntax {
+        /// The expression text.
+        expr: String,
+        /// 1-based column (in characters).
+        column: usize,
+        /// What was expected or found.
+        message: String,
+    },
+    /// A name the scope does not define.
+    #[error("expression `{expr}`: unknown name `{name}`")]
+    UnknownName {
+        /// The expression text.
+        expr: String,
+        /// The name.
+        name: String,
+    },
+    /// A checked arithmetic step failed.
+    #[error("expression `{expr}`: {fault} in `{at}`")]
+    Eval {
+        /// The expression text.
+        expr: String,
+        /// The sub-expression whose step failed, canonical text.
+        at: String,
+        /// The fault.
+        fault: Fault,
+    },
+    /// The caller gave fewer slot values than the compiled program reads.
+    #[error("expression `{expr}`: evaluated with {given} slot values, needs {needed}")]
+    MissingSlots {
+        /// The expression text.
+        expr: String,
+        /// Slots the program reads.
+        needed: usize,
+        /// Slots given.
+        given: usize,
+    },
+}
+
+/// A parsed expression: its source text and its tree.
+///
+/// Equality compares trees, so `2*n` and `2 * n` are equal.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    source: Box<str>,
+    tree: Tree,
+}
+
+impl PartialEq for Expr {
+    fn eq(&self, other: &Self) -> bool {
+        self.tree == other.tree
+    }
+}
+
+impl Eq for Expr {}
+
+impl Expr {
+    /// Parses `text`.
+    pub fn parse(text: &str) -> Result<Expr, ExprError> {
+        let tree = Parser::new(text).parse()?;
+        Ok(Expr {
+            source: text.into(),
+            tree,
+        })
+    }
+
+    /// An expression holding one literal.
+    pub fn literal(value: u64) -> Expr {
+        Expr {
+            source: value.to_string().into(),
+            tree: Tree::Lit(value),
+        }
+    }
+
+    /// The text it was parsed from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The parsed tree.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// Canonical text (re-parses to the same tree).
+    pub fn canonical(&self) -> String {
+        self.tree.to_string()
+    }
+
+    /// The names the expression reads, sorted, each once.
+    pub fn free_names(&self) -> Vec<&str> {
+        let mut names = BTreeSet::new();
+        self.tree.collect_names(&mut names);
+        names.into_iter().collect()
+    }
+
+    /// The value when every name is bound to a value by `lookup`.
+    pub fn eval_with(&self, lookup: impl Fn(&str) -> Option<u64>) -> Result<u64, ExprError> {
+        let program = self.compile(&|name: &str| lookup(name).map(Binding::Value))?;
+        program.eval(&[])
+    }
+
+    /// Compiles against `scope`: names bound to values become constants, names bound to slots
+    /// read the slot at evaluation, and constant sub-expressions are folded (so a fault in them
+    /// is reported here).
+    pub fn compile(&self, scope: &dyn Scope) -> Result<Program, ExprError> {
+        let mut c = Compiler {
+            expr: self,
+            scope,
+            ops: Vec::new(),
+            sites: Vec::new(),
+            slot_count: 0,
+        };
+        let folded = c.emit(&self.tree)?;
+        if let Some(value) = folded {
+            c.ops.push(Op::Const(value));
+            c.sites.push(String::new());
+        }
+        Ok(Program {
+            source: self.source.clone(),
+            ops: c.ops.into_boxed_slice(),
+            sites: c.sites.into_boxed_slice(),
+            slot_count: c.slot_count,
+        })
+    }
+}
+
+impl fmt::Display for Expr {
+    /// The canonical text.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.tree.fmt(f)
+    }
+}
+
+impl Serialize for Expr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.tree {
+            Tree::Lit(v) => s.serialize_u64(v),
+            _ => s.serialize_str(&self.canonical()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Expr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Expr, D::Error> {
+        let text = ExprText::deserialize(d)?;
+        Expr::parse(text.as_str()).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Expression text as written in a file: a string, or a non-negative integer.
+///
+/// Declarations keep the text and parse it where an error can name the item it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ExprText(String);
+
+impl ExprText {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Parses the text.
+    pub fn parse(&self) -> Result<Expr, ExprError> {
+        Expr::parse(&self.0)
+    }
+}
+
+impl fmt::Display for ExprText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for ExprText {
+    fn from(s: &str) -> Self {
+        ExprText(s.to_owned())
+    }
+}
+
+impl From<String> for ExprText {
+    fn from(s: String) -> Self {
+        ExprText(s)
+    }
+}
+
+impl From<u64> for ExprText {
+    fn from(v: u64) -> Self {
+        ExprText(v.to_string())
+    }
+}
+
+impl From<&Expr> for ExprText {
+    fn from(e: &Expr) -> Self {
+        ExprText(e.canonical())
+    }
+}
+
+impl Serialize for ExprText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.parse::<u64>() {
+            Ok(v) if v.to_string() == self.0 => s.serialize_u64(v),
+            _ => s.serialize_str(&self.0),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ExprText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ExprText, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = ExprText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "an expression: a string such as \"2*hidden\" or a non-negative integer",
+                )
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ExprText, E> {
+                Ok(ExprText(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ExprText, E> {
+                u64::try_from(v)
+                    .map(|v| ExprText(v.to_string()))
+                    .map_err(|_| {
+                        E::custom(format!("{v} is negative; sizes are non-negative integers"))
+                    })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ExprText, E> {
+                Ok(ExprText(v.to_owned()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// How a scope binds a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// A value known at compile time (a dim, a device constant).
+    Value(u64),
+    /// A value read from `slots[i]` at every evaluation (`n`, `k`).
+    Slot(u16),
+}
+
+/// The names an expression may read, and how each is bound.
+pub trait Scope {
+    /// The binding of `name`, or `None` when the name is not readable here.
+    fn bind(&self, name: &str) -> Option<Binding>;
+}
+
+impl<F: Fn(&str) -> Option<Binding>> Scope for F {
+    fn bind(&self, name: &str) -> Option<Binding> {
+        self(name)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Const(u64),
+    Slot(u16),
+    Bin(BinOp),
+    CeilDiv,
+    RoundUp,
+    Min,
+    Max,
+}
+
+/// A compiled expression: a postfix program over constants and slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    source: Box<str>,
+    ops: Box<[Op]>,
+    /// Canonical text of the sub-expression each op completes; read only to explain a fault.
+    sites: Box<[String]>,
+    slot_count: usize,
+}
+
+impl Program {
+    /// The value, reading `slots[i]` for every name bound to `Slot(i)`.
+    ///
+    /// Fewer slots than the program reads is reported as an evaluation fault, not a panic.
+    #[inline]
+    pub fn eval(&self, slots: &[u64]) -> Result<u64, ExprError> {
+        if slots.len() < self.slot_count {
+            return Err(self.missing_slots(slots.len()));
+        }
+        let mut stack = [0u64; MAX_STACK];
+        let mut sp = 0usize;
+        for (at, op) in self.ops.iter().enumerate() {
+            let value = match *op {
+                Op::Const(v) => v,
+                Op::Slot(s) => slots[s as usize],
+                _ => {
+                    sp -= 1;
+                    let b = stack[sp];
+                    let a = stack[sp - 1];
+                    sp -= 1;
+                    match apply(*op, a, b) {
+                        Ok(v) => v,
+                        Err(fault) => return Err(self.fault(at, fault)),
+                    }
+                }
+            };
+            stack[sp] = value;
+            sp += 1;
+        }
+        Ok(stack[0])
+    }
+
+    /// The value when the program reads no slot (every name was bound to a value).
+    pub fn constant(&self) -> Option<u64> {
+        match *self.ops {
+            [Op::Const(v)] => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The expression text the program was compiled from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    #[cold]
+    fn fault(&self, at: usize, fault: Fault) -> ExprError {
+        ExprError::Eval {
+            expr: self.source.to_string(),
+            at: self.sites[at].clone(),
+            fault,
+        }
+    }
+
+    #[cold]
+    fn missing_slots(&self, given: usize) -> ExprError {
+        ExprError::MissingSlots {
+            expr: self.source.to_string(),
+            needed: self.slot_count,
+            given,
+        }
+    }
+}
+
+fn apply(op: Op, a: u64, b: u64) -> Result<u64, Fault> {
+    match op {
+        Op::Bin(BinOp::Add) => a.checked_add(b).ok_or(Fault::Overflow),
+        Op::Bin(BinOp::Sub) => a.checked_sub(b).ok_or(Fault::Negative),
+        Op::Bin(BinOp::Mul) => a.checked_mul(b).ok_or(Fault::Overflow),
+        Op::Bin(BinOp::Div) => a.checked_div(b).ok_or(Fault::DivisionByZero),
+        Op::Bin(BinOp::Rem) => a.checked_rem(b).ok_or(Fault::ModuloByZero),
+        Op::CeilDiv => {
+            if b == 0 {
+                Err(Fault::DivisionByZero)
+            } else {
+                Ok(a.div_ceil(b))
+            }
+        }
+        Op::RoundUp => {
+            if b == 0 {
+                Err(Fault::DivisionByZero)
+            } else {
+                a.div_ceil(b).checked_mul(b).ok_or(Fault::Overflow)
+            }
+        }
+        Op::Min => Ok(a.min(b)),
+        Op::Max => Ok(a.max(b)),
+        Op::Const(_) | Op::Slot(_) => unreachable!("operands are not applied"),
+    }
+}
+
+struct Compiler<'a> {
+    expr: &'a Expr,
+    scope: &'a dyn Scope,
+    ops: Vec<Op>,
+    sites: Vec<String>,
+    slot_count: usize,
+}
+
+impl Compiler<'_> {
+    /// Emits `tree`; returns `Some(value)` instead of emitting when it is constant.
+    fn emit(&mut self, tree: &Tree) -> Result<Option<u64>, ExprError> {
+        match tree {
+            Tree::Lit(v) => Ok(Some(*v)),
+            Tree::Name(name) => match self.scope.bind(name) {
+                Some(Binding::Value(v)) => Ok(Some(v)),
+                Some(Binding::Slot(s)) => {
+                    self.slot_count = self.slot_count.max(usize::from(s) + 1);
+                    self.push(Op::Slot(s), tree);
+                    Ok(None)
+                }
+                None => Err(ExprError::UnknownName {
+                    expr: self.expr.source.to_string(),
+                    name: name.to_string(),
+                }),
+            },
+            Tree::Binary { op, lhs, rhs } => {
+                let l = self.emit(lhs)?;
+                let r = self.emit_operand(rhs, l)?;
+                self.combine(Op::Bin(*op), l, r, tree)
+            }
+            Tree::Call { func, args } => {
+                let op = match func {
+                    Func::CeilDiv => Op::CeilDiv,
+                    Func::RoundUp => Op::RoundUp,
+                    Func::Min => Op::Min,
+                    Func::Max => Op::Max,
+                };
+                let mut acc = self.emit(&args[0])?;
+                for arg in &args[1..] {
+                    let r = self.emit_operand(arg, acc)?;
+                    acc = self.combine(op, acc, r, tree)?;
+                }
+                Ok(acc)
+            }
+        }
+    }
+
+    /// Emits a right operand. When the left one was folded but the right one is not, the
+    /// folded constant must be on the stack first, so it is pushed before the right operand.
+    fn emit_operand(&mut self, tree: &Tree, left: Option<u64>) -> Result<Option<u64>, ExprError> {
+        let mark = self.ops.len();
+        let r = self.emit(tree)?;
+        if let (Some(l), None) = (left, r) {
+            self.ops.insert(mark, Op::Const(l));
+            self.sites.insert(mark, String::new());
+        }
+        Ok(r)
+    }
+
+    fn combine(
+        &mut self,
+        op: Op,
+        l: Option<u64>,
+        r: Option<u64>,
+        tree: &Tree,
+    ) -> Result<Option<u64>, ExprError> {
+        match (l, r) {
+            (Some(a), Some(b)) => apply(op, a, b).map(Some).map_err(|fault| ExprError::Eval {
+                expr: self.expr.source.to_string(),
+                at: tree.to_string(),
+                fault,
+            }),
+            (None, Some(b)) => {
+                self.push(Op::Const(b), tree);
+                self.push(op, tree);
+                Ok(None)
+            }
+            _ => {
+                self.push(op, tree);
+                Ok(None)
+            }
+        }
+    }
+
+    fn push(&mut self, op: Op, tree: &Tree) {
+        self.ops.push(op);
+        self.sites.push(match op {
+            Op::Const(_) | Op::Slot(_) => String::new(),
+            _ => tree.to_string(),
+        });
+    }
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    /// Byte position of the next unread character.
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn new(text: &'a str) -> Self {
+        Parser { text, pos: 0 }
+    }
+
+    fn parse(mut self) -> Result<Tree, ExprError> {
+        self.skip_space();
+        if self.pos == self.text.len() {
+            return Err(self.error_at(self.pos, "empty expression"));
+        }
+        let tree = self.sum(0)?;
+        self.skip_space();
+        if let Some(c) = self.peek() {
+            let msg = if c == ')' {
+                "unmatched `)`".to_owned()
+            } else {
+                format!("unexpected `{c}` after a complete expression")
+            };
+            return Err(self.error_at(self.pos, &msg));
+        }
+        if tree.stack_need() > MAX_STACK {
+            return Err(self.error_at(
+                0,
+                &format!("too deeply nested to evaluate (more than {MAX_STACK} pending operands)"),
+            ));
+        }
+        Ok(tree)
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.text[self.pos..].chars().next()
+    }
+
+    fn skip_space(&mut self) {
+        while let Some(c) = self.peek() {
+            if c.is_ascii_whitespace() {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn column(&self, byte: usize) -> usize {
+        self.text[..byte].chars().count() + 1
+    }
+
+    fn error_at(&self, byte: usize, message: &str) -> ExprError {
+        ExprError::Syntax {
+            expr: self.text.to_owned(),
+            column: self.column(byte),
+            message: message.to_owned(),
+        }
+    }
+
+    fn check_depth(&self, depth: usize, start: usize) -> Result<(), ExprError> {
+        if depth > MAX_DEPTH {
+            Err(self.error_at(start, &format!("expression deeper than {MAX_DEPTH} levels")))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// sum := product (('+' | '-') product)*
+    fn sum(&mut self, depth: usize) -> Result<Tree, ExprError> {
+        let start = self.pos;
+        let mut lhs = self.product(depth + 1)?;
+        let mut chain = depth;
+        loop {
+            self.skip_space();
+            let op = match self.peek() {
+                Some('+') => BinOp::Add,
+                Some('-') => BinOp::Sub,
+                _ => return Ok(lhs),
+            };
+            self.pos += 1;
+            chain += 1;
+            self.check_depth(chain, start)?;
+            let rhs = self.product(depth + 1)?;
+            lhs = Tree::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            };
+        }
+    }
+
+    /// product := atom (('*' | '/' | '%') atom)*
+    fn product(&mut self, depth: usize) -> Result<Tree, ExprError> {
+        let start = self.pos;
+        let mut lhs = self.atom(depth + 1)?;
+        let mut chain = depth;
+        loop {
+            self.skip_space();
+            let op = match self.peek() {
+                Some('*') => BinOp::Mul,
+                Some('/') => BinOp::Div,
+                Some('%') => BinOp::Rem,
+                _ => return Ok(lhs),
+            };
+            self.pos += 1;
+            chain += 1;
+            self.check_depth(chain, start)?;
+            let rhs = self.atom(depth + 1)?;
+            lhs = Tree::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            };
+        }
+    }
+
+    /// atom := number | name | name '(' sum (',' sum)* ')' | '(' sum ')'
+    fn atom(&mut self, depth: usize) -> Result<Tree, ExprError> {
+        self.skip_space();
+        let start = self.pos;
+        self.check_depth(depth, start)?;
+        match self.peek() {
+            Some(c) if c.is_ascii_digit() => self.number(),
+            Some(c) if c == '_' || c.is_ascii_lowercase() => {
+                let name = self.name();
+                self.skip_space();
+                if self.peek() == Some('(') {
+                    self.call(name, start, depth)
+                } else {
+                    Ok(Tree::Name(name.into()))
+                }
+            }
+            Some('(') => {
+                self.pos += 1;
+                let inner = self.sum(depth + 1)?;
+                self.skip_space();
+                if self.peek() == Some(')') {
+                    self.pos += 1;
+                    Ok(inner)
+                } else {
+                    Err(self.error_at(self.pos, "expected `)`"))
+                }
+            }
+            Some(c) if c.is_ascii_uppercase() => Err(self.error_at(
+                start,
+                &format!("unexpected `{c}`: names are lower case ([a-z_][a-z0-9_]*)"),
+            )),
+            Some(c) => Err(self.error_at(
+                start,
+                &format!("unexpected `{c}`: expected a number, a name or `(`"),
+            )),
+            None => Err(self.error_at(start, "unexpected end: expected a number, a name or `(`")),
+        }
+    }
+
+    fn number(&mut self) -> Result<Tree, ExprError> {
+        let start = self.pos;
+        let mut value: u64 = 0;
+        let mut last_was_digit = false;
+        while let Some(c) = self.peek() {
+            if let Some(d) = c.to_digit(10) {
+                value = value
+                    .checked_mul(10)
+                    .and_then(|v| v.checked_add(u64::from(d)))
+                    .ok_or_else(|| self.error_at(start, "number larger than 2^64 - 1"))?;
+                last_was_digit = true;
+            } else if c == '_' {
+                if !last_was_digit {
+                    return Err(self.error_at(self.pos, "`_` must separate digits"));
+                }
+                last_was_digit = false;
+            } else if c.is_ascii_alphabetic() {
+                return Err(self.error_at(self.pos, &format!("unexpected `{c}` in a number")));
+            } else {
+                break;
+            }
+            self.pos += 1;
+        }
+        if !last_was_digit {
+            return Err(self.error_at(self.pos - 1, "`_` must separate digits"));
+        }
+        Ok(Tree::Lit(value))
+    }
+
+    fn name(&mut self) -> &'a str {
+        let start = self.pos;
+        while let Some(c) = self.peek() {
+            if c == '_' || c.is_ascii_lowercase() || c.is_ascii_digit() {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        &self.text[start..self.pos]
+    }
+
+    fn call(&mut self, name: &str, start: usize, depth: usize) -> Result<Tree, ExprError> {
+        let Some(func) = Func::from_name(name) else {
+            return Err(self.error_at(
+                start,
+                &format!("unknown function `{name}` (known: ceil_div, round_up, min, max)"),
+            ));
+        };
+        self.pos += 1; // '('
+        let mut args = Vec::new();
+        self.skip_space();
+        if self.peek() == Some(')') {
+            return Err(self.error_at(self.pos, &format!("`{name}` needs arguments")));
+        }
+        loop {
+            args.push(self.sum(depth + 1)?);
+            self.skip_space();
+            match self.peek() {
+                Some(',') => self.pos += 1,
+                Some(')') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(self.error_at(self.pos, "expected `,` or `)`")),
+            }
+        }
+        let fixed_two = matches!(func, Func::CeilDiv | Func::RoundUp);
+        if fixed_two && args.len() != 2 {
+            return Err(self.error_at(
+                start,
+                &format!("`{name}` takes 2 arguments, found {}", args.len()),
+            ));
+        }
+        Ok(Tree::Call { func, args })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(name: &str) -> Option<Binding> {
+        match name {
+            "n" => Some(Binding::Slot(0)),
+            "k" => Some(Binding::Slot(1)),
+            "hidden" => Some(Binding::Value(4096)),
+            "heads" => Some(Binding::Value(32)),
+            _ => None,
+        }
+    }
+
+    fn eval(text: &str, n: u64, k: u64) -> Result<u64, ExprError> {
+        Expr::parse(text)?.compile(&scope)?.eval(&[n, k])
+    }
+
+    #[test]
+    fn arithmetic_and_functions() {
+        assert_eq!(eval("1 + 2 * 3", 0, 0), Ok(7));
+        assert_eq!(eval("(1 + 2) * 3", 0, 0), Ok(9));
+        assert_eq!(eval("10 - 3 - 2", 0, 0), Ok(5));
+        assert_eq!(eval("100 / 7 / 2", 0, 0), Ok(7));
+        assert_eq!(eval("100 % 7", 0, 0), Ok(2));
+        assert_eq!(eval("ceil_div(n, 128)", 129, 0), Ok(2));
+        assert_eq!(eval("round_up(n, 256)", 257, 0), Ok(512));
+        assert_eq!(eval("min(n, k, 3)", 9, 4), Ok(3));
+        assert_eq!(eval("max(n)", 9, 4), Ok(9));
+        assert_eq!(eval("1_000_000 * n", 3, 0), Ok(3_000_000));
+        assert_eq!(eval("n * hidden * 2", 4, 0), Ok(32768));
+        assert_eq!(
+            eval("max(n*k*4, ceil_div(2*132, n)*heads*128*4)", 1, 4096),
+            Ok(4_325_376)
+        );
+    }
+
+    #[test]
+    fn faults_name_the_expression_and_the_step() {
+        assert_eq!(
+            eval("n - 2", 1, 0).unwrap_err().to_string(),
+            "expression `n - 2`: negative result in `n - 2`"
+        );
+        assert_eq!(
+            eval("hidden * (n / k)", 1, 0).unwrap_err().to_string(),
+            "expression `hidden * (n / k)`: division by zero in `n / k`"
+        );
+        assert_eq!(
+            eval("n % k", 1, 0).unwrap_err().to_string(),
+            "expression `n % k`: modulo by zero in `n % k`"
+        );
+        assert_eq!(
+            eval("ceil_div(n, k)", 1, 0).unwrap_err().to_string(),
+            "expression `ceil_div(n, k)`: division by zero in `ceil_div(n, k)`"
+        );
+        assert_eq!(
+            eval("n * n", u64::MAX, 0).unwrap_err().to_string(),
+            "expression `n * n`: overflow in `n * n`"
+        );
+        assert_eq!(
+            eval("round_up(n, 256)", u64::MAX, 0)
+                .unwrap_err()
+                .to_string(),
+            "expression `round_up(n, 256)`: overflow in `round_up(n, 256)`"
+        );
+        assert_eq!(
+            eval("hidden * layers", 1, 0).unwrap_err().to_string(),
+            "expression `hidden * layers`: unknown name `layers`"
+        );
+        // A constant part is folded at compile time, and its fault is reported there.
+        assert_eq!(
+            Expr::parse("n + 1 / 0")
+                .unwrap()
+                .compile(&scope)
+                .unwrap_err()
+                .to_string(),
+            "expression `n + 1 / 0`: division by zero in `1 / 0`"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_give_the_column() {
+        let msg = |t: &str| Expr::parse(t).unwrap_err().to_string();
+        assert_eq!(
+            msg("2 * * n"),
+            "expression `2 * * n`: syntax error at column 5: unexpected `*`: expected a number, a name or `(`"
+        );
+        assert_eq!(
+            msg("hidden *"),
+            "expression `hidden *`: syntax error at column 9: unexpected end: expected a number, a name or `(`"
+        );
+        assert_eq!(
+            msg("(n + 1"),
+            "expression `(n + 1`: syntax error at column 7: expected `)`"
+        );
+        assert_eq!(
+            msg("n + 1)"),
+            "expression `n + 1)`: syntax error at column 6: unmatched `)`"
+        );
+        assert_eq!(
+            msg(""),
+            "expression ``: syntax error at column 1: empty expression"
+        );
+        assert_eq!(
+            msg("Hidden"),
+            "expression `Hidden`: syntax error at column 1: unexpected `H`: names are lower case ([a-z_][a-z0-9_]*)"
+        );
+        assert_eq!(
+            msg("floor(n, 2)"),
+            "expression `floor(n, 2)`: syntax error at column 1: unknown function `floor` (known: ceil_div, round_up, min, max)"
+        );
+        assert_eq!(
+            msg("ceil_div(n)"),
+            "expression `ceil_div(n)`: syntax error at column 1: `ceil_div` takes 2 arguments, found 1"
+        );
+        assert_eq!(
+            msg("max()"),
+            "expression `max()`: syntax error at column 5: `max` needs arguments"
+        );
+        assert_eq!(
+            msg("18446744073709551616"),
+            "expression `18446744073709551616`: syntax error at column 1: number larger than 2^64 - 1"
+        );
+        assert_eq!(
+            msg("12ab"),
+            "expression `12ab`: syntax error at column 3: unexpected `a` in a number"
+        );
+        assert_eq!(
+            msg("1__0"),
+            "expression `1__0`: syntax error at column 3: `_` must separate digits"
+        );
+        assert_eq!(
+            msg("10_"),
+            "expression `10_`: syntax error at column 3: `_` must separate digits"
+        );
+        assert_eq!(
+            msg("n ° 2"),
+            "expression `n ° 2`: syntax error at column 3: unexpected `°` after a complete expression"
+        );
+    }
+
+    #[test]
+    fn deep_input_is_refused_not_overflowing_the_stack() {
+        let deep = format!("{}n{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(matches!(
+            Expr::parse(&deep),
+            Err(ExprError::Syntax { message, .. }) if message.contains("deeper than")
+        ));
+        let long_sum = vec!["n"; 100_000].join(" + ");
+        assert!(Expr::parse(&long_sum).is_err());
+        let right_nested = (0..40).fold("n".to_string(), |acc, _| format!("n - ({acc})"));
+        assert_eq!(
+            Expr::parse(&right_nested).unwrap_err().to_string(),
+            format!(
+                "expression `{right_nested}`: syntax error at column 1: too deeply nested to evaluate (more than 32 pending operands)"
+            )
+        );
+        let wide = format!("max({})", vec!["n"; 10_000].join(", "));
+        assert_eq!(eval(&wide, 5, 0), Ok(5));
+    }
+
+    #[test]
+    fn canonical_text_and_names() {
+        let e =
+            Expr::parse("max( n*k*4 , ceil_div(2*sm_count,n) * (heads + 1) - (a - b))").unwrap();
+        assert_eq!(
+            e.canonical(),
+            "max(n * k * 4, ceil_div(2 * sm_count, n) * (heads + 1) - (a - b))"
+        );
+        assert_eq!(e.free_names(), ["a", "b", "heads", "k", "n", "sm_count"]);
+        assert_eq!(Expr::parse(&e.canonical()).unwrap(), e);
+        assert_eq!(Expr::parse("1_024").unwrap().canonical(), "1024");
+    }
+
+    #[test]
+    fn folding_keeps_operand_order() {
+        // `2 - n` must not become `n - 2` when the literal is folded.
+        assert_eq!(eval("2 - n", 1, 0), Ok(1));
+        assert_eq!(eval("hidden / n", 3, 0), Ok(1365));
+        assert_eq!(eval("min(hidden, n, heads)", 100, 0), Ok(32));
+        assert_eq!(eval("ceil_div(hidden, n)", 3, 0), Ok(1366));
+        let p = Expr::parse("hidden * heads")
+            .unwrap()
+            .compile(&scope)
+            .unwrap();
+        assert_eq!(p.constant(), Some(131_072));
+    }
+
+    #[test]
+    fn too_few_slots_is_an_error_not_a_panic() {
+        let p = Expr::parse("n + k").unwrap().compile(&scope).unwrap();
+        assert!(p.eval(&[1]).is_err());
+    }
+}
