@@ -736,6 +736,10 @@ impl<'a> Build<'a> {
         };
         let per_token = size("per_token", &decl.per_token)?;
         let per_sequence = size("per_sequence", &decl.per_sequence)?;
+        let window = match &decl.window {
+            Some(t) => Some(self.eval_text(&place.with("window"), t)?),
+            None => None,
+        };
         let format: Format = decl
             .format
             .parse()
@@ -772,6 +776,7 @@ impl<'a> Build<'a> {
             id: id.clone(),
             per_token,
             per_sequence,
+            window,
             format,
             writer,
             readers: readers.clone(),

@@ -210,6 +210,8 @@ pub struct State {
     pub per_token: u64,
     /// Elements per sequence.
     pub per_sequence: u64,
+    /// Tokens per sequence held at most (sliding window); `None`: all cached tokens.
+    pub window: Option<u64>,
     /// Storage format.
     pub format: Format,
     /// The node writing it (owner of its bytes).
@@ -219,10 +221,20 @@ pub struct State {
 }
 
 impl State {
-    /// Bytes held for `kv_tokens` cached tokens and `sequences` sequences: a
-    /// `kv_tokens x per_token` tensor plus a `sequences x per_sequence` tensor in the format.
+    /// Tokens held when `kv_tokens` tokens are cached over `sequences` sequences: all of them,
+    /// or for a sliding-window state at most `window` per sequence.
+    pub fn tokens_held(&self, kv_tokens: u64, sequences: u64) -> u64 {
+        match self.window {
+            Some(w) => kv_tokens.min(w.saturating_mul(sequences)),
+            None => kv_tokens,
+        }
+    }
+
+    /// Bytes held for `kv_tokens` cached tokens (in all) and `sequences` sequences: a
+    /// `tokens_held x per_token` tensor plus a `sequences x per_sequence` tensor in the format.
     pub fn bytes(&self, kv_tokens: u64, sequences: u64) -> Result<u64, FormatError> {
-        let tokens = self.format.bytes(kv_tokens, self.per_token)?;
+        let held = self.tokens_held(kv_tokens, sequences);
+        let tokens = self.format.bytes(held, self.per_token)?;
         let seqs = self.format.bytes(sequences, self.per_sequence)?;
         tokens.checked_add(seqs).ok_or(FormatError::Overflow {
             format: self.format,

@@ -135,6 +135,10 @@ pub struct StateDecl {
     /// Elements held per sequence (an expression over the dims); default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_sequence: Option<ExprText>,
+    /// Tokens per sequence held at most (sliding-window attention): the state holds
+    /// `min(kv_tokens, window x sequences)` tokens. Absent: every cached token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<ExprText>,
     /// Storage format.
     pub format: String,
     /// The local node that writes it; its bytes are attributed there.
@@ -274,10 +278,17 @@ impl StateDecl {
             id: id.into(),
             per_token: Some(per_token.into()),
             per_sequence: None,
+            window: None,
             format: format.into(),
             writer: writer.into(),
             readers: Vec::new(),
         }
+    }
+
+    /// Holds at most `window` tokens per sequence.
+    pub fn window(mut self, window: impl Into<ExprText>) -> StateDecl {
+        self.window = Some(window.into());
+        self
     }
 
     /// Appends readers.
