@@ -577,10 +577,11 @@ impl<'a> Build<'a> {
         place: &Place,
         name: &str,
     ) -> Result<EdgeIdx, CircuitError> {
-        if ctx.block.stream_in.as_deref() == Some(name) {
-            if let Some(e) = ctx.stream {
-                return Ok(e);
-            }
+        if let Some(e) = ctx
+            .stream
+            .filter(|_| ctx.block.stream_in.as_deref() == Some(name))
+        {
+            return Ok(e);
         }
         let local = format!("{}{name}", ctx.prefix);
         for id in [local.as_str(), name] {

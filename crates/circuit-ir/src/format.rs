@@ -100,7 +100,7 @@ impl Format {
     /// Checks that a row of `width` elements fills whole groups of this format.
     pub fn check_width(self, width: u64) -> Result<(), FormatError> {
         match self {
-            Format::Int4 { group } | Format::Nvfp4 { group } if width % group != 0 => {
+            Format::Int4 { group } | Format::Nvfp4 { group } if !width.is_multiple_of(group) => {
                 Err(FormatError::WidthNotMultiple {
                     format: self,
                     width,
