@@ -1,1 +1,44 @@
-fn main() {}
+//! `cargo xtask`: the planner's command line and the project's benchmarks. The only crate that
+//! reads files, the clock or the terminal; every error reaches the user as one line and exit 1.
+
+mod bench;
+mod example;
+mod plan;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The circuit memory planner.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Plan the memory of a circuit (with no arguments: the embedded Llama-3.1-8B example).
+    Plan(plan::PlanArgs),
+    /// Measure the planner's speed.
+    Bench(bench::BenchArgs),
+}
+
+/// An error for the user: its Display is the whole message, one line.
+pub type CliError = Box<dyn std::error::Error>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(args) => plan::run(&args),
+        Command::Bench(args) => bench::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

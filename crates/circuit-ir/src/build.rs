@@ -825,7 +825,7 @@ impl<'a> Build<'a> {
                     None => "a circuit input".to_owned(),
                 };
                 return Err(self.err(
-                    &Place::root().with(format!("edge `{}`", edge.id)),
+                    &Place::root(),
                     Kind::Unread {
                         edge: edge.id.clone(),
                         origin,

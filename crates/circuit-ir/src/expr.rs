@@ -332,10 +332,8 @@ impl Expr {
             sites: Vec::new(),
             slot_count: 0,
         };
-        let folded = c.emit(&self.tree)?;
-        if let Some(value) = folded {
-            c.ops.push(Op::Const(value));
-            c.sites.push(String::new());
+        if let Some(value) = c.emit_root(&self.tree)? {
+            c.push(Op::Const(value), String::new());
         }
         Ok(Program {
             source: self.source.clone(),
@@ -475,15 +473,30 @@ impl<F: Fn(&str) -> Option<Binding>> Scope for F {
     }
 }
 
+/// A two-operand step: the binary operators and the functions (n-ary `min`/`max` chain).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Const(u64),
-    Slot(u16),
+enum Step {
     Bin(BinOp),
     CeilDiv,
     RoundUp,
     Min,
     Max,
+}
+
+/// Where a step's right operand comes from. Leaves are encoded in the step itself, so a chain
+/// like `n * k * 4` runs as three ops instead of five.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rhs {
+    Pop,
+    Const(u64),
+    Slot(u16),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Const(u64),
+    Slot(u16),
+    Apply(Step, Rhs),
 }
 
 /// A compiled expression: a postfix program over constants and slots.
@@ -499,7 +512,7 @@ pub struct Program {
 impl Program {
     /// The value, reading `slots[i]` for every name bound to `Slot(i)`.
     ///
-    /// Fewer slots than the program reads is reported as an evaluation fault, not a panic.
+    /// Fewer slots than the program reads is reported as an error, not a panic.
     #[inline]
     pub fn eval(&self, slots: &[u64]) -> Result<u64, ExprError> {
         if slots.len() < self.slot_count {
@@ -508,22 +521,30 @@ impl Program {
         let mut stack = [0u64; MAX_STACK];
         let mut sp = 0usize;
         for (at, op) in self.ops.iter().enumerate() {
-            let value = match *op {
-                Op::Const(v) => v,
-                Op::Slot(s) => slots[s as usize],
-                _ => {
-                    sp -= 1;
-                    let b = stack[sp];
-                    let a = stack[sp - 1];
-                    sp -= 1;
-                    match apply(*op, a, b) {
-                        Ok(v) => v,
+            match *op {
+                Op::Const(v) => {
+                    stack[sp] = v;
+                    sp += 1;
+                }
+                Op::Slot(s) => {
+                    stack[sp] = slots[usize::from(s)];
+                    sp += 1;
+                }
+                Op::Apply(step, rhs) => {
+                    let b = match rhs {
+                        Rhs::Pop => {
+                            sp -= 1;
+                            stack[sp]
+                        }
+                        Rhs::Const(c) => c,
+                        Rhs::Slot(s) => slots[usize::from(s)],
+                    };
+                    match apply(step, stack[sp - 1], b) {
+                        Ok(v) => stack[sp - 1] = v,
                         Err(fault) => return Err(self.fault(at, fault)),
                     }
                 }
-            };
-            stack[sp] = value;
-            sp += 1;
+            }
         }
         Ok(stack[0])
     }
@@ -560,31 +581,42 @@ impl Program {
     }
 }
 
-fn apply(op: Op, a: u64, b: u64) -> Result<u64, Fault> {
-    match op {
-        Op::Bin(BinOp::Add) => a.checked_add(b).ok_or(Fault::Overflow),
-        Op::Bin(BinOp::Sub) => a.checked_sub(b).ok_or(Fault::Negative),
-        Op::Bin(BinOp::Mul) => a.checked_mul(b).ok_or(Fault::Overflow),
-        Op::Bin(BinOp::Div) => a.checked_div(b).ok_or(Fault::DivisionByZero),
-        Op::Bin(BinOp::Rem) => a.checked_rem(b).ok_or(Fault::ModuloByZero),
-        Op::CeilDiv => {
+#[inline(always)]
+fn apply(step: Step, a: u64, b: u64) -> Result<u64, Fault> {
+    match step {
+        Step::Bin(BinOp::Add) => a.checked_add(b).ok_or(Fault::Overflow),
+        Step::Bin(BinOp::Sub) => a.checked_sub(b).ok_or(Fault::Negative),
+        Step::Bin(BinOp::Mul) => a.checked_mul(b).ok_or(Fault::Overflow),
+        Step::Bin(BinOp::Div) => a.checked_div(b).ok_or(Fault::DivisionByZero),
+        Step::Bin(BinOp::Rem) => a.checked_rem(b).ok_or(Fault::ModuloByZero),
+        Step::CeilDiv => {
             if b == 0 {
                 Err(Fault::DivisionByZero)
             } else {
                 Ok(a.div_ceil(b))
             }
         }
-        Op::RoundUp => {
+        Step::RoundUp => {
             if b == 0 {
                 Err(Fault::DivisionByZero)
             } else {
                 a.div_ceil(b).checked_mul(b).ok_or(Fault::Overflow)
             }
         }
-        Op::Min => Ok(a.min(b)),
-        Op::Max => Ok(a.max(b)),
-        Op::Const(_) | Op::Slot(_) => unreachable!("operands are not applied"),
+        Step::Min => Ok(a.min(b)),
+        Step::Max => Ok(a.max(b)),
     }
+}
+
+/// What emitting a sub-tree left behind.
+#[derive(Debug, Clone, Copy)]
+enum Emitted {
+    /// A constant, not emitted yet (folded).
+    Const(u64),
+    /// A slot read, not emitted yet (it may become a step's inline operand).
+    Slot(u16),
+    /// A value on the stack.
+    Stacked,
 }
 
 struct Compiler<'a> {
@@ -596,16 +628,25 @@ struct Compiler<'a> {
 }
 
 impl Compiler<'_> {
-    /// Emits `tree`; returns `Some(value)` instead of emitting when it is constant.
-    fn emit(&mut self, tree: &Tree) -> Result<Option<u64>, ExprError> {
+    fn emit_root(&mut self, tree: &Tree) -> Result<Option<u64>, ExprError> {
+        match self.emit(tree)? {
+            Emitted::Const(v) => Ok(Some(v)),
+            Emitted::Slot(s) => {
+                self.push(Op::Slot(s), String::new());
+                Ok(None)
+            }
+            Emitted::Stacked => Ok(None),
+        }
+    }
+
+    fn emit(&mut self, tree: &Tree) -> Result<Emitted, ExprError> {
         match tree {
-            Tree::Lit(v) => Ok(Some(*v)),
+            Tree::Lit(v) => Ok(Emitted::Const(*v)),
             Tree::Name(name) => match self.scope.bind(name) {
-                Some(Binding::Value(v)) => Ok(Some(v)),
+                Some(Binding::Value(v)) => Ok(Emitted::Const(v)),
                 Some(Binding::Slot(s)) => {
                     self.slot_count = self.slot_count.max(usize::from(s) + 1);
-                    self.push(Op::Slot(s), tree);
-                    Ok(None)
+                    Ok(Emitted::Slot(s))
                 }
                 None => Err(ExprError::UnknownName {
                     expr: self.expr.source.to_string(),
@@ -614,69 +655,84 @@ impl Compiler<'_> {
             },
             Tree::Binary { op, lhs, rhs } => {
                 let l = self.emit(lhs)?;
-                let r = self.emit_operand(rhs, l)?;
-                self.combine(Op::Bin(*op), l, r, tree)
+                self.combine(Step::Bin(*op), l, rhs, tree)
             }
             Tree::Call { func, args } => {
-                let op = match func {
-                    Func::CeilDiv => Op::CeilDiv,
-                    Func::RoundUp => Op::RoundUp,
-                    Func::Min => Op::Min,
-                    Func::Max => Op::Max,
+                let step = match func {
+                    Func::CeilDiv => Step::CeilDiv,
+                    Func::RoundUp => Step::RoundUp,
+                    Func::Min => Step::Min,
+                    Func::Max => Step::Max,
                 };
                 let mut acc = self.emit(&args[0])?;
                 for arg in &args[1..] {
-                    let r = self.emit_operand(arg, acc)?;
-                    acc = self.combine(op, acc, r, tree)?;
+                    acc = self.combine(step, acc, arg, tree)?;
                 }
                 Ok(acc)
             }
         }
     }
 
-    /// Emits a right operand. When the left one was folded but the right one is not, the
-    /// folded constant must be on the stack first, so it is pushed before the right operand.
-    fn emit_operand(&mut self, tree: &Tree, left: Option<u64>) -> Result<Option<u64>, ExprError> {
-        let mark = self.ops.len();
-        let r = self.emit(tree)?;
-        if let (Some(l), None) = (left, r) {
-            self.ops.insert(mark, Op::Const(l));
-            self.sites.insert(mark, String::new());
-        }
-        Ok(r)
-    }
-
+    /// Emits `step(left, right)` where `left` was already emitted (or folded).
     fn combine(
         &mut self,
-        op: Op,
-        l: Option<u64>,
-        r: Option<u64>,
+        step: Step,
+        left: Emitted,
+        right: &Tree,
         tree: &Tree,
-    ) -> Result<Option<u64>, ExprError> {
-        match (l, r) {
-            (Some(a), Some(b)) => apply(op, a, b).map(Some).map_err(|fault| ExprError::Eval {
-                expr: self.expr.source.to_string(),
-                at: tree.to_string(),
-                fault,
-            }),
-            (None, Some(b)) => {
-                self.push(Op::Const(b), tree);
-                self.push(op, tree);
-                Ok(None)
-            }
-            _ => {
-                self.push(op, tree);
-                Ok(None)
+    ) -> Result<Emitted, ExprError> {
+        // A pending left leaf must reach the stack before anything the right side emits.
+        let mark = self.ops.len();
+        let r = self.emit(right)?;
+        if let (Emitted::Const(a), Emitted::Const(b)) = (left, r) {
+            return apply(step, a, b)
+                .map(Emitted::Const)
+                .map_err(|fault| ExprError::Eval {
+                    expr: self.expr.source.to_string(),
+                    at: tree.to_string(),
+                    fault,
+                });
+        }
+        let left_op = match left {
+            Emitted::Const(v) => Some(Op::Const(v)),
+            Emitted::Slot(s) => Some(Op::Slot(s)),
+            Emitted::Stacked => None,
+        };
+        if let Some(op) = left_op {
+            self.ops.insert(mark, op);
+            self.sites.insert(mark, String::new());
+        }
+        let rhs = match r {
+            Emitted::Const(c) => Rhs::Const(c),
+            Emitted::Slot(s) => Rhs::Slot(s),
+            Emitted::Stacked => Rhs::Pop,
+        };
+        if let (Rhs::Const(c), Some(Op::Apply(prev, Rhs::Const(p)))) = (rhs, self.ops.last()) {
+            if let Some(merged) = reassociate(step, *prev, *p, c) {
+                *self.ops.last_mut().expect("checked above") = Op::Apply(step, Rhs::Const(merged));
+                *self.sites.last_mut().expect("one site per op") = tree.to_string();
+                return Ok(Emitted::Stacked);
             }
         }
+        self.push(Op::Apply(step, rhs), tree.to_string());
+        Ok(Emitted::Stacked)
     }
 
-    fn push(&mut self, op: Op, tree: &Tree) {
+    fn push(&mut self, op: Op, site: String) {
         self.ops.push(op);
-        self.sites.push(match op {
-            Op::Const(_) | Op::Slot(_) => String::new(),
-            _ => tree.to_string(),
-        });
+        self.sites.push(site);
+    }
+}
+
+/// `(x step1 p) step2 c` as `x step p'` when that is the same value and fails exactly when the
+/// original fails: sums and products of non-negative values never shrink, so no intermediate
+/// result exceeds the final one (products only when both constants are at least 1, since
+/// `x * p * 0` must still fail when `x * p` overflows).
+fn reassociate(step: Step, prev: Step, p: u64, c: u64) -> Option<u64> {
+    match (prev, step) {
+        (Step::Bin(BinOp::Add), Step::Bin(BinOp::Add)) => p.checked_add(c),
+        (Step::Bin(BinOp::Mul), Step::Bin(BinOp::Mul)) if p >= 1 && c >= 1 => p.checked_mul(c),
+        _ => None,
     }
 }
 

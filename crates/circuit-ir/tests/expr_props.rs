@@ -1,0 +1,195 @@
+//! Random expressions against an independent i128 reference, and canonical text round trips.
+
+use circuit_ir::expr::{BinOp, Func, Tree};
+use circuit_ir::{Binding, Expr, ExprError};
+use proptest::prelude::*;
+
+fn leaf() -> impl Strategy<Value = Tree> {
+    prop_oneof![
+        prop_oneof![0u64..16, Just(u64::MAX), Just(1 << 32), Just(1 << 63), any::<u64>()]
+            .prop_map(Tree::Lit),
+        prop_oneof![Just("a"), Just("b"), Just("c")].prop_map(|n| Tree::Name(n.into())),
+    ]
+}
+
+fn tree() -> impl Strategy<Value = Tree> {
+    leaf().prop_recursive(5, 40, 4, |inner| {
+        prop_oneof![
+            (
+                prop_oneof![
+                    Just(BinOp::Add),
+                    Just(BinOp::Sub),
+                    Just(BinOp::Mul),
+                    Just(BinOp::Div),
+                    Just(BinOp::Rem)
+                ],
+                inner.clone(),
+                inner.clone()
+            )
+                .prop_map(|(op, l, r)| Tree::Binary {
+                    op,
+                    lhs: Box::new(l),
+                    rhs: Box::new(r)
+                }),
+            (
+                prop_oneof![Just(Func::CeilDiv), Just(Func::RoundUp)],
+                inner.clone(),
+                inner.clone()
+            )
+                .prop_map(|(func, a, b)| Tree::Call {
+                    func,
+                    args: vec![a, b]
+                }),
+            (
+                prop_oneof![Just(Func::Min), Just(Func::Max)],
+                prop::collection::vec(inner, 1..4)
+            )
+                .prop_map(|(func, args)| Tree::Call { func, args }),
+        ]
+    })
+}
+
+/// Text for a tree with every binary node parenthesised and irregular spacing: a different
+/// spelling from the canonical one that must parse to the same tree.
+fn loose_text(t: &Tree) -> String {
+    match t {
+        Tree::Lit(v) => v.to_string(),
+        Tree::Name(n) => n.to_string(),
+        Tree::Binary { op, lhs, rhs } => {
+            let sym = match op {
+                BinOp::Add => "+",
+                BinOp::Sub => "-",
+                BinOp::Mul => "*",
+                BinOp::Div => "/",
+                BinOp::Rem => "%",
+            };
+            format!("( {}{sym}  {})", loose_text(lhs), loose_text(rhs))
+        }
+        Tree::Call { func, args } => {
+            let args: Vec<String> = args.iter().map(loose_text).collect();
+            format!("{} (\t{} )", func.name(), args.join(" ,"))
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Overflow,
+    Negative,
+    DivZero,
+    ModZero,
+}
+
+/// The reference: i128 arithmetic, range-checked after every step. Records the fault of every
+/// step that fails with valid operands (any of them may be the one reported first).
+fn reference(t: &Tree, env: &[(&str, u64)], faults: &mut Vec<Fault>) -> Option<i128> {
+    let step = |r: Result<i128, Fault>, faults: &mut Vec<Fault>| match r {
+        Ok(v) if v < 0 => {
+            faults.push(Fault::Negative);
+            None
+        }
+        Ok(v) if v > i128::from(u64::MAX) => {
+            faults.push(Fault::Overflow);
+            None
+        }
+        Ok(v) => Some(v),
+        Err(f) => {
+            faults.push(f);
+            None
+        }
+    };
+    match t {
+        Tree::Lit(v) => Some(i128::from(*v)),
+        Tree::Name(n) => env.iter().find(|(k, _)| k == &&**n).map(|&(_, v)| i128::from(v)),
+        Tree::Binary { op, lhs, rhs } => {
+            let l = reference(lhs, env, faults);
+            let r = reference(rhs, env, faults);
+            let (a, b) = (l?, r?);
+            let v = match op {
+                BinOp::Add => Ok(a + b),
+                BinOp::Sub => Ok(a - b),
+                // Operands are at most 2^64 - 1, so a product beyond i128 is beyond u64 too.
+                BinOp::Mul => Ok(a.checked_mul(b).unwrap_or(i128::MAX)),
+                BinOp::Div if b == 0 => Err(Fault::DivZero),
+                BinOp::Div => Ok(a / b),
+                BinOp::Rem if b == 0 => Err(Fault::ModZero),
+                BinOp::Rem => Ok(a % b),
+            };
+            step(v, faults)
+        }
+        Tree::Call { func, args } => {
+            let vals: Vec<Option<i128>> = args.iter().map(|a| reference(a, env, faults)).collect();
+            let vals: Vec<i128> = vals.into_iter().collect::<Option<_>>()?;
+            let v = match func {
+                Func::CeilDiv if vals[1] == 0 => Err(Fault::DivZero),
+                Func::CeilDiv => Ok((vals[0] + vals[1] - 1) / vals[1]),
+                Func::RoundUp if vals[1] == 0 => Err(Fault::DivZero),
+                Func::RoundUp => Ok((vals[0] + vals[1] - 1) / vals[1] * vals[1]),
+                Func::Min => Ok(*vals.iter().min().unwrap()),
+                Func::Max => Ok(*vals.iter().max().unwrap()),
+            };
+            step(v, faults)
+        }
+    }
+}
+
+fn value() -> impl Strategy<Value = u64> {
+    prop_oneof![0u64..20, Just(u64::MAX), Just(1 << 32), any::<u64>()]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn matches_the_i128_reference(t in tree(), a in value(), b in value(), c in value()) {
+        let text = loose_text(&t);
+        let expr = Expr::parse(&text).unwrap();
+        prop_assert_eq!(expr.tree(), &t);
+        // `a` and `b` are slots read at evaluation, `c` a value folded at compile time.
+        let scope = |name: &str| match name {
+            "a" => Some(Binding::Slot(0)),
+            "b" => Some(Binding::Slot(1)),
+            "c" => Some(Binding::Value(c)),
+            _ => None,
+        };
+        let got = expr.compile(&scope).and_then(|p| p.eval(&[a, b]));
+        let mut faults = Vec::new();
+        let want = reference(&t, &[("a", a), ("b", b), ("c", c)], &mut faults);
+        match (got, want) {
+            (Ok(v), Some(w)) => prop_assert_eq!(i128::from(v), w),
+            (Err(ExprError::Eval { fault, .. }), None) => {
+                let fault = match fault {
+                    circuit_ir::expr::Fault::Overflow => Fault::Overflow,
+                    circuit_ir::expr::Fault::Negative => Fault::Negative,
+                    circuit_ir::expr::Fault::DivisionByZero => Fault::DivZero,
+                    circuit_ir::expr::Fault::ModuloByZero => Fault::ModZero,
+                    other => panic!("unexpected fault {other:?}"),
+                };
+                prop_assert!(faults.contains(&fault), "{:?} not among {:?}", fault, faults);
+            }
+            (got, want) => prop_assert!(false, "`{}`: program {:?}, reference {:?}", text, got, want),
+        }
+    }
+
+    #[test]
+    fn canonical_text_reparses_to_the_same_tree(t in tree()) {
+        let expr = Expr::parse(&loose_text(&t)).unwrap();
+        let canonical = expr.canonical();
+        let again = Expr::parse(&canonical).unwrap();
+        prop_assert_eq!(again.tree(), &t);
+        prop_assert_eq!(again.canonical(), canonical);
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,40}") {
+        let _ = Expr::parse(&text);
+    }
+
+    #[test]
+    fn expression_like_text_never_panics(text in "[a-c0-9_+*/%(), -]{0,60}") {
+        if let Ok(e) = Expr::parse(&text) {
+            let _ = e.eval_with(|_| Some(7));
+            prop_assert_eq!(Expr::parse(&e.canonical()).unwrap(), e);
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! Every way a circuit file can be wrong, each with the exact message a user sees.
+
+use circuit_ir::Circuit;
+
+const GOOD: &str = r#"schema = 1
+name = "tiny"
+
+[dims]
+hidden = 64
+ffn = "2 * hidden"
+layers = 2
+
+[[input]]
+id = "x"
+rows = "n"
+width = "hidden"
+format = "bf16"
+
+[[block]]
+name = "layer"
+repeat = "layers"
+stream_in = "x"
+stream_out = "y"
+
+  [[block.node]]
+  id = "norm"
+  op = "rms_norm"
+  in = ["x"]
+  out = [{ edge = "xn", rows = "n", width = "hidden", format = "bf16" }]
+
+    [[block.node.weight]]
+    name = "w"
+    shape = ["hidden"]
+    format = "bf16"
+    tensor = "layers.{i}.norm"
+
+  [[block.node]]
+  id = "up"
+  op = "linear"
+  in = ["xn"]
+  out = [{ edge = "u", rows = "n", width = "ffn", format = "bf16" }]
+
+    [[block.node.weight]]
+    name = "w"
+    shape = ["ffn", "hidden"]
+    format = "bf16"
+
+  [[block.node]]
+  id = "cache"
+  op = "kv_write"
+  in = ["u"]
+
+  [[block.node]]
+  id = "down"
+  op = "linear"
+  in = ["u"]
+  out = [{ edge = "y", rows = "n", width = "hidden", format = "bf16" }]
+
+    [[block.node.weight]]
+    name = "w"
+    shape = ["hidden", "ffn"]
+    format = "bf16"
+
+  [[block.state]]
+  id = "kv"
+  per_token = "ffn"
+  format = "bf16"
+  writer = "cache"
+  readers = ["down"]
+
+[[output]]
+edge = "layer.1.y"
+"#;
+
+/// Loads GOOD with `from` replaced by `to` (which must occur), returning the error message.
+fn error_after(from: &str, to: &str) -> String {
+    assert!(GOOD.contains(from), "the base circuit has no `{from}`");
+    let text = GOOD.replacen(from, to, 1);
+    match Circuit::from_toml(&text, "bad.toml") {
+        Ok(_) => panic!("`{from}` -> `{to}` loaded without error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn the_base_circuit_is_good() {
+    let c = Circuit::from_toml(GOOD, "good.toml").unwrap();
+    assert_eq!(c.nodes().len(), 8);
+    // Two norms of 64, two up and two down projections of 128 x 64, in bf16.
+    assert_eq!(c.weight_bytes(), 2 * (64 + 2 * 128 * 64) * 2);
+    assert_eq!(c.state_bytes(10, 1).unwrap(), 2 * 10 * 128 * 2);
+}
+
+#[test]
+fn toml_syntax_error_gives_the_line() {
+    assert_eq!(
+        error_after("layers = 2", "layers = = 2"),
+        "bad.toml: line 7, column 10: extra `=`, expected nothing"
+    );
+}
+
+#[test]
+fn unknown_schema() {
+    assert_eq!(
+        error_after("schema = 1", "schema = 2"),
+        "bad.toml: unknown schema 2; this version reads schema = 1"
+    );
+}
+
+#[test]
+fn unknown_key() {
+    assert_eq!(
+        error_after("repeat = \"layers\"", "rpeat = \"layers\""),
+        "bad.toml: line 17, column 1: unknown field `rpeat`, expected one of `name`, `repeat`, `stream_in`, `stream_out`, `node`, `state`"
+    );
+}
+
+#[test]
+fn unknown_dim() {
+    assert_eq!(
+        error_after("width = \"ffn\"", "width = \"fnn\""),
+        "bad.toml: block `layer` instance 0, node `up`, output `u`, width: unknown dim `fnn` in `fnn` (readable here: hidden, ffn, layers)"
+    );
+    assert_eq!(
+        error_after("shape = [\"hidden\"]", "shape = [\"n\"]"),
+        "bad.toml: block `layer` instance 0, node `norm`, weight `w`, shape[0]: unknown dim `n` in `n` (readable here: hidden, ffn, layers)"
+    );
+    assert_eq!(
+        error_after("rows = \"n\"", "rows = \"m\""),
+        "bad.toml: input `x`, rows: unknown dim `m` in `m` (readable here: n, hidden, ffn, layers)"
+    );
+}
+
+#[test]
+fn dim_using_a_later_dim() {
+    assert_eq!(
+        error_after("hidden = 64", "hidden = \"layers * 32\""),
+        "bad.toml: dim `hidden`: `layers * 32` uses dim `layers`, which is declared later; declare `layers` first"
+    );
+}
+
+#[test]
+fn reserved_dim_name() {
+    assert_eq!(
+        error_after("layers = 2", "layers = 2\nn = 4"),
+        "bad.toml: dim `n`: `n` cannot be a dim: `n`, `k` and `sm_count` are bound by the planner"
+    );
+}
+
+#[test]
+fn unknown_op() {
+    assert_eq!(
+        error_after("op = \"rms_norm\"", "op = \"rms_nrom\""),
+        "bad.toml: block `layer` instance 0, node `norm`, op: unknown op `rms_nrom` (known: embed, rms_norm, layer_norm, linear, rope, kv_write, attention, silu_mul, gelu_mul, residual_add, router, top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, softcap)"
+    );
+}
+
+#[test]
+fn duplicate_id() {
+    assert_eq!(
+        error_after("id = \"down\"", "id = \"up\""),
+        "bad.toml: block `layer` instance 0, node `up`: duplicate node id `layer.0.up`"
+    );
+    assert_eq!(
+        error_after("name = \"layer\"", "name = \"layer\"\n[[block]]\nname = \"layer\""),
+        "bad.toml: block `layer`: duplicate block id `layer`"
+    );
+}
+
+#[test]
+fn edge_with_two_producers() {
+    assert_eq!(
+        error_after("edge = \"y\"", "edge = \"u\""),
+        "bad.toml: block `layer` instance 0, node `down`, output `u`: edge `layer.0.u` is already produced by node `layer.0.up`"
+    );
+}
+
+#[test]
+fn edge_nobody_produces() {
+    assert_eq!(
+        error_after("in = [\"xn\"]", "in = [\"xm\"]"),
+        "bad.toml: block `layer` instance 0, node `up`, input `xm`: edge `xm` is neither produced by a node nor a circuit input (edges of other block instances are read by their full id, e.g. `layer.0.x`)"
+    );
+}
+
+#[test]
+fn edge_read_before_it_is_produced() {
+    assert_eq!(
+        error_after("in = [\"xn\"]", "in = [\"y\"]"),
+        "bad.toml: block `layer` instance 0, node `up`, input `y`: edge `layer.0.y` is read before node `layer.0.down` produces it; list nodes in execution order"
+    );
+}
+
+#[test]
+fn unread_edge() {
+    assert_eq!(
+        error_after("edge = \"layer.1.y\"", "edge = \"layer.1.u\""),
+        "bad.toml: edge `layer.1.y` (produced by node `layer.1.down`) is never read; read it or declare it an [[output]]"
+    );
+}
+
+#[test]
+fn bad_format() {
+    assert_eq!(
+        error_after("format = \"bf16\" }]", "format = \"bf61\" }]"),
+        "bad.toml: block `layer` instance 0, node `norm`, output `xn`, format: unknown format `bf61` (known: bf16, f16, f32, i32, i64, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>)"
+    );
+}
+
+#[test]
+fn width_not_a_multiple_of_the_group() {
+    assert_eq!(
+        error_after("shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"", "shape = [\"ffn\", \"hidden\"]\n    format = \"int4/g128\""),
+        "bad.toml: block `layer` instance 0, node `up`, weight `w`, format: width 64 is not a multiple of the group of int4/g128 (128 elements)"
+    );
+}
+
+#[test]
+fn overflow_in_a_dim_and_in_a_weight() {
+    assert_eq!(
+        error_after("layers = 2", "layers = 2\nhuge = \"18446744073709551615 * 2\""),
+        "bad.toml: dim `huge`: expression `18446744073709551615 * 2`: overflow in `18446744073709551615 * 2`"
+    );
+    assert_eq!(
+        error_after("shape = [\"hidden\"]", "shape = [\"hidden\", 18446744073709551615]"),
+        "bad.toml: block `layer` instance 0, node `norm`, weight `w`: shape [64, 18446744073709551615] x 1 in bf16 overflows 64-bit bytes"
+    );
+}
+
+#[test]
+fn stream_in_with_nothing_to_bind() {
+    assert_eq!(
+        error_after("id = \"x\"\nrows", "id = \"tokens\"\nrows"),
+        "bad.toml: block `layer` instance 0, stream_in: stream_in `x` has nothing to bind to: no block instance runs before it and there is no circuit input `x`"
+    );
+    assert_eq!(
+        error_after("[[block]]\nname = \"layer\"", "[[block]]\nname = \"pre\"\n  [[block.node]]\n  id = \"n\"\n  op = \"copy\"\n  in = [\"x\"]\n  out = [{ edge = \"c\", rows = \"n\", width = 1, format = \"i32\" }]\n[[block]]\nname = \"layer\""),
+        "bad.toml: block `layer` instance 0, stream_in: stream_in `x` has nothing to bind to: the block instance before it, `pre`, declares no stream_out"
+    );
+}
+
+#[test]
+fn one_tensor_with_two_shapes() {
+    assert_eq!(
+        error_after("shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"\n", "shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"\n    tensor = \"layers.{i}.norm\"\n"),
+        "bad.toml: block `layer` instance 0, node `up`, weight `w`: tensor `layers.0.norm` was declared as [64] bf16 x1 by node `layer.0.norm`, here as [128, 64] bf16 x1"
+    );
+}
+
+#[test]
+fn state_errors() {
+    assert_eq!(
+        error_after("writer = \"cache\"", "writer = \"cash\""),
+        "bad.toml: block `layer` instance 0, state `kv`, writer: writer `cash` is not a node of this block instance"
+    );
+    assert_eq!(
+        error_after("readers = [\"down\"]", "readers = [\"up\"]"),
+        "bad.toml: block `layer` instance 0, state `kv`, readers: reader `up` runs before writer `cache`; readers must come after the writer"
+    );
+    assert_eq!(
+        error_after("writer = \"cache\"", "writer = \"up\""),
+        "bad.toml: block `layer` instance 0, node `cache`: node has no output edge and writes no state"
+    );
+}
+
+#[test]
+fn unknown_output() {
+    assert_eq!(
+        error_after("edge = \"layer.1.y\"", "edge = \"y\""),
+        "bad.toml: output `y`: output edge `y` does not exist (outputs use full ids, e.g. `head.logits`)"
+    );
+}
+
+#[test]
+fn expression_syntax_error_names_the_column() {
+    assert_eq!(
+        error_after("ffn = \"2 * hidden\"", "ffn = \"2 * * hidden\""),
+        "bad.toml: dim `ffn`: expression `2 * * hidden`: syntax error at column 5: unexpected `*`: expected a number, a name or `(`"
+    );
+}
+
+#[test]
+fn too_many_instances() {
+    assert_eq!(
+        error_after("layers = 2", "layers = 1_000_000_000"),
+        "bad.toml: block `layer`: 1000000000 instances of 4 nodes exceeds the limit of 16777216 nodes per circuit"
+    );
+}
+
+#[test]
+fn garbage_never_panics() {
+    for text in ["", "\0", "schema = 1", "schema = \"1\"", "[[block]]\nname = 3", "schema = 1\nname = \"x\"\n[[block]]\nname = \"b\"\nrepeat = -1"] {
+        assert!(Circuit::from_toml(text, "g.toml").is_err(), "{text:?} loaded");
+    }
+}

@@ -1,0 +1,55 @@
+//! `cargo xtask bench <what>`: speed targets measured in a release build. Each benchmark prints
+//! what it measured; ratios are taken within one run because the machines are shared.
+
+mod expr;
+
+use std::time::{Duration, Instant};
+
+use crate::CliError;
+
+/// Arguments of `cargo xtask bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: Bench,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Bench {
+    /// Evaluations per second of a workspace-like expression at changing `n` (target: 50 M/s).
+    Expr,
+}
+
+pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    match args.what {
+        Bench::Expr => expr::run(),
+    }
+}
+
+/// Runs `f` repeatedly for about `budget`, `rounds` times; returns the median time per call.
+pub fn median_per_call(rounds: usize, budget: Duration, mut f: impl FnMut(u64)) -> Duration {
+    // Calibrate: how many calls fill the budget.
+    let mut calls: u64 = 1;
+    loop {
+        let start = Instant::now();
+        for i in 0..calls {
+            f(i);
+        }
+        if start.elapsed() >= budget / 4 || calls >= 1 << 40 {
+            break;
+        }
+        calls *= 2;
+    }
+    let calls = calls * 4;
+    let mut times: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            for i in 0..calls {
+                f(i);
+            }
+            start.elapsed() / u32::try_from(calls).unwrap_or(u32::MAX)
+        })
+        .collect();
+    times.sort();
+    times[rounds / 2]
+}
