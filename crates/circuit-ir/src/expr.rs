@@ -189,6 +189,78 @@ impl fmt::Display for Tree {
     }
 }
 
+/// How an expression's value moves when one name grows and every other name stays fixed,
+/// wherever it evaluates without a fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Trend {
+    /// Does not read the name.
+    Constant,
+    /// Never decreases as the name grows.
+    Nondecreasing,
+    /// Never increases as the name grows.
+    Nonincreasing,
+    /// Not known to be either (e.g. `%`, or a sum of opposite trends).
+    Unknown,
+}
+
+impl Trend {
+    fn flip(self) -> Trend {
+        match self {
+            Trend::Nondecreasing => Trend::Nonincreasing,
+            Trend::Nonincreasing => Trend::Nondecreasing,
+            t => t,
+        }
+    }
+
+    /// The trend of a function nondecreasing in both arguments (sum, product of
+    /// non-negative values, min, max).
+    fn both_up(self, other: Trend) -> Trend {
+        match (self, other) {
+            (Trend::Constant, t) | (t, Trend::Constant) => t,
+            (a, b) if a == b => a,
+            _ => Trend::Unknown,
+        }
+    }
+
+    fn of(tree: &Tree, name: &str) -> Trend {
+        match tree {
+            Tree::Lit(_) => Trend::Constant,
+            Tree::Name(n) if &**n == name => Trend::Nondecreasing,
+            Tree::Name(_) => Trend::Constant,
+            Tree::Binary { op, lhs, rhs } => {
+                let (l, r) = (Trend::of(lhs, name), Trend::of(rhs, name));
+                match op {
+                    BinOp::Add | BinOp::Mul => l.both_up(r),
+                    // Falling in the right operand: `a - b`, `a / b`.
+                    BinOp::Sub | BinOp::Div => l.both_up(r.flip()),
+                    BinOp::Rem => {
+                        if l == Trend::Constant && r == Trend::Constant {
+                            Trend::Constant
+                        } else {
+                            Trend::Unknown
+                        }
+                    }
+                }
+            }
+            Tree::Call { func, args } => {
+                let trends = args.iter().map(|a| Trend::of(a, name));
+                match func {
+                    Func::Min | Func::Max => trends.fold(Trend::Constant, Trend::both_up),
+                    Func::CeilDiv => {
+                        let (a, b) = (Trend::of(&args[0], name), Trend::of(&args[1], name));
+                        a.both_up(b.flip())
+                    }
+                    // round_up(a, b) grows with a but jumps both ways as b moves.
+                    Func::RoundUp => match Trend::of(&args[1], name) {
+                        Trend::Constant => Trend::of(&args[0], name),
+                        _ => Trend::Unknown,
+                    },
+                }
+            }
+        }
+    }
+}
+
 /// What went wrong while evaluating.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -313,6 +385,11 @@ impl Expr {
         let mut names = BTreeSet::new();
         self.tree.collect_names(&mut names);
         names.into_iter().collect()
+    }
+
+    /// How the value moves as `name` grows (a sound approximation: `Unknown` when unsure).
+    pub fn trend_in(&self, name: &str) -> Trend {
+        Trend::of(&self.tree, name)
     }
 
     /// The value when every name is bound to a value by `lookup`.
@@ -1156,6 +1233,23 @@ mod tests {
             .compile(&scope)
             .unwrap();
         assert_eq!(p.constant(), Some(131_072));
+    }
+
+    #[test]
+    fn trends() {
+        let t = |text: &str| Expr::parse(text).unwrap().trend_in("n");
+        assert_eq!(t("hidden * 2"), Trend::Constant);
+        assert_eq!(t("n * hidden * 2"), Trend::Nondecreasing);
+        assert_eq!(
+            t("max(n * 4, 1024) + round_up(n, 256)"),
+            Trend::Nondecreasing
+        );
+        assert_eq!(t("ceil_div(264, n) * 16384"), Trend::Nonincreasing);
+        assert_eq!(t("1000 - n"), Trend::Nonincreasing);
+        assert_eq!(t("n * min(ceil_div(264, n * 8), 128)"), Trend::Unknown);
+        assert_eq!(t("n % 7"), Trend::Unknown);
+        assert_eq!(t("round_up(1000, n)"), Trend::Unknown);
+        assert_eq!(t("n / ceil_div(1000, n)"), Trend::Nondecreasing);
     }
 
     #[test]

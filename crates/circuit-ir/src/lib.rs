@@ -19,6 +19,6 @@ pub use circuit::{
     State, StateIdx, Tensor, TensorIdx, Weight,
 };
 pub use error::{CircuitError, CircuitErrorKind, Place};
-pub use expr::{Binding, Expr, ExprError, ExprText, Program, Scope};
+pub use expr::{Binding, Expr, ExprError, ExprText, Program, Scope, Trend};
 pub use format::{Format, FormatError};
 pub use op::{Op, UnknownOp};

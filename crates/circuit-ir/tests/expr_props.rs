@@ -6,8 +6,14 @@ use proptest::prelude::*;
 
 fn leaf() -> impl Strategy<Value = Tree> {
     prop_oneof![
-        prop_oneof![0u64..16, Just(u64::MAX), Just(1 << 32), Just(1 << 63), any::<u64>()]
-            .prop_map(Tree::Lit),
+        prop_oneof![
+            0u64..16,
+            Just(u64::MAX),
+            Just(1 << 32),
+            Just(1 << 63),
+            any::<u64>()
+        ]
+        .prop_map(Tree::Lit),
         prop_oneof![Just("a"), Just("b"), Just("c")].prop_map(|n| Tree::Name(n.into())),
     ]
 }
@@ -100,7 +106,10 @@ fn reference(t: &Tree, env: &[(&str, u64)], faults: &mut Vec<Fault>) -> Option<i
     };
     match t {
         Tree::Lit(v) => Some(i128::from(*v)),
-        Tree::Name(n) => env.iter().find(|(k, _)| k == &&**n).map(|&(_, v)| i128::from(v)),
+        Tree::Name(n) => env
+            .iter()
+            .find(|(k, _)| k == &&**n)
+            .map(|&(_, v)| i128::from(v)),
         Tree::Binary { op, lhs, rhs } => {
             let l = reference(lhs, env, faults);
             let r = reference(rhs, env, faults);
@@ -190,6 +199,26 @@ proptest! {
         if let Ok(e) = Expr::parse(&text) {
             let _ = e.eval_with(|_| Some(7));
             prop_assert_eq!(Expr::parse(&e.canonical()).unwrap(), e);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// `trend_in` is sound: where it claims a direction, values move that way.
+    #[test]
+    fn trends_are_sound(t in tree(), a1 in 0u64..5000, a2 in 0u64..5000, b in value(), c in value()) {
+        let expr = Expr::parse(&loose_text(&t)).unwrap();
+        let (lo, hi) = (a1.min(a2), a1.max(a2));
+        let at = |a: u64| expr.eval_with(|n| match n { "a" => Some(a), "b" => Some(b), "c" => Some(c), _ => None });
+        if let (Ok(v_lo), Ok(v_hi)) = (at(lo), at(hi)) {
+            match expr.trend_in("a") {
+                circuit_ir::Trend::Constant => prop_assert_eq!(v_lo, v_hi),
+                circuit_ir::Trend::Nondecreasing => prop_assert!(v_lo <= v_hi),
+                circuit_ir::Trend::Nonincreasing => prop_assert!(v_lo >= v_hi),
+                circuit_ir::Trend::Unknown => {}
+            }
         }
     }
 }

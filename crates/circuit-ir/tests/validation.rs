@@ -162,7 +162,10 @@ fn duplicate_id() {
         "bad.toml: block `layer` instance 0, node `up`: duplicate node id `layer.0.up`"
     );
     assert_eq!(
-        error_after("name = \"layer\"", "name = \"layer\"\n[[block]]\nname = \"layer\""),
+        error_after(
+            "name = \"layer\"",
+            "name = \"layer\"\n[[block]]\nname = \"layer\""
+        ),
         "bad.toml: block `layer`: duplicate block id `layer`"
     );
 }
@@ -210,7 +213,10 @@ fn bad_format() {
 #[test]
 fn width_not_a_multiple_of_the_group() {
     assert_eq!(
-        error_after("shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"", "shape = [\"ffn\", \"hidden\"]\n    format = \"int4/g128\""),
+        error_after(
+            "shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"",
+            "shape = [\"ffn\", \"hidden\"]\n    format = \"int4/g128\""
+        ),
         "bad.toml: block `layer` instance 0, node `up`, weight `w`, format: width 64 is not a multiple of the group of int4/g128 (128 elements)"
     );
 }
@@ -218,11 +224,17 @@ fn width_not_a_multiple_of_the_group() {
 #[test]
 fn overflow_in_a_dim_and_in_a_weight() {
     assert_eq!(
-        error_after("layers = 2", "layers = 2\nhuge = \"18446744073709551615 * 2\""),
+        error_after(
+            "layers = 2",
+            "layers = 2\nhuge = \"18446744073709551615 * 2\""
+        ),
         "bad.toml: dim `huge`: expression `18446744073709551615 * 2`: overflow in `18446744073709551615 * 2`"
     );
     assert_eq!(
-        error_after("shape = [\"hidden\"]", "shape = [\"hidden\", 18446744073709551615]"),
+        error_after(
+            "shape = [\"hidden\"]",
+            "shape = [\"hidden\", 18446744073709551615]"
+        ),
         "bad.toml: block `layer` instance 0, node `norm`, weight `w`: shape [64, 18446744073709551615] x 1 in bf16 overflows 64-bit bytes"
     );
 }
@@ -234,7 +246,10 @@ fn stream_in_with_nothing_to_bind() {
         "bad.toml: block `layer` instance 0, stream_in: stream_in `x` has nothing to bind to: no block instance runs before it and there is no circuit input `x`"
     );
     assert_eq!(
-        error_after("[[block]]\nname = \"layer\"", "[[block]]\nname = \"pre\"\n  [[block.node]]\n  id = \"n\"\n  op = \"copy\"\n  in = [\"x\"]\n  out = [{ edge = \"c\", rows = \"n\", width = 1, format = \"i32\" }]\n[[block]]\nname = \"layer\""),
+        error_after(
+            "[[block]]\nname = \"layer\"",
+            "[[block]]\nname = \"pre\"\n  [[block.node]]\n  id = \"n\"\n  op = \"copy\"\n  in = [\"x\"]\n  out = [{ edge = \"c\", rows = \"n\", width = 1, format = \"i32\" }]\n[[block]]\nname = \"layer\""
+        ),
         "bad.toml: block `layer` instance 0, stream_in: stream_in `x` has nothing to bind to: the block instance before it, `pre`, declares no stream_out"
     );
 }
@@ -242,7 +257,10 @@ fn stream_in_with_nothing_to_bind() {
 #[test]
 fn one_tensor_with_two_shapes() {
     assert_eq!(
-        error_after("shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"\n", "shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"\n    tensor = \"layers.{i}.norm\"\n"),
+        error_after(
+            "shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"\n",
+            "shape = [\"ffn\", \"hidden\"]\n    format = \"bf16\"\n    tensor = \"layers.{i}.norm\"\n"
+        ),
         "bad.toml: block `layer` instance 0, node `up`, weight `w`: tensor `layers.0.norm` was declared as [64] bf16 x1 by node `layer.0.norm`, here as [128, 64] bf16 x1"
     );
 }
@@ -289,7 +307,17 @@ fn too_many_instances() {
 
 #[test]
 fn garbage_never_panics() {
-    for text in ["", "\0", "schema = 1", "schema = \"1\"", "[[block]]\nname = 3", "schema = 1\nname = \"x\"\n[[block]]\nname = \"b\"\nrepeat = -1"] {
-        assert!(Circuit::from_toml(text, "g.toml").is_err(), "{text:?} loaded");
+    for text in [
+        "",
+        "\0",
+        "schema = 1",
+        "schema = \"1\"",
+        "[[block]]\nname = 3",
+        "schema = 1\nname = \"x\"\n[[block]]\nname = \"b\"\nrepeat = -1",
+    ] {
+        assert!(
+            Circuit::from_toml(text, "g.toml").is_err(),
+            "{text:?} loaded"
+        );
     }
 }
