@@ -1,0 +1,133 @@
+//! TOML text to declarations, with errors that say where they are: the line and column
+//! (`circuit_ir::load::toml_error_location`) and the family and workspace (or device) whose
+//! table holds the fault, found from the spans of the `[[family]]`, `[[family.workspace]]` and
+//! `[[device]]` headers.
+//!
+//! Invariants: the schema is read first, so a file of another version says so rather than
+//! listing unknown keys; nothing here reads a file, the environment or a clock.
+
+use std::ops::Range;
+
+use circuit_ir::Place;
+use circuit_ir::load::toml_error_location;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use toml::Spanned;
+
+use crate::decl::{DevicesDecl, FamiliesDecl};
+use crate::error::{FamiliesError, FamiliesErrorKind};
+
+/// Parses a families file into its declarations.
+pub(crate) fn families_decl(text: &str, origin: &str) -> Result<FamiliesDecl, FamiliesError> {
+    parse(text, origin, |span| families_place(text, span))
+}
+
+/// Parses a device table into its declarations.
+pub(crate) fn devices_decl(text: &str, origin: &str) -> Result<DevicesDecl, FamiliesError> {
+    parse(text, origin, |span| devices_place(text, span))
+}
+
+fn parse<T: DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    place_at: impl Fn(Range<usize>) -> Place,
+) -> Result<T, FamiliesError> {
+    let toml_err = |e: toml::de::Error| {
+        let (line, column) = toml_error_location(text, &e);
+        let place = e.span().map_or_else(Place::root, &place_at);
+        FamiliesError::new(
+            origin,
+            place,
+            FamiliesErrorKind::Toml {
+                line,
+                column,
+                message: e.message().trim_end().replace('\n', " "),
+            },
+        )
+    };
+    #[derive(Deserialize)]
+    struct Schema {
+        schema: u32,
+    }
+    let schema: Schema = toml::from_str(text).map_err(toml_err)?;
+    if schema.schema != 1 {
+        return Err(FamiliesError::new(
+            origin,
+            Place::root(),
+            FamiliesErrorKind::Schema {
+                found: schema.schema,
+            },
+        ));
+    }
+    toml::from_str(text).map_err(toml_err)
+}
+
+/// A table's `name` or `id`, read leniently: only to label a place.
+#[derive(Deserialize)]
+struct Named {
+    #[serde(default)]
+    id: Option<toml::Value>,
+    #[serde(default)]
+    name: Option<toml::Value>,
+    #[serde(default)]
+    workspace: Vec<Spanned<Named>>,
+}
+
+impl Named {
+    fn label(&self, what: &str, key: &str, position: usize) -> String {
+        let value = if key == "id" { &self.id } else { &self.name };
+        match value {
+            Some(toml::Value::String(s)) => format!("{what} `{s}`"),
+            _ => format!("{what} #{}", position + 1),
+        }
+    }
+}
+
+/// The item of `items` whose table holds the error at `span`, with its position: the last one
+/// whose header starts before the error, or whose header the error's span lies within (a
+/// missing key points at the header). An error starting at a header but not within it (the
+/// empty span of a key missing from the whole document) is about an outer table.
+fn containing<'a>(items: &'a [Spanned<Named>], span: &Range<usize>) -> Option<(usize, &'a Named)> {
+    let (i, item) = items
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, item)| item.span().start <= span.start)?;
+    let header = item.span();
+    let inside = header.start < span.start || (span.start < span.end && span.end <= header.end);
+    inside.then(|| (i, item.get_ref()))
+}
+
+fn families_place(text: &str, span: Range<usize>) -> Place {
+    #[derive(Deserialize)]
+    struct Outline {
+        #[serde(default)]
+        family: Vec<Spanned<Named>>,
+    }
+    let Ok(outline) = toml::from_str::<Outline>(text) else {
+        return Place::root();
+    };
+    let Some((i, family)) = containing(&outline.family, &span) else {
+        return Place::root();
+    };
+    let place = Place::root().with(family.label("family", "id", i));
+    match containing(&family.workspace, &span) {
+        Some((j, ws)) => place.with(ws.label("workspace", "name", j)),
+        None => place,
+    }
+}
+
+fn devices_place(text: &str, span: Range<usize>) -> Place {
+    #[derive(Deserialize)]
+    struct Outline {
+        #[serde(default)]
+        device: Vec<Spanned<Named>>,
+    }
+    let Ok(outline) = toml::from_str::<Outline>(text) else {
+        return Place::root();
+    };
+    match containing(&outline.device, &span) {
+        Some((i, device)) => Place::root().with(device.label("device", "name", i)),
+        None => Place::root(),
+    }
+}
