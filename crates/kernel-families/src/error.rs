@@ -54,7 +54,7 @@ pub enum FamiliesErrorKind {
     /// A name that is empty (a family id, kernel, emitter, workspace or device name).
     #[error("{what} is empty")]
     EmptyName {
-        /// What the name names, e.g. "`id`" or "kernels[1]".
+        /// The key or list entry, as the message shows it (a quoted key, or `kernels[1]`).
         what: String,
     },
     /// Two families with one id.
