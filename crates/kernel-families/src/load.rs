@@ -131,3 +131,41 @@ fn devices_place(text: &str, span: Range<usize>) -> Place {
         None => Place::root(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::Families;
+
+    fn err(text: &str) -> String {
+        Families::from_toml(text, "f.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn inline_tables_are_placed_too() {
+        assert_eq!(
+            err(
+                "schema = 1\nfamily = [\n  { id = \"a\", kernels = [\"k\"], ops = [\"rope\"] },\n  { id = \"b\", kernels = [\"j\"], ops = [\"rope\"], op = 1 },\n]\n"
+            ),
+            "f.toml: family `b`: line 4, column 48: unknown field `op`, expected one of `id`, `description`, `kernels`, `emitters`, `ops`, `workspace`"
+        );
+    }
+
+    #[test]
+    fn a_fault_before_any_family_is_at_the_top() {
+        assert_eq!(
+            err("schema = \"1\"\n[[family]]\nid = \"a\"\n"),
+            "f.toml: line 1, column 10: invalid type: string \"1\", expected u32"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_outline_falls_back_to_the_top() {
+        // `workspace` is not an array of tables, so the outline cannot place the error.
+        assert_eq!(
+            err(
+                "schema = 1\n[[family]]\nid = \"a\"\nkernels = [\"k\"]\nops = [\"rope\"]\nworkspace = 3\n"
+            ),
+            "f.toml: line 6, column 13: invalid type: integer `3`, expected a sequence"
+        );
+    }
+}

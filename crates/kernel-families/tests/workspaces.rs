@@ -211,3 +211,11 @@ fn a_constant_part_that_fails_is_refused_at_bind() {
         "families.toml: family `a`, workspace `w`: bytes[0]: expression `n + hidden * 18446744073709551615`: overflow in `hidden * 18446744073709551615`"
     );
 }
+
+#[test]
+fn registries_are_shared_across_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Families>();
+    shared::<kernel_families::BoundFamilies>();
+    shared::<kernel_families::Devices>();
+}
