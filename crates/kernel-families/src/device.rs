@@ -53,7 +53,7 @@ impl Devices {
 
     /// Loads a table from the TOML `text` of the file named `origin`.
     pub fn from_toml(text: &str, origin: &str) -> Result<Devices, FamiliesError> {
-        Devices::from_decl(load::devices_decl(text, origin)?, origin)
+        Devices::from_decl(load::parse(text, origin)?, origin)
     }
 
     /// Validates declarations; `origin` prefixes every error.

@@ -94,7 +94,7 @@ pub(crate) fn binding(circuit: &Circuit, sm_count: u64, name: &str) -> Option<Bi
 impl Families {
     /// Loads a registry from the TOML `text` of the file named `origin`.
     pub fn from_toml(text: &str, origin: &str) -> Result<Families, FamiliesError> {
-        Families::from_decl(load::families_decl(text, origin)?, origin)
+        Families::from_decl(load::parse(text, origin)?, origin)
     }
 
     /// Validates declarations (from a file or from code); `origin` prefixes every error.

@@ -14,27 +14,15 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use toml::Spanned;
 
-use crate::decl::{DevicesDecl, FamiliesDecl};
 use crate::error::{FamiliesError, FamiliesErrorKind};
 
-/// Parses a families file into its declarations.
-pub(crate) fn families_decl(text: &str, origin: &str) -> Result<FamiliesDecl, FamiliesError> {
-    parse(text, origin, |span| families_place(text, span))
-}
-
-/// Parses a device table into its declarations.
-pub(crate) fn devices_decl(text: &str, origin: &str) -> Result<DevicesDecl, FamiliesError> {
-    parse(text, origin, |span| devices_place(text, span))
-}
-
-fn parse<T: DeserializeOwned>(
-    text: &str,
-    origin: &str,
-    place_at: impl Fn(Range<usize>) -> Place,
-) -> Result<T, FamiliesError> {
+/// Parses a families file or a device table into its declarations.
+pub(crate) fn parse<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T, FamiliesError> {
     let toml_err = |e: toml::de::Error| {
         let (line, column) = toml_error_location(text, &e);
-        let place = e.span().map_or_else(Place::root, &place_at);
+        let place = e
+            .span()
+            .map_or_else(Place::root, |span| place_at(text, span));
         FamiliesError::new(
             origin,
             place,
@@ -98,34 +86,26 @@ fn containing<'a>(items: &'a [Spanned<Named>], span: &Range<usize>) -> Option<(u
     inside.then(|| (i, item.get_ref()))
 }
 
-fn families_place(text: &str, span: Range<usize>) -> Place {
+/// The place of an error at `span`: the family and workspace, or the device, whose table holds
+/// it; the top of the file when it is in none or the text has no readable outline.
+fn place_at(text: &str, span: Range<usize>) -> Place {
     #[derive(Deserialize)]
     struct Outline {
         #[serde(default)]
         family: Vec<Spanned<Named>>,
-    }
-    let Ok(outline) = toml::from_str::<Outline>(text) else {
-        return Place::root();
-    };
-    let Some((i, family)) = containing(&outline.family, &span) else {
-        return Place::root();
-    };
-    let place = Place::root().with(family.label("family", "id", i));
-    match containing(&family.workspace, &span) {
-        Some((j, ws)) => place.with(ws.label("workspace", "name", j)),
-        None => place,
-    }
-}
-
-fn devices_place(text: &str, span: Range<usize>) -> Place {
-    #[derive(Deserialize)]
-    struct Outline {
         #[serde(default)]
         device: Vec<Spanned<Named>>,
     }
     let Ok(outline) = toml::from_str::<Outline>(text) else {
         return Place::root();
     };
+    if let Some((i, family)) = containing(&outline.family, &span) {
+        let place = Place::root().with(family.label("family", "id", i));
+        return match containing(&family.workspace, &span) {
+            Some((j, ws)) => place.with(ws.label("workspace", "name", j)),
+            None => place,
+        };
+    }
     match containing(&outline.device, &span) {
         Some((i, device)) => Place::root().with(device.label("device", "name", i)),
         None => Place::root(),
