@@ -1,0 +1,82 @@
+//! Declarations: a families registry and a device table as written (SPEC section 5), before
+//! validation.
+//!
+//! These types are the TOML schema (serde, unknown keys refused) and what code builds a
+//! registry from ([`Families::from_decl`](crate::Families::from_decl)), so a file and a program
+//! go through one validation path. Expressions and ops stay text here; validation parses them
+//! where an error can name the family and workspace they belong to.
+
+use circuit_ir::ExprText;
+use serde::{Deserialize, Serialize};
+
+/// A whole families file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamiliesDecl {
+    /// Format version; 1.
+    pub schema: u32,
+    /// Families in file order (the order `of_group` prefers).
+    #[serde(default, rename = "family", skip_serializing_if = "Vec::is_empty")]
+    pub families: Vec<FamilyDecl>,
+}
+
+/// A kernel family.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyDecl {
+    /// Unique id.
+    pub id: String,
+    /// What the family models (free text).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Kernels of the family; a kernel is in one family only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<String>,
+    /// Emitters whose kernel-less groups the family covers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub emitters: Vec<String>,
+    /// Node ops the family implements (names from circuit-ir's op list).
+    pub ops: Vec<String>,
+    /// Workspaces.
+    #[serde(default, rename = "workspace", skip_serializing_if = "Vec::is_empty")]
+    pub workspaces: Vec<WorkspaceDecl>,
+}
+
+/// A workspace of a family.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceDecl {
+    /// Name, unique within the family.
+    pub name: String,
+    /// Size expressions in bytes; the workspace is the largest of them.
+    pub bytes: Vec<ExprText>,
+    /// `true`: transient scratch placed inside the activation arena; `false`: held all step.
+    pub arena: bool,
+    /// The fact the size rests on.
+    pub why: String,
+}
+
+/// A whole device table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevicesDecl {
+    /// Format version; 1.
+    pub schema: u32,
+    /// Devices in file order.
+    #[serde(default, rename = "device", skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceDecl>,
+}
+
+/// A device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceDecl {
+    /// Unique name, e.g. `h100-sxm`.
+    pub name: String,
+    /// Streaming multiprocessors.
+    pub sm_count: u64,
+    /// Device memory in bytes.
+    pub memory_bytes: u64,
+    /// Where the figures come from.
+    pub source: String,
+}
