@@ -784,8 +784,10 @@ impl Compiler<'_> {
             Emitted::Slot(s) => Rhs::Slot(s),
             Emitted::Stacked => Rhs::Pop,
         };
-        if let (Rhs::Const(c), Some(Op::Apply(prev, Rhs::Const(p)))) = (rhs, self.ops.last()) {
-            if let Some(merged) = reassociate(step, *prev, *p, c) {
+        if let (Rhs::Const(c), Some(Op::Apply(prev, Rhs::Const(p)))) = (rhs, self.ops.last())
+            && let Some(merged) = reassociate(step, *prev, *p, c)
+        {
+            {
                 *self.ops.last_mut().expect("checked above") = Op::Apply(step, Rhs::Const(merged));
                 *self.sites.last_mut().expect("one site per op") = tree.to_string();
                 return Ok(Emitted::Stacked);
