@@ -29,7 +29,8 @@ pub mod model;
 
 use std::path::Path;
 
-use circuit_ir::{Circuit, CircuitErrorKind};
+use circuit_ir::expr::Fault;
+use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
@@ -76,11 +77,10 @@ pub fn import(text: &str, origin: &str) -> Result<Import, HfError> {
     let arch = arch::read(&cfg)?;
     let circuit = emit::circuit(&arch, &circuit_name(origin, model_type)).map_err(|source| {
         let origin = origin.to_owned();
-        match *source.kind {
-            CircuitErrorKind::Overflow { .. } | CircuitErrorKind::TooLarge { .. } => {
-                HfError::TooLarge { origin, source }
-            }
-            _ => HfError::Circuit { origin, source },
+        if overflows(&source.kind) {
+            HfError::TooLarge { origin, source }
+        } else {
+            HfError::Circuit { origin, source }
         }
     })?;
     let read = cfg.keys_read();
@@ -106,6 +106,21 @@ pub fn import(text: &str, origin: &str) -> Result<Import, HfError> {
         keys_ignored,
         defaults,
     })
+}
+
+/// Whether circuit-ir refused the circuit for its size (a byte count or an expression above
+/// `u64::MAX`, too many nodes) rather than for its structure.
+fn overflows(kind: &CircuitErrorKind) -> bool {
+    matches!(
+        kind,
+        CircuitErrorKind::Overflow { .. }
+            | CircuitErrorKind::TooLarge { .. }
+            | CircuitErrorKind::Format(FormatError::Overflow { .. })
+            | CircuitErrorKind::Expr(ExprError::Eval {
+                fault: Fault::Overflow,
+                ..
+            })
+    )
 }
 
 /// The circuit's name for a file: the folder of a `config.json` (as Hugging Face lays out a
