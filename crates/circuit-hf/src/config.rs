@@ -16,8 +16,10 @@ use serde_json::{Map, Value};
 use crate::error::HfError;
 use crate::model::{KeyRole, ModelType};
 
-/// The most layers a config may declare (real models have at most a few hundred).
-pub(crate) const MAX_LAYERS: u64 = 65_536;
+/// The most layers a config may declare. Published models have under 200; the bound keeps an
+/// absurd value from building millions of per-layer blocks (circuit-ir's block checks grow with
+/// the square of the block count: 65,536 per-layer blocks take about a minute).
+pub(crate) const MAX_LAYERS: u64 = 4096;
 
 /// The dtypes accepted in `torch_dtype` / `dtype`.
 const DTYPES: [&str; 3] = ["bfloat16", "float16", "float32"];

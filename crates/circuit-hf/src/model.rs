@@ -202,7 +202,10 @@ static COMMON: &[KeyInfo] = &[
     ),
     read("vocab_size", "required"),
     read("hidden_size", "required"),
-    read("num_hidden_layers", "required (at most 65,536)"),
+    read(
+        "num_hidden_layers",
+        "required; at most 4096 (the largest published models have under 200)",
+    ),
     read("num_attention_heads", "required"),
     refused(
         "quantization_config",

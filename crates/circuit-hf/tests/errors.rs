@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use circuit_hf::{HfError, ModelType, from_config_file, from_config_json};
+use circuit_hf::{HfError, from_config_file, from_config_json};
 
 const SUPPORTED: &str =
     "llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, phi3, gemma2, deepseek_v2";
@@ -209,7 +209,7 @@ fn bad_values_name_the_key_and_the_value() {
             r#""num_hidden_layers": 4"#,
             r#""num_hidden_layers": 100000"#
         ),
-        "config.json: `num_hidden_layers` must be a whole number from 1 to 65536, found 100000"
+        "config.json: `num_hidden_layers` must be a whole number from 1 to 4096, found 100000"
     );
     assert_eq!(
         err(&llama_with(r#""tie_word_embeddings": "yes""#)),
