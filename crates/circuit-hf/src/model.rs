@@ -301,10 +301,11 @@ static COMMON: &[KeyInfo] = &[
     ignored("begin_suppress_tokens", GENERATION),
 ];
 
-const KV_HEADS: &str = "default num_attention_heads";
-const HEAD_DIM_DERIVED: &str = "default hidden_size / num_attention_heads";
+const KV_HEADS: &str = "default (and null): num_attention_heads";
+const HEAD_DIM_DERIVED: &str =
+    "default (and null): hidden_size / num_attention_heads, which must then divide";
 const FFN: &str = "required when a layer has a dense MLP";
-const ACT: &str = "default silu; silu gives silu_mul, gelu variants gelu_mul, others are refused";
+const ACT: &str = "default silu; silu or swish gives silu_mul, a gelu variant gelu_mul, anything else is an error";
 const TIE_FALSE: &str = "default false; true stores one tensor for embed_tokens and lm_head";
 const NO_BIAS: &str =
     "transformers never reads it for this type: the architecture has no such biases";
@@ -329,7 +330,7 @@ static LLAMA: &[KeyInfo] = &[
 static MISTRAL: &[KeyInfo] = &[
     read(
         "num_key_value_heads",
-        "default 8; null means num_attention_heads",
+        "default 8; null: num_attention_heads",
     ),
     read("head_dim", HEAD_DIM_DERIVED),
     read("intermediate_size", FFN),
@@ -346,7 +347,7 @@ static MISTRAL: &[KeyInfo] = &[
 static QWEN2: &[KeyInfo] = &[
     read(
         "num_key_value_heads",
-        "default 32; null means num_attention_heads",
+        "default 32; null: num_attention_heads",
     ),
     read("head_dim", HEAD_DIM_DERIVED),
     read("intermediate_size", FFN),
@@ -378,9 +379,12 @@ static QWEN2: &[KeyInfo] = &[
 static QWEN3: &[KeyInfo] = &[
     read(
         "num_key_value_heads",
-        "default 32; null means num_attention_heads",
+        "default 32; null: num_attention_heads",
     ),
-    read("head_dim", "default 128 (Qwen3Config's own default)"),
+    read(
+        "head_dim",
+        "default 128 (Qwen3Config's own); null: hidden_size / num_attention_heads",
+    ),
     read("intermediate_size", FFN),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
@@ -407,7 +411,10 @@ static QWEN3: &[KeyInfo] = &[
 ];
 
 static QWEN3_MOE: &[KeyInfo] = &[
-    read("num_key_value_heads", "default 4"),
+    read(
+        "num_key_value_heads",
+        "default 4; null: num_attention_heads",
+    ),
     read("head_dim", HEAD_DIM_DERIVED),
     read("intermediate_size", FFN),
     read("hidden_act", ACT),
@@ -424,10 +431,7 @@ static QWEN3_MOE: &[KeyInfo] = &[
         "sliding_window",
         "default 4096; used only with use_sliding_window",
     ),
-    read(
-        "num_experts",
-        "required when a layer is sparse; 0 makes every layer dense",
-    ),
+    read("num_experts", "required; 0 makes every layer dense"),
     read("num_local_experts", "alias of num_experts"),
     read("num_experts_per_tok", "required when a layer is sparse"),
     read("moe_intermediate_size", "required when a layer is sparse"),
@@ -451,7 +455,7 @@ static QWEN3_MOE: &[KeyInfo] = &[
 static MIXTRAL: &[KeyInfo] = &[
     read(
         "num_key_value_heads",
-        "default 8; null means num_attention_heads",
+        "default 8; null: num_attention_heads",
     ),
     read("head_dim", HEAD_DIM_DERIVED),
     read("intermediate_size", "required: the width of each expert"),
@@ -489,8 +493,14 @@ static PHI3: &[KeyInfo] = &[
 ];
 
 static GEMMA2: &[KeyInfo] = &[
-    read("num_key_value_heads", "default 4"),
-    read("head_dim", "default 256 (Gemma2Config's own default)"),
+    read(
+        "num_key_value_heads",
+        "default 4; null: num_attention_heads",
+    ),
+    read(
+        "head_dim",
+        "default 256 (Gemma2Config's own); null: hidden_size / num_attention_heads",
+    ),
     read("intermediate_size", FFN),
     read(
         "hidden_activation",
@@ -561,7 +571,7 @@ static DEEPSEEK_V2: &[KeyInfo] = &[
     read("v_head_dim", "default 128"),
     read(
         "n_routed_experts",
-        "required when a layer is sparse; null: every layer is dense (DeepSeek's code)",
+        "required; null: every layer is dense (DeepSeek's code)",
     ),
     read("num_experts", "alias of n_routed_experts"),
     read(
