@@ -320,7 +320,7 @@ fn layer_types(cfg: &Config<'_>, layers: usize) -> Result<Option<Vec<bool>>, HfE
         .map(Some)
 }
 
-/// Marks the sliding layers: every layer when `all`, else those `slides` selects.
+/// Marks the layers `slides` selects as sliding, when there is a window.
 fn set_windows(arch: &mut Arch, window: Option<u64>, slides: impl Fn(usize) -> bool) {
     if let Some(w) = window {
         for (i, layer) in arch.layers.iter_mut().enumerate() {
