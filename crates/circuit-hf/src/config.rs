@@ -1,0 +1,454 @@
+//! Reading `config.json`: parsing, the checks every model type shares (unknown and refused
+//! keys, the dtype, the head class) and [`Config`], the one typed accessor through which the
+//! model readers get values.
+//!
+//! Invariants: every value reaches the importer through [`Config`], which checks its JSON type
+//! and range, records the key as read and records any default it stands in for, so the import
+//! report and the error messages name exactly the keys that shaped the circuit. `null` counts
+//! as absent, except where a reader asks for the three-way [`Got`] and gives `null` its own
+//! meaning (as transformers does for `sliding_window`, `q_lora_rank`, ...).
+
+use std::cell::RefCell;
+use std::fmt::Display;
+
+use serde_json::{Map, Value};
+
+use crate::error::HfError;
+use crate::model::{KeyRole, ModelType};
+
+/// The most layers a config may declare. Published models have under 200; the bound keeps an
+/// absurd value from building millions of per-layer blocks (circuit-ir's block checks grow with
+/// the square of the block count: 65,536 per-layer blocks take about a minute).
+pub(crate) const MAX_LAYERS: u64 = 4096;
+
+/// The dtypes accepted in `torch_dtype` / `dtype`.
+const DTYPES: [&str; 3] = ["bfloat16", "float16", "float32"];
+
+/// A key's value: absent, `null`, or present.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Got<T> {
+    /// The key is not in the file.
+    Missing,
+    /// The key is `null`.
+    Null,
+    /// The key's value.
+    Value(T),
+}
+
+/// Parses the text into the top-level object.
+pub(crate) fn parse(text: &str, origin: &str) -> Result<Map<String, Value>, HfError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        let full = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        HfError::Json {
+            origin: origin.to_owned(),
+            line: e.line(),
+            column: e.column(),
+            message: full.strip_suffix(&suffix).unwrap_or(&full).to_owned(),
+        }
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(HfError::NotAnObject {
+            origin: origin.to_owned(),
+            found: describe(&other).to_owned(),
+        }),
+    }
+}
+
+/// The model type named by `model_type`.
+pub(crate) fn model_type(map: &Map<String, Value>, origin: &str) -> Result<ModelType, HfError> {
+    match map.get("model_type") {
+        None | Some(Value::Null) => Err(HfError::MissingModelType {
+            origin: origin.to_owned(),
+        }),
+        Some(Value::String(name)) => {
+            ModelType::from_name(name).ok_or_else(|| HfError::UnsupportedModelType {
+                origin: origin.to_owned(),
+                found: name.clone(),
+            })
+        }
+        Some(other) => Err(HfError::BadValue {
+            origin: origin.to_owned(),
+            key: "model_type".to_owned(),
+            expected: "a string".to_owned(),
+            found: render(other),
+        }),
+    }
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A value as JSON, shortened for messages.
+fn render(value: &Value) -> String {
+    let text = serde_json::to_string(value).unwrap_or_else(|_| describe(value).to_owned());
+    if text.len() > 60 {
+        format!("{}...", &text[..text.floor_char_boundary(57)])
+    } else {
+        text
+    }
+}
+
+/// The typed accessor over one config's keys.
+pub(crate) struct Config<'a> {
+    origin: &'a str,
+    model: ModelType,
+    map: &'a Map<String, Value>,
+    read: RefCell<Vec<&'static str>>,
+    defaults: RefCell<Vec<(&'static str, String)>>,
+}
+
+impl<'a> Config<'a> {
+    pub(crate) fn new(origin: &'a str, model: ModelType, map: &'a Map<String, Value>) -> Self {
+        Config {
+            origin,
+            model,
+            map,
+            // `model_type` was read to choose this accessor's model type.
+            read: RefCell::new(vec!["model_type"]),
+            defaults: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn model(&self) -> ModelType {
+        self.model
+    }
+
+    /// Keys read so far, in reading order, each once.
+    pub(crate) fn keys_read(&self) -> Vec<&'static str> {
+        self.read.borrow().clone()
+    }
+
+    /// Defaults applied so far: key and the value used.
+    pub(crate) fn defaults(&self) -> Vec<(&'static str, String)> {
+        self.defaults.borrow().clone()
+    }
+
+    /// Records that `key`, absent, took `value`.
+    pub(crate) fn default_used(&self, key: &'static str, value: impl Display) {
+        let mut defaults = self.defaults.borrow_mut();
+        if !defaults.iter().any(|(k, _)| *k == key) {
+            defaults.push((key, value.to_string()));
+        }
+    }
+
+    /// Whether the file has `key` (with any value, `null` included).
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.map.contains_key(key)
+    }
+
+    fn raw(&self, key: &'static str) -> Got<&'a Value> {
+        debug_assert!(
+            self.model.reads(key),
+            "{key} is read but not listed as read for {}",
+            self.model
+        );
+        let mut read = self.read.borrow_mut();
+        if !read.contains(&key) {
+            read.push(key);
+        }
+        match self.map.get(key) {
+            None => Got::Missing,
+            Some(Value::Null) => Got::Null,
+            Some(v) => Got::Value(v),
+        }
+    }
+
+    pub(crate) fn bad(&self, key: &str, expected: impl Into<String>, found: &Value) -> HfError {
+        HfError::BadValue {
+            origin: self.origin.to_owned(),
+            key: key.to_owned(),
+            expected: expected.into(),
+            found: render(found),
+        }
+    }
+
+    pub(crate) fn missing(&self, key: &str) -> HfError {
+        HfError::MissingKey {
+            origin: self.origin.to_owned(),
+            key: key.to_owned(),
+            model_type: self.model.name().to_owned(),
+        }
+    }
+
+    pub(crate) fn contradiction(&self, message: impl Into<String>) -> HfError {
+        HfError::Contradiction {
+            origin: self.origin.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn refused(&self, key: &str, why: impl Into<String>) -> HfError {
+        HfError::Refused {
+            origin: self.origin.to_owned(),
+            key: key.to_owned(),
+            why: why.into(),
+        }
+    }
+
+    /// A whole number in `min..=max`, or absent, or null.
+    pub(crate) fn int(&self, key: &'static str, min: u64, max: u64) -> Result<Got<u64>, HfError> {
+        match self.raw(key) {
+            Got::Missing => Ok(Got::Missing),
+            Got::Null => Ok(Got::Null),
+            Got::Value(v) => match v.as_u64() {
+                Some(x) if (min..=max).contains(&x) => Ok(Got::Value(x)),
+                _ => Err(self.bad(key, int_expected(min, max), v)),
+            },
+        }
+    }
+
+    /// A whole number of at least `min` that must be present.
+    pub(crate) fn required(&self, key: &'static str, min: u64) -> Result<u64, HfError> {
+        self.required_in(key, min, u64::MAX)
+    }
+
+    /// A whole number in `min..=max` that must be present.
+    pub(crate) fn required_in(
+        &self,
+        key: &'static str,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, HfError> {
+        match self.int(key, min, max)? {
+            Got::Value(x) => Ok(x),
+            Got::Missing | Got::Null => Err(self.missing(key)),
+        }
+    }
+
+    /// A whole number of at least `min`; `default` when absent or null.
+    pub(crate) fn int_or(&self, key: &'static str, min: u64, default: u64) -> Result<u64, HfError> {
+        match self.int(key, min, u64::MAX)? {
+            Got::Value(x) => Ok(x),
+            Got::Missing | Got::Null => {
+                self.default_used(key, default);
+                Ok(default)
+            }
+        }
+    }
+
+    /// One value under several aliases (e.g. `num_experts` / `num_local_experts`): the first
+    /// present one; present ones must agree.
+    pub(crate) fn int_alias(
+        &self,
+        keys: &[&'static str],
+        min: u64,
+    ) -> Result<(Got<u64>, &'static str), HfError> {
+        let mut found: Option<(Got<u64>, &'static str)> = None;
+        for &key in keys {
+            let got = self.int(key, min, u64::MAX)?;
+            if got == Got::Missing {
+                continue;
+            }
+            match found {
+                None => found = Some((got, key)),
+                Some((first, first_key)) if first != got => {
+                    return Err(self.contradiction(format!(
+                        "`{first_key}` {} and `{key}` {} disagree (they are one setting under two names)",
+                        show(first),
+                        show(got)
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(found.unwrap_or((Got::Missing, keys[0])))
+    }
+
+    /// `true` or `false`; `default` when absent or null.
+    pub(crate) fn flag(&self, key: &'static str, default: bool) -> Result<bool, HfError> {
+        match self.raw(key) {
+            Got::Value(Value::Bool(b)) => Ok(*b),
+            Got::Value(v) => Err(self.bad(key, "true or false", v)),
+            Got::Missing | Got::Null => {
+                self.default_used(key, default);
+                Ok(default)
+            }
+        }
+    }
+
+    /// A string; `default` when absent or null.
+    pub(crate) fn string_or(&self, key: &'static str, default: &str) -> Result<String, HfError> {
+        match self.raw(key) {
+            Got::Value(Value::String(s)) => Ok(s.clone()),
+            Got::Value(v) => Err(self.bad(key, "a string", v)),
+            Got::Missing | Got::Null => {
+                self.default_used(key, default);
+                Ok(default.to_owned())
+            }
+        }
+    }
+
+    /// A list of strings, or `None` when absent or null.
+    pub(crate) fn strings(&self, key: &'static str) -> Result<Option<Vec<String>>, HfError> {
+        match self.raw(key) {
+            Got::Missing | Got::Null => Ok(None),
+            Got::Value(v) => {
+                let items = v
+                    .as_array()
+                    .ok_or_else(|| self.bad(key, "a list of strings", v))?;
+                items
+                    .iter()
+                    .map(|item| {
+                        item.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| self.bad(key, "a list of strings", v))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some)
+            }
+        }
+    }
+
+    /// A list of whole numbers, or `None` when absent or null.
+    pub(crate) fn ints(&self, key: &'static str) -> Result<Option<Vec<u64>>, HfError> {
+        match self.raw(key) {
+            Got::Missing | Got::Null => Ok(None),
+            Got::Value(v) => {
+                let expected = "a list of whole numbers";
+                let items = v.as_array().ok_or_else(|| self.bad(key, expected, v))?;
+                items
+                    .iter()
+                    .map(|item| item.as_u64().ok_or_else(|| self.bad(key, expected, v)))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some)
+            }
+        }
+    }
+
+    /// A number (of any kind), or absent, or null.
+    pub(crate) fn number(&self, key: &'static str) -> Result<Got<f64>, HfError> {
+        match self.raw(key) {
+            Got::Missing => Ok(Got::Missing),
+            Got::Null => Ok(Got::Null),
+            Got::Value(Value::Number(x)) => Ok(Got::Value(x.as_f64().unwrap_or(f64::NAN))),
+            Got::Value(v) => Err(self.bad(key, "a number or null", v)),
+        }
+    }
+
+    /// The checks every model type shares, in file order: unknown keys, refused keys; then the
+    /// dtype and the head class.
+    pub(crate) fn check_common(&self) -> Result<(), HfError> {
+        for (key, value) in self.map {
+            let Some(info) = self.model.key(key) else {
+                return Err(HfError::UnknownKey {
+                    origin: self.origin.to_owned(),
+                    key: key.clone(),
+                    model_type: self.model.name().to_owned(),
+                });
+            };
+            if info.role == KeyRole::Refused
+                && let Some(why) = refusal(key, value)
+            {
+                return Err(self.refused(key, why));
+            }
+        }
+        self.check_dtype()?;
+        self.check_architectures()
+    }
+
+    fn check_dtype(&self) -> Result<(), HfError> {
+        let mut seen: Option<(&'static str, String)> = None;
+        for key in ["torch_dtype", "dtype"] {
+            let value = match self.raw(key) {
+                Got::Missing | Got::Null => continue,
+                Got::Value(Value::String(s)) => s.clone(),
+                Got::Value(v) => return Err(self.bad(key, "a string", v)),
+            };
+            if !DTYPES.contains(&value.as_str()) {
+                return Err(self.refused(
+                    key,
+                    format!(
+                        "is `{value}`, which is not modelled: weights are planned in bf16 (accepted: {})",
+                        DTYPES.join(", ")
+                    ),
+                ));
+            }
+            if let Some((first, first_value)) = &seen
+                && *first_value != value
+            {
+                return Err(self.contradiction(format!(
+                        "`{first}` `{first_value}` and `{key}` `{value}` disagree (they are one setting under two names)"
+                    )));
+            }
+            seen = Some((key, value));
+        }
+        Ok(())
+    }
+
+    fn check_architectures(&self) -> Result<(), HfError> {
+        let expected = self.model.causal_lm_class();
+        let Some(classes) = self.strings("architectures")? else {
+            return Ok(());
+        };
+        for class in classes {
+            if class != expected {
+                return Err(self.refused(
+                    "architectures",
+                    format!(
+                        "names `{class}`, but only `{expected}` (the causal language model with its lm_head) is modelled for {}",
+                        self.model
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a refused key's value is refused; `None` when the value is harmless (null, empty, 0).
+fn refusal(key: &str, value: &Value) -> Option<String> {
+    let harmless = match value {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty() && key == "pruned_heads",
+        Value::Number(x) => x.as_u64() == Some(0) && key == "num_nextn_predict_layers",
+        _ => false,
+    };
+    if harmless {
+        return None;
+    }
+    Some(match key {
+        "quantization_config" | "compression_config" => {
+            "changes weight bytes and is not modelled; remove it to plan the unquantised bf16 model"
+                .to_owned()
+        }
+        "text_config" | "vision_config" | "audio_config" => {
+            "holds a nested (multimodal) model configuration, which is not modelled; import the language model's own config.json"
+                .to_owned()
+        }
+        "pruned_heads" => {
+            "lists pruned attention heads, which change weight shapes and are not modelled"
+                .to_owned()
+        }
+        "num_nextn_predict_layers" => format!(
+            "is {}: multi-token-prediction layers add weights that are not modelled; set it to 0 to plan the main model",
+            render(value)
+        ),
+        _ => "changes memory in a way that is not modelled".to_owned(),
+    })
+}
+
+fn int_expected(min: u64, max: u64) -> String {
+    match (min, max) {
+        (0, u64::MAX) => "a whole number".to_owned(),
+        (min, u64::MAX) => format!("a whole number of at least {min}"),
+        (min, max) => format!("a whole number from {min} to {max}"),
+    }
+}
+
+fn show(got: Got<u64>) -> String {
+    match got {
+        Got::Missing => "absent".to_owned(),
+        Got::Null => "null".to_owned(),
+        Got::Value(x) => x.to_string(),
+    }
+}

@@ -1,0 +1,683 @@
+//! Emitting the circuit of an [`Arch`] through circuit-ir's [`CircuitBuilder`]: the dims, the
+//! `tokens` input, the blocks `embed`, the decoder layers and `head`, and the `head.logits`
+//! output.
+//!
+//! Invariants: every weight names its Hugging Face tensor (`*` in an expert tensor name stands
+//! for the expert index, one tensor per expert, `count = experts`); a tied `lm_head` names
+//! `model.embed_tokens.weight`, so circuit-ir stores it once; when all layers are alike they
+//! form one repeated block `layer` (ids `layer.<i>.<id>`, tensor names with `{i}`), otherwise
+//! each layer is its own block `layer_<i>` (ids `layer_<i>.<id>`), so tensor names always carry
+//! the true layer index; every layer holds one KV state written by `kv_write` and read by
+//! `attention`, with `window = "window"` on sliding layers. circuit-ir validates the result.
+
+use circuit_ir::decl::{BlockDecl, NodeDecl, OutDecl, StateDecl, WeightDecl};
+use circuit_ir::{Circuit, CircuitBuilder, CircuitError};
+
+use crate::arch::{Arch, Attn, Layer, MoeNames};
+
+/// Builds the circuit named `name`.
+pub(crate) fn circuit(arch: &Arch, name: &str) -> Result<Circuit, CircuitError> {
+    let mut b = CircuitBuilder::new(name);
+    dims(&mut b, arch);
+    b.input("tokens", "n", "1", "i32");
+    b.block(embed(arch));
+    let first = arch.layers[0];
+    if arch.layers.iter().all(|&l| l == first) {
+        let block = BlockDecl::repeated("layer", "layers").stream(Some("x"), Some("y"));
+        b.block(layer(arch, block, "{i}", first));
+    } else {
+        for (i, &l) in arch.layers.iter().enumerate() {
+            let block = BlockDecl::once(format!("layer_{i}")).stream(Some("x"), Some("y"));
+            b.block(layer(arch, block, &i.to_string(), l));
+        }
+    }
+    b.block(head(arch));
+    b.output("head.logits");
+    b.build()
+}
+
+fn dims(b: &mut CircuitBuilder, arch: &Arch) {
+    b.dim("hidden", arch.hidden);
+    b.dim("heads", arch.heads);
+    match arch.attn {
+        Attn::Gqa {
+            kv_heads,
+            head_dim,
+            fused_qkv,
+            ..
+        } => {
+            b.dim("kv_heads", kv_heads)
+                .dim("head_dim", head_dim)
+                .dim("v_head_dim", "head_dim");
+            b.dim("layers", arch.layers.len() as u64)
+                .dim("vocab", arch.vocab)
+                .dim("q_width", "heads * head_dim")
+                .dim("kv_width", "kv_heads * head_dim");
+            if fused_qkv {
+                b.dim("qkv_width", "q_width + 2 * kv_width");
+            }
+        }
+        Attn::Mla {
+            q_lora_rank,
+            kv_lora_rank,
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim,
+            ..
+        } => {
+            // The compressed latent is one key/value "head" shared by all query heads.
+            b.dim("kv_heads", 1)
+                .dim("qk_nope_head_dim", qk_nope_head_dim)
+                .dim("qk_rope_head_dim", qk_rope_head_dim)
+                .dim("head_dim", "qk_nope_head_dim + qk_rope_head_dim")
+                .dim("v_head_dim", v_head_dim);
+            b.dim("layers", arch.layers.len() as u64)
+                .dim("vocab", arch.vocab);
+            if let Some(r) = q_lora_rank {
+                b.dim("q_lora_rank", r);
+            }
+            b.dim("kv_lora_rank", kv_lora_rank)
+                .dim("kv_latent", "kv_lora_rank + qk_rope_head_dim")
+                .dim("q_width", "heads * head_dim")
+                .dim("o_width", "heads * v_head_dim")
+                .dim("kv_b_width", "heads * (qk_nope_head_dim + v_head_dim)");
+        }
+    }
+    if let Some(d) = arch.dense {
+        b.dim("ffn", d.ffn);
+    }
+    if let Some(m) = arch.moe {
+        b.dim("experts", m.experts)
+            .dim("experts_per_tok", m.top_k)
+            .dim("moe_ffn", m.ffn);
+        if m.shared_experts > 0 {
+            b.dim("shared_experts", m.shared_experts)
+                .dim("shared_ffn", "shared_experts * moe_ffn");
+        }
+    }
+    if let Some(w) = arch.window {
+        b.dim("window", w);
+    }
+}
+
+/// A `rows = n` bf16 output edge.
+fn out(edge: &str, width: &str) -> OutDecl {
+    OutDecl::new(edge, "n", width, "bf16")
+}
+
+/// An RMS norm with a weight of `width` elements, `<tensor>.weight`.
+fn norm(
+    id: &str,
+    input: &str,
+    edge: &str,
+    edge_width: &str,
+    width: &str,
+    tensor: &str,
+) -> NodeDecl {
+    NodeDecl::new(id, "rms_norm")
+        .reads([input])
+        .writes(out(edge, edge_width))
+        .weight(WeightDecl::new("w", [width], "bf16").tensor(format!("{tensor}.weight")))
+}
+
+/// A projection `input (in_width) -> edge (out_width)` with `<tensor>.weight` of
+/// `[out_width, in_width]` and, with `bias`, `<tensor>.bias`.
+fn linear(
+    id: &str,
+    input: &str,
+    edge: &str,
+    out_width: &str,
+    in_width: &str,
+    tensor: &str,
+    bias: bool,
+) -> NodeDecl {
+    let node = NodeDecl::new(id, "linear")
+        .reads([input])
+        .writes(out(edge, out_width))
+        .weight(
+            WeightDecl::new("w", [out_width, in_width], "bf16").tensor(format!("{tensor}.weight")),
+        );
+    if bias {
+        node.weight(WeightDecl::new("b", [out_width], "bf16").tensor(format!("{tensor}.bias")))
+    } else {
+        node
+    }
+}
+
+fn embed(arch: &Arch) -> BlockDecl {
+    let table =
+        WeightDecl::new("table", ["vocab", "hidden"], "bf16").tensor("model.embed_tokens.weight");
+    let block = BlockDecl::once("embed").stream(None, Some("x"));
+    if arch.embed_scale {
+        // Gemma: embeddings times sqrt(hidden_size).
+        block
+            .node(
+                NodeDecl::new("embed", "embed")
+                    .reads(["tokens"])
+                    .writes(out("emb", "hidden"))
+                    .weight(table),
+            )
+            .node(
+                NodeDecl::new("scale", "scale")
+                    .reads(["emb"])
+                    .writes(out("x", "hidden")),
+            )
+    } else {
+        block.node(
+            NodeDecl::new("embed", "embed")
+                .reads(["tokens"])
+                .writes(out("x", "hidden"))
+                .weight(table),
+        )
+    }
+}
+
+fn head(arch: &Arch) -> BlockDecl {
+    let tensor = if arch.tied {
+        "model.embed_tokens.weight"
+    } else {
+        "lm_head.weight"
+    };
+    let logits = if arch.final_softcap {
+        "lm_logits"
+    } else {
+        "logits"
+    };
+    let block = BlockDecl::once("head")
+        .stream(Some("x"), None)
+        .node(norm(
+            "final_norm",
+            "x",
+            "xn",
+            "hidden",
+            "hidden",
+            "model.norm",
+        ))
+        .node(
+            NodeDecl::new("lm_head", "lm_head")
+                .reads(["xn"])
+                .writes(out(logits, "vocab"))
+                .weight(WeightDecl::new("w", ["vocab", "hidden"], "bf16").tensor(tensor)),
+        );
+    if arch.final_softcap {
+        block.node(
+            NodeDecl::new("softcap", "softcap")
+                .reads(["lm_logits"])
+                .writes(out("logits", "vocab")),
+        )
+    } else {
+        block
+    }
+}
+
+/// One decoder layer; `idx` is the layer index in tensor names (`{i}` in a repeated block).
+fn layer(arch: &Arch, block: BlockDecl, idx: &str, kind: Layer) -> BlockDecl {
+    let p = format!("model.layers.{idx}");
+    let block = block.node(norm(
+        "attn_norm",
+        "x",
+        "xn",
+        "hidden",
+        "hidden",
+        &format!("{p}.input_layernorm"),
+    ));
+    let (block, o) = match arch.attn {
+        Attn::Gqa { .. } => gqa(arch, block, &p, kind),
+        Attn::Mla { .. } => mla(arch, block, &p),
+    };
+    let (block, o) = if arch.sandwich_norms {
+        let block = block.node(norm(
+            "post_attn_norm",
+            o,
+            "on",
+            "hidden",
+            "hidden",
+            &format!("{p}.post_attention_layernorm"),
+        ));
+        (block, "on")
+    } else {
+        (block, o)
+    };
+    let block = block.node(
+        NodeDecl::new("attn_add", "residual_add")
+            .reads(["x", o])
+            .writes(out("h", "hidden")),
+    );
+    let pre_mlp = if arch.sandwich_norms {
+        "pre_feedforward_layernorm"
+    } else {
+        "post_attention_layernorm"
+    };
+    let block = block.node(norm(
+        "mlp_norm",
+        "h",
+        "hn",
+        "hidden",
+        "hidden",
+        &format!("{p}.{pre_mlp}"),
+    ));
+    let (block, m) = if kind.sparse {
+        sparse_mlp(arch, block, &p)
+    } else {
+        dense_mlp(arch, block, &p)
+    };
+    let (block, m) = if arch.sandwich_norms {
+        let block = block.node(norm(
+            "post_mlp_norm",
+            m,
+            "mo",
+            "hidden",
+            "hidden",
+            &format!("{p}.post_feedforward_layernorm"),
+        ));
+        (block, "mo")
+    } else {
+        (block, m)
+    };
+    block.node(
+        NodeDecl::new("mlp_add", "residual_add")
+            .reads(["h", m])
+            .writes(out("y", "hidden")),
+    )
+}
+
+/// Grouped-query attention; returns the block and the attention output edge.
+fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'static str) {
+    let Attn::Gqa {
+        qkv_bias,
+        o_bias,
+        fused_qkv,
+        qk_norm,
+        ..
+    } = arch.attn
+    else {
+        unreachable!("gqa() is called for grouped-query attention only")
+    };
+    let a = format!("{p}.self_attn");
+    let mut block = if fused_qkv {
+        block
+            .node(linear(
+                "qkv_proj",
+                "xn",
+                "qkv",
+                "qkv_width",
+                "hidden",
+                &format!("{a}.qkv_proj"),
+                false,
+            ))
+            .node(
+                NodeDecl::new("qkv_split", "split")
+                    .reads(["qkv"])
+                    .writes(out("q", "q_width"))
+                    .writes(out("k", "kv_width"))
+                    .writes(out("v", "kv_width")),
+            )
+    } else {
+        block
+            .node(linear(
+                "q_proj",
+                "xn",
+                "q",
+                "q_width",
+                "hidden",
+                &format!("{a}.q_proj"),
+                qkv_bias,
+            ))
+            .node(linear(
+                "k_proj",
+                "xn",
+                "k",
+                "kv_width",
+                "hidden",
+                &format!("{a}.k_proj"),
+                qkv_bias,
+            ))
+            .node(linear(
+                "v_proj",
+                "xn",
+                "v",
+                "kv_width",
+                "hidden",
+                &format!("{a}.v_proj"),
+                qkv_bias,
+            ))
+    };
+    let (q, k) = if qk_norm {
+        block = block
+            .node(norm(
+                "q_norm",
+                "q",
+                "qn",
+                "q_width",
+                "head_dim",
+                &format!("{a}.q_norm"),
+            ))
+            .node(norm(
+                "k_norm",
+                "k",
+                "kn",
+                "kv_width",
+                "head_dim",
+                &format!("{a}.k_norm"),
+            ));
+        ("qn", "kn")
+    } else {
+        ("q", "k")
+    };
+    let mut kv =
+        StateDecl::per_token("kv", "2 * kv_width", "bf16", "kv_write").read_by(["attention"]);
+    if kind.sliding {
+        kv = kv.window("window");
+    }
+    let block = block
+        .node(
+            NodeDecl::new("rope", "rope")
+                .reads([q, k])
+                .writes(out("q_rot", "q_width"))
+                .writes(out("k_rot", "kv_width")),
+        )
+        .node(NodeDecl::new("kv_write", "kv_write").reads(["k_rot", "v"]))
+        .node(
+            NodeDecl::new("attention", "attention")
+                .reads(["q_rot"])
+                .writes(out("attn", "q_width")),
+        )
+        .node(linear(
+            "o_proj",
+            "attn",
+            "o",
+            "hidden",
+            "q_width",
+            &format!("{a}.o_proj"),
+            o_bias,
+        ))
+        .state(kv);
+    (block, "o")
+}
+
+/// Multi-head latent attention in its weight-absorbed form: the cache holds the compressed
+/// latent, `kv_b_proj` maps the query into latent space before attention (`q_absorb`) and the
+/// latent attention output back to value heads after it (`v_up`). Returns the block and the
+/// attention output edge.
+fn mla(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
+    let Attn::Mla {
+        q_lora_rank, bias, ..
+    } = arch.attn
+    else {
+        unreachable!("mla() is called for latent attention only")
+    };
+    let a = format!("{p}.self_attn");
+    let block = match q_lora_rank {
+        Some(_) => block
+            .node(linear(
+                "q_a_proj",
+                "xn",
+                "q_a",
+                "q_lora_rank",
+                "hidden",
+                &format!("{a}.q_a_proj"),
+                bias,
+            ))
+            .node(norm(
+                "q_a_norm",
+                "q_a",
+                "q_an",
+                "q_lora_rank",
+                "q_lora_rank",
+                &format!("{a}.q_a_layernorm"),
+            ))
+            .node(linear(
+                "q_b_proj",
+                "q_an",
+                "q",
+                "q_width",
+                "q_lora_rank",
+                &format!("{a}.q_b_proj"),
+                false,
+            )),
+        None => block.node(linear(
+            "q_proj",
+            "xn",
+            "q",
+            "q_width",
+            "hidden",
+            &format!("{a}.q_proj"),
+            false,
+        )),
+    };
+    let kv_b = || {
+        WeightDecl::new("w", ["kv_b_width", "kv_lora_rank"], "bf16")
+            .tensor(format!("{a}.kv_b_proj.weight"))
+    };
+    let block = block
+        .node(linear(
+            "kv_a_proj",
+            "xn",
+            "kv_a",
+            "kv_latent",
+            "hidden",
+            &format!("{a}.kv_a_proj_with_mqa"),
+            bias,
+        ))
+        .node(
+            NodeDecl::new("kv_split", "split")
+                .reads(["kv_a"])
+                .writes(out("kv_c", "kv_lora_rank"))
+                .writes(out("k_pe", "qk_rope_head_dim")),
+        )
+        .node(norm(
+            "kv_a_norm",
+            "kv_c",
+            "kv_cn",
+            "kv_lora_rank",
+            "kv_lora_rank",
+            &format!("{a}.kv_a_layernorm"),
+        ))
+        .node(
+            NodeDecl::new("q_split", "split")
+                .reads(["q"])
+                .writes(out("q_nope", "heads * qk_nope_head_dim"))
+                .writes(out("q_pe", "heads * qk_rope_head_dim")),
+        )
+        .node(
+            NodeDecl::new("q_absorb", "linear")
+                .reads(["q_nope"])
+                .writes(out("q_lat", "heads * kv_lora_rank"))
+                .weight(kv_b()),
+        )
+        .node(
+            NodeDecl::new("rope", "rope")
+                .reads(["q_pe", "k_pe"])
+                .writes(out("q_pe_rot", "heads * qk_rope_head_dim"))
+                .writes(out("k_pe_rot", "qk_rope_head_dim")),
+        )
+        .node(NodeDecl::new("kv_write", "kv_write").reads(["kv_cn", "k_pe_rot"]))
+        .node(
+            NodeDecl::new("attention", "attention")
+                .reads(["q_lat", "q_pe_rot"])
+                .writes(out("attn_lat", "heads * kv_lora_rank")),
+        )
+        .node(
+            NodeDecl::new("v_up", "linear")
+                .reads(["attn_lat"])
+                .writes(out("attn", "o_width"))
+                .weight(kv_b()),
+        )
+        .node(linear(
+            "o_proj",
+            "attn",
+            "o",
+            "hidden",
+            "o_width",
+            &format!("{a}.o_proj"),
+            bias,
+        ))
+        .state(StateDecl::per_token("kv", "kv_latent", "bf16", "kv_write").read_by(["attention"]));
+    (block, "o")
+}
+
+/// The dense MLP; returns the block and its output edge.
+fn dense_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
+    let d = arch.dense.expect("a dense layer implies a dense MLP");
+    let m = format!("{p}.mlp");
+    let act = arch.act.op();
+    let block = if d.fused {
+        block
+            .node(linear(
+                "gate_up_proj",
+                "hn",
+                "gate_up",
+                "2 * ffn",
+                "hidden",
+                &format!("{m}.gate_up_proj"),
+                d.bias,
+            ))
+            .node(
+                NodeDecl::new("act", act)
+                    .reads(["gate_up"])
+                    .writes(out("act", "ffn")),
+            )
+    } else {
+        block
+            .node(linear(
+                "gate_proj",
+                "hn",
+                "gate",
+                "ffn",
+                "hidden",
+                &format!("{m}.gate_proj"),
+                d.bias,
+            ))
+            .node(linear(
+                "up_proj",
+                "hn",
+                "up",
+                "ffn",
+                "hidden",
+                &format!("{m}.up_proj"),
+                d.bias,
+            ))
+            .node(
+                NodeDecl::new("act", act)
+                    .reads(["gate", "up"])
+                    .writes(out("act", "ffn")),
+            )
+    };
+    let block = block.node(linear(
+        "down_proj",
+        "act",
+        "down",
+        "hidden",
+        "ffn",
+        &format!("{m}.down_proj"),
+        d.bias,
+    ));
+    (block, "down")
+}
+
+/// The sparse MLP: router, top-k, the routed experts as grouped products over
+/// `n * experts_per_tok` rows, the shared experts (DeepSeek) and the weighted combine; returns
+/// the block and its output edge.
+fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
+    let moe = arch.moe.expect("a sparse layer implies a sparse MLP");
+    let act = arch.act.op();
+    let (gate, experts, [w_gate, w_up, w_down]) = match moe.names {
+        MoeNames::Mixtral => (
+            format!("{p}.block_sparse_moe.gate.weight"),
+            format!("{p}.block_sparse_moe.experts.*"),
+            ["w1", "w3", "w2"],
+        ),
+        MoeNames::Mlp => (
+            format!("{p}.mlp.gate.weight"),
+            format!("{p}.mlp.experts.*"),
+            ["gate_proj", "up_proj", "down_proj"],
+        ),
+    };
+    let expert_w = |name: &str, shape: [&str; 2], tensor: &str| {
+        WeightDecl::new(name, shape, "bf16")
+            .tensor(format!("{experts}.{tensor}.weight"))
+            .count("experts")
+    };
+    let rows = "n * experts_per_tok";
+    let mut block = block
+        .node(
+            NodeDecl::new("router", "router")
+                .reads(["hn"])
+                .writes(OutDecl::new(
+                    "router_logits",
+                    "n",
+                    "experts",
+                    moe.router_format,
+                ))
+                .weight(WeightDecl::new("w", ["experts", "hidden"], "bf16").tensor(gate)),
+        )
+        .node(
+            NodeDecl::new("top_k", "top_k")
+                .reads(["router_logits"])
+                .writes(OutDecl::new("topk_w", "n", "experts_per_tok", "f32"))
+                .writes(OutDecl::new("topk_ids", "n", "experts_per_tok", "i32")),
+        )
+        .node(
+            NodeDecl::new("experts_gate_up", "expert_linear")
+                .reads(["hn", "topk_ids"])
+                .writes(OutDecl::new("expert_h", rows, "2 * moe_ffn", "bf16"))
+                .weight(expert_w("w_gate", ["moe_ffn", "hidden"], w_gate))
+                .weight(expert_w("w_up", ["moe_ffn", "hidden"], w_up)),
+        )
+        .node(
+            NodeDecl::new("experts_act", act)
+                .reads(["expert_h"])
+                .writes(OutDecl::new("expert_act", rows, "moe_ffn", "bf16")),
+        )
+        .node(
+            NodeDecl::new("experts_down", "expert_linear")
+                .reads(["expert_act", "topk_ids"])
+                .writes(OutDecl::new("expert_out", rows, "hidden", "bf16"))
+                .weight(expert_w("w", ["hidden", "moe_ffn"], w_down)),
+        );
+    let mut combine_in = vec!["expert_out", "topk_w", "topk_ids"];
+    if moe.shared_experts > 0 {
+        let s = format!("{p}.mlp.shared_experts");
+        let bias = moe.shared_bias;
+        block = block
+            .node(linear(
+                "shared_gate_proj",
+                "hn",
+                "shared_gate",
+                "shared_ffn",
+                "hidden",
+                &format!("{s}.gate_proj"),
+                bias,
+            ))
+            .node(linear(
+                "shared_up_proj",
+                "hn",
+                "shared_up",
+                "shared_ffn",
+                "hidden",
+                &format!("{s}.up_proj"),
+                bias,
+            ))
+            .node(
+                NodeDecl::new("shared_act", act)
+                    .reads(["shared_gate", "shared_up"])
+                    .writes(out("shared_act", "shared_ffn")),
+            )
+            .node(linear(
+                "shared_down_proj",
+                "shared_act",
+                "shared_out",
+                "hidden",
+                "shared_ffn",
+                &format!("{s}.down_proj"),
+                bias,
+            ));
+        combine_in.push("shared_out");
+    }
+    let block = block.node(
+        NodeDecl::new("moe_combine", "moe_combine")
+            .reads(combine_in)
+            .writes(out("moe_out", "hidden")),
+    );
+    (block, "moe_out")
+}

@@ -1,0 +1,132 @@
+//! Import errors: one type, [`HfError`], whose every message starts with the origin (the file
+//! name the caller gave) and says what is wrong and what is supported or expected.
+//!
+//! Invariants: no input produces a panic, only one of these; a [`HfError::Circuit`] means the
+//! importer itself emitted an invalid circuit (a bug in this crate), never a user mistake
+//! (sizes that overflow are [`HfError::TooLarge`]).
+
+use circuit_ir::CircuitError;
+
+use crate::model::supported_list;
+
+/// Why a `config.json` cannot be imported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HfError {
+    /// The file could not be read.
+    #[error("{origin}: cannot read the file: {message}")]
+    Io {
+        /// The file.
+        origin: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The text is not JSON.
+    #[error("{origin}: line {line}, column {column}: not valid JSON: {message}")]
+    Json {
+        /// The file.
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// The JSON is not an object.
+    #[error("{origin}: expected a JSON object at the top level, found {found}")]
+    NotAnObject {
+        /// The file.
+        origin: String,
+        /// What was found, e.g. `an array`.
+        found: String,
+    },
+    /// No `model_type` key.
+    #[error("{origin}: missing key `model_type` (supported: {})", supported_list())]
+    MissingModelType {
+        /// The file.
+        origin: String,
+    },
+    /// A `model_type` this crate does not import.
+    #[error(
+        "{origin}: model_type `{found}` is not supported (supported: {})",
+        supported_list()
+    )]
+    UnsupportedModelType {
+        /// The file.
+        origin: String,
+        /// The model type found.
+        found: String,
+    },
+    /// A key the model needs, absent (or null) and without a default.
+    #[error("{origin}: missing key `{key}` ({model_type} has no default for it)")]
+    MissingKey {
+        /// The file.
+        origin: String,
+        /// The key.
+        key: String,
+        /// The model type.
+        model_type: String,
+    },
+    /// A value of the wrong JSON type or out of range.
+    #[error("{origin}: `{key}` must be {expected}, found {found}")]
+    BadValue {
+        /// The file.
+        origin: String,
+        /// The key.
+        key: String,
+        /// What it must be, e.g. `a whole number of at least 1`.
+        expected: String,
+        /// The value found, as JSON.
+        found: String,
+    },
+    /// A key that changes memory in a way this crate does not model.
+    #[error("{origin}: `{key}` {why}")]
+    Refused {
+        /// The file.
+        origin: String,
+        /// The key.
+        key: String,
+        /// Why, and what to do instead.
+        why: String,
+    },
+    /// A key this crate does not know for the model type: it might change memory, so it is
+    /// refused rather than ignored.
+    #[error(
+        "{origin}: unknown key `{key}` for {model_type}: it is neither read nor known to leave memory unchanged, so it is refused rather than ignored; remove it if it does not change the model's tensors or caches (docs/hf-import.md lists the keys of each model type)"
+    )]
+    UnknownKey {
+        /// The file.
+        origin: String,
+        /// The key.
+        key: String,
+        /// The model type.
+        model_type: String,
+    },
+    /// Keys whose values contradict each other (or the architecture).
+    #[error("{origin}: {message}")]
+    Contradiction {
+        /// The file.
+        origin: String,
+        /// What contradicts what.
+        message: String,
+    },
+    /// Sizes so large that the circuit's byte counts overflow 64 bits or its node count
+    /// exceeds circuit-ir's limit.
+    #[error("{origin}: the model is too large to plan: {source}")]
+    TooLarge {
+        /// The file.
+        origin: String,
+        /// circuit-ir's error.
+        source: CircuitError,
+    },
+    /// The importer built a circuit that circuit-ir rejects for another reason: a bug in this
+    /// crate.
+    #[error("{origin}: the imported circuit is invalid (a bug in circuit-hf): {source}")]
+    Circuit {
+        /// The file.
+        origin: String,
+        /// circuit-ir's error.
+        source: CircuitError,
+    },
+}

@@ -1,0 +1,147 @@
+//! Builds a circuit-ir [`Circuit`] from a Hugging Face `config.json`: the decoder-only
+//! language models of [`ModelType::ALL`] (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Mixtral,
+//! Phi-3, Gemma 2, DeepSeek-V2), with weights in bf16 under their Hugging Face tensor names and
+//! one KV-cache state per layer.
+//!
+//! Invariants: in bf16 the circuit's weights are 2 bytes per parameter of the published
+//! checkpoint (tied embeddings stored once) and its states hold exactly the KV bytes per token
+//! the architecture caches; every key of the file is read, known to leave memory unchanged, or
+//! refused (an unknown key is refused); every circuit is validated by circuit-ir.
+//! `docs/hf-import.md` lists the tensors, keys and defaults of each model type.
+//!
+//! ```
+//! let json = r#"{"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048,
+//!   "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+//!   "num_key_value_heads": 8, "tie_word_embeddings": true}"#;
+//! let circuit = circuit_hf::from_config_json(json, "llama-3.2-1b/config.json").unwrap();
+//! assert_eq!(circuit.name(), "llama-3.2-1b");
+//! assert_eq!(circuit.weight_bytes(), 2 * 1_235_814_400); // Llama-3.2-1B
+//! assert_eq!(circuit.state_bytes(1, 1).unwrap(), 32_768); // KV bytes per token
+//! ```
+
+#![warn(missing_docs)]
+
+mod arch;
+mod config;
+mod emit;
+pub mod error;
+pub mod model;
+
+use std::path::Path;
+
+use circuit_ir::expr::Fault;
+use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
+
+pub use error::HfError;
+pub use model::{KeyInfo, KeyRole, ModelType};
+
+/// An imported circuit and how the config was read.
+#[derive(Debug, Clone)]
+pub struct Import {
+    /// The circuit.
+    pub circuit: Circuit,
+    /// The model type.
+    pub model_type: ModelType,
+    /// Keys of the file whose values shaped the circuit, in reading order.
+    pub keys_read: Vec<String>,
+    /// Keys of the file that did not: known to leave memory unchanged, or without effect in
+    /// this configuration (e.g. `intermediate_size` when every layer is sparse), in file order.
+    pub keys_ignored: Vec<String>,
+    /// Absent keys whose transformers default was used, with the value used.
+    pub defaults: Vec<(String, String)>,
+}
+
+/// Builds the circuit of a `config.json` text. `origin` names the file in error messages and
+/// names the circuit (see [`circuit_name`]).
+pub fn from_config_json(text: &str, origin: &str) -> Result<Circuit, HfError> {
+    import(text, origin).map(|i| i.circuit)
+}
+
+/// Reads and imports a `config.json` file; its path is the origin.
+pub fn from_config_file(path: impl AsRef<Path>) -> Result<Circuit, HfError> {
+    let path = path.as_ref();
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| HfError::Io {
+        origin: origin.clone(),
+        message: e.to_string(),
+    })?;
+    from_config_json(&text, &origin)
+}
+
+/// Imports a `config.json` text and reports which keys were read, ignored and defaulted.
+pub fn import(text: &str, origin: &str) -> Result<Import, HfError> {
+    let map = config::parse(text, origin)?;
+    let model_type = config::model_type(&map, origin)?;
+    let cfg = config::Config::new(origin, model_type, &map);
+    cfg.check_common()?;
+    let arch = arch::read(&cfg)?;
+    let circuit = emit::circuit(&arch, &circuit_name(origin, model_type)).map_err(|source| {
+        let origin = origin.to_owned();
+        if overflows(&source.kind) {
+            HfError::TooLarge { origin, source }
+        } else {
+            HfError::Circuit { origin, source }
+        }
+    })?;
+    let read = cfg.keys_read();
+    let keys_read = read
+        .iter()
+        .filter(|k| cfg.has(k))
+        .map(|k| (*k).to_owned())
+        .collect();
+    let keys_ignored = map
+        .keys()
+        .filter(|k| !read.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    let defaults = cfg
+        .defaults()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    Ok(Import {
+        circuit,
+        model_type,
+        keys_read,
+        keys_ignored,
+        defaults,
+    })
+}
+
+/// Whether circuit-ir refused the circuit for its size (a byte count or an expression above
+/// `u64::MAX`, too many nodes) rather than for its structure.
+fn overflows(kind: &CircuitErrorKind) -> bool {
+    matches!(
+        kind,
+        CircuitErrorKind::Overflow { .. }
+            | CircuitErrorKind::TooLarge { .. }
+            | CircuitErrorKind::Format(FormatError::Overflow { .. })
+            | CircuitErrorKind::Expr(ExprError::Eval {
+                fault: Fault::Overflow,
+                ..
+            })
+    )
+}
+
+/// The circuit's name for a file: the folder of a `config.json` (as Hugging Face lays out a
+/// checkpoint: `Llama-3.1-8B/config.json` gives `Llama-3.1-8B`), else the file name without
+/// `.json`, else the model type.
+pub fn circuit_name(origin: &str, model_type: ModelType) -> String {
+    let path = Path::new(origin);
+    let file = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+    let folder = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|f| f.to_str())
+        .unwrap_or("");
+    let name = if file == "config.json" {
+        folder
+    } else {
+        file.strip_suffix(".json").unwrap_or("")
+    };
+    if name.is_empty() {
+        model_type.name().to_owned()
+    } else {
+        name.to_owned()
+    }
+}

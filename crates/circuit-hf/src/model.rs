@@ -1,0 +1,609 @@
+//! The supported model types and, for each, the `config.json` keys it knows: the keys it
+//! reads (they shape the circuit), the keys it ignores (they do not change memory) and the
+//! keys it refuses (they change memory in a way that is not modelled).
+//!
+//! Invariants: a key is listed at most once per model type (tested); every key the importer
+//! reads is listed as read for that type (checked in debug builds at every read); a key that is
+//! in none of the lists is unknown and refused.
+
+use std::fmt;
+
+/// A supported Hugging Face `model_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ModelType {
+    /// `llama` (LlamaForCausalLM).
+    Llama,
+    /// `mistral` (MistralForCausalLM).
+    Mistral,
+    /// `qwen2` (Qwen2ForCausalLM).
+    Qwen2,
+    /// `qwen3` (Qwen3ForCausalLM).
+    Qwen3,
+    /// `qwen3_moe` (Qwen3MoeForCausalLM).
+    Qwen3Moe,
+    /// `mixtral` (MixtralForCausalLM).
+    Mixtral,
+    /// `phi3` (Phi3ForCausalLM).
+    Phi3,
+    /// `gemma2` (Gemma2ForCausalLM).
+    Gemma2,
+    /// `deepseek_v2` (DeepseekV2ForCausalLM).
+    DeepseekV2,
+}
+
+impl ModelType {
+    /// Every supported model type, in documentation order.
+    pub const ALL: &'static [ModelType] = &[
+        ModelType::Llama,
+        ModelType::Mistral,
+        ModelType::Qwen2,
+        ModelType::Qwen3,
+        ModelType::Qwen3Moe,
+        ModelType::Mixtral,
+        ModelType::Phi3,
+        ModelType::Gemma2,
+        ModelType::DeepseekV2,
+    ];
+
+    /// The `model_type` string.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelType::Llama => "llama",
+            ModelType::Mistral => "mistral",
+            ModelType::Qwen2 => "qwen2",
+            ModelType::Qwen3 => "qwen3",
+            ModelType::Qwen3Moe => "qwen3_moe",
+            ModelType::Mixtral => "mixtral",
+            ModelType::Phi3 => "phi3",
+            ModelType::Gemma2 => "gemma2",
+            ModelType::DeepseekV2 => "deepseek_v2",
+        }
+    }
+
+    /// The model type of a `model_type` string.
+    pub fn from_name(name: &str) -> Option<ModelType> {
+        ModelType::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
+    /// The causal-LM class `architectures` must name (when present).
+    pub fn causal_lm_class(self) -> &'static str {
+        match self {
+            ModelType::Llama => "LlamaForCausalLM",
+            ModelType::Mistral => "MistralForCausalLM",
+            ModelType::Qwen2 => "Qwen2ForCausalLM",
+            ModelType::Qwen3 => "Qwen3ForCausalLM",
+            ModelType::Qwen3Moe => "Qwen3MoeForCausalLM",
+            ModelType::Mixtral => "MixtralForCausalLM",
+            ModelType::Phi3 => "Phi3ForCausalLM",
+            ModelType::Gemma2 => "Gemma2ForCausalLM",
+            ModelType::DeepseekV2 => "DeepseekV2ForCausalLM",
+        }
+    }
+
+    /// Every key this model type knows, with its role: the keys common to all types first,
+    /// then the type's own.
+    pub fn keys(self) -> impl Iterator<Item = &'static KeyInfo> {
+        COMMON.iter().chain(self.own_keys().iter())
+    }
+
+    /// How this model type treats `key`; `None` for an unknown key. Keys starting with `_`
+    /// (`_name_or_path`, `_commit_hash`, ...) are private metadata and ignored.
+    pub fn key(self, key: &str) -> Option<&'static KeyInfo> {
+        if key.starts_with('_') {
+            return Some(&PRIVATE);
+        }
+        self.keys().find(|k| k.key == key)
+    }
+
+    /// Whether the importer may read `key` for this type.
+    pub(crate) fn reads(self, key: &str) -> bool {
+        self.key(key).is_some_and(|k| k.role == KeyRole::Read)
+    }
+
+    fn own_keys(self) -> &'static [KeyInfo] {
+        match self {
+            ModelType::Llama => LLAMA,
+            ModelType::Mistral => MISTRAL,
+            ModelType::Qwen2 => QWEN2,
+            ModelType::Qwen3 => QWEN3,
+            ModelType::Qwen3Moe => QWEN3_MOE,
+            ModelType::Mixtral => MIXTRAL,
+            ModelType::Phi3 => PHI3,
+            ModelType::Gemma2 => GEMMA2,
+            ModelType::DeepseekV2 => DEEPSEEK_V2,
+        }
+    }
+}
+
+impl fmt::Display for ModelType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The supported model types, comma-separated, for messages.
+pub fn supported_list() -> String {
+    ModelType::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What the importer does with a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRole {
+    /// Read: its value shapes the circuit (validated; a default applies when it is absent).
+    Read,
+    /// Ignored: it does not change weights, activations or caches.
+    Ignored,
+    /// Refused (with some values, see the note): it changes memory in a way not modelled.
+    Refused,
+}
+
+/// A key of `config.json` and what the importer does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyInfo {
+    /// The key.
+    pub key: &'static str,
+    /// Read, ignored or refused.
+    pub role: KeyRole,
+    /// Why, and for read keys the default relied on.
+    pub note: &'static str,
+}
+
+const fn read(key: &'static str, note: &'static str) -> KeyInfo {
+    KeyInfo {
+        key,
+        role: KeyRole::Read,
+        note,
+    }
+}
+
+const fn ignored(key: &'static str, note: &'static str) -> KeyInfo {
+    KeyInfo {
+        key,
+        role: KeyRole::Ignored,
+        note,
+    }
+}
+
+const fn refused(key: &'static str, note: &'static str) -> KeyInfo {
+    KeyInfo {
+        key,
+        role: KeyRole::Refused,
+        note,
+    }
+}
+
+static PRIVATE: KeyInfo = ignored(
+    "_*",
+    "private metadata (`_name_or_path`, `_commit_hash`, ...)",
+);
+
+const NO_MEMORY: &str = "does not change weights or caches";
+const GENERATION: &str = "generation or training setting; no memory effect";
+
+/// Keys every model type knows.
+static COMMON: &[KeyInfo] = &[
+    read("model_type", "selects the importer"),
+    read(
+        "architectures",
+        "each entry must be the type's *ForCausalLM class (other heads are not modelled)",
+    ),
+    read(
+        "torch_dtype",
+        "bfloat16, float16 or float32 accepted (the checkpoint's storage; weights are planned in bf16); any other value is refused",
+    ),
+    read(
+        "dtype",
+        "the transformers 5 name of `torch_dtype`; same rule",
+    ),
+    read("vocab_size", "required"),
+    read("hidden_size", "required"),
+    read(
+        "num_hidden_layers",
+        "required; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "required"),
+    refused(
+        "quantization_config",
+        "changes weight bytes and is not modelled",
+    ),
+    refused(
+        "compression_config",
+        "changes weight bytes and is not modelled",
+    ),
+    refused(
+        "text_config",
+        "a nested (multimodal) model configuration is not modelled",
+    ),
+    refused(
+        "vision_config",
+        "a nested (multimodal) model configuration is not modelled",
+    ),
+    refused(
+        "audio_config",
+        "a nested (multimodal) model configuration is not modelled",
+    ),
+    refused(
+        "pruned_heads",
+        "refused unless empty: pruned heads change weight shapes",
+    ),
+    refused(
+        "num_nextn_predict_layers",
+        "refused unless 0: multi-token-prediction layers add weights",
+    ),
+    ignored("transformers_version", NO_MEMORY),
+    ignored("auto_map", NO_MEMORY),
+    ignored("use_cache", "the planner always plans the KV cache"),
+    ignored("bos_token_id", NO_MEMORY),
+    ignored("eos_token_id", NO_MEMORY),
+    ignored("pad_token_id", NO_MEMORY),
+    ignored("sep_token_id", NO_MEMORY),
+    ignored("decoder_start_token_id", NO_MEMORY),
+    ignored("initializer_range", NO_MEMORY),
+    ignored("rms_norm_eps", NO_MEMORY),
+    ignored("rope_theta", NO_MEMORY),
+    ignored("rope_scaling", NO_MEMORY),
+    ignored("rope_parameters", NO_MEMORY),
+    ignored(
+        "max_position_embeddings",
+        "the context length is the planner's `--kv-tokens`, not a config key",
+    ),
+    ignored("attention_dropout", NO_MEMORY),
+    ignored("pretraining_tp", NO_MEMORY),
+    ignored("return_dict", NO_MEMORY),
+    ignored("output_hidden_states", NO_MEMORY),
+    ignored("output_attentions", NO_MEMORY),
+    ignored("torchscript", NO_MEMORY),
+    ignored("use_bfloat16", NO_MEMORY),
+    ignored("tf_legacy_loss", NO_MEMORY),
+    ignored("tie_encoder_decoder", NO_MEMORY),
+    ignored("is_decoder", NO_MEMORY),
+    ignored("is_encoder_decoder", NO_MEMORY),
+    ignored("add_cross_attention", NO_MEMORY),
+    ignored("cross_attention_hidden_size", NO_MEMORY),
+    ignored("chunk_size_feed_forward", NO_MEMORY),
+    ignored("finetuning_task", NO_MEMORY),
+    ignored("id2label", NO_MEMORY),
+    ignored("label2id", NO_MEMORY),
+    ignored("num_labels", NO_MEMORY),
+    ignored("tokenizer_class", NO_MEMORY),
+    ignored("prefix", NO_MEMORY),
+    ignored("task_specific_params", NO_MEMORY),
+    ignored("problem_type", NO_MEMORY),
+    ignored("max_length", GENERATION),
+    ignored("min_length", GENERATION),
+    ignored("do_sample", GENERATION),
+    ignored("early_stopping", GENERATION),
+    ignored("num_beams", GENERATION),
+    ignored("num_beam_groups", GENERATION),
+    ignored("diversity_penalty", GENERATION),
+    ignored("temperature", GENERATION),
+    ignored("top_k", GENERATION),
+    ignored("top_p", GENERATION),
+    ignored("typical_p", GENERATION),
+    ignored("repetition_penalty", GENERATION),
+    ignored("length_penalty", GENERATION),
+    ignored("no_repeat_ngram_size", GENERATION),
+    ignored("encoder_no_repeat_ngram_size", GENERATION),
+    ignored("bad_words_ids", GENERATION),
+    ignored("num_return_sequences", GENERATION),
+    ignored("output_scores", GENERATION),
+    ignored("return_dict_in_generate", GENERATION),
+    ignored("forced_bos_token_id", GENERATION),
+    ignored("forced_eos_token_id", GENERATION),
+    ignored("remove_invalid_values", GENERATION),
+    ignored("exponential_decay_length_penalty", GENERATION),
+    ignored("suppress_tokens", GENERATION),
+    ignored("begin_suppress_tokens", GENERATION),
+];
+
+const KV_HEADS: &str = "default (and null): num_attention_heads";
+const HEAD_DIM_DERIVED: &str =
+    "default (and null): hidden_size / num_attention_heads, which must then divide";
+const FFN: &str = "required when a layer has a dense MLP";
+const ACT: &str = "default silu; silu or swish gives silu_mul, a gelu variant gelu_mul, anything else is an error";
+const TIE_FALSE: &str = "default false; true stores one tensor for embed_tokens and lm_head";
+const NO_BIAS: &str =
+    "transformers never reads it for this type: the architecture has no such biases";
+const ROUTER: &str = "training setting; no memory effect";
+
+static LLAMA: &[KeyInfo] = &[
+    read("num_key_value_heads", KV_HEADS),
+    read("head_dim", HEAD_DIM_DERIVED),
+    read("intermediate_size", FFN),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    read(
+        "mlp_bias",
+        "default false; true adds gate/up/down_proj biases",
+    ),
+];
+
+static MISTRAL: &[KeyInfo] = &[
+    read(
+        "num_key_value_heads",
+        "default 8; null: num_attention_heads",
+    ),
+    read("head_dim", HEAD_DIM_DERIVED),
+    read("intermediate_size", FFN),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "sliding_window",
+        "default 4096; null: no window; otherwise every layer holds at most this many tokens per sequence",
+    ),
+    ignored("attention_bias", NO_BIAS),
+    ignored("mlp_bias", NO_BIAS),
+];
+
+static QWEN2: &[KeyInfo] = &[
+    read(
+        "num_key_value_heads",
+        "default 32; null: num_attention_heads",
+    ),
+    read("head_dim", HEAD_DIM_DERIVED),
+    read("intermediate_size", FFN),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "use_sliding_window",
+        "default false; false disables sliding_window",
+    ),
+    read(
+        "sliding_window",
+        "default 4096; used only with use_sliding_window",
+    ),
+    read(
+        "max_window_layers",
+        "default 28; layers with index >= it slide (when layer_types is absent)",
+    ),
+    read(
+        "layer_types",
+        "full_attention or sliding_attention per layer; default from max_window_layers",
+    ),
+    ignored(
+        "attention_bias",
+        "transformers never reads it for qwen2: q/k/v_proj always have biases, o_proj never",
+    ),
+    ignored("use_mrope", NO_MEMORY),
+];
+
+static QWEN3: &[KeyInfo] = &[
+    read(
+        "num_key_value_heads",
+        "default 32; null: num_attention_heads",
+    ),
+    read(
+        "head_dim",
+        "default 128 (Qwen3Config's own); null: hidden_size / num_attention_heads",
+    ),
+    read("intermediate_size", FFN),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    read(
+        "use_sliding_window",
+        "default false; false disables sliding_window",
+    ),
+    read(
+        "sliding_window",
+        "default 4096; used only with use_sliding_window",
+    ),
+    read(
+        "max_window_layers",
+        "default 28; layers with index >= it slide (when layer_types is absent)",
+    ),
+    read(
+        "layer_types",
+        "full_attention or sliding_attention per layer; default from max_window_layers",
+    ),
+];
+
+static QWEN3_MOE: &[KeyInfo] = &[
+    read(
+        "num_key_value_heads",
+        "default 4; null: num_attention_heads",
+    ),
+    read("head_dim", HEAD_DIM_DERIVED),
+    read("intermediate_size", FFN),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    read(
+        "use_sliding_window",
+        "default false; true makes every layer slide (transformers 5 reads no max_window_layers here)",
+    ),
+    read(
+        "sliding_window",
+        "default 4096; used only with use_sliding_window",
+    ),
+    read("num_experts", "required; 0 makes every layer dense"),
+    read("num_local_experts", "alias of num_experts"),
+    read("num_experts_per_tok", "required when a layer is sparse"),
+    read("moe_intermediate_size", "required when a layer is sparse"),
+    read(
+        "decoder_sparse_step",
+        "default 1; layer i is sparse when (i + 1) % step == 0",
+    ),
+    read(
+        "mlp_only_layers",
+        "default []; these layers have a dense MLP of intermediate_size",
+    ),
+    ignored(
+        "max_window_layers",
+        "transformers 5 does not read it for qwen3_moe",
+    ),
+    ignored("norm_topk_prob", NO_MEMORY),
+    ignored("output_router_logits", ROUTER),
+    ignored("router_aux_loss_coef", ROUTER),
+];
+
+static MIXTRAL: &[KeyInfo] = &[
+    read(
+        "num_key_value_heads",
+        "default 8; null: num_attention_heads",
+    ),
+    read("head_dim", HEAD_DIM_DERIVED),
+    read("intermediate_size", "required: the width of each expert"),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "sliding_window",
+        "default null (no window); otherwise every layer holds at most this many tokens per sequence",
+    ),
+    read("num_local_experts", "required"),
+    read("num_experts", "alias of num_local_experts"),
+    read("num_experts_per_tok", "required"),
+    ignored("attention_bias", NO_BIAS),
+    ignored("mlp_bias", NO_BIAS),
+    ignored("output_router_logits", ROUTER),
+    ignored("router_aux_loss_coef", ROUTER),
+    ignored("router_jitter_noise", ROUTER),
+];
+
+static PHI3: &[KeyInfo] = &[
+    read("num_key_value_heads", KV_HEADS),
+    read("head_dim", HEAD_DIM_DERIVED),
+    read("intermediate_size", FFN),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "sliding_window",
+        "default null (no window); otherwise every layer holds at most this many tokens per sequence",
+    ),
+    ignored("attention_bias", NO_BIAS),
+    ignored("resid_pdrop", NO_MEMORY),
+    ignored("embd_pdrop", NO_MEMORY),
+    ignored("original_max_position_embeddings", NO_MEMORY),
+    ignored("partial_rotary_factor", NO_MEMORY),
+];
+
+static GEMMA2: &[KeyInfo] = &[
+    read(
+        "num_key_value_heads",
+        "default 4; null: num_attention_heads",
+    ),
+    read(
+        "head_dim",
+        "default 256 (Gemma2Config's own); null: hidden_size / num_attention_heads",
+    ),
+    read("intermediate_size", FFN),
+    read(
+        "hidden_activation",
+        "default gelu_pytorch_tanh (gelu_mul); silu gives silu_mul",
+    ),
+    read(
+        "tie_word_embeddings",
+        "default true: one tensor for embed_tokens and lm_head",
+    ),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    read(
+        "sliding_window",
+        "default 4096; null: no window; sliding layers hold at most this many tokens per sequence",
+    ),
+    read(
+        "layer_types",
+        "full_attention or sliding_attention per layer; default: even layers slide",
+    ),
+    read(
+        "final_logit_softcapping",
+        "default 30.0; a number adds a softcap node after lm_head, null removes it",
+    ),
+    ignored(
+        "hidden_act",
+        "transformers' Gemma 2 reads hidden_activation instead",
+    ),
+    ignored("query_pre_attn_scalar", NO_MEMORY),
+    ignored(
+        "attn_logit_softcapping",
+        "applied inside attention; no memory effect",
+    ),
+    ignored(
+        "cache_implementation",
+        "the window of each layer is modelled from sliding_window and layer_types",
+    ),
+    ignored(
+        "sliding_window_size",
+        "legacy key; transformers reads sliding_window",
+    ),
+    ignored("use_bidirectional_attention", NO_MEMORY),
+];
+
+static DEEPSEEK_V2: &[KeyInfo] = &[
+    read(
+        "intermediate_size",
+        "required when a layer is dense (first_k_dense_replace > 0)",
+    ),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q_a_proj (or nothing without q LoRA), kv_a_proj_with_mqa and o_proj biases",
+    ),
+    read(
+        "mlp_bias",
+        "default false; true adds biases to the dense and shared-expert MLPs",
+    ),
+    read(
+        "q_lora_rank",
+        "default 1536; null: one q_proj instead of q_a_proj, q_a_layernorm, q_b_proj",
+    ),
+    read("kv_lora_rank", "default 512"),
+    read("qk_nope_head_dim", "default 128"),
+    read("qk_rope_head_dim", "default 64"),
+    read("v_head_dim", "default 128"),
+    read(
+        "n_routed_experts",
+        "required; null: every layer is dense (DeepSeek's code)",
+    ),
+    read("num_experts", "alias of n_routed_experts"),
+    read(
+        "n_shared_experts",
+        "default 2; null or 0: no shared experts",
+    ),
+    read("num_experts_per_tok", "required when a layer is sparse"),
+    read("moe_intermediate_size", "required when a layer is sparse"),
+    read(
+        "first_k_dense_replace",
+        "default 0; the first k layers have a dense MLP of intermediate_size",
+    ),
+    read(
+        "moe_layer_freq",
+        "default 1; layer i >= first_k_dense_replace is sparse when i % freq == 0",
+    ),
+    ignored(
+        "num_key_value_heads",
+        "MLA caches one latent per token; the key has no effect on weights or cache",
+    ),
+    ignored(
+        "head_dim",
+        "transformers overwrites it with qk_rope_head_dim; the head widths come from qk_*_head_dim and v_head_dim",
+    ),
+    ignored("n_group", NO_MEMORY),
+    ignored("topk_group", NO_MEMORY),
+    ignored("topk_method", NO_MEMORY),
+    ignored("norm_topk_prob", NO_MEMORY),
+    ignored("routed_scaling_factor", NO_MEMORY),
+    ignored("scoring_func", NO_MEMORY),
+    ignored("aux_loss_alpha", ROUTER),
+    ignored("seq_aux", ROUTER),
+    ignored("ep_size", "expert parallelism; total memory unchanged"),
+    ignored("output_router_logits", ROUTER),
+];

@@ -1,0 +1,382 @@
+//! Every error path with its exact message, and a sweep of bad values over every key of real
+//! configs showing that bad input gives an error, never a panic.
+
+use std::path::PathBuf;
+
+use circuit_hf::{HfError, from_config_file, from_config_json};
+
+const SUPPORTED: &str =
+    "llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, phi3, gemma2, deepseek_v2";
+
+/// A small valid Llama config; tests splice keys into it.
+const LLAMA: &str = r#"{"model_type": "llama", "vocab_size": 1000, "hidden_size": 128,
+  "intermediate_size": 320, "num_hidden_layers": 4, "num_attention_heads": 8}"#;
+
+/// `LLAMA` with `extra` keys added first (later duplicates of a key win in JSON objects, so
+/// keys of `LLAMA` are overridden by editing, not by adding).
+fn llama_with(extra: &str) -> String {
+    LLAMA.replacen('{', &format!("{{{extra}, "), 1)
+}
+
+fn err(json: &str) -> String {
+    match from_config_json(json, "config.json") {
+        Ok(c) => panic!("expected an error, got circuit {}", c.name()),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn the_small_config_is_valid() {
+    from_config_json(LLAMA, "config.json").unwrap();
+    from_config_json(&llama_with(r#""rope_theta": 10000"#), "config.json").unwrap();
+}
+
+#[test]
+fn json_syntax_errors_give_line_and_column() {
+    assert_eq!(
+        err("{"),
+        "config.json: line 1, column 1: not valid JSON: EOF while parsing an object"
+    );
+    assert_eq!(
+        err("{\n  \"model_type\": \"llama\",\n}"),
+        "config.json: line 3, column 1: not valid JSON: trailing comma"
+    );
+    assert_eq!(
+        err("{\"hidden_size\": 12x}"),
+        "config.json: line 1, column 19: not valid JSON: expected `,` or `}`"
+    );
+    assert_eq!(
+        err("[1, 2]"),
+        "config.json: expected a JSON object at the top level, found an array"
+    );
+}
+
+#[test]
+fn model_type_missing_or_unsupported() {
+    assert_eq!(
+        err("{}"),
+        format!("config.json: missing key `model_type` (supported: {SUPPORTED})")
+    );
+    assert_eq!(
+        err(r#"{"model_type": "bert"}"#),
+        format!("config.json: model_type `bert` is not supported (supported: {SUPPORTED})")
+    );
+    assert_eq!(
+        err(r#"{"model_type": 7}"#),
+        "config.json: `model_type` must be a string, found 7"
+    );
+}
+
+#[test]
+fn missing_keys_without_default() {
+    assert_eq!(
+        err(&LLAMA.replace(r#""hidden_size": 128,"#, "")),
+        "config.json: missing key `hidden_size` (llama has no default for it)"
+    );
+    assert_eq!(
+        err(&LLAMA.replace(r#""hidden_size": 128"#, r#""hidden_size": null"#)),
+        "config.json: missing key `hidden_size` (llama has no default for it)"
+    );
+    assert_eq!(
+        err(&LLAMA.replace(r#""intermediate_size": 320,"#, "")),
+        "config.json: missing key `intermediate_size` (llama has no default for it)"
+    );
+    let moe = r#"{"model_type": "qwen3_moe", "vocab_size": 1000, "hidden_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 8, "num_experts": 8,
+        "num_experts_per_tok": 2}"#;
+    assert_eq!(
+        err(moe),
+        "config.json: missing key `moe_intermediate_size` (qwen3_moe has no default for it)"
+    );
+    assert_eq!(
+        err(&moe.replace(r#""num_experts": 8,"#, "")),
+        "config.json: missing key `num_experts` (qwen3_moe has no default for it)"
+    );
+    let ds = r#"{"model_type": "deepseek_v2", "vocab_size": 1000, "hidden_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 8, "n_routed_experts": 8,
+        "moe_intermediate_size": 32}"#;
+    assert_eq!(
+        err(ds),
+        "config.json: missing key `num_experts_per_tok` (deepseek_v2 has no default for it)"
+    );
+}
+
+#[test]
+fn refused_keys_say_why() {
+    assert_eq!(
+        err(&llama_with(
+            r#""quantization_config": {"quant_method": "fp8"}"#
+        )),
+        "config.json: `quantization_config` changes weight bytes and is not modelled; remove it to plan the unquantised bf16 model"
+    );
+    assert_eq!(
+        err(&llama_with(r#""text_config": {"hidden_size": 8}"#)),
+        "config.json: `text_config` holds a nested (multimodal) model configuration, which is not modelled; import the language model's own config.json"
+    );
+    assert_eq!(
+        err(&llama_with(r#""pruned_heads": {"0": [1]}"#)),
+        "config.json: `pruned_heads` lists pruned attention heads, which change weight shapes and are not modelled"
+    );
+    assert_eq!(
+        err(&llama_with(r#""num_nextn_predict_layers": 1"#)),
+        "config.json: `num_nextn_predict_layers` is 1: multi-token-prediction layers add weights that are not modelled; set it to 0 to plan the main model"
+    );
+    // Harmless values of refused keys pass.
+    for ok in [
+        r#""quantization_config": null"#,
+        r#""pruned_heads": {}"#,
+        r#""num_nextn_predict_layers": 0"#,
+    ] {
+        from_config_json(&llama_with(ok), "config.json").unwrap();
+    }
+}
+
+#[test]
+fn dtype_other_than_bf16_f16_f32_is_refused() {
+    assert_eq!(
+        err(&llama_with(r#""torch_dtype": "float8_e4m3fn""#)),
+        "config.json: `torch_dtype` is `float8_e4m3fn`, which is not modelled: weights are planned in bf16 (accepted: bfloat16, float16, float32)"
+    );
+    assert_eq!(
+        err(&llama_with(r#""dtype": "int8""#)),
+        "config.json: `dtype` is `int8`, which is not modelled: weights are planned in bf16 (accepted: bfloat16, float16, float32)"
+    );
+    assert_eq!(
+        err(&llama_with(
+            r#""torch_dtype": "bfloat16", "dtype": "float32""#
+        )),
+        "config.json: `torch_dtype` `bfloat16` and `dtype` `float32` disagree (they are one setting under two names)"
+    );
+    for ok in ["bfloat16", "float16", "float32"] {
+        let c =
+            from_config_json(&llama_with(&format!(r#""torch_dtype": "{ok}""#)), "c.json").unwrap();
+        assert_eq!(
+            c.weight_bytes(),
+            from_config_json(LLAMA, "c.json").unwrap().weight_bytes()
+        );
+    }
+}
+
+#[test]
+fn unknown_keys_are_refused_not_ignored() {
+    assert_eq!(
+        err(&llama_with(r#""num_experts": 8"#)),
+        "config.json: unknown key `num_experts` for llama: it is neither read nor known to leave memory unchanged, so it is refused rather than ignored; remove it if it does not change the model's tensors or caches (docs/hf-import.md lists the keys of each model type)"
+    );
+    // Private metadata is ignored.
+    from_config_json(
+        &llama_with(r#""_name_or_path": "x", "_commit_hash": null"#),
+        "c.json",
+    )
+    .unwrap();
+}
+
+#[test]
+fn only_the_causal_lm_head_is_modelled() {
+    assert_eq!(
+        err(&llama_with(
+            r#""architectures": ["LlamaForSequenceClassification"]"#
+        )),
+        "config.json: `architectures` names `LlamaForSequenceClassification`, but only `LlamaForCausalLM` (the causal language model with its lm_head) is modelled for llama"
+    );
+    assert_eq!(
+        err(&llama_with(r#""architectures": "LlamaForCausalLM""#)),
+        "config.json: `architectures` must be a list of strings, found \"LlamaForCausalLM\""
+    );
+}
+
+#[test]
+fn bad_values_name_the_key_and_the_value() {
+    let replace = |from: &str, to: &str| err(&LLAMA.replace(from, to));
+    assert_eq!(
+        replace(r#""hidden_size": 128"#, r#""hidden_size": 4096.5"#),
+        "config.json: `hidden_size` must be a whole number of at least 1, found 4096.5"
+    );
+    assert_eq!(
+        replace(r#""hidden_size": 128"#, r#""hidden_size": "4096""#),
+        "config.json: `hidden_size` must be a whole number of at least 1, found \"4096\""
+    );
+    assert_eq!(
+        replace(r#""hidden_size": 128"#, r#""hidden_size": -1"#),
+        "config.json: `hidden_size` must be a whole number of at least 1, found -1"
+    );
+    assert_eq!(
+        replace(r#""hidden_size": 128"#, r#""hidden_size": 0"#),
+        "config.json: `hidden_size` must be a whole number of at least 1, found 0"
+    );
+    assert_eq!(
+        replace(
+            r#""num_hidden_layers": 4"#,
+            r#""num_hidden_layers": 100000"#
+        ),
+        "config.json: `num_hidden_layers` must be a whole number from 1 to 4096, found 100000"
+    );
+    assert_eq!(
+        err(&llama_with(r#""tie_word_embeddings": "yes""#)),
+        "config.json: `tie_word_embeddings` must be true or false, found \"yes\""
+    );
+    assert_eq!(
+        err(&llama_with(r#""hidden_act": "relu""#)),
+        "config.json: `hidden_act` must be silu, swish or a gelu variant (gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate), found \"relu\""
+    );
+    assert_eq!(
+        err(&llama_with(r#""num_key_value_heads": [8]"#)),
+        "config.json: `num_key_value_heads` must be a whole number of at least 1, found [8]"
+    );
+    let long = format!(r#""head_dim": "{}""#, "x".repeat(100));
+    assert_eq!(
+        err(&llama_with(&long)),
+        format!(
+            "config.json: `head_dim` must be a whole number of at least 1, found \"{}...",
+            "x".repeat(56)
+        )
+    );
+}
+
+#[test]
+fn contradictory_keys() {
+    assert_eq!(
+        err(&llama_with(r#""num_key_value_heads": 3"#)),
+        "config.json: `num_attention_heads` 8 is not a multiple of `num_key_value_heads` 3 (each key/value head serves a whole group of query heads)"
+    );
+    assert_eq!(
+        err(&LLAMA.replace(r#""hidden_size": 128"#, r#""hidden_size": 100"#)),
+        "config.json: `hidden_size` 100 is not a multiple of `num_attention_heads` 8 (transformers' llama configuration refuses this)"
+    );
+    // Mistral derives head_dim only when it is not given; a given one may differ.
+    let mistral = LLAMA
+        .replace("llama", "mistral")
+        .replace(r#""hidden_size": 128"#, r#""hidden_size": 100"#);
+    assert_eq!(
+        err(&mistral),
+        "config.json: `head_dim` is not given and `hidden_size` 100 is not a multiple of `num_attention_heads` 8"
+    );
+    from_config_json(&mistral.replacen('{', r#"{"head_dim": 16,"#, 1), "c.json").unwrap();
+    let gemma = LLAMA.replace("llama", "gemma2");
+    assert_eq!(
+        err(&gemma.replacen('{', r#"{"layer_types": ["sliding_attention"],"#, 1)),
+        "config.json: `layer_types` has 1 entries but `num_hidden_layers` is 4"
+    );
+    assert_eq!(
+        err(&gemma.replacen(
+            '{',
+            r#"{"layer_types": ["full_attention", "chunked_attention", "full_attention", "full_attention"],"#,
+            1
+        )),
+        "config.json: `layer_types` entry 1 is `chunked_attention`, which is not modelled (supported: full_attention, sliding_attention)"
+    );
+    let moe = r#"{"model_type": "qwen3_moe", "vocab_size": 1000, "hidden_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 8, "num_experts": 8,
+        "num_experts_per_tok": 2, "moe_intermediate_size": 32}"#;
+    from_config_json(moe, "c.json").unwrap();
+    assert_eq!(
+        err(&moe.replacen('{', r#"{"mlp_only_layers": [0, 2],"#, 1)),
+        "config.json: `mlp_only_layers` names layer 2 but `num_hidden_layers` is 2"
+    );
+    assert_eq!(
+        err(&moe.replace(r#""num_experts_per_tok": 2"#, r#""num_experts_per_tok": 9"#)),
+        "config.json: `num_experts_per_tok` 9 exceeds the 8 experts"
+    );
+    assert_eq!(
+        err(&moe.replacen('{', r#"{"num_local_experts": 16,"#, 1)),
+        "config.json: `num_experts` 8 and `num_local_experts` 16 disagree (they are one setting under two names)"
+    );
+    // The same value under both names is fine.
+    from_config_json(
+        &moe.replacen('{', r#"{"num_local_experts": 8,"#, 1),
+        "c.json",
+    )
+    .unwrap();
+}
+
+#[test]
+fn sizes_that_overflow_are_too_large_not_a_panic() {
+    let huge = LLAMA
+        .replace(r#""vocab_size": 1000"#, r#""vocab_size": 4000000000000"#)
+        .replace(r#""hidden_size": 128"#, r#""hidden_size": 8000000000"#);
+    let e = from_config_json(&huge, "config.json").unwrap_err();
+    assert!(matches!(e, HfError::TooLarge { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("config.json: the model is too large to plan: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn unreadable_file() {
+    let e = from_config_file("/nonexistent/dir/config.json").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/dir/config.json: cannot read the file: "),
+        "{e}"
+    );
+}
+
+fn shared_configs() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/models");
+    [
+        "llama-3.1-8b",
+        "qwen2.5-7b",
+        "mixtral-8x7b-v0.1",
+        "qwen3-30b-a3b",
+        "deepseek-v2-lite",
+    ]
+    .iter()
+    .map(|n| std::fs::read_to_string(dir.join(n).join("config.json")).unwrap())
+    .collect()
+}
+
+/// Every key of every shared config (and of configs of the other types) replaced by each of
+/// a set of bad values: an `Ok` or an `Err`, never a panic, and never the importer's
+/// invalid-circuit error.
+#[test]
+fn bad_values_never_panic() {
+    let mut configs = shared_configs();
+    let other = |model: &str, extra: &str| LLAMA.replace("llama", model).replacen('{', extra, 1);
+    configs.push(other("mistral", r#"{"sliding_window": 16,"#));
+    configs.push(other("phi3", r#"{"sliding_window": 16,"#));
+    configs.push(other(
+        "qwen3",
+        r#"{"sliding_window": 16, "use_sliding_window": true, "max_window_layers": 1,
+            "layer_types": null,"#,
+    ));
+    configs.push(other(
+        "gemma2",
+        r#"{"sliding_window": 16, "final_logit_softcapping": 30.0, "layer_types": null,"#,
+    ));
+    let bad = [
+        "null",
+        "0",
+        "1",
+        "-1",
+        "1.5",
+        "1e30",
+        "4294967296",
+        "18446744073709551615",
+        "\"x\"",
+        "true",
+        "[]",
+        "[0, 99]",
+        "{}",
+    ];
+    let mut runs = 0;
+    for text in &configs {
+        let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).unwrap();
+        for key in map.keys() {
+            for value in bad {
+                let mut m = map.clone();
+                m.insert(key.clone(), serde_json::from_str(value).unwrap());
+                let json = serde_json::to_string(&m).unwrap();
+                if let Err(e) = from_config_json(&json, "config.json") {
+                    assert!(
+                        !matches!(e, HfError::Circuit { .. }),
+                        "{key} = {value}: {e}"
+                    );
+                }
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs > 1000, "{runs}");
+}

@@ -1,0 +1,408 @@
+//! Public models of the supported types beyond the five shared ones, each written as its
+//! published `config.json` (the memory-relevant keys), against its parameter count.
+//!
+//! Two kinds of assertion, kept apart on purpose:
+//! - `published_*`: the exact figure of the published checkpoint (`total_size` of
+//!   `model.safetensors.index.json` / 2, or the exact count on the model page).
+//! - `derived_*`: the count derived by hand from the architecture in the comment; the exact
+//!   published figure was not at hand, so the test also checks that the count rounds to the
+//!   headline size the model page shows, and says so.
+//!
+//! Every derivation counts: embed_tokens (vocab x hidden), lm_head (the same, unless tied),
+//! the final norm (hidden), and per layer the attention, the MLP and the norms.
+
+use circuit_hf::from_config_json;
+use circuit_ir::Circuit;
+
+fn import(name: &str, json: &str) -> Circuit {
+    from_config_json(json, &format!("{name}/config.json")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Weights are exactly 2 bytes per parameter; the KV cache holds `kv_per_token` bytes per
+/// token while no sliding window is full.
+fn check(name: &str, json: &str, params: u64, kv_per_token: u64) -> Circuit {
+    let c = import(name, json);
+    assert_eq!(c.weight_bytes(), 2 * params, "{name}: weights");
+    assert_eq!(
+        c.state_bytes(1, 1).unwrap(),
+        kv_per_token,
+        "{name}: KV per token"
+    );
+    c
+}
+
+/// `params` rounds to `headline` (in units of `unit` parameters), as the model page shows it.
+fn rounds_to(params: u64, unit: u64, headline: u64) {
+    assert_eq!(
+        (params + unit / 2) / unit,
+        headline,
+        "{params} vs the headline size"
+    );
+}
+
+#[test]
+fn published_mistral_7b_v0_1() {
+    // embed + lm_head: 2 x 32000 x 4096 = 262,144,000; final norm 4,096.
+    // Per layer (32): q 4096x4096 = 16,777,216; k, v 1024x4096 = 4,194,304 each;
+    // o 16,777,216; gate, up, down 3 x 14336x4096 = 176,160,768; 2 norms 8,192
+    // = 218,112,000. Total 262,144,000 + 4,096 + 32 x 218,112,000 = 7,241,732,096
+    // (total_size 14,483,464,192).
+    let c = check(
+        "Mistral-7B-v0.1",
+        r#"{
+          "architectures": ["MistralForCausalLM"], "model_type": "mistral",
+          "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+          "sliding_window": 4096, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+          "max_position_embeddings": 32768, "rope_theta": 10000.0, "rms_norm_eps": 1e-05,
+          "hidden_act": "silu", "bos_token_id": 1, "eos_token_id": 2, "use_cache": true,
+          "initializer_range": 0.02, "transformers_version": "4.34.0.dev0"
+        }"#,
+        7_241_732_096,
+        131_072,
+    );
+    // Every layer slides over 4096 tokens per sequence: K and V of 8 heads x 128 x 32 layers.
+    assert_eq!(c.dim("window"), Some(4096));
+    assert_eq!(c.state_bytes(10_000, 1).unwrap(), 4096 * 131_072);
+    assert_eq!(c.state_bytes(10_000, 2).unwrap(), 8192 * 131_072);
+    assert_eq!(c.state_bytes(10_000, 3).unwrap(), 10_000 * 131_072);
+}
+
+#[test]
+fn published_llama_3_2_1b_tied() {
+    // embed 128256 x 2048 = 262,668,288, stored once (tied); final norm 2,048.
+    // Per layer (16): q 2048x2048 = 4,194,304; k, v 512x2048 = 1,048,576 each; o 4,194,304;
+    // MLP 3 x 8192x2048 = 50,331,648; norms 4,096 = 60,821,504.
+    // Total 262,668,288 + 2,048 + 16 x 60,821,504 = 1,235,814,400 (total_size 2,471,628,800).
+    let c = check(
+        "Llama-3.2-1B",
+        r#"{
+          "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+          "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+          "vocab_size": 128256, "tie_word_embeddings": true, "attention_bias": false,
+          "mlp_bias": false, "torch_dtype": "bfloat16", "hidden_act": "silu",
+          "max_position_embeddings": 131072, "rope_theta": 500000.0, "pretraining_tp": 1,
+          "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                           "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+          "rms_norm_eps": 1e-05, "attention_dropout": 0.0, "initializer_range": 0.02,
+          "bos_token_id": 128000, "eos_token_id": 128001, "use_cache": true
+        }"#,
+        1_235_814_400,
+        32_768,
+    );
+    assert!(c.tensors().values().all(|t| t.name != "lm_head.weight"));
+}
+
+#[test]
+fn published_qwen2_5_0_5b_tied_with_biases() {
+    // embed 151936 x 896 = 136,134,656 (tied, once); final norm 896.
+    // Per layer (24): q 896x896 = 802,816 + bias 896; k, v 128x896 = 114,688 + bias 128 each;
+    // o 802,816 (no bias); MLP 3 x 4864x896 = 13,074,432; norms 1,792 = 14,912,384.
+    // Total 136,134,656 + 896 + 24 x 14,912,384 = 494,032,768.
+    check(
+        "Qwen2.5-0.5B",
+        r#"{
+          "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+          "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+          "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+          "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_sliding_window": false,
+          "sliding_window": 32768, "max_window_layers": 24, "max_position_embeddings": 32768,
+          "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "hidden_act": "silu",
+          "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151643,
+          "initializer_range": 0.02, "use_cache": true, "transformers_version": "4.40.1"
+        }"#,
+        494_032_768,
+        // 2 x 24 layers x 2 KV heads x 64 x 2 bytes.
+        12_288,
+    );
+}
+
+#[test]
+fn published_phi_3_mini_4k_fused_projections() {
+    // embed, lm_head 2 x 32064 x 3072 = 197,001,216; final norm 3,072.
+    // Per layer (32): qkv_proj (3072 + 2 x 3072) x 3072 = 28,311,552; o 9,437,184;
+    // gate_up_proj 2 x 8192 x 3072 = 50,331,648; down 25,165,824; norms 6,144 = 113,252,352.
+    // Total 197,001,216 + 3,072 + 32 x 113,252,352 = 3,821,079,552 (total_size 7,642,159,104).
+    let c = check(
+        "Phi-3-mini-4k-instruct",
+        r#"{
+          "architectures": ["Phi3ForCausalLM"], "model_type": "phi3",
+          "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config",
+                       "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM"},
+          "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
+          "sliding_window": 2047, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+          "attention_bias": false, "attention_dropout": 0.0, "embd_pdrop": 0.0,
+          "resid_pdrop": 0.0, "hidden_act": "silu", "max_position_embeddings": 4096,
+          "original_max_position_embeddings": 4096, "rope_scaling": null,
+          "rope_theta": 10000.0, "rms_norm_eps": 1e-05, "initializer_range": 0.02,
+          "bos_token_id": 1, "eos_token_id": 32000, "pad_token_id": 32000, "use_cache": true
+        }"#,
+        3_821_079_552,
+        // 2 x 32 layers x 32 heads x 96 x 2 bytes.
+        393_216,
+    );
+    let names: Vec<&str> = c.tensors().values().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"model.layers.0.self_attn.qkv_proj.weight"));
+    assert!(names.contains(&"model.layers.31.mlp.gate_up_proj.weight"));
+    assert_eq!(c.state_bytes(5000, 1).unwrap(), 2047 * 393_216);
+}
+
+#[test]
+fn derived_qwen3_8b_qk_norms() {
+    // embed, lm_head 2 x 151936 x 4096 = 1,244,659,712; final norm 4,096.
+    // Per layer (36): q 4096x4096 = 16,777,216; k, v 1024x4096 = 4,194,304 each;
+    // o 16,777,216; q_norm, k_norm 128 each; MLP 3 x 12288x4096 = 150,994,944;
+    // norms 8,192 = 192,946,432. Total 1,244,659,712 + 4,096 + 36 x 192,946,432
+    // = 8,190,735,360. The model page shows 8.19B.
+    let params = 8_190_735_360;
+    check(
+        "Qwen3-8B",
+        r#"{
+          "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+          "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+          "vocab_size": 151936, "tie_word_embeddings": false, "attention_bias": false,
+          "torch_dtype": "bfloat16", "use_sliding_window": false, "sliding_window": null,
+          "max_window_layers": 36, "max_position_embeddings": 40960, "rope_scaling": null,
+          "rope_theta": 1000000, "rms_norm_eps": 1e-06, "hidden_act": "silu",
+          "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645,
+          "initializer_range": 0.02, "use_cache": true, "transformers_version": "4.51.0"
+        }"#,
+        params,
+        // 2 x 36 layers x 8 KV heads x 128 x 2 bytes.
+        147_456,
+    );
+    rounds_to(params, 10_000_000, 819);
+}
+
+#[test]
+fn derived_qwen3_0_6b_tied() {
+    // embed 151936 x 1024 = 155,582,464 (tied, counted once); final norm 1,024.
+    // Per layer (28): q 2048x1024 = 2,097,152; k, v 1024x1024 = 1,048,576 each;
+    // o 1024x2048 = 2,097,152; q_norm, k_norm 128 each; MLP 3 x 3072x1024 = 9,437,184;
+    // norms 2,048 = 15,730,944. Total 155,582,464 + 1,024 + 28 x 15,730,944 = 596,049,920.
+    // Only derived: whether the published file also stores lm_head was not checked.
+    check(
+        "Qwen3-0.6B",
+        r#"{
+          "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+          "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+          "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+          "vocab_size": 151936, "tie_word_embeddings": true, "attention_bias": false,
+          "torch_dtype": "bfloat16", "use_sliding_window": false, "sliding_window": null,
+          "max_window_layers": 28
+        }"#,
+        596_049_920,
+        // 2 x 28 layers x 8 KV heads x 128 x 2 bytes.
+        114_688,
+    );
+}
+
+const GEMMA_2_2B: &str = r#"{
+  "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
+  "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+  "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000,
+  "sliding_window": 4096, "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0,
+  "query_pre_attn_scalar": 256, "hidden_act": "gelu_pytorch_tanh",
+  "hidden_activation": "gelu_pytorch_tanh", "cache_implementation": "hybrid",
+  "attention_bias": false, "attention_dropout": 0.0, "max_position_embeddings": 8192,
+  "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "torch_dtype": "float32",
+  "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0, "initializer_range": 0.02,
+  "use_cache": true, "transformers_version": "4.42.4"
+}"#;
+
+#[test]
+fn derived_gemma_2_2b_four_norms_alternating_windows() {
+    // embed 256000 x 2304 = 589,824,000 (tied: Gemma2Config's default); final norm 2,304.
+    // Per layer (26): q 2048x2304 = 4,718,592; k, v 1024x2304 = 2,359,296 each;
+    // o 2304x2048 = 4,718,592; MLP 3 x 9216x2304 = 63,700,992; four norms 9,216
+    // = 77,865,984. Total 589,824,000 + 2,304 + 26 x 77,865,984 = 2,614,341,888.
+    // The model page shows 2.61B (the checkpoint is stored in float32).
+    let params = 2_614_341_888;
+    let c = check(
+        "gemma-2-2b",
+        GEMMA_2_2B,
+        params,
+        // 26 layers x 2 x 4 KV heads x 256 x 2 bytes.
+        106_496,
+    );
+    rounds_to(params, 10_000_000, 261);
+    // 13 sliding layers (0, 2, ..., 24) hold at most 4096 tokens per sequence, 13 full ones
+    // all of them: 4,096 bytes per token per layer.
+    let per_layer = 2 * 4 * 256 * 2;
+    assert_eq!(
+        c.state_bytes(10_000, 1).unwrap(),
+        13 * per_layer * 4096 + 13 * per_layer * 10_000
+    );
+    assert_eq!(c.state_bytes(10_000, 4).unwrap(), 26 * per_layer * 10_000);
+}
+
+#[test]
+fn derived_gemma_2_9b() {
+    // embed 256000 x 3584 = 917,504,000 (tied); final norm 3,584.
+    // Per layer (42): q 4096x3584 = 14,680,064; k, v 2048x3584 = 7,340,032 each;
+    // o 14,680,064; MLP 3 x 14336x3584 = 154,140,672; four norms 14,336 = 198,195,200.
+    // Total 917,504,000 + 3,584 + 42 x 198,195,200 = 9,241,705,984. The page shows 9.24B.
+    let params = 9_241_705_984;
+    check(
+        "gemma-2-9b",
+        r#"{
+          "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
+          "hidden_size": 3584, "intermediate_size": 14336, "num_hidden_layers": 42,
+          "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
+          "vocab_size": 256000, "sliding_window": 4096, "sliding_window_size": 4096,
+          "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0,
+          "query_pre_attn_scalar": 256, "hidden_activation": "gelu_pytorch_tanh",
+          "hidden_act": "gelu_pytorch_tanh", "cache_implementation": "hybrid",
+          "torch_dtype": "float32"
+        }"#,
+        params,
+        // 42 layers x 2 x 8 KV heads x 256 x 2 bytes.
+        344_064,
+    );
+    rounds_to(params, 10_000_000, 924);
+}
+
+#[test]
+fn derived_gemma_2_27b() {
+    // embed 256000 x 4608 = 1,179,648,000 (tied); final norm 4,608.
+    // Per layer (46): q 4096x4608 = 18,874,368; k, v 2048x4608 = 9,437,184 each;
+    // o 18,874,368; MLP 3 x 36864x4608 = 509,607,936; four norms 18,432 = 566,249,472.
+    // Total 1,179,648,000 + 4,608 + 46 x 566,249,472 = 27,227,128,320. The page shows 27.2B.
+    let params = 27_227_128_320;
+    check(
+        "gemma-2-27b",
+        r#"{
+          "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
+          "hidden_size": 4608, "intermediate_size": 36864, "num_hidden_layers": 46,
+          "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
+          "vocab_size": 256000, "sliding_window": 4096, "query_pre_attn_scalar": 144,
+          "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0,
+          "hidden_activation": "gelu_pytorch_tanh", "torch_dtype": "bfloat16"
+        }"#,
+        params,
+        // 46 layers x 2 x 16 KV heads x 128 x 2 bytes.
+        376_832,
+    );
+    rounds_to(params, 100_000_000, 272);
+}
+
+#[test]
+fn derived_deepseek_v2_q_lora_dense_first_shared_experts() {
+    // embed, lm_head 2 x 102400 x 5120 = 1,048,576,000; final norm 5,120.
+    // Attention per layer (60): q_a_proj 1536x5120 = 7,864,320; q_a_layernorm 1,536;
+    // q_b_proj 128 x 192 x 1536 = 37,748,736; kv_a_proj_with_mqa 576x5120 = 2,949,120;
+    // kv_a_layernorm 512; kv_b_proj 128 x 256 x 512 = 16,777,216; o 5120 x 128x128
+    // = 83,886,080; two norms 10,240: 149,237,760.
+    // Layer 0 dense MLP: 3 x 12288x5120 = 188,743,680.
+    // Layers 1-59 sparse: router 160x5120 = 819,200; 160 experts x 3 x 1536x5120
+    // = 3,774,873,600; 2 shared experts 3 x 3072x5120 = 47,185,920: 3,822,878,720.
+    // Total 1,048,576,000 + 5,120 + 60 x 149,237,760 + 188,743,680 + 59 x 3,822,878,720
+    // = 235,741,434,880. The model page shows 236B.
+    let params = 235_741_434_880;
+    let c = check(
+        "DeepSeek-V2",
+        r#"{
+          "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
+          "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV2Config"},
+          "hidden_size": 5120, "intermediate_size": 12288, "moe_intermediate_size": 1536,
+          "num_hidden_layers": 60, "num_attention_heads": 128, "num_key_value_heads": 128,
+          "vocab_size": 102400, "kv_lora_rank": 512, "q_lora_rank": 1536,
+          "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+          "n_routed_experts": 160, "n_shared_experts": 2, "num_experts_per_tok": 6,
+          "first_k_dense_replace": 1, "moe_layer_freq": 1, "n_group": 8, "topk_group": 3,
+          "topk_method": "group_limited_greedy", "routed_scaling_factor": 16.0,
+          "scoring_func": "softmax", "norm_topk_prob": false, "aux_loss_alpha": 0.001,
+          "seq_aux": true, "ep_size": 1, "attention_bias": false, "hidden_act": "silu",
+          "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+          "max_position_embeddings": 163840, "rope_theta": 10000, "rms_norm_eps": 1e-06,
+          "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707,
+                           "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096,
+                           "type": "yarn"}
+        }"#,
+        params,
+        // One latent per token and layer: (512 + 64) x 60 layers x 2 bytes.
+        69_120,
+    );
+    rounds_to(params, 1_000_000_000, 236);
+    assert_eq!(c.dim("q_lora_rank"), Some(1536));
+}
+
+#[test]
+fn derived_mixtral_8x22b() {
+    // embed, lm_head 2 x 32000 x 6144 = 393,216,000; final norm 6,144.
+    // Per layer (56): q 6144x6144 = 37,748,736; k, v 1024x6144 = 6,291,456 each;
+    // o 37,748,736; router 8x6144 = 49,152; 8 experts x 3 x 16384x6144 = 2,415,919,104;
+    // norms 12,288 = 2,504,060,928. Total 393,216,000 + 6,144 + 56 x 2,504,060,928
+    // = 140,620,634,112. The page shows 141B. (The vocabulary of 32000 is that of
+    // Mixtral-8x22B-v0.1 as recalled, not re-checked; with 32768 the total is 140,630,071,296.)
+    let params = 140_620_634_112;
+    check(
+        "Mixtral-8x22B-v0.1",
+        r#"{
+          "architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+          "hidden_size": 6144, "intermediate_size": 16384, "num_hidden_layers": 56,
+          "num_attention_heads": 48, "num_key_value_heads": 8, "vocab_size": 32000,
+          "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": null,
+          "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+          "max_position_embeddings": 65536, "rope_theta": 1000000, "rms_norm_eps": 1e-05,
+          "router_aux_loss_coef": 0.001, "output_router_logits": false
+        }"#,
+        params,
+        // 2 x 56 layers x 8 KV heads x 128 x 2 bytes.
+        229_376,
+    );
+    rounds_to(params, 1_000_000_000, 141);
+}
+
+#[test]
+fn derived_mistral_nemo_head_dim_given() {
+    // head_dim 128 although hidden / heads = 160.
+    // embed, lm_head 2 x 131072 x 5120 = 1,342,177,280; final norm 5,120.
+    // Per layer (40): q 4096x5120 = 20,971,520; k, v 1024x5120 = 5,242,880 each;
+    // o 5120x4096 = 20,971,520; MLP 3 x 14336x5120 = 220,200,960; norms 10,240
+    // = 272,640,000. Total 1,342,177,280 + 5,120 + 40 x 272,640,000 = 12,247,782,400.
+    // The page shows 12.2B.
+    let params = 12_247_782_400;
+    let c = check(
+        "Mistral-Nemo-Base-2407",
+        r#"{
+          "architectures": ["MistralForCausalLM"], "model_type": "mistral",
+          "hidden_size": 5120, "intermediate_size": 14336, "num_hidden_layers": 40,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+          "vocab_size": 131072, "sliding_window": null, "tie_word_embeddings": false,
+          "torch_dtype": "bfloat16", "max_position_embeddings": 1024000,
+          "rope_theta": 1000000.0, "rms_norm_eps": 1e-05
+        }"#,
+        params,
+        // 2 x 40 layers x 8 KV heads x 128 x 2 bytes.
+        163_840,
+    );
+    rounds_to(params, 100_000_000, 122);
+    assert_eq!(c.dim("window"), None);
+}
+
+#[test]
+fn derived_phi_3_medium_grouped_fused_qkv() {
+    // embed, lm_head 2 x 32064 x 5120 = 328,335,360; final norm 5,120.
+    // Per layer (40): qkv_proj (5120 + 2 x 1280) x 5120 = 39,321,600; o 26,214,400;
+    // gate_up_proj 2 x 17920 x 5120 = 183,500,800; down 91,750,400; norms 10,240
+    // = 340,797,440. Total 328,335,360 + 5,120 + 40 x 340,797,440 = 13,960,238,080.
+    // The page shows 14B.
+    let params = 13_960_238_080;
+    check(
+        "Phi-3-medium-4k-instruct",
+        r#"{
+          "architectures": ["Phi3ForCausalLM"], "model_type": "phi3",
+          "hidden_size": 5120, "intermediate_size": 17920, "num_hidden_layers": 40,
+          "num_attention_heads": 40, "num_key_value_heads": 10, "vocab_size": 32064,
+          "sliding_window": 2047, "tie_word_embeddings": false, "torch_dtype": "bfloat16"
+        }"#,
+        params,
+        // 2 x 40 layers x 10 KV heads x 128 x 2 bytes.
+        204_800,
+    );
+    rounds_to(params, 1_000_000_000, 14);
+}
