@@ -1,0 +1,3 @@
+//! Benchmarks run by `cargo xtask bench <name>`.
+
+pub mod pack;
