@@ -135,6 +135,13 @@ pub(crate) struct Search<'a> {
     /// Stack of member lists (each node's unplaced buffers, in start order).
     lists: Vec<u32>,
     candidates: Vec<(u64, u32, u32)>,
+    /// Scratch for the section bound: sizes stacked so far per section, members by floor.
+    section_stack: Vec<u64>,
+    by_floor: Vec<(u64, u32)>,
+    /// Branch only on the buffers at the lowest floor of all unplaced ones (MiniMalloc's
+    /// rule). Not shown complete here, so exhausting it proves nothing; it reaches tight
+    /// solutions much sooner.
+    pub(crate) lowest_only: bool,
 }
 
 impl<'a> Search<'a> {
@@ -172,6 +179,9 @@ impl<'a> Search<'a> {
             trail: Vec::new(),
             lists: Vec::new(),
             candidates: Vec::new(),
+            section_stack: vec![0; part.totals.len()],
+            by_floor: Vec::new(),
+            lowest_only: false,
         }
     }
 
@@ -244,23 +254,44 @@ impl<'a> Search<'a> {
 
         // Dominance cutoff and the section range of the group.
         let mut cutoff = u64::MAX;
+        let mut highest_top = 0u64;
         let mut section_high = 0u32;
+        let mut lowest_floor = u64::MAX;
         for &m in &self.lists[from..to] {
             let m = m as usize;
-            cutoff = cutoff.min(self.floor[m] + part.size[m]);
+            lowest_floor = lowest_floor.min(self.floor[m]);
+            let top = self.floor[m] + part.size[m];
+            cutoff = cutoff.min(top);
+            highest_top = highest_top.max(top);
             section_high = section_high.max(part.section_high[m]);
         }
-        if cutoff <= last_offset {
+        // Floors only rise: a buffer that no longer fits below the capacity never will.
+        if cutoff <= last_offset || highest_top > capacity {
             return Outcome::Exhausted;
         }
-        // Nothing unplaced may start below the last offset.
-        let section_low = part.section_low[self.lists[from] as usize];
-        let room = capacity - last_offset;
-        if self.section_total[section_low as usize..section_high as usize]
-            .iter()
-            .any(|&total| total > room)
-        {
-            return Outcome::Exhausted;
+        // In every section the unplaced buffers stack above their own floors (and above the
+        // last offset): stacking them by increasing floor is the lowest they can reach, and
+        // that top is the largest `floor + sizes of the buffers with a floor at least as high`.
+        let section_low = part.section_low[self.lists[from] as usize] as usize;
+        let section_high = section_high as usize;
+        self.section_stack[section_low..section_high].fill(0);
+        self.by_floor.clear();
+        for &m in &self.lists[from..to] {
+            self.by_floor
+                .push((self.floor[m as usize].max(last_offset), m));
+        }
+        self.by_floor.sort_unstable_by(|a, b| b.cmp(a));
+        for &(floor, m) in &self.by_floor {
+            let m = m as usize;
+            let size = part.size[m];
+            for stacked in
+                &mut self.section_stack[part.section_low[m] as usize..part.section_high[m] as usize]
+            {
+                *stacked += size;
+                if floor + *stacked > capacity {
+                    return Outcome::Exhausted;
+                }
+            }
         }
 
         let candidates_from = self.candidates.len();
@@ -269,7 +300,11 @@ impl<'a> Search<'a> {
             let m = self.lists[k];
             let mu = m as usize;
             let floor = self.floor[mu];
-            if floor < last_offset || floor >= cutoff || floor + part.size[mu] > capacity {
+            if floor < last_offset
+                || floor >= cutoff
+                || floor + part.size[mu] > capacity
+                || (self.lowest_only && floor != lowest_floor)
+            {
                 continue;
             }
             if floor == last_offset && last_start.is_some_and(|s| part.start[mu] <= s) {
