@@ -1,1 +1,2 @@
-//! memory-plan
+//! Memory planning for ML inference: byte accounting, liveness and arena packing.
+pub mod pack;

@@ -1,0 +1,249 @@
+//! Greedy packing: several static orders, each placed buffer by buffer with best fit, keeping
+//! the lowest result.
+//!
+//! A buffer goes into the tightest gap (or the lowest gap, in the second policy) left by the
+//! already placed buffers that share a step with it; when no gap is tall enough it goes on top
+//! of them. So every offset is 0 or the end of a placed buffer below it, and no offset exceeds
+//! the sum of all sizes: once [`unshared`](super::unshared) has not overflowed, no addition here
+//! can. Passes are independent (run in parallel); ties between passes go to the lower pass
+//! index, so the result does not depend on the thread count.
+
+use rayon::prelude::*;
+
+use super::overlap::OverlapGraph;
+use super::{Buffer, PackError, Placement, check_intervals, unshared};
+
+/// How a pass picks among the gaps a buffer fits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// The smallest gap that holds the buffer (lowest offset among equal gaps).
+    Tightest,
+    /// The lowest gap that holds the buffer.
+    Lowest,
+}
+
+/// The static orders a pass may place buffers in; all ties end on the buffer index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// Largest first (the TFLite / XLA order).
+    Size,
+    /// Longest lifetime first.
+    Lifetime,
+    /// Largest size x lifetime first.
+    Area,
+    /// Earliest start first (then largest).
+    Start,
+    /// Earliest end first (then largest).
+    End,
+    /// Earliest start first (then most congested).
+    StartCongestion,
+    /// MiniMalloc's preorders: by lifetime (W), area (A) and congestion (T), in that order of
+    /// precedence, and a permutation.
+    Wat,
+    Taw,
+    /// Most congested lifetime first: the largest sum of sizes live at a step of its lifetime.
+    Congestion,
+}
+
+pub(crate) const ORDERS: [Order; 5] = [
+    Order::Size,
+    Order::Congestion,
+    Order::Area,
+    Order::Lifetime,
+    Order::Start,
+];
+
+/// Packs the buffers greedily and returns the lowest of several passes.
+pub fn heuristic(buffers: &[Buffer]) -> Result<Placement, PackError> {
+    check_intervals(buffers)?;
+    unshared(buffers)?;
+    let graph = OverlapGraph::new(buffers);
+    let congestion = congestion(buffers)?;
+    let passes: Vec<(Order, Fit)> = ORDERS
+        .iter()
+        .flat_map(|&order| [(order, Fit::Tightest), (order, Fit::Lowest)])
+        .collect();
+    let best = passes
+        .par_iter()
+        .enumerate()
+        .map(|(index, &(order, fit))| {
+            let ranked = rank(buffers, order, &congestion);
+            let placement = best_fit(buffers, &graph, &ranked, fit);
+            (placement.height, index, placement)
+        })
+        .min_by_key(|(height, index, _)| (*height, *index))
+        .map(|(_, _, placement)| placement);
+    Ok(best.unwrap_or_default())
+}
+
+/// The live buffers in the given order.
+pub(crate) fn rank(buffers: &[Buffer], order: Order, congestion: &[u64]) -> Vec<u32> {
+    let mut ranked: Vec<u32> = (0..buffers.len() as u32)
+        .filter(|&i| buffers[i as usize].is_live())
+        .collect();
+    let key = |i: u32| {
+        let b = &buffers[i as usize];
+        let life = b.end - b.start;
+        let area = u128::from(b.size) * u128::from(life);
+        let (size, life128) = (u128::from(b.size), u128::from(life));
+        match order {
+            Order::Size => (u128::MAX - size, u128::MAX - life128, 0, i),
+            Order::Lifetime => (u128::MAX - life128, u128::MAX - size, 0, i),
+            Order::Area => (u128::MAX - area, u128::MAX - size, 0, i),
+            Order::Start => (u128::from(b.start), u128::MAX - size, 0, i),
+            Order::End => (u128::from(b.end), u128::MAX - size, 0, i),
+            Order::StartCongestion => (
+                u128::from(b.start),
+                u128::MAX - u128::from(congestion[i as usize]),
+                u128::MAX - size,
+                i,
+            ),
+            Order::Wat => (
+                u128::MAX - life128,
+                u128::MAX - area,
+                u128::MAX - u128::from(congestion[i as usize]),
+                i,
+            ),
+            Order::Taw => (
+                u128::MAX - u128::from(congestion[i as usize]),
+                u128::MAX - area,
+                u128::MAX - life128,
+                i,
+            ),
+            Order::Congestion => (
+                u128::MAX - u128::from(congestion[i as usize]),
+                u128::MAX - size,
+                u128::MAX - life128,
+                i,
+            ),
+        }
+    };
+    ranked.sort_unstable_by_key(|&i| key(i));
+    ranked
+}
+
+/// Per buffer, the largest sum of sizes live at one step of its lifetime (0 for inert ones).
+pub(crate) fn congestion(buffers: &[Buffer]) -> Result<Vec<u64>, PackError> {
+    let mut points: Vec<u64> = buffers
+        .iter()
+        .filter(|b| b.is_live())
+        .flat_map(|b| [b.start, b.end])
+        .collect();
+    points.sort_unstable();
+    points.dedup();
+    let section_of = |t: u64| points.partition_point(|&p| p < t);
+    // Difference array over sections, then a sparse table for range maxima.
+    let mut delta = vec![0i128; points.len() + 1];
+    for b in buffers.iter().filter(|b| b.is_live()) {
+        delta[section_of(b.start)] += i128::from(b.size);
+        delta[section_of(b.end)] -= i128::from(b.size);
+    }
+    let mut live = 0i128;
+    let mut totals: Vec<u64> = Vec::with_capacity(points.len());
+    for d in &delta[..points.len()] {
+        live += d;
+        totals.push(u64::try_from(live).map_err(|_| PackError::Overflow {
+            what: "the sum of sizes live at one step",
+        })?);
+    }
+    let table = SparseMax::new(&totals);
+    Ok(buffers
+        .iter()
+        .map(|b| {
+            if b.is_live() {
+                table.max(section_of(b.start), section_of(b.end))
+            } else {
+                0
+            }
+        })
+        .collect())
+}
+
+/// Range maximum in O(1) after O(n log n) preparation.
+struct SparseMax {
+    levels: Vec<Vec<u64>>,
+}
+
+impl SparseMax {
+    fn new(values: &[u64]) -> SparseMax {
+        let mut levels = vec![values.to_vec()];
+        let mut width = 1;
+        while width * 2 <= values.len() {
+            let previous = levels.last().expect("level 0 exists");
+            let next: Vec<u64> = (0..=values.len() - width * 2)
+                .map(|i| previous[i].max(previous[i + width]))
+                .collect();
+            levels.push(next);
+            width *= 2;
+        }
+        SparseMax { levels }
+    }
+
+    /// The maximum over `[low, high)`; 0 when the range is empty.
+    fn max(&self, low: usize, high: usize) -> u64 {
+        if low >= high {
+            return 0;
+        }
+        let level = (usize::BITS - 1 - (high - low).leading_zeros()) as usize;
+        let width = 1 << level;
+        self.levels[level][low].max(self.levels[level][high - width])
+    }
+}
+
+/// One greedy pass: buffers in `order` (live ones only), each into the best gap among the
+/// placed buffers that overlap it in time.
+pub(crate) fn best_fit(
+    buffers: &[Buffer],
+    graph: &OverlapGraph,
+    order: &[u32],
+    fit: Fit,
+) -> Placement {
+    const UNPLACED: u64 = u64::MAX;
+    let mut offsets = vec![UNPLACED; buffers.len()];
+    let mut below: Vec<(u64, u64)> = Vec::new();
+    let mut height = 0u64;
+    for &i in order {
+        let i = i as usize;
+        let size = buffers[i].size;
+        below.clear();
+        below.extend(
+            graph
+                .neighbours(i)
+                .iter()
+                .map(|&n| n as usize)
+                .filter(|&n| offsets[n] != UNPLACED)
+                .map(|n| (offsets[n], offsets[n] + buffers[n].size)),
+        );
+        below.sort_unstable();
+        let offset = pick_gap(&below, size, fit);
+        offsets[i] = offset;
+        height = height.max(offset + size);
+    }
+    for offset in offsets.iter_mut().filter(|o| **o == UNPLACED) {
+        *offset = 0;
+    }
+    Placement { offsets, height }
+}
+
+/// The offset a buffer of `size` gets among the sorted occupied ranges `below`.
+fn pick_gap(below: &[(u64, u64)], size: u64, fit: Fit) -> u64 {
+    let mut floor = 0u64;
+    let mut best: Option<(u64, u64)> = None; // (gap size, offset)
+    for &(low, high) in below {
+        if low > floor {
+            let gap = low - floor;
+            if gap >= size {
+                match fit {
+                    Fit::Lowest => return floor,
+                    Fit::Tightest => {
+                        if best.is_none_or(|(best_gap, _)| gap < best_gap) {
+                            best = Some((gap, floor));
+                        }
+                    }
+                }
+            }
+        }
+        floor = floor.max(high);
+    }
+    best.map_or(floor, |(_, offset)| offset)
+}

@@ -1,0 +1,343 @@
+//! The solver entry point: greedy first, then the exact search where the greedy height is not
+//! good enough, part by independent part.
+//!
+//! Invariants: the returned placement is always valid (the greedy one at worst); the proof
+//! never claims more than was shown: `Optimal` only when the height equals the lower bound or
+//! every part below it was shown impossible, `DoesNotFit` only when a search was exhausted.
+//! Each exact attempt runs a portfolio of static orders in parallel with a shared node budget;
+//! the winner is the lowest-indexed order that concludes, so results and step counts do not
+//! depend on the thread count (only `stop` can make a run end differently).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+
+use super::heuristic::{self, Order};
+use super::partition::independent_parts;
+use super::search::{Interrupt, Outcome, Part, Search};
+use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
+
+/// What the solver is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Goal {
+    /// Any placement whose height is at most `capacity`.
+    Fit { capacity: u64 },
+    /// The lowest placement the limits allow.
+    Minimize,
+}
+
+/// How much work the solver may do.
+#[derive(Clone, Copy)]
+pub struct Limits<'a> {
+    /// Search nodes over the whole solve: the deterministic budget.
+    pub max_steps: u64,
+    /// Polled every ~1000 steps; `true` ends the search (the CLI passes a wall-clock deadline).
+    pub stop: Option<&'a (dyn Fn() -> bool + Sync)>,
+}
+
+impl Default for Limits<'_> {
+    fn default() -> Self {
+        Limits {
+            max_steps: 2_000_000,
+            stop: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Limits<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("max_steps", &self.max_steps)
+            .field("stop", &self.stop.map(|_| "fn"))
+            .finish()
+    }
+}
+
+/// What the solver could show about its placement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Proof {
+    /// The height is the smallest possible (it equals the lower bound, or lower was shown
+    /// impossible).
+    Optimal,
+    /// The height is within the capacity asked for (`Goal::Fit`), not shown minimal.
+    Fits,
+    /// Nothing fits the capacity asked for: the exact search was exhausted. The placement is
+    /// the best one found, above the capacity.
+    DoesNotFit,
+    /// A limit was hit first: the placement is the best found, with no claim.
+    Unproven,
+}
+
+/// A valid placement and what is known about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Solution {
+    pub placement: Placement,
+    /// The largest sum of sizes live at one step.
+    pub lower_bound: u64,
+    pub proof: Proof,
+    /// Search nodes used (deterministic for a given input and `max_steps`).
+    pub steps: u64,
+}
+
+/// Parts with more buffers than this are left to the heuristics and the windowed search of
+/// `scale`: the exact search recurses once per placed buffer.
+pub(crate) const MAX_EXACT_BUFFERS: usize = 4000;
+
+/// Places the buffers for `goal` within `limits`; the placement is always valid.
+pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution, PackError> {
+    check_intervals(buffers)?;
+    unshared(buffers)?;
+    let lower = lower_bound(buffers)?;
+    let greedy = heuristic::heuristic(buffers)?;
+    let mut solver = Solver {
+        buffers,
+        offsets: greedy.offsets,
+        steps_left: limits.max_steps,
+        steps: 0,
+        stop: limits.stop,
+    };
+    let proof = match goal {
+        Goal::Fit { capacity } => solver.fit(capacity, lower),
+        Goal::Minimize => solver.minimize(lower),
+    };
+    let height = height_of(buffers, &solver.offsets)?;
+    Ok(Solution {
+        placement: Placement {
+            offsets: solver.offsets,
+            height,
+        },
+        lower_bound: lower,
+        proof,
+        steps: solver.steps,
+    })
+}
+
+struct Solver<'a> {
+    buffers: &'a [Buffer],
+    offsets: Vec<u64>,
+    steps_left: u64,
+    steps: u64,
+    stop: Option<&'a (dyn Fn() -> bool + Sync)>,
+}
+
+/// Per independent part: what is known about its height.
+struct PartState {
+    ids: Vec<u32>,
+    part: Option<Part>,
+    ranks: Vec<Vec<u32>>,
+    /// Proven: no placement of the part is lower.
+    low: u64,
+    /// Height of the part's current placement.
+    best: u64,
+    /// The highest capacity an attempt gave up on (budget), if any.
+    gave_up_at: Option<u64>,
+}
+
+impl Solver<'_> {
+    fn part_height(&self, ids: &[u32]) -> u64 {
+        ids.iter()
+            .map(|&i| self.offsets[i as usize] + self.buffers[i as usize].size)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.is_some_and(|stop| stop())
+    }
+
+    fn parts(&self) -> Vec<PartState> {
+        independent_parts(self.buffers)
+            .into_iter()
+            .map(|ids| {
+                let best = self.part_height(&ids);
+                PartState {
+                    ids,
+                    part: None,
+                    ranks: Vec::new(),
+                    low: 0,
+                    best,
+                    gave_up_at: None,
+                }
+            })
+            .collect()
+    }
+
+    fn fit(&mut self, capacity: u64, lower: u64) -> Proof {
+        let height = self.part_height_all();
+        if height <= capacity {
+            return if height == lower {
+                Proof::Optimal
+            } else {
+                Proof::Fits
+            };
+        }
+        if lower > capacity {
+            return Proof::DoesNotFit;
+        }
+        let mut parts = self.parts();
+        for state in parts.iter_mut().filter(|s| s.best > capacity) {
+            match self.attempt(state, capacity) {
+                Outcome::Found => {}
+                Outcome::Exhausted => return Proof::DoesNotFit,
+                Outcome::Aborted => return Proof::Unproven,
+            }
+        }
+        if self.part_height_all() == lower {
+            Proof::Optimal
+        } else {
+            Proof::Fits
+        }
+    }
+
+    fn minimize(&mut self, lower: u64) -> Proof {
+        let mut parts = self.parts();
+        for state in &mut parts {
+            let subset: Vec<Buffer> = state
+                .ids
+                .iter()
+                .map(|&i| self.buffers[i as usize])
+                .collect();
+            // A subset of buffers whose full set did not overflow cannot overflow.
+            state.low = lower_bound(&subset).unwrap_or(0);
+        }
+        loop {
+            let low = parts.iter().map(|s| s.low).max().unwrap_or(0).max(lower);
+            let high = parts.iter().map(|s| s.best).max().unwrap_or(0);
+            if high <= low {
+                return Proof::Optimal;
+            }
+            if self.steps_left == 0 || self.stopped() {
+                return Proof::Unproven;
+            }
+            // The part that sets the height; lowest index on ties.
+            let Some(index) = parts.iter().position(|s| s.best == high) else {
+                return Proof::Unproven;
+            };
+            let state = &mut parts[index];
+            let target = match state.gave_up_at {
+                None => low,
+                // More room than the attempt that ran out of budget.
+                Some(gave_up) => gave_up + (high - gave_up).div_ceil(2),
+            };
+            if target >= high {
+                return Proof::Unproven;
+            }
+            if state.ids.len() > MAX_EXACT_BUFFERS {
+                return Proof::Unproven;
+            }
+            match self.attempt(state, target) {
+                Outcome::Found => {}
+                Outcome::Exhausted => state.low = target + 1,
+                Outcome::Aborted => state.gave_up_at = Some(target),
+            }
+        }
+    }
+
+    fn part_height_all(&self) -> u64 {
+        self.buffers
+            .iter()
+            .zip(&self.offsets)
+            .map(|(b, &o)| o + b.size)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// One exact attempt to fit `state`'s part within `capacity`: a portfolio of static orders
+    /// with doubling budgets. On `Found`, the part's offsets and `best` are updated.
+    fn attempt(&mut self, state: &mut PartState, capacity: u64) -> Outcome {
+        let buffers = self.buffers;
+        let part = state
+            .part
+            .get_or_insert_with(|| Part::new(buffers, &state.ids));
+        if state.ranks.is_empty() {
+            state.ranks = search_ranks(part);
+        }
+        let ranks = &state.ranks;
+        let mut round_budget = (self.steps_left / 64).clamp(1, 20_000);
+        loop {
+            if self.steps_left == 0 {
+                return Outcome::Aborted;
+            }
+            let per_order = round_budget
+                .min(self.steps_left / ranks.len() as u64)
+                .max(1);
+            let winner = AtomicUsize::new(usize::MAX);
+            let results: Vec<(Outcome, u64, Vec<u64>)> = ranks
+                .par_iter()
+                .enumerate()
+                .map(|(index, rank)| {
+                    let interrupt = Interrupt {
+                        stop: self.stop,
+                        cancel: Some((&winner, index)),
+                    };
+                    let mut search = Search::new(part, capacity, rank, per_order, &interrupt);
+                    let lowest_only = PORTFOLIO[index].1;
+                    search.lowest_only = lowest_only;
+                    let mut outcome = search.run();
+                    if lowest_only && outcome == Outcome::Exhausted {
+                        outcome = Outcome::Aborted;
+                    }
+                    if outcome != Outcome::Aborted {
+                        winner.fetch_min(index, Ordering::Relaxed);
+                    }
+                    (outcome, search.steps.min(per_order), search.offsets)
+                })
+                .collect();
+            let conclusive = results.iter().position(|(o, _, _)| *o != Outcome::Aborted);
+            let counted = conclusive.map_or(results.len(), |w| w + 1);
+            let used: u64 = results[..counted].iter().map(|r| r.1).sum();
+            self.steps += used;
+            self.steps_left = self.steps_left.saturating_sub(used);
+            match conclusive {
+                Some(w) => {
+                    let (outcome, _, offsets) = &results[w];
+                    if *outcome == Outcome::Found {
+                        for (k, &i) in part.ids.iter().enumerate() {
+                            self.offsets[i as usize] = offsets[k];
+                        }
+                        state.best = self.part_height(&state.ids);
+                    }
+                    return *outcome;
+                }
+                None => {
+                    if self.stopped() || per_order < round_budget {
+                        return Outcome::Aborted;
+                    }
+                    round_budget = round_budget.saturating_mul(2);
+                }
+            }
+        }
+    }
+}
+
+/// The portfolio of an exact attempt: (static order, lowest-floor-only) per run. The
+/// lowest-floor runs find tight solutions fastest; the complete runs can also prove that
+/// nothing fits. Chosen on the MiniMalloc benchmark (each order solves a different subset).
+const PORTFOLIO: [(Order, bool); 8] = [
+    (Order::Start, true),
+    (Order::Wat, true),
+    (Order::StartCongestion, true),
+    (Order::Size, true),
+    (Order::Start, false),
+    (Order::Taw, true),
+    (Order::Wat, false),
+    (Order::End, true),
+];
+
+/// The static ranks of the portfolio's orders (rank per local buffer).
+fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
+    let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
+    let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
+    PORTFOLIO
+        .iter()
+        .map(|&(order, _)| {
+            let ranked = heuristic::rank(&local, order, &congestion);
+            let mut rank = vec![0u32; local.len()];
+            for (position, &k) in ranked.iter().enumerate() {
+                rank[k as usize] = position as u32;
+            }
+            rank
+        })
+        .collect()
+}
