@@ -1,9 +1,13 @@
 //! `cargo xtask`: the planner's command line and the project's benchmarks. The only crate that
 //! reads files, the clock or the terminal; every error reaches the user as one line and exit 1.
 
+mod args;
 mod bench;
 mod example;
+mod pack;
 mod plan;
+mod report;
+mod svg;
 
 use std::process::ExitCode;
 
@@ -21,6 +25,8 @@ struct Cli {
 enum Command {
     /// Plan the memory of a circuit (with no arguments: the embedded Llama-3.1-8B example).
     Plan(plan::PlanArgs),
+    /// Pack the buffers of a MiniMalloc CSV file into an arena.
+    Pack(pack::PackArgs),
     /// Measure the planner's speed.
     Bench(bench::BenchArgs),
 }
@@ -32,6 +38,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
+        Command::Pack(args) => pack::run(&args),
         Command::Bench(args) => bench::run(&args),
     };
     match result {

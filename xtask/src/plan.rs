@@ -1,39 +1,282 @@
-//! `cargo xtask plan`: loads a circuit (a file, or the embedded example) and reports it.
+//! `cargo xtask plan`: loads a circuit, its kernel families and fusion rules (files, or the
+//! embedded Llama-3.1-8B example), plans it at every requested row count and reports the bytes.
 
+use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use circuit_ir::Circuit;
+use fuser::Rules;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kernel_families::{Devices, Families};
+use memory_plan::{KvFit, MemoryPlan, PlanConfig, Planner, RowsFit, widest};
 
-use crate::CliError;
-use crate::example;
+use crate::args::{parse_align, parse_budget, parse_rows, parse_set};
+use crate::{CliError, example, report, svg};
 
 /// Arguments of `cargo xtask plan`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "With no arguments: the embedded Llama-3.1-8B example (circuit, kernel \
+families and fusion rules) on an h100-sxm, at rows 1, 2, 4, ..., 8192."
+)]
 pub struct PlanArgs {
-    /// Circuit TOML file (default: the embedded Llama-3.1-8B example).
+    /// Circuit TOML file [default: the embedded Llama-3.1-8B example].
     ///
     /// Example: --circuit examples/llama-3.1-8b/circuit.toml
     #[arg(long, value_name = "FILE")]
     pub circuit: Option<PathBuf>,
+
+    /// Kernel families TOML file [default: the example's registry].
+    ///
+    /// Example: --families examples/llama-3.1-8b/families.toml
+    #[arg(long, value_name = "FILE")]
+    pub families: Option<PathBuf>,
+
+    /// Fusion rules TOML file [default: the example's rules].
+    ///
+    /// Example: --rules examples/llama-3.1-8b/rules.toml
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+
+    /// Device from the built-in table (its SM count and memory) [default: h100-sxm].
+    ///
+    /// Example: --device a100-80gb
+    #[arg(long, value_name = "NAME", conflicts_with = "sm_count")]
+    pub device: Option<String>,
+
+    /// An SM count instead of a named device (no memory known: give --budget in bytes).
+    ///
+    /// Example: --sm-count 108
+    #[arg(long, value_name = "N")]
+    pub sm_count: Option<u64>,
+
+    /// Row counts to plan: a list, an inclusive range, or a range with a factor or step.
+    ///
+    /// Examples: --rows 1,2,8   --rows 1..=4096   --rows 1..=8192:x2   --rows 64..=1024:+64
+    #[arg(long, value_name = "LIST", default_value = "1..=8192:x2")]
+    pub rows: String,
+
+    /// Overrides a setting the rules declare; repeatable.
+    ///
+    /// Example: --set mode=decode
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+
+    /// Tokens held in the KV cache, over all sequences.
+    ///
+    /// Example: --kv-tokens 131072
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub kv_tokens: u64,
+
+    /// Sequences the KV tokens belong to (sliding-window layers hold at most window x
+    /// sequences tokens).
+    ///
+    /// Example: --sequences 64
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub sequences: u64,
+
+    /// Memory budget for the fit line and headroom: bytes, a size, or a fraction of the
+    /// device's memory [default: the device's memory].
+    ///
+    /// Examples: --budget 80GiB   --budget 141GB   --budget 0.9
+    #[arg(long, value_name = "BYTES")]
+    pub budget: Option<String>,
+
+    /// Alignment of every buffer in the activation arena, in bytes.
+    ///
+    /// Example: --align 512
+    #[arg(long, value_name = "BYTES", default_value = "256")]
+    pub align: String,
+
+    /// Output: a human table, or one JSON object with exact bytes.
+    ///
+    /// Example: --format json
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+
+    /// Also print the per-node table at the largest row count (folded by block).
+    #[arg(long)]
+    pub per_node: bool,
+
+    /// Draw the total and each term against rows (log2 axis) as an SVG chart.
+    ///
+    /// Example: --svg plan.svg
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
+    /// Draw the arena of the largest row count as an SVG memory map.
+    ///
+    /// Example: --arena-svg arena.svg
+    #[arg(long, value_name = "FILE")]
+    pub arena_svg: Option<PathBuf>,
+
+    /// Give nodes no rule covers placeholder groups (reported) instead of failing.
+    #[arg(long)]
+    pub placeholders: bool,
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned columns in MiB and GiB.
+    Table,
+    /// One JSON object with exact bytes.
+    Json,
 }
 
 /// Reads a file the user named, with an error that names it.
-pub fn read_file(path: &PathBuf) -> Result<String, CliError> {
+pub fn read_file(path: &Path) -> Result<String, CliError> {
     fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()).into())
 }
 
+/// A text from a file, or the embedded default, with the name errors should use.
+fn source(
+    path: Option<&PathBuf>,
+    text: &'static str,
+    origin: &'static str,
+) -> Result<(String, String), CliError> {
+    match path {
+        Some(p) => Ok((read_file(p)?, p.display().to_string())),
+        None => Ok((text.to_owned(), origin.to_owned())),
+    }
+}
+
+/// Everything the reports need.
+pub struct Outcome<'a> {
+    pub planner: &'a Planner<'a>,
+    pub device: String,
+    pub device_memory: Option<u64>,
+    pub budget: Option<u64>,
+    pub plans: Vec<MemoryPlan>,
+    pub widest: Vec<memory_plan::WorkspaceTerm>,
+    pub fit_rows: Option<RowsFit>,
+    pub fit_kv: Option<KvFit>,
+}
+
 pub fn run(args: &PlanArgs) -> Result<(), CliError> {
-    let circuit = match &args.circuit {
-        Some(path) => Circuit::from_toml(&read_file(path)?, &path.display().to_string())?,
-        None => Circuit::from_toml(example::CIRCUIT, example::CIRCUIT_ORIGIN)?,
+    let rows = parse_rows(&args.rows)?;
+    let align = parse_align(&args.align)?;
+    let budget = args.budget.as_deref().map(parse_budget).transpose()?;
+    let overrides = args
+        .set
+        .iter()
+        .map(|s| parse_set(s))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let (text, origin) = source(
+        args.circuit.as_ref(),
+        example::CIRCUIT,
+        example::CIRCUIT_ORIGIN,
+    )?;
+    let circuit = Circuit::from_toml(&text, &origin)?;
+    let (text, origin) = source(
+        args.families.as_ref(),
+        example::FAMILIES,
+        example::FAMILIES_ORIGIN,
+    )?;
+    let families = Families::from_toml(&text, &origin)?;
+    if let Some(first) = families.check(&circuit).first() {
+        return Err(first.to_string().into());
+    }
+    let (text, origin) = source(args.rules.as_ref(), example::RULES, example::RULES_ORIGIN)?;
+    let rules = Rules::from_toml(&text, &origin, Some(&families))?;
+    let settings = rules.settings(
+        overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        "--set",
+    )?;
+
+    let (device, sm_count, device_memory) = match (args.sm_count, &args.device) {
+        (Some(sm), _) => (format!("{sm} SMs"), sm, None),
+        (None, name) => {
+            let name = name.as_deref().unwrap_or("h100-sxm");
+            let d = Devices::builtin()?.get(name)?;
+            (d.name.clone(), d.sm_count, Some(d.memory_bytes))
+        }
     };
-    let kv_per_token = circuit.state_bytes(1, 0)?;
-    println!("circuit      {}", circuit.name());
-    println!("nodes        {}", circuit.nodes().len());
-    println!("edges        {}", circuit.edges().len());
-    println!("tensors      {}", circuit.tensors().len());
-    println!("weights      {} bytes", circuit.weight_bytes());
-    println!("kv per token {kv_per_token} bytes");
+    let budget = match budget {
+        Some(b) => Some(b.bytes(device_memory)?),
+        None => device_memory,
+    };
+    let config = PlanConfig {
+        kv_tokens: args.kv_tokens,
+        sequences: args.sequences,
+        align,
+        placeholders: args.placeholders,
+        ..PlanConfig::new(sm_count)
+    };
+    let planner = Planner::new(&circuit, &families, &rules, settings, config)?;
+    let plans = sweep_with_progress(&planner, &rows)?;
+    let widest = widest(plans.iter().map(|p| p.workspaces.clone()));
+    let largest = *rows.last().ok_or("--rows lists no row count")?;
+    let (fit_rows, fit_kv) = match budget {
+        Some(b) => (
+            Some(planner.max_rows(rows[0]..=largest, b)?),
+            Some(planner.max_kv_tokens(largest, b)?),
+        ),
+        None => (None, None),
+    };
+    let outcome = Outcome {
+        planner: &planner,
+        device,
+        device_memory,
+        budget,
+        plans,
+        widest,
+        fit_rows,
+        fit_kv,
+    };
+    let per_node = if args.per_node {
+        Some(planner.per_node(largest)?)
+    } else {
+        None
+    };
+    if let Some(path) = &args.svg {
+        svg::write_chart(path, &outcome)?;
+    }
+    if let Some(path) = &args.arena_svg {
+        svg::write_arena(path, &planner.arena_layout(largest)?, planner.circuit())?;
+    }
+    match args.format {
+        OutputFormat::Table => print!("{}", report::table(&outcome, per_node.as_ref())),
+        OutputFormat::Json => println!("{}", report::json(&outcome, per_node.as_ref())?),
+    }
     Ok(())
+}
+
+/// Sweeps with a progress bar on stderr, shown only on a terminal and only once the sweep has
+/// run for a second.
+fn sweep_with_progress(planner: &Planner<'_>, rows: &[u64]) -> Result<Vec<MemoryPlan>, CliError> {
+    let bar = ProgressBar::with_draw_target(Some(rows.len() as u64), ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template("planning {pos}/{len} row counts {wide_bar} {eta} left")
+            .expect("a valid progress template"),
+    );
+    let on_terminal = std::io::stderr().is_terminal();
+    let shown = AtomicBool::new(false);
+    let start = Instant::now();
+    let done = || {
+        bar.inc(1);
+        if on_terminal
+            && start.elapsed() > Duration::from_secs(1)
+            && !shown.swap(true, Ordering::Relaxed)
+        {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    };
+    let plans = planner.sweep(rows, &done);
+    bar.finish_and_clear();
+    Ok(plans?)
+}
+
+/// The settings as a map, for reports.
+pub fn settings_map(planner: &Planner<'_>) -> BTreeMap<String, String> {
+    planner
+        .settings()
+        .iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
 }

@@ -2,6 +2,9 @@
 //! what it measured; ratios are taken within one run because the machines are shared.
 
 mod expr;
+mod fuse;
+pub mod pack;
+mod sweep;
 
 use std::time::{Duration, Instant};
 
@@ -16,13 +19,22 @@ pub struct BenchArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum Bench {
+    /// The arena packer on the 11 MiniMalloc files and on synthetic 10k-50k buffer workloads.
+    Pack(pack::BenchPackArgs),
     /// Evaluations per second of a workspace-like expression at changing `n` (target: 50 M/s).
     Expr,
+    /// Time per node to fuse the 32-layer example (target: under 1 microsecond).
+    Fuse,
+    /// Sweeps of 8192 row counts of the 8B example and a 70B-sized circuit, against one plan.
+    Sweep,
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
-    match args.what {
+    match &args.what {
+        Bench::Pack(args) => pack::run(args),
         Bench::Expr => expr::run(),
+        Bench::Fuse => fuse::run(),
+        Bench::Sweep => sweep::run(),
     }
 }
 

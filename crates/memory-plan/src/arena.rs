@@ -1,0 +1,262 @@
+//! The activation arena of a fusion plan: one buffer per materialized edge and per use of an
+//! `arena = true` workspace, each live over a range of group steps, sized at `n`.
+//!
+//! Invariants:
+//! - Lifetimes are half-open step ranges `[start, end)` over the plan's group order: an edge
+//!   from its producer's step (0 for a circuit input) to its last reader's step inclusive (to the
+//!   last step for a circuit output); an arena workspace at each step of a group running its
+//!   family, one buffer per such step.
+//! - Lifetimes depend only on the fusion plan, so an [`ArenaShape`] is built once per row
+//!   interval; per `n` only sizes change, computed once per distinct (rows, width, format).
+//! - Sizes are rounded up to the alignment, so the lower bound is the largest aligned sum live
+//!   at one step, and (the packer's invariant) every offset is aligned too.
+
+use std::collections::HashMap;
+
+use circuit_ir::{Circuit, EdgeIdx, Format, NodeIdx};
+use fuser::{EdgeState, FusionPlan};
+use serde::Serialize;
+
+use crate::error::PlanError;
+use crate::pack::Buffer;
+use crate::workspace::TermLayout;
+
+/// What a buffer of the arena holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BufferKind {
+    /// A materialized edge.
+    Edge {
+        /// The edge.
+        edge: EdgeIdx,
+    },
+    /// An `arena = true` workspace term used by the group at `step`.
+    Workspace {
+        /// Index of the term in the plan's workspace terms.
+        term: usize,
+        /// The step of the group using it.
+        step: usize,
+    },
+}
+
+/// A buffer's lifetime and owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BufferSlot {
+    /// What it holds.
+    pub kind: BufferKind,
+    /// First step it is live.
+    pub start: usize,
+    /// One past the last step it is live.
+    pub end: usize,
+    /// The node its bytes are attributed to: an edge's producer (a circuit input's first
+    /// reader), a workspace's first node in the using group.
+    pub owner: NodeIdx,
+}
+
+/// Where a size class gets its bytes.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// The size of this edge (the representative of its rows, width and format).
+    Edge(EdgeIdx),
+    /// The value of this workspace term.
+    Term(usize),
+}
+
+/// The buffers of a fusion plan's arena, sized per `n`.
+///
+/// Buffers fall into few size classes (edges of equal rows, width and format; uses of one
+/// workspace term), and the steps into few live profiles (how many buffers of each class are
+/// live; the layers of a model repeat them), so a size at `n` is computed once per class and the
+/// lower bound once per profile.
+#[derive(Debug, Clone)]
+pub(crate) struct ArenaShape {
+    pub slots: Vec<BufferSlot>,
+    /// Per slot: its size class.
+    slot_class: Vec<u32>,
+    classes: Vec<Source>,
+    /// Slots per class.
+    class_count: Vec<u64>,
+    /// Distinct live profiles: (class, live count) pairs and the first step with the profile.
+    profiles: Vec<(Vec<(u32, u64)>, usize)>,
+    pub steps: usize,
+    align: u64,
+}
+
+impl ArenaShape {
+    pub(crate) fn new(
+        circuit: &Circuit,
+        plan: &FusionPlan,
+        terms: &TermLayout,
+        align: u64,
+    ) -> ArenaShape {
+        let steps = plan.groups().len();
+        let mut slots = Vec::new();
+        let mut slot_class = Vec::new();
+        let mut classes = Vec::new();
+        let mut class_index: HashMap<(String, u64, Format), u32> = HashMap::new();
+        for (e, edge) in circuit.edges().iter() {
+            if plan.edge_state(e) != EdgeState::Materialized {
+                continue;
+            }
+            let start = edge.producer.map_or(0, |p| plan.step_of(p));
+            let last_read = edge.readers.iter().map(|&r| plan.step_of(r)).max();
+            let end = if edge.output {
+                steps
+            } else {
+                last_read.unwrap_or(start) + 1
+            };
+            let owner = edge
+                .producer
+                .or_else(|| edge.readers.first().copied())
+                .unwrap_or_else(|| NodeIdx::from_u32(0));
+            let key = (edge.rows.expr().canonical(), edge.width, edge.format);
+            let next = u32::try_from(classes.len()).expect("fewer classes than edges");
+            let class = *class_index.entry(key).or_insert_with(|| {
+                classes.push(Source::Edge(e));
+                next
+            });
+            slots.push(BufferSlot {
+                kind: BufferKind::Edge { edge: e },
+                start,
+                end,
+                owner,
+            });
+            slot_class.push(class);
+        }
+        for (t, shape) in terms.shapes().iter().enumerate() {
+            if !shape.arena {
+                continue;
+            }
+            let class = u32::try_from(classes.len()).expect("fewer classes than slots");
+            classes.push(Source::Term(t));
+            for &step in &shape.steps {
+                let owner = shape
+                    .nodes
+                    .iter()
+                    .copied()
+                    .find(|&n| plan.step_of(n) == step)
+                    .unwrap_or(shape.nodes[0]);
+                slots.push(BufferSlot {
+                    kind: BufferKind::Workspace { term: t, step },
+                    start: step,
+                    end: step + 1,
+                    owner,
+                });
+                slot_class.push(class);
+            }
+        }
+        let mut class_count = vec![0u64; classes.len()];
+        let mut live: Vec<Vec<(u32, u64)>> = vec![Vec::new(); steps];
+        for (slot, &class) in slots.iter().zip(&slot_class) {
+            class_count[class as usize] += 1;
+            for profile in &mut live[slot.start..slot.end.min(steps)] {
+                match profile.iter_mut().find(|(c, _)| *c == class) {
+                    Some((_, count)) => *count += 1,
+                    None => profile.push((class, 1)),
+                }
+            }
+        }
+        let mut seen: HashMap<Vec<(u32, u64)>, usize> = HashMap::new();
+        let mut profiles = Vec::new();
+        for (step, mut profile) in live.into_iter().enumerate() {
+            profile.sort_unstable();
+            if !seen.contains_key(&profile) {
+                seen.insert(profile.clone(), step);
+                profiles.push((profile, step));
+            }
+        }
+        ArenaShape {
+            slots,
+            slot_class,
+            classes,
+            class_count,
+            profiles,
+            steps,
+            align,
+        }
+    }
+
+    /// Aligned sizes at `n`, given the terms' values at `n`: per class into `class_sizes`,
+    /// per slot into `out`.
+    pub(crate) fn sizes(
+        &self,
+        circuit: &Circuit,
+        n: u64,
+        term_values: &[u64],
+        class_sizes: &mut Vec<u64>,
+        out: &mut Vec<u64>,
+    ) -> Result<(), PlanError> {
+        class_sizes.clear();
+        for source in &self.classes {
+            let bytes = match *source {
+                Source::Edge(e) => {
+                    circuit.edges()[e]
+                        .bytes_at(n)
+                        .map_err(|err| PlanError::EdgeSize {
+                            edge: circuit.edges()[e].id.clone(),
+                            n,
+                            detail: err.to_string(),
+                        })?
+                }
+                Source::Term(t) => term_values[t],
+            };
+            class_sizes.push(self.aligned(bytes, n)?);
+        }
+        out.clear();
+        out.extend(self.slot_class.iter().map(|&c| class_sizes[c as usize]));
+        Ok(())
+    }
+
+    fn aligned(&self, bytes: u64, n: u64) -> Result<u64, PlanError> {
+        bytes
+            .div_ceil(self.align)
+            .checked_mul(self.align)
+            .ok_or(PlanError::Overflow {
+                what: "an aligned buffer size",
+                n,
+            })
+    }
+
+    /// The unshared sum, the lower bound (largest sum live at one step) and the first step
+    /// reaching it, from the class sizes of [`ArenaShape::sizes`].
+    pub(crate) fn bounds(
+        &self,
+        class_sizes: &[u64],
+        n: u64,
+    ) -> Result<(u64, u64, usize), PlanError> {
+        let unshared = self
+            .class_count
+            .iter()
+            .zip(class_sizes)
+            .try_fold(0u64, |acc, (&count, &size)| {
+                count.checked_mul(size).and_then(|b| acc.checked_add(b))
+            })
+            .ok_or(PlanError::Overflow {
+                what: "the sum of the arena's buffers",
+                n,
+            })?;
+        // No profile's sum exceeds `unshared`, which did not overflow.
+        let mut peak = (0u64, 0usize);
+        for (profile, first_step) in &self.profiles {
+            let live: u64 = profile
+                .iter()
+                .map(|&(c, count)| count * class_sizes[c as usize])
+                .sum();
+            if live > peak.0 || (live == peak.0 && *first_step < peak.1) {
+                peak = (live, *first_step);
+            }
+        }
+        Ok((unshared, peak.0, peak.1))
+    }
+
+    /// The buffers with the given sizes, for the packer.
+    pub(crate) fn buffers(&self, sizes: &[u64], out: &mut Vec<Buffer>) {
+        out.clear();
+        out.extend(
+            self.slots
+                .iter()
+                .zip(sizes)
+                .map(|(s, &size)| Buffer::new(s.start as u64, s.end as u64, size)),
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! Who owns each byte: the per-node table of a plan, which sums exactly to its total.
+//!
+//! Attribution rules (docs/memory.md):
+//! - a weight tensor to the first node declaring it (a shared tensor is counted once);
+//! - a state to its writer;
+//! - a workspace term outside the arena to its owner, the first node (plan order) whose value
+//!   sets the term's size;
+//! - the arena: the buffers live at its peak step (the first step whose live sum is the lower
+//!   bound) to their owners (an edge to its producer, a circuit input to its first reader, an
+//!   arena workspace to the first node of the group using it); what the packing adds above the
+//!   lower bound is the named line "arena fragmentation".
+
+use circuit_ir::NodeIdx;
+use cranelift_entity::EntityRef;
+use serde::Serialize;
+
+use crate::error::PlanError;
+use crate::planner::{Planner, Scratch};
+
+/// The bytes one node owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct NodeRow {
+    /// The node.
+    pub node: NodeIdx,
+    /// Weight tensors it declares first.
+    pub weights: u64,
+    /// Its buffers live at the arena's peak step.
+    pub activations: u64,
+    /// Workspace terms whose size it sets (outside the arena).
+    pub workspaces: u64,
+    /// States it writes.
+    pub states: u64,
+}
+
+impl NodeRow {
+    /// The row's sum.
+    pub fn total(&self) -> u64 {
+        self.weights + self.activations + self.workspaces + self.states
+    }
+}
+
+/// The per-node table at one row count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeTable {
+    /// The row count.
+    pub rows: u64,
+    /// One row per node, in execution order.
+    pub nodes: Vec<NodeRow>,
+    /// Arena bytes above the lower bound ("arena fragmentation").
+    pub fragmentation: u64,
+    /// The plan's total: the sum of every row and the fragmentation.
+    pub total: u64,
+}
+
+impl Planner<'_> {
+    /// The per-node table at `n` rows.
+    pub fn per_node(&self, n: u64) -> Result<NodeTable, PlanError> {
+        let interval = self.interval_plan(n)?;
+        let mut scratch = Scratch::default();
+        let packed = self.pack_at(&interval, n, &mut scratch)?;
+        let circuit = self.circuit;
+        let mut rows: Vec<NodeRow> = circuit
+            .nodes()
+            .keys()
+            .map(|node| NodeRow {
+                node,
+                weights: 0,
+                activations: 0,
+                workspaces: 0,
+                states: 0,
+            })
+            .collect();
+        for tensor in circuit.tensors().values() {
+            rows[tensor.owner.index()].weights += tensor.bytes;
+        }
+        for state in circuit.states().values() {
+            rows[state.writer.index()].states += state
+                .bytes(self.config.kv_tokens, self.config.sequences)
+                .map_err(|e| PlanError::States {
+                    kv_tokens: self.config.kv_tokens,
+                    sequences: self.config.sequences,
+                    detail: e.to_string(),
+                })?;
+        }
+        let terms = interval
+            .terms
+            .terms(circuit, &self.bound, n, &scratch.term_values)?;
+        let mut charged = 0u64;
+        for t in terms.iter().filter(|t| !t.arena) {
+            rows[t.owner.index()].workspaces += t.bytes;
+            charged += t.bytes;
+        }
+        let peak = packed.peak_step;
+        for (slot, &size) in interval.arena.slots.iter().zip(&scratch.sizes) {
+            if slot.start <= peak && peak < slot.end {
+                rows[slot.owner.index()].activations += size;
+            }
+        }
+        let totals = self.totals(packed.summary.bytes, charged, n)?;
+        Ok(NodeTable {
+            rows: n,
+            nodes: rows,
+            fragmentation: packed.summary.bytes - packed.summary.lower_bound,
+            total: totals.total,
+        })
+    }
+}

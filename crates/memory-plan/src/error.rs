@@ -1,0 +1,81 @@
+//! The planner's errors: each names what failed (node, edge, family and workspace, term) and
+//! the row count at which it failed.
+
+use fuser::FuseError;
+use kernel_families::FamiliesError;
+
+use crate::pack::PackError;
+
+/// A plan that cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The kernel registry does not bind to the circuit (e.g. an unknown name).
+    #[error(transparent)]
+    Families(Box<FamiliesError>),
+    /// The rules leave a node uncovered.
+    #[error(transparent)]
+    Fuse(#[from] FuseError),
+    /// A workspace expression failed at some node and row count.
+    #[error("family `{family}`, workspace `{workspace}`, node `{node}` at n = {n}: {detail}")]
+    Workspace {
+        /// Family id.
+        family: String,
+        /// Workspace name.
+        workspace: String,
+        /// The node whose `k` was used.
+        node: String,
+        /// Rows.
+        n: u64,
+        /// The expression's fault.
+        detail: String,
+    },
+    /// An edge's size failed (rows expression fault or overflow).
+    #[error("edge `{edge}` at n = {n}: {detail}")]
+    EdgeSize {
+        /// Edge id.
+        edge: String,
+        /// Rows.
+        n: u64,
+        /// What failed.
+        detail: String,
+    },
+    /// A state's size overflowed.
+    #[error("states at {kv_tokens} KV tokens and {sequences} sequences: {detail}")]
+    States {
+        /// Cached tokens.
+        kv_tokens: u64,
+        /// Sequences.
+        sequences: u64,
+        /// What failed.
+        detail: String,
+    },
+    /// A sum of bytes above `u64::MAX`.
+    #[error("{what} at n = {n} overflows 64-bit bytes")]
+    Overflow {
+        /// What was being summed.
+        what: &'static str,
+        /// Rows.
+        n: u64,
+    },
+    /// The packer could not run.
+    #[error("packing the arena at n = {n}: {error}")]
+    Pack {
+        /// Rows.
+        n: u64,
+        /// The packer's error.
+        error: PackError,
+    },
+    /// An alignment of 0.
+    #[error("alignment must be at least 1 byte")]
+    BadAlign,
+    /// A row count of 0.
+    #[error("row counts start at 1 (got 0)")]
+    ZeroRows,
+}
+
+impl From<FamiliesError> for PlanError {
+    fn from(e: FamiliesError) -> PlanError {
+        PlanError::Families(Box::new(e))
+    }
+}

@@ -1,0 +1,284 @@
+//! Fit queries: the largest row count whose total fits a budget, and the largest KV cache that
+//! fits at a given row count.
+//!
+//! Totals need not grow with `n`: the plan changes at row-interval edges (other kernels, other
+//! fusions), and a workspace may shrink as `n` grows (split-KV partials: fewer splits at larger
+//! batches). So `max_rows` never assumes monotonicity. It walks the row intervals from the top;
+//! inside one it binary-searches a lower bound of the total that is provably nondecreasing
+//! (weights + states + the arena's lower bound + the workspaces whose expressions only grow with
+//! `n`, each checked by `Expr::trend_in`), then evaluates real totals downward from there. The
+//! answer is exact for the planner's own totals; the result says whether the totals were found
+//! monotone over the range.
+//!
+//! `max_kv_tokens` solves `fixed + states(kv) <= budget` in closed form when every state grows
+//! linearly with tokens, and by bisection over the (always nondecreasing) state bytes otherwise
+//! (sliding windows, block-scaled formats).
+
+use std::ops::RangeInclusive;
+
+use circuit_ir::{Format, Trend};
+use serde::Serialize;
+
+use crate::error::PlanError;
+use crate::planner::{IntervalPlan, Planner, Scratch, state_bytes};
+
+/// The largest row count that fits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RowsFit {
+    /// The budget in bytes.
+    pub budget: u64,
+    /// The range searched.
+    pub range: RangeInclusive<u64>,
+    /// The largest `n` in the range whose total fits; `None` when none does.
+    pub max_rows: Option<u64>,
+    /// The total at `max_rows`.
+    pub total: Option<u64>,
+    /// Whether totals were found nondecreasing in `n` over the range.
+    pub monotone: bool,
+    /// Why not, when they are not (a drop at an interval edge, or a workspace that shrinks).
+    pub note: Option<String>,
+}
+
+/// The largest KV cache that fits at one row count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KvFit {
+    /// The row count.
+    pub rows: u64,
+    /// The budget in bytes.
+    pub budget: u64,
+    /// Sequences the tokens are spread over.
+    pub sequences: u64,
+    /// The most KV tokens (over all sequences) that fit; `None` when even none fits;
+    /// `u64::MAX` when the states stop growing (every state is windowed) below the budget.
+    pub max_kv_tokens: Option<u64>,
+    /// Bytes per cached token when the states grow linearly (the closed form's slope).
+    pub bytes_per_token: Option<u64>,
+}
+
+impl Planner<'_> {
+    /// The largest `n` in `range` whose total is at most `budget`.
+    pub fn max_rows(&self, range: RangeInclusive<u64>, budget: u64) -> Result<RowsFit, PlanError> {
+        let mut fit = RowsFit {
+            budget,
+            range: range.clone(),
+            max_rows: None,
+            total: None,
+            monotone: true,
+            note: None,
+        };
+        if range.is_empty() {
+            return Ok(fit);
+        }
+        if *range.start() == 0 {
+            return Err(PlanError::ZeroRows);
+        }
+        let mut scratch = Scratch::default();
+        let mut above: Option<(u64, u64)> = None; // (n, total) at the start of the interval above
+        for clipped in self.intervals_in(range) {
+            let interval = self.interval_plan(*clipped.start())?;
+            let (lo, hi) = (*clipped.start(), *clipped.end());
+            let shrinking = self.shrinking_term(&interval);
+            if let Some(why) = &shrinking {
+                fit.monotone = false;
+                fit.note.get_or_insert_with(|| why.clone());
+            }
+            // Interval edge: the plan above starts at `above.0 = hi + 1`.
+            let top = self.total_at(&interval, hi, &mut scratch)?;
+            if let Some((n_above, t_above)) = above
+                && top > t_above
+            {
+                fit.monotone = false;
+                fit.note.get_or_insert_with(|| {
+                    format!(
+                        "the total drops from {top} bytes at n = {hi} to {t_above} at n = {n_above}, where the fusion plan changes"
+                    )
+                });
+            }
+            let bottom = self.total_at(&interval, lo, &mut scratch)?;
+            above = Some((lo, bottom));
+            if fit.max_rows.is_some() {
+                continue;
+            }
+            // Largest n whose nondecreasing lower bound fits; nothing above it can fit.
+            let mut start_scan = hi;
+            if self.rows_grow(&interval) {
+                let bound = |n: u64, s: &mut Scratch| self.total_lower_bound(&interval, n, s);
+                if bound(lo, &mut scratch)? > budget {
+                    continue;
+                }
+                let (mut ok, mut bad) = (lo, hi + 1);
+                if bound(hi, &mut scratch)? <= budget {
+                    ok = hi;
+                } else {
+                    bad = hi;
+                }
+                while bad - ok > 1 {
+                    let mid = ok + (bad - ok) / 2;
+                    if bound(mid, &mut scratch)? <= budget {
+                        ok = mid;
+                    } else {
+                        bad = mid;
+                    }
+                }
+                start_scan = ok;
+            }
+            let mut n = start_scan;
+            loop {
+                let total = self.total_at(&interval, n, &mut scratch)?;
+                if total <= budget {
+                    fit.max_rows = Some(n);
+                    fit.total = Some(total);
+                    break;
+                }
+                if n == lo {
+                    break;
+                }
+                n -= 1;
+            }
+        }
+        Ok(fit)
+    }
+
+    /// The most KV tokens that fit at `n` rows within `budget` (sequences as configured).
+    pub fn max_kv_tokens(&self, n: u64, budget: u64) -> Result<KvFit, PlanError> {
+        let plan = self.plan(n)?;
+        let fixed = plan.totals.total - plan.totals.states;
+        let sequences = self.config.sequences;
+        let states = |kv: u64| state_bytes(self.circuit, kv, sequences).ok();
+        let slope = self.linear_slope();
+        let mut fit = KvFit {
+            rows: n,
+            budget,
+            sequences,
+            max_kv_tokens: None,
+            bytes_per_token: slope.map(|(per_token, _)| per_token),
+        };
+        let Some(avail) = budget.checked_sub(fixed) else {
+            return Ok(fit);
+        };
+        let fits = |kv: u64| states(kv).is_some_and(|s| s <= avail);
+        if !fits(0) {
+            return Ok(fit);
+        }
+        fit.max_kv_tokens = Some(match slope {
+            Some((0, _)) => u64::MAX,
+            // Linear states: bytes(kv) = per_token * kv + at_zero.
+            Some((per_token, at_zero)) => (avail - at_zero) / per_token,
+            None if fits(u64::MAX) => u64::MAX,
+            None => {
+                let (mut ok, mut bad) = (0u64, u64::MAX);
+                while bad - ok > 1 {
+                    let mid = ok + (bad - ok) / 2;
+                    if fits(mid) {
+                        ok = mid;
+                    } else {
+                        bad = mid;
+                    }
+                }
+                ok
+            }
+        });
+        Ok(fit)
+    }
+
+    /// `(bytes per token, bytes at zero tokens)` when every state's bytes are linear in the
+    /// tokens it holds and no state is windowed.
+    fn linear_slope(&self) -> Option<(u64, u64)> {
+        let mut per_token = 0u64;
+        for state in self.circuit.states().values() {
+            let linear = !matches!(state.format, Format::Fp8Block { .. } | Format::Fp8PerTensor);
+            if state.window.is_some() || !linear {
+                return None;
+            }
+            per_token = per_token.checked_add(state.format.bytes(1, state.per_token).ok()?)?;
+        }
+        let at_zero = state_bytes(self.circuit, 0, self.config.sequences).ok()?;
+        Some((per_token, at_zero))
+    }
+
+    fn total_at(
+        &self,
+        interval: &IntervalPlan,
+        n: u64,
+        scratch: &mut Scratch,
+    ) -> Result<u64, PlanError> {
+        Ok(self.plan_in(interval, n, scratch)?.totals.total)
+    }
+
+    /// weights + states + the arena's lower bound + the non-arena workspaces that only grow:
+    /// a lower bound of the total, nondecreasing in `n` when [`Self::rows_grow`] holds.
+    fn total_lower_bound(
+        &self,
+        interval: &IntervalPlan,
+        n: u64,
+        scratch: &mut Scratch,
+    ) -> Result<u64, PlanError> {
+        interval
+            .terms
+            .values(self.circuit, &self.bound, n, &mut scratch.term_values)?;
+        // Terms that may shrink count as 0 in the bound (and in the arena's sizes).
+        for (value, shape) in scratch.term_values.iter_mut().zip(interval.terms.shapes()) {
+            if self.term_trend(shape.family, shape.workspace) != Trend::Nondecreasing
+                && self.term_trend(shape.family, shape.workspace) != Trend::Constant
+            {
+                *value = 0;
+            }
+        }
+        interval.arena.sizes(
+            self.circuit,
+            n,
+            &scratch.term_values,
+            &mut scratch.class_sizes,
+            &mut scratch.sizes,
+        )?;
+        let (_, lower_bound, _) = interval.arena.bounds(&scratch.class_sizes, n)?;
+        let charged: u64 = scratch
+            .term_values
+            .iter()
+            .zip(interval.terms.shapes())
+            .filter(|(_, s)| !s.arena)
+            .map(|(v, _)| *v)
+            .fold(0u64, u64::saturating_add);
+        Ok([self.weights, self.states, lower_bound, charged]
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b)))
+    }
+
+    /// Whether every materialized edge's rows grow with `n` (so the arena's lower bound does).
+    fn rows_grow(&self, interval: &IntervalPlan) -> bool {
+        interval.arena.slots.iter().all(|slot| match slot.kind {
+            crate::arena::BufferKind::Edge { edge } => matches!(
+                self.circuit.edges()[edge].rows.expr().trend_in("n"),
+                Trend::Nondecreasing | Trend::Constant
+            ),
+            crate::arena::BufferKind::Workspace { .. } => true,
+        })
+    }
+
+    fn term_trend(&self, family: kernel_families::FamilyIdx, workspace: usize) -> Trend {
+        let ws = &self.families.families()[family].workspaces[workspace];
+        ws.bytes
+            .iter()
+            .fold(Trend::Constant, |acc, e| match (acc, e.trend_in("n")) {
+                (Trend::Constant, t) | (t, Trend::Constant) => t,
+                (a, b) if a == b => a,
+                _ => Trend::Unknown,
+            })
+    }
+
+    /// A workspace of the interval that may shrink as `n` grows, described.
+    fn shrinking_term(&self, interval: &IntervalPlan) -> Option<String> {
+        interval.terms.shapes().iter().find_map(|s| {
+            let trend = self.term_trend(s.family, s.workspace);
+            (!matches!(trend, Trend::Nondecreasing | Trend::Constant)).then(|| {
+                format!(
+                    "workspace `{}` of family `{}` is not nondecreasing in n on rows {}..={}",
+                    s.name,
+                    s.family_id,
+                    interval.rows.start(),
+                    interval.rows.end()
+                )
+            })
+        })
+    }
+}

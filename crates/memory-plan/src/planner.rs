@@ -1,0 +1,495 @@
+//! The planner: a circuit, its kernel registry and fusion rules, bound to a device and inputs,
+//! planned at any number of row counts.
+//!
+//! Invariants:
+//! - The plan at `n` is a function of `n` and the planner's inputs only: it never depends on
+//!   which other row counts are planned with it, nor on the thread count. Everything shared
+//!   between row counts is derived from the row interval holding `n` (fuser::intervals over all
+//!   row counts), never from the rows requested.
+//! - Per interval, the fusion plan, the workspace terms' nodes, the arena's lifetimes and a
+//!   template placement (packed at the interval's first row count) are built once. At each `n`
+//!   the template is re-stacked for the new sizes; only when that misses the lower bound are the
+//!   heuristics, then the exact search (a deterministic step budget), run at `n`.
+//! - total = weights + arena + non-arena workspaces + states, all checked u64.
+
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+
+use circuit_ir::Circuit;
+use fuser::{FuseOptions, FusionPlan, Rules, Settings, fuse, intervals};
+use kernel_families::{BoundFamilies, Families};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::arena::{ArenaShape, BufferSlot};
+use crate::error::PlanError;
+use crate::pack::{self, Buffer, Goal, Limits, Proof, Stacking};
+use crate::workspace::{TermLayout, WorkspaceTerm};
+
+/// The device and inputs a plan is made for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PlanConfig {
+    /// SMs of the device (read by workspace expressions as `sm_count`).
+    pub sm_count: u64,
+    /// Tokens held in the KV cache, over all sequences.
+    pub kv_tokens: u64,
+    /// Sequences (read by per-sequence and sliding-window states).
+    pub sequences: u64,
+    /// Arena alignment in bytes (at least 1).
+    pub align: u64,
+    /// Uncovered nodes get placeholder groups instead of failing.
+    pub placeholders: bool,
+    /// Search nodes the exact packer may spend per arena that the heuristics leave above its
+    /// lower bound (a deterministic budget; 0 turns the search off).
+    pub search_steps: u64,
+}
+
+impl PlanConfig {
+    /// A device of `sm_count` SMs, no KV cache, one sequence, 256-byte alignment.
+    pub fn new(sm_count: u64) -> PlanConfig {
+        PlanConfig {
+            sm_count,
+            kv_tokens: 0,
+            sequences: 1,
+            align: 256,
+            placeholders: false,
+            search_steps: 20_000,
+        }
+    }
+}
+
+/// The byte totals of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Every stored weight tensor, once.
+    pub weights: u64,
+    /// The arena: activation buffers and arena workspaces, packed.
+    pub activations: u64,
+    /// Workspace terms outside the arena, each charged once.
+    pub workspaces: u64,
+    /// States (KV cache) at the configured tokens and sequences.
+    pub states: u64,
+    /// The sum of the four.
+    pub total: u64,
+}
+
+/// The arena of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ArenaSummary {
+    /// Its size: the highest offset + size of the packing.
+    pub bytes: u64,
+    /// The largest aligned sum of buffers live at one step: no packing can be smaller.
+    pub lower_bound: u64,
+    /// The sum of all buffers (no reuse at all).
+    pub unshared: u64,
+    /// The packing is proven as small as possible (it reaches the lower bound, or the exact
+    /// search exhausted every smaller height).
+    pub optimal: bool,
+    /// Buffers in the arena.
+    pub buffers: usize,
+}
+
+/// Every byte one step needs at `rows` rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemoryPlan {
+    /// The row count.
+    pub rows: u64,
+    /// The fusion plan's digest.
+    pub digest: Arc<str>,
+    /// Launch groups.
+    pub groups: usize,
+    /// Groups made for uncovered nodes (only with placeholders on).
+    pub placeholders: usize,
+    /// Byte totals.
+    pub totals: Totals,
+    /// The arena.
+    pub arena: ArenaSummary,
+    /// Workspace terms, by (family, workspace).
+    pub workspaces: Vec<WorkspaceTerm>,
+}
+
+/// The arena at one row count: every buffer with its lifetime, offset and size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArenaLayout {
+    /// The row count.
+    pub rows: u64,
+    /// Steps (launch groups) of the plan.
+    pub steps: usize,
+    /// Buffers with their lifetimes and owners.
+    pub slots: Vec<BufferSlot>,
+    /// Offsets, parallel to `slots`.
+    pub offsets: Vec<u64>,
+    /// Aligned sizes, parallel to `slots`.
+    pub sizes: Vec<u64>,
+    /// The arena's summary.
+    pub summary: ArenaSummary,
+    /// The workspace terms (a workspace slot names its term by index).
+    pub terms: Vec<WorkspaceTerm>,
+}
+
+/// Everything shared by the row counts of one interval.
+pub(crate) struct IntervalPlan {
+    pub rows: RangeInclusive<u64>,
+    pub fusion: FusionPlan,
+    pub digest: Arc<str>,
+    pub placeholders: usize,
+    pub terms: TermLayout,
+    pub arena: ArenaShape,
+    template: Stacking,
+}
+
+/// Scratch buffers reused across the row counts one thread plans.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub term_values: Vec<u64>,
+    pub class_sizes: Vec<u64>,
+    pub sizes: Vec<u64>,
+    pub offsets: Vec<u64>,
+    pub buffers: Vec<Buffer>,
+}
+
+/// A plan's arena packed at one `n`.
+pub(crate) struct Packed {
+    pub summary: ArenaSummary,
+    pub peak_step: usize,
+}
+
+/// Plans one circuit on one device with one rule set and settings.
+pub struct Planner<'a> {
+    pub(crate) circuit: &'a Circuit,
+    pub(crate) families: &'a Families,
+    rules: &'a Rules,
+    settings: Settings,
+    pub(crate) config: PlanConfig,
+    pub(crate) bound: BoundFamilies,
+    pub(crate) weights: u64,
+    pub(crate) states: u64,
+}
+
+impl<'a> Planner<'a> {
+    /// Binds the registry to the circuit and device, and sizes weights and states.
+    pub fn new(
+        circuit: &'a Circuit,
+        families: &'a Families,
+        rules: &'a Rules,
+        settings: Settings,
+        config: PlanConfig,
+    ) -> Result<Planner<'a>, PlanError> {
+        if config.align == 0 {
+            return Err(PlanError::BadAlign);
+        }
+        let bound = families.bind(circuit, config.sm_count)?;
+        let states = state_bytes(circuit, config.kv_tokens, config.sequences)?;
+        Ok(Planner {
+            circuit,
+            families,
+            rules,
+            settings,
+            config,
+            bound,
+            weights: circuit.weight_bytes(),
+            states,
+        })
+    }
+
+    /// The circuit.
+    pub fn circuit(&self) -> &Circuit {
+        self.circuit
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PlanConfig {
+        &self.config
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The fusion plan at `n`.
+    pub fn fusion(&self, n: u64) -> Result<FusionPlan, PlanError> {
+        if n == 0 {
+            return Err(PlanError::ZeroRows);
+        }
+        Ok(fuse(
+            self.circuit,
+            self.rules,
+            &self.settings,
+            n,
+            FuseOptions {
+                placeholders: self.config.placeholders,
+            },
+        )?)
+    }
+
+    /// The plan at `n` rows.
+    pub fn plan(&self, n: u64) -> Result<MemoryPlan, PlanError> {
+        let interval = self.interval_plan(n)?;
+        self.plan_in(&interval, n, &mut Scratch::default())
+    }
+
+    /// Plans at every row count of `rows`, in parallel; the result is in the order of `rows`
+    /// and identical to planning each alone. `done` is called once per finished plan (for
+    /// progress), from any thread.
+    pub fn sweep(
+        &self,
+        rows: &[u64],
+        done: &(dyn Fn() + Sync),
+    ) -> Result<Vec<MemoryPlan>, PlanError> {
+        let intervals = self.intervals_of(rows)?;
+        let results: Vec<Result<MemoryPlan, PlanError>> = rows
+            .par_iter()
+            .map_init(Scratch::default, |scratch, &n| {
+                let interval = intervals
+                    .range(..=n)
+                    .next_back()
+                    .map(|(_, ip)| ip)
+                    .ok_or(PlanError::ZeroRows)?;
+                let plan = self.plan_in(interval, n, scratch);
+                done();
+                plan
+            })
+            .collect();
+        results.into_iter().collect()
+    }
+
+    /// The interval plans covering `rows`, built in parallel, keyed by interval start.
+    pub(crate) fn intervals_of(
+        &self,
+        rows: &[u64],
+    ) -> Result<BTreeMap<u64, IntervalPlan>, PlanError> {
+        if rows.contains(&0) {
+            return Err(PlanError::ZeroRows);
+        }
+        let all = intervals(self.rules, &self.settings, 1..=u64::MAX);
+        let mut needed: Vec<RangeInclusive<u64>> = all
+            .into_iter()
+            .filter(|i| rows.iter().any(|n| i.contains(n)))
+            .collect();
+        needed.sort_by_key(|i| *i.start());
+        let built: Vec<Result<IntervalPlan, PlanError>> = needed
+            .par_iter()
+            .map(|i| self.build_interval(*i.start()))
+            .collect();
+        built
+            .into_iter()
+            .map(|ip| ip.map(|ip| (*ip.rows.start(), ip)))
+            .collect()
+    }
+
+    /// The interval plan of the row interval holding `n`.
+    pub(crate) fn interval_plan(&self, n: u64) -> Result<IntervalPlan, PlanError> {
+        self.build_interval(*self.interval_of(n)?.start())
+    }
+
+    /// The row interval (over all row counts) holding `n`: the plan is the same inside it.
+    pub fn interval_of(&self, n: u64) -> Result<RangeInclusive<u64>, PlanError> {
+        if n == 0 {
+            return Err(PlanError::ZeroRows);
+        }
+        Ok(intervals(self.rules, &self.settings, 1..=u64::MAX)
+            .into_iter()
+            .find(|i| i.contains(&n))
+            .unwrap_or(n..=n))
+    }
+
+    /// The row intervals over `range`, each clipped to it, highest first.
+    pub(crate) fn intervals_in(&self, range: RangeInclusive<u64>) -> Vec<RangeInclusive<u64>> {
+        let mut cut = intervals(self.rules, &self.settings, range);
+        cut.reverse();
+        cut
+    }
+
+    /// Builds the shared parts of the interval starting at `start`, with the template packed at
+    /// `start`.
+    pub(crate) fn build_interval(&self, start: u64) -> Result<IntervalPlan, PlanError> {
+        let fusion = self.fusion(start)?;
+        let terms = TermLayout::new(self.circuit, &fusion, self.families);
+        let arena = ArenaShape::new(self.circuit, &fusion, &terms, self.config.align);
+        let mut scratch = Scratch::default();
+        terms.values(self.circuit, &self.bound, start, &mut scratch.term_values)?;
+        arena.sizes(
+            self.circuit,
+            start,
+            &scratch.term_values,
+            &mut scratch.class_sizes,
+            &mut scratch.sizes,
+        )?;
+        arena.buffers(&scratch.sizes, &mut scratch.buffers);
+        let (_, lower_bound, _) = arena.bounds(&scratch.class_sizes, start)?;
+        let placement = self.best_packing(&scratch.buffers, lower_bound, start)?.0;
+        let template = Stacking::new(&scratch.buffers, &placement);
+        Ok(IntervalPlan {
+            rows: fusion.rows(),
+            digest: fusion.digest().into(),
+            placeholders: fusion.placeholders(),
+            fusion,
+            terms,
+            arena,
+            template,
+        })
+    }
+
+    /// The heuristic placement, then the exact search when it misses the lower bound.
+    fn best_packing(
+        &self,
+        buffers: &[Buffer],
+        lower_bound: u64,
+        n: u64,
+    ) -> Result<(pack::Placement, bool), PlanError> {
+        let pack_err = |error| PlanError::Pack { n, error };
+        let heuristic = pack::heuristic(buffers).map_err(pack_err)?;
+        if heuristic.height <= lower_bound || self.config.search_steps == 0 {
+            return Ok((heuristic.clone(), heuristic.height <= lower_bound));
+        }
+        let solution = pack::solve(
+            buffers,
+            Goal::Minimize,
+            &Limits {
+                max_steps: self.config.search_steps,
+                stop: None,
+            },
+        )
+        .map_err(pack_err)?;
+        let proven = solution.proof == Proof::Optimal;
+        if solution.placement.height < heuristic.height {
+            Ok((solution.placement, proven))
+        } else {
+            Ok((heuristic, proven))
+        }
+    }
+
+    /// Packs the arena of `interval` at `n`: sizes into `scratch.sizes`, offsets into
+    /// `scratch.offsets`.
+    pub(crate) fn pack_at(
+        &self,
+        interval: &IntervalPlan,
+        n: u64,
+        scratch: &mut Scratch,
+    ) -> Result<Packed, PlanError> {
+        interval
+            .terms
+            .values(self.circuit, &self.bound, n, &mut scratch.term_values)?;
+        interval.arena.sizes(
+            self.circuit,
+            n,
+            &scratch.term_values,
+            &mut scratch.class_sizes,
+            &mut scratch.sizes,
+        )?;
+        let (unshared, lower_bound, peak_step) = interval.arena.bounds(&scratch.class_sizes, n)?;
+        let mut height = interval
+            .template
+            .restack(&scratch.sizes, &mut scratch.offsets)
+            .map_err(|error| PlanError::Pack { n, error })?;
+        let mut optimal = height == lower_bound;
+        if !optimal {
+            interval.arena.buffers(&scratch.sizes, &mut scratch.buffers);
+            let (placement, proven) = self.best_packing(&scratch.buffers, lower_bound, n)?;
+            if placement.height < height {
+                height = placement.height;
+                scratch.offsets.clone_from(&placement.offsets);
+            }
+            optimal = height == lower_bound || proven;
+        }
+        Ok(Packed {
+            summary: ArenaSummary {
+                bytes: height,
+                lower_bound,
+                unshared,
+                optimal,
+                buffers: scratch.sizes.len(),
+            },
+            peak_step,
+        })
+    }
+
+    pub(crate) fn plan_in(
+        &self,
+        interval: &IntervalPlan,
+        n: u64,
+        scratch: &mut Scratch,
+    ) -> Result<MemoryPlan, PlanError> {
+        let packed = self.pack_at(interval, n, scratch)?;
+        let workspaces =
+            interval
+                .terms
+                .terms(self.circuit, &self.bound, n, &scratch.term_values)?;
+        let charged = workspaces
+            .iter()
+            .filter(|t| !t.arena)
+            .try_fold(0u64, |acc, t| acc.checked_add(t.bytes))
+            .ok_or(PlanError::Overflow {
+                what: "the workspaces",
+                n,
+            })?;
+        let totals = self.totals(packed.summary.bytes, charged, n)?;
+        Ok(MemoryPlan {
+            rows: n,
+            digest: interval.digest.clone(),
+            groups: interval.fusion.groups().len(),
+            placeholders: interval.placeholders,
+            totals,
+            arena: packed.summary,
+            workspaces,
+        })
+    }
+
+    pub(crate) fn totals(
+        &self,
+        activations: u64,
+        workspaces: u64,
+        n: u64,
+    ) -> Result<Totals, PlanError> {
+        let total = [self.weights, activations, workspaces, self.states]
+            .iter()
+            .try_fold(0u64, |acc, &b| acc.checked_add(b))
+            .ok_or(PlanError::Overflow {
+                what: "the total",
+                n,
+            })?;
+        Ok(Totals {
+            weights: self.weights,
+            activations,
+            workspaces,
+            states: self.states,
+            total,
+        })
+    }
+
+    /// The arena at `n`: every buffer's lifetime, offset and size.
+    pub fn arena_layout(&self, n: u64) -> Result<ArenaLayout, PlanError> {
+        let interval = self.interval_plan(n)?;
+        let mut scratch = Scratch::default();
+        let packed = self.pack_at(&interval, n, &mut scratch)?;
+        let terms = interval
+            .terms
+            .terms(self.circuit, &self.bound, n, &scratch.term_values)?;
+        Ok(ArenaLayout {
+            rows: n,
+            steps: interval.arena.steps,
+            slots: interval.arena.slots.clone(),
+            offsets: scratch.offsets,
+            sizes: scratch.sizes,
+            summary: packed.summary,
+            terms,
+        })
+    }
+}
+
+/// Bytes of every state of `circuit`.
+pub(crate) fn state_bytes(
+    circuit: &Circuit,
+    kv_tokens: u64,
+    sequences: u64,
+) -> Result<u64, PlanError> {
+    circuit
+        .state_bytes(kv_tokens, sequences)
+        .map_err(|e| PlanError::States {
+            kv_tokens,
+            sequences,
+            detail: e.to_string(),
+        })
+}
