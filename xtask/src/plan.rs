@@ -30,6 +30,12 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     pub circuit: Option<PathBuf>,
 
+    /// A Hugging Face config.json to build the circuit from, instead of --circuit.
+    ///
+    /// Example: --hf-config Llama-3.1-8B/config.json
+    #[arg(long, value_name = "FILE", conflicts_with = "circuit")]
+    pub hf_config: Option<PathBuf>,
+
     /// Kernel families TOML file [default: the example's registry].
     ///
     /// Example: --families examples/llama-3.1-8b/families.toml
@@ -167,12 +173,17 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         .map(|s| parse_set(s))
         .collect::<Result<Vec<_>, _>>()?;
 
-    let (text, origin) = source(
-        args.circuit.as_ref(),
-        example::CIRCUIT,
-        example::CIRCUIT_ORIGIN,
-    )?;
-    let circuit = Circuit::from_toml(&text, &origin)?;
+    let circuit = match &args.hf_config {
+        Some(path) => circuit_hf::from_config_json(&read_file(path)?, &path.display().to_string())?,
+        None => {
+            let (text, origin) = source(
+                args.circuit.as_ref(),
+                example::CIRCUIT,
+                example::CIRCUIT_ORIGIN,
+            )?;
+            Circuit::from_toml(&text, &origin)?
+        }
+    };
     let (text, origin) = source(
         args.families.as_ref(),
         example::FAMILIES,
