@@ -69,6 +69,9 @@ pub enum PlanError {
     /// An alignment of 0.
     #[error("alignment must be at least 1 byte")]
     BadAlign,
+    /// A device with no SMs (an SM count of 0 would zero every workspace that scales with it).
+    #[error("sm_count 0: a device has at least one SM")]
+    ZeroSmCount,
     /// A row count of 0.
     #[error("row counts start at 1 (got 0)")]
     ZeroRows,

@@ -179,6 +179,9 @@ impl<'a> Planner<'a> {
         if config.align == 0 {
             return Err(PlanError::BadAlign);
         }
+        if config.sm_count == 0 {
+            return Err(PlanError::ZeroSmCount);
+        }
         let bound = families.bind(circuit, config.sm_count)?;
         let states = state_bytes(circuit, config.kv_tokens, config.sequences)?;
         Ok(Planner {

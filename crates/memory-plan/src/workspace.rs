@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use circuit_ir::{Circuit, NodeIdx};
 use fuser::FusionPlan;
-use kernel_families::{BoundFamilies, Families, FamilyIdx};
+use kernel_families::{BoundFamilies, Families, FamilyIdx, WorkspaceErrorKind};
 use serde::Serialize;
 
 use crate::error::PlanError;
@@ -201,7 +201,13 @@ impl TermShape {
                     workspace: self.name.to_string(),
                     node: circuit.nodes()[node].id.clone(),
                     n,
-                    detail: e.to_string(),
+                    // The variant already names the family and workspace.
+                    detail: match e.kind() {
+                        WorkspaceErrorKind::Eval { index, error, .. } => {
+                            format!("bytes[{index}]: {error}")
+                        }
+                        _ => e.to_string(),
+                    },
                 }
             })
     }
