@@ -59,7 +59,8 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         max_steps: args.max_steps,
         stop: Some(&stop),
     };
-    let solution = pack::solve(&buffers, goal, &limits)?;
+    let solution = pack::solve(&buffers, goal, &limits)
+        .map_err(|e| format!("{}: {e}", args.file.display()))?;
     let elapsed = started.elapsed();
     let height = pack::validate(&buffers, &solution.placement.offsets, None)
         .map_err(|e| format!("internal error, the solver returned an invalid placement: {e}"))?;
