@@ -482,17 +482,25 @@ impl<'a> Planner<'a> {
     }
 }
 
-/// Bytes of every state of `circuit`.
+/// Bytes of every state of `circuit`; an overflow names the state (or the sum).
 pub(crate) fn state_bytes(
     circuit: &Circuit,
     kv_tokens: u64,
     sequences: u64,
 ) -> Result<u64, PlanError> {
-    circuit
-        .state_bytes(kv_tokens, sequences)
-        .map_err(|e| PlanError::States {
-            kv_tokens,
-            sequences,
-            detail: e.to_string(),
-        })
+    let err = |detail: String| PlanError::States {
+        kv_tokens,
+        sequences,
+        detail,
+    };
+    let mut total = 0u64;
+    for state in circuit.states().values() {
+        let bytes = state
+            .bytes(kv_tokens, sequences)
+            .map_err(|e| err(format!("state `{}`: {e}", state.id)))?;
+        total = total
+            .checked_add(bytes)
+            .ok_or_else(|| err("the sum of the states overflows 64-bit bytes".to_owned()))?;
+    }
+    Ok(total)
 }
