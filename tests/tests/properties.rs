@@ -380,6 +380,19 @@ fn check_arena(planner: &Planner<'_>, circuit: &Circuit, plan: &MemoryPlan, n: u
             );
         }
     }
+    // A workspace buffer belongs to the first of its term's nodes that runs at its step.
+    for slot in &layout.slots {
+        if let BufferKind::Workspace { term, step } = slot.kind {
+            let nodes = &layout.terms[term].nodes;
+            let first = nodes.iter().copied().find(|&n| fusion.step_of(n) == step);
+            assert_eq!(
+                Some(slot.owner),
+                first,
+                "owner of term {term} at step {step}"
+            );
+            assert_eq!((slot.start, slot.end), (step, step + 1));
+        }
+    }
     for (edge, _) in circuit.edges().iter() {
         if fusion.edge_state(edge) == EdgeState::Materialized {
             assert!(

@@ -129,12 +129,18 @@ impl ArenaShape {
             }
             let class = u32::try_from(classes.len()).expect("fewer classes than slots");
             classes.push(Source::Term(t));
+            // `nodes` and `steps` are both in plan order: one walk finds each step's first node
+            // (a search from the start per step was quadratic in the layers of a model).
+            let mut next = 0;
             for &step in &shape.steps {
+                while next < shape.nodes.len() && plan.step_of(shape.nodes[next]) < step {
+                    next += 1;
+                }
                 let owner = shape
                     .nodes
-                    .iter()
+                    .get(next)
                     .copied()
-                    .find(|&n| plan.step_of(n) == step)
+                    .filter(|&n| plan.step_of(n) == step)
                     .unwrap_or(shape.nodes[0]);
                 slots.push(BufferSlot {
                     kind: BufferKind::Workspace { term: t, step },
