@@ -13,7 +13,9 @@ const VALUES: [u64; 8] = [0, 1, 2, 3, 7, 4096, 1 << 32, u64::MAX];
 const NS: [u64; 7] = [0, 1, 2, 3, 64, 1 << 32, u64::MAX];
 
 fn value_of(name: &str) -> u64 {
-    let h = name.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+    let h = name
+        .bytes()
+        .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
     VALUES[h % VALUES.len()]
 }
 
@@ -43,20 +45,13 @@ fn reference(t: &Tree, n: u64) -> Option<u64> {
                 Func::Max => vals.iter().copied().max(),
                 Func::CeilDiv => {
                     let (a, b) = (vals[0], vals[1]);
-                    if b == 0 {
-                        None
-                    } else {
-                        Some(a / b + u64::from(a % b != 0))
-                    }
+                    a.checked_div(b).map(|q| q + u64::from(a % b != 0))
                 }
                 Func::RoundUp => {
                     let (a, b) = (vals[0], vals[1]);
-                    if b == 0 {
-                        None
-                    } else if a % b == 0 {
-                        Some(a)
-                    } else {
-                        (a / b + 1).checked_mul(b)
+                    match a.checked_rem(b)? {
+                        0 => Some(a),
+                        _ => (a / b + 1).checked_mul(b),
                     }
                 }
             }
@@ -74,7 +69,10 @@ fuzz_target!(|data: &[u8]| {
     // Canonical text re-parses to the same tree and is a fixed point.
     let canonical = expr.canonical();
     let again = Expr::parse(&canonical).expect("canonical text parses");
-    assert_eq!(again, expr, "canonical `{canonical}` of `{text}` re-parses differently");
+    assert_eq!(
+        again, expr,
+        "canonical `{canonical}` of `{text}` re-parses differently"
+    );
     assert_eq!(again.canonical(), canonical);
 
     // Slot-compiled (n read at evaluation) against constant-folded and the reference.
@@ -94,10 +92,17 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(folded.as_ref().ok().copied(), want, "`{text}` at n = {n}");
         if let Ok(program) = &program {
             let slotted = program.eval(&[n]);
-            assert_eq!(slotted.as_ref().ok().copied(), want, "`{text}` slotted at n = {n}");
+            assert_eq!(
+                slotted.as_ref().ok().copied(),
+                want,
+                "`{text}` slotted at n = {n}"
+            );
         } else {
             // Compilation folds constant parts only: a fault there fails at every n.
-            assert_eq!(want, None, "`{text}` failed to compile but evaluates at n = {n}");
+            assert_eq!(
+                want, None,
+                "`{text}` failed to compile but evaluates at n = {n}"
+            );
         }
         if let Some(v) = want {
             if let Some(p) = previous {

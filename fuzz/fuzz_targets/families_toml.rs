@@ -23,7 +23,11 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => return common::one_line("families", &e.to_string()),
         Ok(f) => f,
     };
-    for op in [circuit_ir::Op::Linear, circuit_ir::Op::Attention, circuit_ir::Op::Sample] {
+    for op in [
+        circuit_ir::Op::Linear,
+        circuit_ir::Op::Attention,
+        circuit_ir::Op::Sample,
+    ] {
         for kernels in [&[][..], &["gemm_bf16_sm90"][..], &["a", "b"][..]] {
             let _ = families.of_group(kernels, "torch", op);
         }

@@ -29,7 +29,10 @@ fuzz_target!(|data: &[u8]| {
     let height = pack::validate(&buffers, &greedy.offsets, None)
         .unwrap_or_else(|e| panic!("heuristic placement invalid: {e}"));
     assert_eq!(height, greedy.height);
-    assert!(height >= lower, "heuristic {height} below the lower bound {lower}");
+    assert!(
+        height >= lower,
+        "heuristic {height} below the lower bound {lower}"
+    );
 
     // Re-stacking the heuristic's placement at the same sizes is valid and no higher.
     let stacking = Stacking::new(&buffers, &greedy);
@@ -39,7 +42,11 @@ fuzz_target!(|data: &[u8]| {
         let h = pack::validate(&buffers, &offsets, None)
             .unwrap_or_else(|e| panic!("re-stacked placement invalid: {e}"));
         assert_eq!(h, restacked);
-        assert!(restacked <= greedy.height, "re-stacking raised {} to {restacked}", greedy.height);
+        assert!(
+            restacked <= greedy.height,
+            "re-stacking raised {} to {restacked}",
+            greedy.height
+        );
     }
 
     let limits = Limits {
@@ -57,7 +64,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(solution.lower_bound, lower);
         assert!(h >= lower);
         if goal == Goal::Minimize {
-            assert!(h <= greedy.height, "solver {h} above the heuristic {}", greedy.height);
+            assert!(
+                h <= greedy.height,
+                "solver {h} above the heuristic {}",
+                greedy.height
+            );
         }
         let written = csv::write(&rows, &solution.placement.offsets).expect("solution CSV");
         let back = csv::parse(
@@ -67,6 +78,10 @@ fuzz_target!(|data: &[u8]| {
                 .collect::<Vec<_>>()
                 .join("\n"),
         );
-        assert_eq!(back, Ok(rows.clone()), "the solution CSV does not read back");
+        assert_eq!(
+            back,
+            Ok(rows.clone()),
+            "the solution CSV does not read back"
+        );
     }
 });

@@ -50,7 +50,11 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => return common::one_line("rules", &e.to_string()),
         Ok(r) => r,
     };
-    let overrides: &[(&str, &str)] = if knob & 1 == 1 { &[("mode", "decode")] } else { &[] };
+    let overrides: &[(&str, &str)] = if knob & 1 == 1 {
+        &[("mode", "decode")]
+    } else {
+        &[]
+    };
     let settings = match rules.settings(overrides.iter().copied(), "--set") {
         Err(e) => return common::one_line("settings", &e.to_string()),
         Ok(s) => s,
@@ -75,29 +79,47 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => {
             common::one_line("sweep", &e.to_string());
             // A sweep fails exactly when some row count fails alone.
-            assert!(rows.iter().any(|&n| planner.plan(n).is_err()), "sweep fails alone: {e}");
+            assert!(
+                rows.iter().any(|&n| planner.plan(n).is_err()),
+                "sweep fails alone: {e}"
+            );
             return;
         }
         Ok(p) => p,
     };
     for (plan, &n) in swept.iter().zip(&rows) {
-        let alone = planner.plan(n).expect("a row count of a good sweep plans alone");
+        let alone = planner
+            .plan(n)
+            .expect("a row count of a good sweep plans alone");
         assert_eq!(plan, &alone, "sweep differs from a serial plan at n = {n}");
         let t = plan.totals;
         assert_eq!(t.total, t.weights + t.activations + t.workspaces + t.states);
         assert!(plan.arena.lower_bound <= plan.arena.bytes);
         assert!(plan.arena.bytes <= plan.arena.unshared);
 
-        let table = planner.per_node(n).unwrap_or_else(|e| panic!("per_node({n}): {e}"));
+        let table = planner
+            .per_node(n)
+            .unwrap_or_else(|e| panic!("per_node({n}): {e}"));
         let sum = table
             .nodes
             .iter()
-            .map(|r| u128::from(r.weights) + u128::from(r.activations) + u128::from(r.workspaces) + u128::from(r.states))
+            .map(|r| {
+                u128::from(r.weights)
+                    + u128::from(r.activations)
+                    + u128::from(r.workspaces)
+                    + u128::from(r.states)
+            })
             .sum::<u128>()
             + u128::from(table.fragmentation);
-        assert_eq!(sum, u128::from(t.total), "per-node rows do not sum to the total at n = {n}");
+        assert_eq!(
+            sum,
+            u128::from(t.total),
+            "per-node rows do not sum to the total at n = {n}"
+        );
 
-        let layout = planner.arena_layout(n).unwrap_or_else(|e| panic!("arena_layout({n}): {e}"));
+        let layout = planner
+            .arena_layout(n)
+            .unwrap_or_else(|e| panic!("arena_layout({n}): {e}"));
         let buffers: Vec<pack::Buffer> = layout
             .slots
             .iter()
@@ -111,18 +133,29 @@ fuzz_target!(|data: &[u8]| {
     let w = widest(swept.iter().map(|p| p.workspaces.clone()));
     let w_rev = widest(swept.iter().rev().map(|p| p.workspaces.clone()));
     let bytes = |w: &[memory_plan::WorkspaceTerm]| {
-        let mut b: Vec<_> = w.iter().map(|t| (t.family.clone(), t.name.clone(), t.bytes)).collect();
+        let mut b: Vec<_> = w
+            .iter()
+            .map(|t| (t.family.clone(), t.name.clone(), t.bytes))
+            .collect();
         b.sort();
         b
     };
-    assert_eq!(bytes(&w), bytes(&w_rev), "widest depends on the order of plans");
+    assert_eq!(
+        bytes(&w),
+        bytes(&w_rev),
+        "widest depends on the order of plans"
+    );
 
     let budget = swept[1].totals.total;
     match planner.max_rows(1..=4096, budget) {
         Err(e) => common::one_line("max_rows", &e.to_string()),
         Ok(fit) => {
             if let Some(m) = fit.max_rows {
-                let total = planner.plan(m).expect("the fitting row count plans").totals.total;
+                let total = planner
+                    .plan(m)
+                    .expect("the fitting row count plans")
+                    .totals
+                    .total;
                 assert!(total <= budget, "max_rows {m} has total {total} > {budget}");
                 assert_eq!(fit.total, Some(total));
             }

@@ -30,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
             Err(e) => return common::one_line("rules", &e.to_string()),
             Ok(r) => r,
         };
-        assert!(unchecked.is_ok(), "rules load with a registry but not without");
+        assert!(
+            unchecked.is_ok(),
+            "rules load with a registry but not without"
+        );
         let toml = rules.to_toml().expect("loaded rules serialize");
         let again = Rules::from_toml(&toml, "round-trip.toml", Some(families))
             .unwrap_or_else(|e| panic!("round trip fails: {e}\n{toml}"));
