@@ -170,7 +170,7 @@ fn repeats_near_the_limit_are_refused_before_expansion() {
     let started = Instant::now();
     assert_eq!(
         load(p).unwrap_err(),
-        "limits.toml: block `b`: 18446744073709551615 instances of 2 nodes exceeds the limit of 16777216 nodes per circuit"
+        "limits.toml: block `b`: 18446744073709551615 instances of 2 nodes exceeds the limit of 1048576 nodes per circuit"
     );
     assert!(started.elapsed().as_secs() < 5);
 }

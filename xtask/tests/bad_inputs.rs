@@ -172,7 +172,7 @@ fn every_file_of_the_corpus_is_a_case() {
 fn the_corpus_covers_every_format_and_the_flags() {
     let cases = cases(&workspace_root());
     let count = |prefix: &str| cases.iter().filter(|c| c.name.starts_with(prefix)).count();
-    assert_eq!(count("circuit-"), 26);
+    assert_eq!(count("circuit-"), 27);
     assert_eq!(count("families-"), 11);
     assert_eq!(count("rules-"), 9);
     assert_eq!(count("hf-"), 7);
@@ -180,7 +180,7 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("flag-"), 29);
     assert_eq!(count("file-"), 7);
     assert_eq!(count("pack-"), 4);
-    assert_eq!(cases.len(), 102);
+    assert_eq!(cases.len(), 103);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())

@@ -20,8 +20,14 @@ use crate::expr::{Binding, Expr, ExprError, ExprText};
 use crate::format::Format;
 use crate::op::Op;
 
-/// The most nodes a circuit may have (all block instances together).
-pub const MAX_NODES: u64 = 1 << 24;
+/// The most nodes a circuit may have (all block instances together). A loaded circuit takes
+/// about 1.4 KB per node and a plan about as much again: 2^20 nodes (70,000 layers of the
+/// Llama example) load in about 1.5 GB, where 2^24 would not fit in a 24 GB machine.
+pub const MAX_NODES: u64 = 1 << 20;
+
+/// The most block instances a circuit may have (all blocks together): an instance costs work
+/// even when its block has no node.
+pub const MAX_INSTANCES: u64 = MAX_NODES;
 
 /// Names a dim may not take: they are bound by rows (`n`) and by kernel families (`k`,
 /// `sm_count`).
@@ -367,6 +373,7 @@ impl<'a> Build<'a> {
     fn plan_instances(&mut self, blocks: &[BlockDecl]) -> Result<Vec<Option<u64>>, CircuitError> {
         let mut repeats = Vec::with_capacity(blocks.len());
         let mut total_nodes: u64 = 0;
+        let mut total_instances: u64 = 0;
         let mut names: Vec<&str> = Vec::new();
         for block in blocks {
             let place = Place::root().with(format!("block `{}`", block.name));
@@ -404,6 +411,19 @@ impl<'a> Build<'a> {
                     },
                 )
             })?;
+            total_instances = total_instances
+                .checked_add(repeat.unwrap_or(1))
+                .filter(|&n| n <= MAX_INSTANCES)
+                .ok_or_else(|| {
+                    self.err(
+                        &place,
+                        Kind::TooLarge {
+                            what: format!("{} instances", repeat.unwrap_or(1)),
+                            limit: MAX_INSTANCES,
+                            unit: "block instances per circuit",
+                        },
+                    )
+                })?;
             repeats.push(repeat);
         }
         for (block, repeat) in blocks.iter().zip(&repeats) {

@@ -301,7 +301,23 @@ fn expression_syntax_error_names_the_column() {
 fn too_many_instances() {
     assert_eq!(
         error_after("layers = 2", "layers = 1_000_000_000"),
-        "bad.toml: block `layer`: 1000000000 instances of 4 nodes exceeds the limit of 16777216 nodes per circuit"
+        "bad.toml: block `layer`: 1000000000 instances of 4 nodes exceeds the limit of 1048576 nodes per circuit"
+    );
+    // 2^18 instances of 4 nodes: exactly the limit.
+    assert!(error_after("layers = 2", "layers = 262_145").contains("262145 instances of 4 nodes"));
+}
+
+#[test]
+fn too_many_instances_of_an_empty_block() {
+    // A block with no node used to be expanded u64::MAX times: the loader never returned.
+    let text = "schema = 1\nname = \"e\"\n[[input]]\nid = \"x\"\nrows = \"n\"\nwidth = 8\n\
+                format = \"bf16\"\n[[block]]\nname = \"nothing\"\nrepeat = \"18446744073709551615\"\n\
+                [[output]]\nedge = \"x\"\n";
+    assert_eq!(
+        Circuit::from_toml(text, "empty.toml")
+            .unwrap_err()
+            .to_string(),
+        "empty.toml: block `nothing`: 18446744073709551615 instances exceeds the limit of 1048576 block instances per circuit"
     );
 }
 
