@@ -130,6 +130,8 @@ impl CircuitBuilder {
 struct Build<'a> {
     origin: &'a str,
     dims: Vec<(String, u64)>,
+    /// The dims by name (a look-up per name read: a scan of `dims` was quadratic in them).
+    dim_values: HashMap<String, u64>,
     instances: PrimaryMap<InstanceIdx, BlockInstance>,
     nodes: PrimaryMap<NodeIdx, Node>,
     edges: PrimaryMap<EdgeIdx, Edge>,
@@ -160,6 +162,7 @@ impl<'a> Build<'a> {
         Build {
             origin,
             dims: Vec::new(),
+            dim_values: HashMap::new(),
             instances: PrimaryMap::new(),
             nodes: PrimaryMap::new(),
             edges: PrimaryMap::new(),
@@ -229,6 +232,14 @@ impl<'a> Build<'a> {
     }
 
     fn dims(&mut self, dims: &DimDecls) -> Result<(), CircuitError> {
+        // The last position of each name: a name is declared at or after `pos` exactly when
+        // its last declaration is.
+        let last: HashMap<&str, usize> = dims
+            .0
+            .iter()
+            .enumerate()
+            .map(|(pos, (d, _))| (d.as_str(), pos))
+            .collect();
         for (pos, (name, text)) in dims.0.iter().enumerate() {
             let place = Place::root().with(format!("dim `{name}`"));
             check_name(name, "a dim", true).map_err(|k| self.err(&place, k))?;
@@ -242,7 +253,7 @@ impl<'a> Build<'a> {
                     },
                 ));
             }
-            if self.dims.iter().any(|(d, _)| d == name) {
+            if self.dim_values.contains_key(name) {
                 return Err(self.err(
                     &place,
                     Kind::DuplicateId {
@@ -253,7 +264,7 @@ impl<'a> Build<'a> {
             }
             let expr = text.parse().map_err(|e| self.err(&place, e))?;
             for used in expr.free_names() {
-                let later = dims.0[pos..].iter().any(|(d, _)| d == used);
+                let later = last.get(used).is_some_and(|&p| p >= pos);
                 if later {
                     return Err(self.err(
                         &place,
@@ -266,6 +277,7 @@ impl<'a> Build<'a> {
             }
             let value = self.eval_dims(&place, &expr)?;
             self.dims.push((name.clone(), value));
+            self.dim_values.insert(name.clone(), value);
         }
         Ok(())
     }
@@ -304,7 +316,7 @@ impl<'a> Build<'a> {
     }
 
     fn dim_value(&self, name: &str) -> Option<u64> {
-        self.dims.iter().find(|(d, _)| d == name).map(|&(_, v)| v)
+        self.dim_values.get(name).copied()
     }
 
     fn expr_error(&self, place: &Place, e: ExprError, with_n: bool) -> CircuitError {
