@@ -303,7 +303,7 @@ fn too_many_instances() {
         error_after("layers = 2", "layers = 1_000_000_000"),
         "bad.toml: block `layer`: 1000000000 instances of 4 nodes exceeds the limit of 1048576 nodes per circuit"
     );
-    // 2^18 instances of 4 nodes: exactly the limit.
+    // One instance more than 2^18 x 4 nodes = 2^20.
     assert!(error_after("layers = 2", "layers = 262_145").contains("262145 instances of 4 nodes"));
 }
 
