@@ -1,6 +1,7 @@
 //! Circuit errors: every one names where it comes from (the file or builder), the place in the
 //! circuit (block instance, item, field) and the value at fault.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::expr::ExprError;
@@ -46,9 +47,32 @@ impl fmt::Display for Place {
     }
 }
 
+/// `text` fit for a one-line message: line breaks and other control characters (but tab) are
+/// escaped as in a Rust string literal (`\n`, `\r`, `\u{7f}`); other text is unchanged.
+///
+/// Error messages quote what the user wrote (ids, op names, expressions, file names), and a
+/// TOML or JSON string may hold a newline: every error type of the planner's crates passes its
+/// message through this, so a message is always one line.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    fn breaks(c: char) -> bool {
+        (c.is_control() && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}')
+    }
+    if !text.chars().any(breaks) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if breaks(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// A circuit that cannot be loaded or built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{origin}: {place}{kind}")]
 pub struct CircuitError {
     /// The file name, or what the builder was told to call its circuit.
     pub origin: String,
@@ -56,6 +80,14 @@ pub struct CircuitError {
     pub place: Place,
     /// What is wrong (boxed: errors travel through every `Result` of the builder).
     pub kind: Box<CircuitErrorKind>,
+}
+
+impl fmt::Display for CircuitError {
+    /// `origin: place: what`, on one line whatever the input holds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = format!("{}: {}{}", self.origin, self.place, self.kind);
+        f.write_str(&one_line(&message))
+    }
 }
 
 /// What is wrong with a circuit.

@@ -16,6 +16,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::one_line;
+
 /// Deepest tree the parser builds; keeps recursion over trees bounded for any input.
 pub const MAX_DEPTH: usize = 200;
 /// Deepest evaluation stack a program may need; evaluation uses a fixed array of this size.
@@ -291,7 +293,12 @@ impl fmt::Display for Fault {
 #[non_exhaustive]
 pub enum ExprError {
     /// The text is not an expression.
-    #[error("expression `{expr}`: syntax error at column {column}: {message}")]
+    #[error(
+        "expression `{}`: syntax error at column {}: {}",
+        one_line(.expr),
+        .column,
+        one_line(.message)
+    )]
     Syntax {
         /// The expression text.
         expr: String,
@@ -301,7 +308,7 @@ pub enum ExprError {
         message: String,
     },
     /// A name the scope does not define.
-    #[error("expression `{expr}`: unknown name `{name}`")]
+    #[error("expression `{}`: unknown name `{}`", one_line(.expr), one_line(.name))]
     UnknownName {
         /// The expression text.
         expr: String,
@@ -309,7 +316,7 @@ pub enum ExprError {
         name: String,
     },
     /// A checked arithmetic step failed.
-    #[error("expression `{expr}`: {fault} in `{at}`")]
+    #[error("expression `{}`: {} in `{}`", one_line(.expr), .fault, one_line(.at))]
     Eval {
         /// The expression text.
         expr: String,
@@ -319,7 +326,12 @@ pub enum ExprError {
         fault: Fault,
     },
     /// The caller gave fewer slot values than the compiled program reads.
-    #[error("expression `{expr}`: evaluated with {given} slot values, needs {needed}")]
+    #[error(
+        "expression `{}`: evaluated with {} slot values, needs {}",
+        one_line(.expr),
+        .given,
+        .needed
+    )]
     MissingSlots {
         /// The expression text.
         expr: String,
