@@ -5,7 +5,7 @@
 //! importer itself emitted an invalid circuit (a bug in this crate), never a user mistake
 //! (sizes that overflow are [`HfError::TooLarge`]).
 
-use circuit_ir::CircuitError;
+use circuit_ir::{CircuitError, one_line};
 
 use crate::model::supported_list;
 
@@ -14,7 +14,11 @@ use crate::model::supported_list;
 #[non_exhaustive]
 pub enum HfError {
     /// The file could not be read.
-    #[error("{origin}: cannot read the file: {message}")]
+    #[error(
+        "{}: cannot read the file: {}",
+        one_line(.origin),
+        one_line(.message)
+    )]
     Io {
         /// The file.
         origin: String,
@@ -22,7 +26,13 @@ pub enum HfError {
         message: String,
     },
     /// The text is not JSON.
-    #[error("{origin}: line {line}, column {column}: not valid JSON: {message}")]
+    #[error(
+        "{}: line {}, column {}: not valid JSON: {}",
+        one_line(.origin),
+        .line,
+        .column,
+        one_line(.message)
+    )]
     Json {
         /// The file.
         origin: String,
@@ -34,7 +44,11 @@ pub enum HfError {
         message: String,
     },
     /// The JSON is not an object.
-    #[error("{origin}: expected a JSON object at the top level, found {found}")]
+    #[error(
+        "{}: expected a JSON object at the top level, found {}",
+        one_line(.origin),
+        one_line(.found)
+    )]
     NotAnObject {
         /// The file.
         origin: String,
@@ -42,14 +56,20 @@ pub enum HfError {
         found: String,
     },
     /// No `model_type` key.
-    #[error("{origin}: missing key `model_type` (supported: {})", supported_list())]
+    #[error(
+        "{}: missing key `model_type` (supported: {})",
+        one_line(.origin),
+        supported_list()
+    )]
     MissingModelType {
         /// The file.
         origin: String,
     },
     /// A `model_type` this crate does not import.
     #[error(
-        "{origin}: model_type `{found}` is not supported (supported: {})",
+        "{}: model_type `{}` is not supported (supported: {})",
+        one_line(.origin),
+        one_line(.found),
         supported_list()
     )]
     UnsupportedModelType {
@@ -59,7 +79,12 @@ pub enum HfError {
         found: String,
     },
     /// A key the model needs, absent (or null) and without a default.
-    #[error("{origin}: missing key `{key}` ({model_type} has no default for it)")]
+    #[error(
+        "{}: missing key `{}` ({} has no default for it)",
+        one_line(.origin),
+        one_line(.key),
+        one_line(.model_type)
+    )]
     MissingKey {
         /// The file.
         origin: String,
@@ -69,7 +94,13 @@ pub enum HfError {
         model_type: String,
     },
     /// A value of the wrong JSON type or out of range.
-    #[error("{origin}: `{key}` must be {expected}, found {found}")]
+    #[error(
+        "{}: `{}` must be {}, found {}",
+        one_line(.origin),
+        one_line(.key),
+        one_line(.expected),
+        one_line(.found)
+    )]
     BadValue {
         /// The file.
         origin: String,
@@ -81,7 +112,12 @@ pub enum HfError {
         found: String,
     },
     /// A key that changes memory in a way this crate does not model.
-    #[error("{origin}: `{key}` {why}")]
+    #[error(
+        "{}: `{}` {}",
+        one_line(.origin),
+        one_line(.key),
+        one_line(.why)
+    )]
     Refused {
         /// The file.
         origin: String,
@@ -93,7 +129,10 @@ pub enum HfError {
     /// A key this crate does not know for the model type: it might change memory, so it is
     /// refused rather than ignored.
     #[error(
-        "{origin}: unknown key `{key}` for {model_type}: it is neither read nor known to leave memory unchanged, so it is refused rather than ignored; remove it if it does not change the model's tensors or caches (docs/hf-import.md lists the keys of each model type)"
+        "{}: unknown key `{}` for {}: it is neither read nor known to leave memory unchanged, so it is refused rather than ignored; remove it if it does not change the model's tensors or caches (docs/hf-import.md lists the keys of each model type)",
+        one_line(.origin),
+        one_line(.key),
+        one_line(.model_type)
     )]
     UnknownKey {
         /// The file.
@@ -104,7 +143,11 @@ pub enum HfError {
         model_type: String,
     },
     /// Keys whose values contradict each other (or the architecture).
-    #[error("{origin}: {message}")]
+    #[error(
+        "{}: {}",
+        one_line(.origin),
+        one_line(.message)
+    )]
     Contradiction {
         /// The file.
         origin: String,
@@ -113,7 +156,11 @@ pub enum HfError {
     },
     /// Sizes so large that the circuit's byte counts overflow 64 bits or its node count
     /// exceeds circuit-ir's limit.
-    #[error("{origin}: the model is too large to plan: {source}")]
+    #[error(
+        "{}: the model is too large to plan: {}",
+        one_line(.origin),
+        .source
+    )]
     TooLarge {
         /// The file.
         origin: String,
@@ -122,7 +169,11 @@ pub enum HfError {
     },
     /// The importer built a circuit that circuit-ir rejects for another reason: a bug in this
     /// crate.
-    #[error("{origin}: the imported circuit is invalid (a bug in circuit-hf): {source}")]
+    #[error(
+        "{}: the imported circuit is invalid (a bug in circuit-hf): {}",
+        one_line(.origin),
+        .source
+    )]
     Circuit {
         /// The file.
         origin: String,

@@ -38,7 +38,8 @@ pub struct FuseOptions {
 pub enum FuseError {
     /// A node no applicable rule covers.
     #[error(
-        "node `{node}` ({op}) is covered by no rule at n = {n} with {settings}; add a rule for `{op}` (or fuse with placeholders)"
+        "node `{node}` ({op}) is covered by no rule at n = {n} with {}; add a rule for `{op}` (or fuse with placeholders)",
+        circuit_ir::one_line(.settings)
     )]
     Uncovered {
         /// The node's id.

@@ -216,7 +216,6 @@ impl Eq for Rules {}
 
 /// A rule set that cannot be loaded, or settings it does not declare.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{origin}: {place}{kind}")]
 pub struct RulesError {
     /// The file name (or what the caller called the rules).
     pub origin: String,
@@ -224,6 +223,14 @@ pub struct RulesError {
     pub place: String,
     /// What is wrong.
     pub kind: Box<RulesErrorKind>,
+}
+
+impl std::fmt::Display for RulesError {
+    /// `origin: place what`, on one line whatever the file or `--set` holds.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let message = format!("{}: {}{}", self.origin, self.place, self.kind);
+        f.write_str(&circuit_ir::one_line(&message))
+    }
 }
 
 /// What is wrong with a rule set.

@@ -7,11 +7,10 @@
 
 use std::fmt;
 
-use circuit_ir::{ExprError, Place, UnknownOp};
+use circuit_ir::{ExprError, Place, UnknownOp, one_line};
 
 /// A families registry or a device table that cannot be loaded, bound or looked up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{origin}: {place}{kind}")]
 pub struct FamiliesError {
     /// The file name the text was loaded under.
     pub origin: String,
@@ -19,6 +18,14 @@ pub struct FamiliesError {
     pub place: Place,
     /// What is wrong (boxed: keeps `Result`s small).
     pub kind: Box<FamiliesErrorKind>,
+}
+
+impl fmt::Display for FamiliesError {
+    /// `origin: place: what`, on one line whatever the file holds (ids may hold newlines).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = format!("{}: {}{}", self.origin, self.place, self.kind);
+        f.write_str(&one_line(&message))
+    }
 }
 
 impl FamiliesError {
@@ -162,8 +169,14 @@ pub enum FamiliesErrorKind {
 
 /// A workspace that cannot be valued at some `(n, k)`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
 pub struct WorkspaceError(Box<WorkspaceErrorKind>);
+
+impl fmt::Display for WorkspaceError {
+    /// One line, whatever the family and workspace names hold.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&one_line(&self.0.to_string()))
+    }
+}
 
 impl WorkspaceError {
     pub(crate) fn new(kind: WorkspaceErrorKind) -> WorkspaceError {

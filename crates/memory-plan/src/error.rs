@@ -1,6 +1,7 @@
 //! The planner's errors: each names what failed (node, edge, family and workspace, term) and
 //! the row count at which it failed.
 
+use circuit_ir::one_line;
 use fuser::FuseError;
 use kernel_families::FamiliesError;
 
@@ -17,7 +18,14 @@ pub enum PlanError {
     #[error(transparent)]
     Fuse(#[from] FuseError),
     /// A workspace expression failed at some node and row count.
-    #[error("family `{family}`, workspace `{workspace}`, node `{node}` at n = {n}: {detail}")]
+    #[error(
+        "family `{}`, workspace `{}`, node `{}` at n = {}: {}",
+        one_line(.family),
+        one_line(.workspace),
+        one_line(.node),
+        .n,
+        one_line(.detail)
+    )]
     Workspace {
         /// Family id.
         family: String,
@@ -31,7 +39,7 @@ pub enum PlanError {
         detail: String,
     },
     /// An edge's size failed (rows expression fault or overflow).
-    #[error("edge `{edge}` at n = {n}: {detail}")]
+    #[error("edge `{}` at n = {}: {}", one_line(.edge), .n, one_line(.detail))]
     EdgeSize {
         /// Edge id.
         edge: String,
@@ -41,7 +49,12 @@ pub enum PlanError {
         detail: String,
     },
     /// A state's size overflowed.
-    #[error("states at {kv_tokens} KV tokens and {sequences} sequences: {detail}")]
+    #[error(
+        "states at {} KV tokens and {} sequences: {}",
+        .kv_tokens,
+        .sequences,
+        one_line(.detail)
+    )]
     States {
         /// Cached tokens.
         kv_tokens: u64,

@@ -45,3 +45,23 @@ fn a_failing_workspace_is_named_once() {
          n = 4096: bytes[0]: expression `1024 - n`: negative result in `1024 - n`"
     );
 }
+
+#[test]
+fn a_family_id_with_a_newline_stays_on_one_line() {
+    let families = FAMILIES
+        .replacen(r#"id = "cublaslt_gemm""#, r#"id = "cublaslt\ngemm""#, 1)
+        .replacen(
+            r#"bytes = ["32 * 1024 * 1024"]"#,
+            r#"bytes = ["1024 -\n n"]"#,
+            1,
+        );
+    let (circuit, families, rules) = load(&families);
+    let settings = rules.defaults();
+    let planner =
+        Planner::new(&circuit, &families, &rules, settings, PlanConfig::new(132)).unwrap();
+    assert_eq!(
+        planner.plan(4096).unwrap_err().to_string(),
+        "family `cublaslt\\ngemm`, workspace `cublaslt_workspace`, node `layer.0.q_proj` at \
+         n = 4096: bytes[0]: expression `1024 -\\n n`: negative result in `1024 - n`"
+    );
+}

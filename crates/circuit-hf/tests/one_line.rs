@@ -1,0 +1,13 @@
+//! Every message is one line, whatever the config.json quotes (issue 7).
+
+#[test]
+fn json_strings_with_newlines_are_escaped() {
+    let err = circuit_hf::from_config_json(r#"{"model_type": "lla\nma"}"#, "m\n/config.json")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "m\\n/config.json: model_type `lla\\nma` is not supported (supported: llama, mistral, \
+         qwen2, qwen3, qwen3_moe, mixtral, phi3, gemma2, deepseek_v2)"
+    );
+}
