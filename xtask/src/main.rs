@@ -44,7 +44,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // One line whatever the message quotes (a flag's value may hold a newline).
+            eprintln!("error: {}", circuit_ir::one_line(&e.to_string()));
             ExitCode::FAILURE
         }
     }
