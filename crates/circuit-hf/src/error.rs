@@ -13,14 +13,6 @@ use crate::model::supported_list;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HfError {
-    /// The file could not be read.
-    #[error("{origin}: cannot read the file: {message}")]
-    Io {
-        /// The file.
-        origin: String,
-        /// The operating system's message.
-        message: String,
-    },
     /// The text is not JSON.
     #[error("{origin}: line {line}, column {column}: not valid JSON: {message}")]
     Json {

@@ -57,17 +57,6 @@ pub fn from_config_json(text: &str, origin: &str) -> Result<Circuit, HfError> {
     import(text, origin).map(|i| i.circuit)
 }
 
-/// Reads and imports a `config.json` file; its path is the origin.
-pub fn from_config_file(path: impl AsRef<Path>) -> Result<Circuit, HfError> {
-    let path = path.as_ref();
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| HfError::Io {
-        origin: origin.clone(),
-        message: e.to_string(),
-    })?;
-    from_config_json(&text, &origin)
-}
-
 /// Imports a `config.json` text and reports which keys were read, ignored and defaulted.
 pub fn import(text: &str, origin: &str) -> Result<Import, HfError> {
     let map = config::parse(text, origin)?;
