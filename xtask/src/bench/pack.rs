@@ -121,6 +121,41 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
     }
 
     println!();
+    println!("Planner hot path on synthetic arenas: heuristic, and restack for new sizes");
+    println!(
+        "{:>8} {:>12} {:>10} {:>12} {:>10}",
+        "buffers", "heuristic", "edges", "restack", "restacks/s"
+    );
+    for count in [500usize, 2_000] {
+        let buffers = pack::synth::transformer(5, count);
+        let started = Instant::now();
+        let placement = pack::heuristic(&buffers)?;
+        let heuristic_time = started.elapsed();
+        let stacking = pack::Stacking::new(&buffers, &placement);
+        let mut offsets = Vec::with_capacity(buffers.len());
+        let mut sizes: Vec<u64> = buffers.iter().map(|b| b.size).collect();
+        let rounds = 2_000u64;
+        let started = Instant::now();
+        for round in 0..rounds {
+            // New row counts scale every size; the order stays.
+            for (size, b) in sizes.iter_mut().zip(&buffers) {
+                *size = b.size / 256 * (round % 97 + 1) * 256;
+            }
+            let height = stacking.restack(&sizes, &mut offsets)?;
+            std::hint::black_box(height);
+        }
+        let per = started.elapsed() / rounds as u32;
+        println!(
+            "{:>8} {:>9.2} ms {:>10} {:>9.1} us {:>10.0}",
+            count,
+            heuristic_time.as_secs_f64() * 1e3,
+            stacking.edge_count(),
+            per.as_secs_f64() * 1e6,
+            1.0 / per.as_secs_f64()
+        );
+    }
+
+    println!();
     println!("Synthetic transformer workloads (pack::synth), solve(Minimize)");
     println!(
         "{:>8} {:>12} {:>12} {:>8} {:>9} {:>9} {:>10}  proof",
