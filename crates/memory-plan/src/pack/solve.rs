@@ -269,7 +269,7 @@ impl Solver<'_> {
             state.ranks = search_ranks(part);
         }
         let ranks = &state.ranks;
-        let mut round_budget = (self.steps_left / 64).clamp(1, 20_000);
+        let mut round_budget = (self.steps_left / 64).clamp(1, 150_000);
         loop {
             if self.steps_left == 0 {
                 return Outcome::Aborted;
