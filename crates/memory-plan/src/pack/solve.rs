@@ -82,8 +82,8 @@ pub struct Solution {
 }
 
 /// Parts with more buffers than this are left to the heuristics and the windowed search of
-/// `scale`: the exact search recurses once per placed buffer.
-pub(crate) const MAX_EXACT_BUFFERS: usize = 4000;
+/// `scale`: the exact search recurses once per placed buffer, on rayon worker stacks (2 MiB).
+pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
 
 /// Places the buffers for `goal` within `limits`; the placement is always valid.
 pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution, PackError> {
