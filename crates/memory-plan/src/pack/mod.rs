@@ -16,9 +16,11 @@ pub mod csv;
 mod heuristic;
 mod overlap;
 mod partition;
+mod scale;
 mod search;
 mod solve;
 mod stacking;
+pub mod synth;
 
 mod validate;
 

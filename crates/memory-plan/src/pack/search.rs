@@ -16,6 +16,7 @@
 //! - *interchangeable buffers* (same lifetime and size) are tried once per node;
 //! - *decomposition*: when the unplaced buffers split into groups no lifetime joins, each group
 //!   is searched alone and a failure in one fails the node without retrying the others.
+//!
 //! Candidates are tried in increasing (floor, static rank). The budget counts search nodes, so a
 //! run is a deterministic function of its input; `stop` and the cancel flag only cut it short.
 

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use super::heuristic::{self, Order};
 use super::partition::independent_parts;
+use super::scale;
 use super::search::{Interrupt, Outcome, Part, Search};
 use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
 
@@ -81,8 +82,8 @@ pub struct Solution {
 }
 
 /// Parts with more buffers than this are left to the heuristics and the windowed search of
-/// `scale`: the exact search recurses once per placed buffer.
-pub(crate) const MAX_EXACT_BUFFERS: usize = 4000;
+/// `scale`: the exact search recurses once per placed buffer, on rayon worker stacks (2 MiB).
+pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
 
 /// Places the buffers for `goal` within `limits`; the placement is always valid.
 pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution, PackError> {
@@ -132,6 +133,8 @@ struct PartState {
     best: u64,
     /// The highest capacity an attempt gave up on (budget), if any.
     gave_up_at: Option<u64>,
+    /// Whether the windowed packing of `scale` was tried (parts too large to search).
+    windowed: bool,
 }
 
 impl Solver<'_> {
@@ -158,6 +161,7 @@ impl Solver<'_> {
                     low: 0,
                     best,
                     gave_up_at: None,
+                    windowed: false,
                 }
             })
             .collect()
@@ -224,7 +228,18 @@ impl Solver<'_> {
                 return Proof::Unproven;
             }
             if state.ids.len() > MAX_EXACT_BUFFERS {
-                return Proof::Unproven;
+                if state.windowed {
+                    return Proof::Unproven;
+                }
+                state.windowed = true;
+                let (height, offsets) = scale::windowed(self.buffers, &state.ids);
+                if height < state.best {
+                    for (&i, offset) in state.ids.iter().zip(offsets) {
+                        self.offsets[i as usize] = offset;
+                    }
+                    state.best = height;
+                }
+                continue;
             }
             match self.attempt(state, target) {
                 Outcome::Found => {}
@@ -254,7 +269,7 @@ impl Solver<'_> {
             state.ranks = search_ranks(part);
         }
         let ranks = &state.ranks;
-        let mut round_budget = (self.steps_left / 64).clamp(1, 20_000);
+        let mut round_budget = (self.steps_left / 64).clamp(1, 150_000);
         loop {
             if self.steps_left == 0 {
                 return Outcome::Aborted;

@@ -105,6 +105,13 @@ impl Stacking {
                 what: "offset + size of a restacked buffer",
             })?);
         }
+        // Size-0 buffers conflict with nothing; they were needed above only as links of the
+        // paths that carry other buffers' offsets.
+        for (offset, &size) in offsets.iter_mut().zip(sizes) {
+            if size == 0 {
+                *offset = 0;
+            }
+        }
         Ok(height)
     }
 
