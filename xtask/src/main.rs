@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Plan the memory of a circuit (with no arguments: the embedded Llama-3.1-8B example).
-    Plan(plan::PlanArgs),
+    Plan(Box<plan::PlanArgs>),
     /// Pack the buffers of a MiniMalloc CSV file into an arena.
     Pack(pack::PackArgs),
     /// Measure the planner's speed.

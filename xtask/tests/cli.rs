@@ -56,8 +56,7 @@ fn no_arguments_plans_the_embedded_example_from_any_directory() {
     let rows: Vec<&str> = out
         .lines()
         .filter(|l| {
-            l.trim_start()
-                .split_whitespace()
+            l.split_whitespace()
                 .next()
                 .is_some_and(|w| w.parse::<u64>().is_ok())
         })
@@ -362,5 +361,5 @@ fn help_explains_every_flag_with_an_example() {
     ] {
         assert!(help.contains(flag), "--help does not mention {flag}");
     }
-    assert_eq!(help.matches("Example").count() >= 14, true, "{help}");
+    assert!(help.matches("Example").count() >= 14, "{help}");
 }

@@ -247,7 +247,7 @@ impl<'a> Search<'a> {
         last_start: Option<u64>,
     ) -> Outcome {
         self.steps += 1;
-        if self.steps > self.budget || (self.steps % 1024 == 0 && self.interrupt.fired()) {
+        if self.steps > self.budget || (self.steps.is_multiple_of(1024) && self.interrupt.fired()) {
             return Outcome::Aborted;
         }
         let part = self.part;

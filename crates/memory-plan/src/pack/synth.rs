@@ -108,7 +108,7 @@ impl Builder {
         let mut skips: Vec<(u64, Option<usize>)> = Vec::new(); // (layer that reads it, buffer)
         let mut layer = 0u64;
         while !self.full() {
-            if layer % 24 == 0 {
+            if layer.is_multiple_of(24) {
                 // A new stage: a different number of rows (token count x batch).
                 rows = 64 * self.random.between(2, 8);
             }
@@ -180,7 +180,7 @@ impl Builder {
                 let ahead = self.random.between(2, 12);
                 skips.push((layer + ahead, residual));
             }
-            if self.random.next() % 64 == 0 {
+            if self.random.next().is_multiple_of(64) {
                 // An output kept to the end of the program (a cached state).
                 let kept = self.produce(rows, h / 4);
                 skips.push((u64::MAX, kept));
