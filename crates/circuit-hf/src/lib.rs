@@ -9,6 +9,9 @@
 //! refused (an unknown key is refused); every circuit is validated by circuit-ir.
 //! `docs/hf-import.md` lists the tensors, keys and defaults of each model type.
 //!
+//! It depends on circuit-ir only and must not know kernels, fusion or memory plans; it reads
+//! no file (callers hand it the text and an origin name for messages).
+//!
 //! ```
 //! let json = r#"{"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048,
 //!   "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
