@@ -103,7 +103,10 @@ impl Families {
     pub fn from_decl(decl: FamiliesDecl, origin: &str) -> Result<Families, FamiliesError> {
         let err = |place: Place, kind: Kind| FamiliesError::new(origin, place, kind);
         if decl.schema != 1 {
-            return Err(err(Place::root(), Kind::Schema { found: decl.schema }));
+            return Err(err(
+                Place::root(),
+                Kind::Toml(circuit_ir::load::TomlError::Schema { found: decl.schema }),
+            ));
         }
         let mut out = Families {
             origin: origin.to_owned(),
