@@ -143,6 +143,7 @@ pub(crate) struct IntervalPlan {
 #[derive(Default)]
 pub(crate) struct Scratch {
     pub term_values: Vec<u64>,
+    pub term_owners: Vec<usize>,
     pub class_sizes: Vec<u64>,
     pub sizes: Vec<u64>,
     pub offsets: Vec<u64>,
@@ -308,7 +309,13 @@ impl<'a> Planner<'a> {
         let terms = TermLayout::new(self.circuit, &fusion, self.families);
         let arena = ArenaShape::new(self.circuit, &fusion, &terms, self.config.align);
         let mut scratch = Scratch::default();
-        terms.values(self.circuit, &self.bound, start, &mut scratch.term_values)?;
+        terms.values(
+            self.circuit,
+            &self.bound,
+            start,
+            &mut scratch.term_values,
+            &mut scratch.term_owners,
+        )?;
         arena.sizes(
             self.circuit,
             start,
@@ -368,9 +375,13 @@ impl<'a> Planner<'a> {
         n: u64,
         scratch: &mut Scratch,
     ) -> Result<Packed, PlanError> {
-        interval
-            .terms
-            .values(self.circuit, &self.bound, n, &mut scratch.term_values)?;
+        interval.terms.values(
+            self.circuit,
+            &self.bound,
+            n,
+            &mut scratch.term_values,
+            &mut scratch.term_owners,
+        )?;
         interval.arena.sizes(
             self.circuit,
             n,
@@ -412,10 +423,9 @@ impl<'a> Planner<'a> {
         scratch: &mut Scratch,
     ) -> Result<MemoryPlan, PlanError> {
         let packed = self.pack_at(interval, n, scratch)?;
-        let workspaces =
-            interval
-                .terms
-                .terms(self.circuit, &self.bound, n, &scratch.term_values)?;
+        let workspaces = interval
+            .terms
+            .terms(&scratch.term_values, &scratch.term_owners);
         let charged = workspaces
             .iter()
             .filter(|t| !t.arena)
@@ -465,7 +475,7 @@ impl<'a> Planner<'a> {
         let packed = self.pack_at(&interval, n, &mut scratch)?;
         let terms = interval
             .terms
-            .terms(self.circuit, &self.bound, n, &scratch.term_values)?;
+            .terms(&scratch.term_values, &scratch.term_owners);
         Ok(ArenaLayout {
             rows: n,
             steps: interval.arena.steps,
