@@ -1,29 +1,41 @@
-//! Exact search for a placement within a capacity (the ideas of MiniMalloc, Moffitt, ASPLOS
-//! 2023, implemented from the paper's description).
+//! Exact search for a placement within a capacity, after the ideas of MiniMalloc (Moffitt,
+//! ASPLOS 2023), implemented here from the paper's description.
 //!
-//! The search builds *canonical* solutions only: buffers are placed in increasing order of
-//! (offset, start), each at its *floor* (the highest end among the placed buffers sharing a step
-//! with it). Any valid placement can be lowered into such a form without growing, and the form
-//! also satisfies the dominance rule below, so exhausting this space proves that nothing fits.
-//! Pruning, all sound for that space:
-//! - *dominance*: the next offset must stay below `floor(u) + size(u)` for every unplaced `u`,
-//!   else `u` fits in a gap under it that nothing else can use (a better solution places it
-//!   there first);
-//! - *cross-section inference*: in every time section, the unplaced buffers must fit between
-//!   max(section floor, last offset) and the capacity;
-//! - *forced moves*: when the lowest candidate shares no step with any unplaced buffer, placing
-//!   it first loses nothing, so it is not branched on;
-//! - *interchangeable buffers* (same lifetime and size) are tried once per node;
-//! - *decomposition*: when the unplaced buffers split into groups no lifetime joins, each group
-//!   is searched alone and a failure in one fails the node without retrying the others.
+//! Time is compressed to *sections* (maximal step ranges with a constant live set). The search
+//! keeps a *skyline*: per section `s`, a level `floor[s]` below which everything is decided
+//! (placed buffers or space given up), and `remaining[s]`, the sizes of the buffers not yet
+//! placed that are live in `s`. Each node looks at the *leftmost lowest* point: the lowest
+//! level `h` of the sections that still hold unplaced buffers, in its leftmost such section
+//! `s*`. In any solution that agrees with the decisions so far, that point is either
+//! 1. covered by an unplaced buffer `u`, which then sits exactly at `h`: every section of its
+//!    lifetime is at level `h` (none is lower, by the choice of `h`; none higher, or `u`
+//!    would overlap a decided region), and its lifetime starts in `s*` (the sections left of
+//!    `s*` in its lifetime would be lowest too, and `s*` is the leftmost); or
+//! 2. empty: then the lowest unplaced buffer of `s*` sits higher, at a level no lower than
+//!    the bound computed by `raise_target`, and the skyline of `s*` rises to that bound (the
+//!    space in between is given up).
 //!
-//! Candidates are tried in increasing (floor, static rank). The budget counts search nodes, so a
-//! run is a deterministic function of its input; `stop` and the cancel flag only cut it short.
+//! These branches cover every solution, so a search that exhausts them proves that nothing
+//! fits (the property tests check this against brute force). Every placed buffer rests on the
+//! skyline, i.e. at 0 or on the end of a buffer below it. Pruning, all sound:
+//! - *cross-section inference*: in every section, `floor + remaining <= capacity` (checked in
+//!   the sections a move changes, the only ones whose sums change);
+//! - *interchangeable buffers* (same lifetime and size) are placed in index order;
+//! - *independent parts*: when a node is exhausted, its failure depends only on the sections
+//!   joined to `s*` through unplaced buffers (its component); the search jumps back to the
+//!   deepest decision that touched that component, skipping decisions made elsewhere in time.
+//!
+//! The search runs on an explicit stack (depth is bounded by memory, not by a thread's stack)
+//! and counts nodes against a budget, so a run is a deterministic function of its input; the
+//! interrupt (`stop`, or the success of a better-ranked run) only cuts it short.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Buffer;
 use super::overlap::OverlapGraph;
+
+/// Marks "no buffer" in index arrays.
+const NONE: u32 = u32::MAX;
 
 /// One independent part of an instance, in local indices (sorted by start time).
 pub(crate) struct Part {
@@ -32,11 +44,16 @@ pub(crate) struct Part {
     start: Vec<u64>,
     end: Vec<u64>,
     size: Vec<u64>,
-    /// Each buffer covers the sections `[section_low, section_high)`.
-    section_low: Vec<u32>,
-    section_high: Vec<u32>,
-    /// Sum of the sizes live in each section.
+    /// Each buffer covers the sections `[low, high)`.
+    low: Vec<u32>,
+    high: Vec<u32>,
+    /// Sum of the sizes live in each section (saturating; callers check overflow first).
     totals: Vec<u64>,
+    /// `covering[cover_first[s]..cover_first[s + 1]]`: the buffers live in section `s`.
+    cover_first: Vec<u32>,
+    covering: Vec<u32>,
+    /// The previous buffer with the same lifetime and size, or `NONE`.
+    twin_prev: Vec<u32>,
     graph: OverlapGraph,
 }
 
@@ -48,13 +65,42 @@ impl Part {
         points.sort_unstable();
         points.dedup();
         let section_of = |t: u64| points.partition_point(|&p| p < t) as u32;
-        let section_low: Vec<u32> = local.iter().map(|b| section_of(b.start)).collect();
-        let section_high: Vec<u32> = local.iter().map(|b| section_of(b.end)).collect();
-        let mut totals = vec![0u64; points.len().saturating_sub(1)];
+        let low: Vec<u32> = local.iter().map(|b| section_of(b.start)).collect();
+        let high: Vec<u32> = local.iter().map(|b| section_of(b.end)).collect();
+        let sections = points.len().saturating_sub(1);
+        let mut totals = vec![0u64; sections];
+        let mut cover_count = vec![0u32; sections + 1];
         for (k, b) in local.iter().enumerate() {
-            for total in &mut totals[section_low[k] as usize..section_high[k] as usize] {
-                // Callers check `lower_bound` first, so section sums cannot overflow.
-                *total += b.size;
+            for s in low[k] as usize..high[k] as usize {
+                totals[s] = totals[s].saturating_add(b.size);
+                cover_count[s] += 1;
+            }
+        }
+        let mut cover_first = Vec::with_capacity(sections + 1);
+        let mut total = 0u32;
+        for &c in &cover_count[..sections] {
+            cover_first.push(total);
+            total += c;
+        }
+        cover_first.push(total);
+        let mut fill = cover_first.clone();
+        let mut covering = vec![0u32; total as usize];
+        for k in 0..local.len() {
+            for s in low[k] as usize..high[k] as usize {
+                covering[fill[s] as usize] = k as u32;
+                fill[s] += 1;
+            }
+        }
+        let mut twin_prev = vec![NONE; local.len()];
+        let mut by_shape: Vec<u32> = (0..local.len() as u32).collect();
+        by_shape.sort_unstable_by_key(|&k| {
+            let b = &local[k as usize];
+            (b.start, b.end, b.size, k)
+        });
+        for pair in by_shape.windows(2) {
+            let (a, b) = (&local[pair[0] as usize], &local[pair[1] as usize]);
+            if (a.start, a.end, a.size) == (b.start, b.end, b.size) {
+                twin_prev[pair[1] as usize] = pair[0];
             }
         }
         Part {
@@ -62,25 +108,43 @@ impl Part {
             start: local.iter().map(|b| b.start).collect(),
             end: local.iter().map(|b| b.end).collect(),
             size: local.iter().map(|b| b.size).collect(),
-            section_low,
-            section_high,
+            low,
+            high,
             totals,
+            cover_first,
+            covering,
+            twin_prev,
             graph: OverlapGraph::new(&local),
-            // `local` is in start order, so local index order is start order.
         }
     }
 
+    /// Number of buffers.
     pub(crate) fn len(&self) -> usize {
         self.ids.len()
     }
 
+    /// Number of sections.
+    pub(crate) fn sections(&self) -> usize {
+        self.totals.len()
+    }
+
+    /// The local buffer `local`.
     pub(crate) fn buffer(&self, local: usize) -> Buffer {
         Buffer::new(self.start[local], self.end[local], self.size[local])
+    }
+
+    /// The sections `[low, high)` buffer `local` is live in.
+    pub(crate) fn span(&self, local: usize) -> (usize, usize) {
+        (self.low[local] as usize, self.high[local] as usize)
     }
 
     /// The largest section sum: no placement of the part is lower.
     pub(crate) fn lower_bound(&self) -> u64 {
         self.totals.iter().copied().max().unwrap_or(0)
+    }
+
+    fn covering(&self, section: usize) -> &[u32] {
+        &self.covering[self.cover_first[section] as usize..self.cover_first[section + 1] as usize]
     }
 }
 
@@ -113,331 +177,572 @@ impl Interrupt<'_> {
     }
 }
 
-enum Undo {
-    BufferFloor(u32, u64),
-    SectionFloor(u32, u64),
-    Placed(u32),
+/// A decision, as recorded on the trail for undoing.
+#[derive(Clone, Copy)]
+enum Move {
+    /// Buffer placed at a level (every section it covers was at that level).
+    Place { buffer: u32, level: u64 },
+    /// A section's level raised from `old` (the space given up).
+    Raise { section: u32, old: u64 },
 }
 
+/// One node of the search on the explicit stack.
+struct Frame {
+    section: u32,
+    level: u64,
+    /// Candidates `cands[from..to]`, tried from `next`; then the raise, once.
+    from: u32,
+    to: u32,
+    next: u32,
+    raised: bool,
+    /// Trail length when the node was entered.
+    mark: usize,
+    /// Sections `[touched.0, touched.1)` changed by the move of the child being explored.
+    touched: (u32, u32),
+}
+
+/// Leftmost minimum over the sections' keys (level, or `u64::MAX` when a section has no
+/// unplaced buffer), as a bottom-up segment tree.
+struct MinTree {
+    leaves: usize,
+    tree: Vec<u64>,
+}
+
+impl MinTree {
+    fn new(keys: &[u64]) -> MinTree {
+        let leaves = keys.len().max(1).next_power_of_two();
+        let mut tree = vec![u64::MAX; 2 * leaves];
+        tree[leaves..leaves + keys.len()].copy_from_slice(keys);
+        for k in (1..leaves).rev() {
+            tree[k] = tree[2 * k].min(tree[2 * k + 1]);
+        }
+        MinTree { leaves, tree }
+    }
+
+    /// Sets the keys of `[low, high)` (the caller's `key` function) and repairs the parents.
+    fn update(&mut self, low: usize, high: usize, key: impl Fn(usize) -> u64) {
+        if low >= high {
+            return;
+        }
+        for s in low..high {
+            self.tree[self.leaves + s] = key(s);
+        }
+        let (mut a, mut b) = ((self.leaves + low) / 2, (self.leaves + high - 1) / 2);
+        while a >= 1 {
+            for k in a..=b {
+                self.tree[k] = self.tree[2 * k].min(self.tree[2 * k + 1]);
+            }
+            a /= 2;
+            b /= 2;
+        }
+    }
+
+    /// The leftmost section with the smallest key, and that key (`u64::MAX` if none).
+    fn leftmost_min(&self) -> (usize, u64) {
+        let best = self.tree[1];
+        let mut k = 1;
+        while k < self.leaves {
+            k = if self.tree[2 * k] == best {
+                2 * k
+            } else {
+                2 * k + 1
+            };
+        }
+        (k - self.leaves, best)
+    }
+}
+
+/// Range maximum over the sections' levels, as a bottom-up segment tree.
+struct MaxTree {
+    leaves: usize,
+    tree: Vec<u64>,
+}
+
+impl MaxTree {
+    fn new(levels: &[u64]) -> MaxTree {
+        let leaves = levels.len().max(1).next_power_of_two();
+        let mut tree = vec![0; 2 * leaves];
+        tree[leaves..leaves + levels.len()].copy_from_slice(levels);
+        for k in (1..leaves).rev() {
+            tree[k] = tree[2 * k].max(tree[2 * k + 1]);
+        }
+        MaxTree { leaves, tree }
+    }
+
+    /// Sets every level of `[low, high)` to `level`.
+    fn set(&mut self, low: usize, high: usize, level: u64) {
+        if low >= high {
+            return;
+        }
+        self.tree[self.leaves + low..self.leaves + high].fill(level);
+        let (mut a, mut b) = ((self.leaves + low) / 2, (self.leaves + high - 1) / 2);
+        while a >= 1 {
+            for k in a..=b {
+                self.tree[k] = self.tree[2 * k].max(self.tree[2 * k + 1]);
+            }
+            a /= 2;
+            b /= 2;
+        }
+    }
+
+    /// The highest level over `[low, high)` (0 when empty).
+    fn max(&self, low: usize, high: usize) -> u64 {
+        let (mut a, mut b) = (low + self.leaves, high + self.leaves);
+        let mut best = 0;
+        while a < b {
+            if a & 1 == 1 {
+                best = best.max(self.tree[a]);
+                a += 1;
+            }
+            if b & 1 == 1 {
+                b -= 1;
+                best = best.max(self.tree[b]);
+            }
+            a /= 2;
+            b /= 2;
+        }
+        best
+    }
+}
+
+/// A search of one part within a capacity.
 pub(crate) struct Search<'a> {
     part: &'a Part,
     capacity: u64,
-    rank: &'a [u32],
     budget: u64,
     interrupt: &'a Interrupt<'a>,
+    /// Nodes visited.
     pub(crate) steps: u64,
+    /// On `Found`, the offset of every local buffer.
     pub(crate) offsets: Vec<u64>,
     placed: Vec<bool>,
     floor: Vec<u64>,
-    section_floor: Vec<u64>,
-    section_total: Vec<u64>,
-    section_count: Vec<u32>,
-    trail: Vec<Undo>,
-    /// Stack of member lists (each node's unplaced buffers, in start order).
-    lists: Vec<u32>,
-    candidates: Vec<(u64, u32, u32)>,
-    /// Scratch for the section bound: sizes stacked so far per section, members by floor.
-    section_stack: Vec<u64>,
-    by_floor: Vec<(u64, u32)>,
-    /// Branch only on the buffers at the lowest floor of all unplaced ones (MiniMalloc's
-    /// rule). Not shown complete here, so exhausting it proves nothing; it reaches tight
-    /// solutions much sooner.
-    pub(crate) lowest_only: bool,
+    remaining: Vec<u64>,
+    count: Vec<u32>,
+    /// Per boundary `b` (between sections `b` and `b + 1`): unplaced buffers live on both sides.
+    crossing: Vec<u32>,
+    tree: MinTree,
+    levels: MaxTree,
+    /// `starting[start_first[s]..start_first[s + 1]]`: the buffers whose lifetime starts in
+    /// section `s`, by increasing rank (the candidate order).
+    start_first: Vec<u32>,
+    starting: Vec<u32>,
+    trail: Vec<Move>,
+    frames: Vec<Frame>,
+    cands: Vec<u32>,
 }
 
 impl<'a> Search<'a> {
     /// A search of `part` within `capacity`, trying candidates by increasing `rank` (one entry
-    /// per local buffer), for at most `budget` nodes.
+    /// per local buffer), for at most `budget` nodes, from an empty arena.
     pub(crate) fn new(
         part: &'a Part,
         capacity: u64,
-        rank: &'a [u32],
+        rank: &[u32],
         budget: u64,
         interrupt: &'a Interrupt<'a>,
     ) -> Search<'a> {
+        Search::with_floors(part, capacity, rank, budget, interrupt, None)
+    }
+
+    /// Like [`Search::new`], with each section's space below `floors[s]` already taken.
+    pub(crate) fn with_floors(
+        part: &'a Part,
+        capacity: u64,
+        rank: &[u32],
+        budget: u64,
+        interrupt: &'a Interrupt<'a>,
+        floors: Option<&[u64]>,
+    ) -> Search<'a> {
         let n = part.len();
-        let mut section_count = vec![0u32; part.totals.len()];
+        let sections = part.sections();
+        let floor: Vec<u64> = match floors {
+            Some(f) if f.len() == sections => f.to_vec(),
+            _ => vec![0; sections],
+        };
+        let count: Vec<u32> = (0..sections)
+            .map(|s| part.cover_first[s + 1] - part.cover_first[s])
+            .collect();
+        let mut crossing = vec![0u32; sections.saturating_sub(1)];
         for k in 0..n {
-            for count in
-                &mut section_count[part.section_low[k] as usize..part.section_high[k] as usize]
-            {
-                *count += 1;
+            let (low, high) = part.span(k);
+            for c in &mut crossing[low..high - 1] {
+                *c += 1;
             }
+        }
+        let keys: Vec<u64> = (0..sections)
+            .map(|s| if count[s] > 0 { floor[s] } else { u64::MAX })
+            .collect();
+        let mut start_count = vec![0u32; sections + 1];
+        for k in 0..n {
+            start_count[part.low[k] as usize] += 1;
+        }
+        let mut start_first = Vec::with_capacity(sections + 1);
+        let mut total = 0u32;
+        for &c in &start_count[..sections] {
+            start_first.push(total);
+            total += c;
+        }
+        start_first.push(total);
+        let mut by_rank: Vec<u32> = (0..n as u32).collect();
+        by_rank.sort_unstable_by_key(|&k| (rank.get(k as usize).copied().unwrap_or(0), k));
+        let mut fill = start_first.clone();
+        let mut starting = vec![0u32; n];
+        for &k in &by_rank {
+            let s = part.low[k as usize] as usize;
+            starting[fill[s] as usize] = k;
+            fill[s] += 1;
         }
         Search {
             part,
             capacity,
-            rank,
             budget,
             interrupt,
             steps: 0,
             offsets: vec![0; n],
             placed: vec![false; n],
-            floor: vec![0; n],
-            section_floor: vec![0; part.totals.len()],
-            section_total: part.totals.clone(),
-            section_count,
+            remaining: part.totals.clone(),
+            count,
+            crossing,
+            tree: MinTree::new(&keys),
+            levels: MaxTree::new(&floor),
+            floor,
+            start_first,
+            starting,
             trail: Vec::new(),
-            lists: Vec::new(),
-            candidates: Vec::new(),
-            section_stack: vec![0; part.totals.len()],
-            by_floor: Vec::new(),
-            lowest_only: false,
+            frames: Vec::new(),
+            cands: Vec::new(),
         }
     }
 
     /// Runs the search; on `Found`, `offsets` holds a placement within the capacity.
     pub(crate) fn run(&mut self) -> Outcome {
-        let n = self.part.len();
-        if (0..n).any(|k| self.part.size[k] > self.capacity)
-            || self.part.lower_bound() > self.capacity
-        {
+        let part = self.part;
+        if (0..part.sections()).any(|s| {
+            self.floor[s]
+                .checked_add(self.remaining[s])
+                .is_none_or(|top| top > self.capacity)
+        }) {
             return Outcome::Exhausted;
         }
-        self.lists.clear();
-        self.lists.extend(0..n as u32);
-        self.solve_groups(0, n, 0, None)
+        match self.enter() {
+            Entered::Node => {}
+            Entered::Done => return Outcome::Found,
+            Entered::Aborted => return Outcome::Aborted,
+        }
+        loop {
+            let Some(frame) = self.frames.last() else {
+                return Outcome::Exhausted;
+            };
+            let (section, level, mark) = (frame.section, frame.level, frame.mark);
+            self.undo_to(mark);
+            let frame = self.frames.last_mut().expect("a frame is on the stack");
+            let moved = if frame.next < frame.to {
+                let buffer = self.cands[frame.next as usize];
+                frame.next += 1;
+                let (low, high) = part.span(buffer as usize);
+                frame.touched = (low as u32, high as u32);
+                self.place(buffer as usize, level)
+            } else if !frame.raised {
+                frame.raised = true;
+                frame.touched = (section, section + 1);
+                match self.raise_target(section as usize, level) {
+                    Some(target) => {
+                        self.raise(section as usize, target);
+                        true
+                    }
+                    None => false,
+                }
+            } else {
+                self.backjump();
+                continue;
+            };
+            if !moved {
+                continue;
+            }
+            match self.enter() {
+                Entered::Node => {}
+                Entered::Done => return Outcome::Found,
+                Entered::Aborted => return Outcome::Aborted,
+            }
+        }
     }
 
-    /// Searches the members `lists[from..to]`, split into the groups no lifetime joins; each
-    /// group must succeed. `last` is the (offset, start) of the last placed buffer.
-    fn solve_groups(
-        &mut self,
-        from: usize,
-        to: usize,
-        last_offset: u64,
-        last_start: Option<u64>,
-    ) -> Outcome {
-        let mark = self.trail.len();
-        let mut group_start = from;
-        let mut reach = 0u64;
-        for k in from..=to {
-            let split = k == to || {
-                let m = self.lists[k] as usize;
-                k > group_start && self.part.start[m] >= reach
-            };
-            if split && k > group_start {
-                match self.node(group_start, k, last_offset, last_start) {
-                    Outcome::Found => {}
-                    failed => {
-                        self.undo_to(mark);
-                        return failed;
+    /// Pops an exhausted frame and every ancestor whose decision did not touch the frame's
+    /// component (their other choices cannot help it).
+    fn backjump(&mut self) {
+        let Some(frame) = self.frames.pop() else {
+            return;
+        };
+        self.cands.truncate(frame.from as usize);
+        let (low, high) = self.component(frame.section as usize);
+        while let Some(parent) = self.frames.last() {
+            let (a, b) = parent.touched;
+            if (a as usize) < high && low < b as usize {
+                break;
+            }
+            self.cands.truncate(parent.from as usize);
+            self.frames.pop();
+        }
+    }
+
+    /// The sections `[low, high)` joined to `section` through unplaced buffers.
+    fn component(&self, section: usize) -> (usize, usize) {
+        let mut low = section;
+        while low > 0 && self.crossing[low - 1] > 0 {
+            low -= 1;
+        }
+        let mut high = section;
+        while high < self.crossing.len() && self.crossing[high] > 0 {
+            high += 1;
+        }
+        (low, high + 1)
+    }
+
+    /// Opens a node at the current state: its leftmost lowest point and its candidates.
+    fn enter(&mut self) -> Entered {
+        self.steps += 1;
+        if self.steps > self.budget || (self.steps.is_multiple_of(1024) && self.interrupt.fired())
+        {
+            return Entered::Aborted;
+        }
+        let (section, level) = self.tree.leftmost_min();
+        if level == u64::MAX {
+            return Entered::Done;
+        }
+        let part = self.part;
+        let from = self.cands.len() as u32;
+        let (first, last) = (
+            self.start_first[section] as usize,
+            self.start_first[section + 1] as usize,
+        );
+        for k in first..last {
+            let u = self.starting[k] as usize;
+            if self.placed[u] {
+                continue;
+            }
+            let twin = part.twin_prev[u];
+            if twin != NONE && !self.placed[twin as usize] {
+                continue;
+            }
+            let (low, high) = part.span(u);
+            if self.floor[low + 1..high].iter().all(|&f| f == level) {
+                self.cands.push(u as u32);
+            }
+        }
+        let to = self.cands.len() as u32;
+        self.frames.push(Frame {
+            section: section as u32,
+            level,
+            from,
+            to,
+            next: from,
+            raised: false,
+            mark: self.trail.len(),
+            touched: (0, 0),
+        });
+        Entered::Node
+    }
+
+    /// The level the lowest unplaced buffer of `section` reaches at least when the point
+    /// (`section`, `level`) stays empty; `None` when no solution leaves it empty.
+    ///
+    /// That buffer `u` rests on the end of a buffer below it. A placed one ends at most at
+    /// `u`'s current floor (the highest level over its lifetime), so if that floor is above
+    /// `level` it is a bound. Otherwise every section of `u`'s lifetime is at `level`, so `u`
+    /// starts in `section` (the leftmost lowest) and rests on an unplaced buffer `w` live with
+    /// it but not in `section` (there `u` is the lowest): `w` starts in a later section `t`
+    /// of `u`'s lifetime and ends at `floor[t] + size(w)` or above.
+    fn raise_target(&self, section: usize, level: u64) -> Option<u64> {
+        let part = self.part;
+        // The space given up must leave room for the buffers of the section.
+        let limit = self.capacity.checked_sub(self.remaining[section])?;
+        if limit <= level {
+            return None;
+        }
+        let mut target = u64::MAX;
+        for &u in part.covering(section) {
+            let u = u as usize;
+            if self.placed[u] {
+                continue;
+            }
+            let (low, high) = part.span(u);
+            let floor = self.levels.max(low, high);
+            if floor > level {
+                target = target.min(floor);
+                continue;
+            }
+            for t in section + 1..high {
+                let (first, last) = (self.start_first[t] as usize, self.start_first[t + 1] as usize);
+                for &w in &self.starting[first..last] {
+                    if !self.placed[w as usize] {
+                        target = target.min(self.floor[t].saturating_add(part.size[w as usize]));
                     }
                 }
-                group_start = k;
-            }
-            if k < to {
-                let m = self.lists[k] as usize;
-                reach = if k == group_start {
-                    self.part.end[m]
-                } else {
-                    reach.max(self.part.end[m])
-                };
             }
         }
-        Outcome::Found
+        (target <= limit).then_some(target)
     }
 
-    /// One search node over a group of members `lists[from..to]` (nonempty, one group).
-    fn node(
-        &mut self,
-        from: usize,
-        to: usize,
-        last_offset: u64,
-        last_start: Option<u64>,
-    ) -> Outcome {
-        self.steps += 1;
-        if self.steps > self.budget || (self.steps.is_multiple_of(1024) && self.interrupt.fired()) {
-            return Outcome::Aborted;
-        }
+    /// Places `buffer` at `level` (every section it covers is at `level`); false when a
+    /// section it covers can no longer hold its unplaced buffers (the caller undoes).
+    fn place(&mut self, buffer: usize, level: u64) -> bool {
         let part = self.part;
-        let capacity = self.capacity;
-
-        // Dominance cutoff and the section range of the group.
-        let mut cutoff = u64::MAX;
-        let mut highest_top = 0u64;
-        let mut section_high = 0u32;
-        let mut lowest_floor = u64::MAX;
-        for &m in &self.lists[from..to] {
-            let m = m as usize;
-            lowest_floor = lowest_floor.min(self.floor[m]);
-            let top = self.floor[m] + part.size[m];
-            cutoff = cutoff.min(top);
-            highest_top = highest_top.max(top);
-            section_high = section_high.max(part.section_high[m]);
-        }
-        // Floors only rise: a buffer that no longer fits below the capacity never will.
-        if cutoff <= last_offset || highest_top > capacity {
-            return Outcome::Exhausted;
-        }
-        // In every section the unplaced buffers stack above their own floors (and above the
-        // last offset): stacking them by increasing floor is the lowest they can reach, and
-        // that top is the largest `floor + sizes of the buffers with a floor at least as high`.
-        let section_low = part.section_low[self.lists[from] as usize] as usize;
-        let section_high = section_high as usize;
-        self.section_stack[section_low..section_high].fill(0);
-        self.by_floor.clear();
-        for &m in &self.lists[from..to] {
-            self.by_floor
-                .push((self.floor[m as usize].max(last_offset), m));
-        }
-        self.by_floor.sort_unstable_by(|a, b| b.cmp(a));
-        for &(floor, m) in &self.by_floor {
-            let m = m as usize;
-            let size = part.size[m];
-            for stacked in
-                &mut self.section_stack[part.section_low[m] as usize..part.section_high[m] as usize]
-            {
-                *stacked += size;
-                if floor + *stacked > capacity {
-                    return Outcome::Exhausted;
-                }
-            }
-        }
-
-        let candidates_from = self.candidates.len();
-        let mut lowest: Option<(u64, u64, u32)> = None; // (floor, start, member)
-        for k in from..to {
-            let m = self.lists[k];
-            let mu = m as usize;
-            let floor = self.floor[mu];
-            if floor < last_offset
-                || floor >= cutoff
-                || floor + part.size[mu] > capacity
-                || (self.lowest_only && floor != lowest_floor)
-            {
-                continue;
-            }
-            if floor == last_offset && last_start.is_some_and(|s| part.start[mu] <= s) {
-                continue;
-            }
-            self.candidates.push((floor, self.rank[mu], m));
-            let key = (floor, part.start[mu], m);
-            if lowest.is_none_or(|l| key < l) {
-                lowest = Some(key);
-            }
-        }
-        let Some(lowest) = lowest else {
-            return Outcome::Exhausted;
-        };
-        let forced = part
-            .graph
-            .neighbours(lowest.2 as usize)
-            .iter()
-            .all(|&n| self.placed[n as usize]);
-        if forced {
-            self.candidates.truncate(candidates_from);
-            self.candidates.push((lowest.0, 0, lowest.2));
-        } else {
-            self.candidates[candidates_from..].sort_unstable();
-        }
-
-        let candidates_to = self.candidates.len();
-        let mut outcome = Outcome::Exhausted;
-        for c in candidates_from..candidates_to {
-            let (offset, _, chosen) = self.candidates[c];
-            let chosen = chosen as usize;
-            let twin_tried = self.candidates[candidates_from..c]
-                .iter()
-                .any(|&(_, _, t)| {
-                    let t = t as usize;
-                    part.size[t] == part.size[chosen]
-                        && part.start[t] == part.start[chosen]
-                        && part.end[t] == part.end[chosen]
-                });
-            if twin_tried {
-                continue;
-            }
-            let mark = self.trail.len();
-            if !self.place(chosen, offset) {
-                self.undo_to(mark);
-                continue;
-            }
-            let child_from = self.lists.len();
-            for k in from..to {
-                let m = self.lists[k];
-                if m as usize != chosen {
-                    self.lists.push(m);
-                }
-            }
-            let child_to = self.lists.len();
-            // Removing `chosen` can split the group only where it leaves a section empty.
-            let may_split = (part.section_low[chosen]..part.section_high[chosen])
-                .any(|s| self.section_count[s as usize] == 0);
-            let last_start = Some(part.start[chosen]);
-            let result = if child_from == child_to {
-                Outcome::Found
-            } else if may_split {
-                self.solve_groups(child_from, child_to, offset, last_start)
-            } else {
-                self.node(child_from, child_to, offset, last_start)
-            };
-            self.lists.truncate(child_from);
-            match result {
-                Outcome::Found => {
-                    outcome = Outcome::Found;
-                    break;
-                }
-                Outcome::Aborted => {
-                    self.undo_to(mark);
-                    outcome = Outcome::Aborted;
-                    break;
-                }
-                Outcome::Exhausted => self.undo_to(mark),
-            }
-        }
-        self.candidates.truncate(candidates_from);
-        outcome
-    }
-
-    /// Places `chosen` at `offset`; false when a section it covers can no longer hold its
-    /// unplaced buffers (the caller undoes the partial update).
-    fn place(&mut self, chosen: usize, offset: u64) -> bool {
-        let part = self.part;
-        let top = offset + part.size[chosen];
-        self.offsets[chosen] = offset;
-        self.placed[chosen] = true;
-        self.trail.push(Undo::Placed(chosen as u32));
+        let size = part.size[buffer];
+        let top = level + size;
+        let (low, high) = part.span(buffer);
+        self.offsets[buffer] = level;
+        self.placed[buffer] = true;
+        self.trail.push(Move::Place {
+            buffer: buffer as u32,
+            level,
+        });
         let mut fits = true;
-        for s in part.section_low[chosen]..part.section_high[chosen] {
-            let su = s as usize;
-            self.trail
-                .push(Undo::SectionFloor(s, self.section_floor[su]));
-            self.section_floor[su] = top;
-            self.section_total[su] -= part.size[chosen];
-            self.section_count[su] -= 1;
-            if top + self.section_total[su] > self.capacity {
-                fits = false;
-            }
+        for s in low..high {
+            self.floor[s] = top;
+            self.remaining[s] -= size;
+            self.count[s] -= 1;
+            fits &= top + self.remaining[s] <= self.capacity;
         }
-        if !fits {
-            return false;
+        for c in &mut self.crossing[low..high - 1] {
+            *c -= 1;
         }
-        for &n in part.graph.neighbours(chosen) {
-            let nu = n as usize;
-            if !self.placed[nu] && self.floor[nu] < top {
-                self.trail.push(Undo::BufferFloor(n, self.floor[nu]));
-                self.floor[nu] = top;
-            }
-        }
-        true
+        let (floor, count) = (&self.floor, &self.count);
+        self.tree.update(low, high, |s| {
+            if count[s] > 0 { floor[s] } else { u64::MAX }
+        });
+        self.levels.set(low, high, top);
+        fits
+    }
+
+    /// Raises `section` to `level` (checked by `raise_target` to leave room for the rest).
+    fn raise(&mut self, section: usize, level: u64) {
+        self.trail.push(Move::Raise {
+            section: section as u32,
+            old: self.floor[section],
+        });
+        self.floor[section] = level;
+        self.levels.set(section, section + 1, level);
+        let (floor, count) = (&self.floor, &self.count);
+        self.tree.update(section, section + 1, |s| {
+            if count[s] > 0 { floor[s] } else { u64::MAX }
+        });
     }
 
     fn undo_to(&mut self, mark: usize) {
         let part = self.part;
         while self.trail.len() > mark {
-            match self.trail.pop().expect("trail is longer than mark") {
-                Undo::BufferFloor(b, old) => self.floor[b as usize] = old,
-                Undo::SectionFloor(s, old) => self.section_floor[s as usize] = old,
-                Undo::Placed(b) => {
-                    let b = b as usize;
-                    self.placed[b] = false;
-                    for s in part.section_low[b] as usize..part.section_high[b] as usize {
-                        self.section_total[s] += part.size[b];
-                        self.section_count[s] += 1;
+            let Some(m) = self.trail.pop() else { break };
+            let (low, high) = match m {
+                Move::Place { buffer, level } => {
+                    let buffer = buffer as usize;
+                    let size = part.size[buffer];
+                    let (low, high) = part.span(buffer);
+                    self.placed[buffer] = false;
+                    for s in low..high {
+                        self.floor[s] = level;
+                        self.remaining[s] += size;
+                        self.count[s] += 1;
                     }
+                    for c in &mut self.crossing[low..high - 1] {
+                        *c += 1;
+                    }
+                    self.levels.set(low, high, level);
+                    (low, high)
                 }
+                Move::Raise { section, old } => {
+                    self.floor[section as usize] = old;
+                    self.levels.set(section as usize, section as usize + 1, old);
+                    (section as usize, section as usize + 1)
+                }
+            };
+            let (floor, count) = (&self.floor, &self.count);
+            self.tree.update(low, high, |s| {
+                if count[s] > 0 { floor[s] } else { u64::MAX }
+            });
+        }
+    }
+}
+
+/// What opening a node found.
+enum Entered {
+    /// A node was pushed.
+    Node,
+    /// Every buffer is placed.
+    Done,
+    /// The budget ran out or the run was interrupted.
+    Aborted,
+}
+
+#[cfg(test)]
+mod experiments {
+    use super::*;
+    use crate::pack::heuristic::{self, Order};
+
+    fn load(name: &str) -> Vec<Buffer> {
+        let path = format!(
+            "{}/../../../shared/data/minimalloc/{name}.1048576.csv",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        crate::pack::csv::parse(&text)
+            .unwrap()
+            .iter()
+            .map(|r| r.buffer())
+            .collect()
+    }
+
+    #[test]
+    #[ignore = "measurement"]
+    fn orders_on_minimalloc() {
+        let budget: u64 = std::env::var("BUDGET").ok().and_then(|b| b.parse().ok()).unwrap_or(2_000_000);
+        let orders = [
+            Order::Size,
+            Order::Lifetime,
+            Order::Area,
+            Order::Start,
+            Order::End,
+            Order::StartCongestion,
+            Order::Wat,
+            Order::Taw,
+            Order::Congestion,
+        ];
+        let names = std::env::var("NAMES").unwrap_or("ABCDEFGHIJK".into());
+        let only = std::env::var("ORDERS").ok();
+        for name in names.chars().map(|c| c.to_string()) {
+            let name = name.as_str();
+            let buffers = load(name);
+            let ids: Vec<u32> = {
+                let mut v: Vec<u32> = (0..buffers.len() as u32).collect();
+                v.sort_by_key(|&i| (buffers[i as usize].start, i));
+                v
+            };
+            let part = Part::new(&buffers, &ids);
+            let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
+            let congestion = heuristic::congestion(&local).unwrap();
+            let mut line = format!("{name}:");
+            for order in orders {
+                if only.as_ref().is_some_and(|o| !o.split(',').any(|x| x == format!("{order:?}"))) {
+                    continue;
+                }
+                let ranked = heuristic::rank(&local, order, &congestion);
+                let mut rank = vec![0u32; local.len()];
+                for (p, &k) in ranked.iter().enumerate() {
+                    rank[k as usize] = p as u32;
+                }
+                let interrupt = Interrupt { stop: None, cancel: None };
+                let t = std::time::Instant::now();
+                let mut search = Search::new(&part, 1_048_576, &rank, budget, &interrupt);
+                let outcome = search.run();
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                let tag = match outcome {
+                    Outcome::Found => "F",
+                    Outcome::Exhausted => "X",
+                    Outcome::Aborted => "-",
+                };
+                line += &format!(" {order:?}={tag}{}/{ms:.0}ms", search.steps);
             }
+            println!("{line}");
         }
     }
 }

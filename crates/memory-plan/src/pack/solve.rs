@@ -287,12 +287,7 @@ impl Solver<'_> {
                         cancel: Some((&winner, index)),
                     };
                     let mut search = Search::new(part, capacity, rank, per_order, &interrupt);
-                    let lowest_only = PORTFOLIO[index].1;
-                    search.lowest_only = lowest_only;
-                    let mut outcome = search.run();
-                    if lowest_only && outcome == Outcome::Exhausted {
-                        outcome = Outcome::Aborted;
-                    }
+                    let outcome = search.run();
                     if outcome != Outcome::Aborted {
                         winner.fetch_min(index, Ordering::Relaxed);
                     }
@@ -329,16 +324,7 @@ impl Solver<'_> {
 /// The portfolio of an exact attempt: (static order, lowest-floor-only) per run. The
 /// lowest-floor runs find tight solutions fastest; the complete runs can also prove that
 /// nothing fits. Chosen on the MiniMalloc benchmark (each order solves a different subset).
-const PORTFOLIO: [(Order, bool); 8] = [
-    (Order::Start, true),
-    (Order::Wat, true),
-    (Order::StartCongestion, true),
-    (Order::Size, true),
-    (Order::Start, false),
-    (Order::Taw, true),
-    (Order::Wat, false),
-    (Order::End, true),
-];
+const PORTFOLIO: [Order; 4] = [Order::Wat, Order::Size, Order::Area, Order::Taw];
 
 /// The static ranks of the portfolio's orders (rank per local buffer).
 fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
@@ -346,7 +332,7 @@ fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
     let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
     PORTFOLIO
         .iter()
-        .map(|&(order, _)| {
+        .map(|&order| {
             let ranked = heuristic::rank(&local, order, &congestion);
             let mut rank = vec![0u32; local.len()];
             for (position, &k) in ranked.iter().enumerate() {
