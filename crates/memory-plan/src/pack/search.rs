@@ -182,6 +182,8 @@ impl Interrupt<'_> {
 enum Move {
     /// Buffer placed at a level (every section it covers was at that level).
     Place { buffer: u32, level: u64 },
+    /// An unplaced buffer's floor raised from `old`.
+    Floor { buffer: u32, old: u64 },
     /// A section's level raised from `old` (the space given up).
     Raise { section: u32, old: u64 },
 }
@@ -201,17 +203,17 @@ struct Frame {
     touched: (u32, u32),
 }
 
-/// Leftmost minimum over the sections' keys (level, or `u64::MAX` when a section has no
-/// unplaced buffer), as a bottom-up segment tree.
+/// Leftmost minimum over the sections' keys (see [`Search::key`]; `u128::MAX` when a section
+/// has no unplaced buffer), as a bottom-up segment tree.
 struct MinTree {
     leaves: usize,
-    tree: Vec<u64>,
+    tree: Vec<u128>,
 }
 
 impl MinTree {
-    fn new(keys: &[u64]) -> MinTree {
+    fn new(keys: &[u128]) -> MinTree {
         let leaves = keys.len().max(1).next_power_of_two();
-        let mut tree = vec![u64::MAX; 2 * leaves];
+        let mut tree = vec![u128::MAX; 2 * leaves];
         tree[leaves..leaves + keys.len()].copy_from_slice(keys);
         for k in (1..leaves).rev() {
             tree[k] = tree[2 * k].min(tree[2 * k + 1]);
@@ -220,7 +222,7 @@ impl MinTree {
     }
 
     /// Sets the keys of `[low, high)` (the caller's `key` function) and repairs the parents.
-    fn update(&mut self, low: usize, high: usize, key: impl Fn(usize) -> u64) {
+    fn update(&mut self, low: usize, high: usize, key: impl Fn(usize) -> u128) {
         if low >= high {
             return;
         }
@@ -237,8 +239,8 @@ impl MinTree {
         }
     }
 
-    /// The leftmost section with the smallest key, and that key (`u64::MAX` if none).
-    fn leftmost_min(&self) -> (usize, u64) {
+    /// The leftmost section with the smallest key, and that key (`u128::MAX` if none).
+    fn leftmost_min(&self) -> (usize, u128) {
         let best = self.tree[1];
         let mut k = 1;
         while k < self.leaves {
@@ -249,59 +251,6 @@ impl MinTree {
             };
         }
         (k - self.leaves, best)
-    }
-}
-
-/// Range maximum over the sections' levels, as a bottom-up segment tree.
-struct MaxTree {
-    leaves: usize,
-    tree: Vec<u64>,
-}
-
-impl MaxTree {
-    fn new(levels: &[u64]) -> MaxTree {
-        let leaves = levels.len().max(1).next_power_of_two();
-        let mut tree = vec![0; 2 * leaves];
-        tree[leaves..leaves + levels.len()].copy_from_slice(levels);
-        for k in (1..leaves).rev() {
-            tree[k] = tree[2 * k].max(tree[2 * k + 1]);
-        }
-        MaxTree { leaves, tree }
-    }
-
-    /// Sets every level of `[low, high)` to `level`.
-    fn set(&mut self, low: usize, high: usize, level: u64) {
-        if low >= high {
-            return;
-        }
-        self.tree[self.leaves + low..self.leaves + high].fill(level);
-        let (mut a, mut b) = ((self.leaves + low) / 2, (self.leaves + high - 1) / 2);
-        while a >= 1 {
-            for k in a..=b {
-                self.tree[k] = self.tree[2 * k].max(self.tree[2 * k + 1]);
-            }
-            a /= 2;
-            b /= 2;
-        }
-    }
-
-    /// The highest level over `[low, high)` (0 when empty).
-    fn max(&self, low: usize, high: usize) -> u64 {
-        let (mut a, mut b) = (low + self.leaves, high + self.leaves);
-        let mut best = 0;
-        while a < b {
-            if a & 1 == 1 {
-                best = best.max(self.tree[a]);
-                a += 1;
-            }
-            if b & 1 == 1 {
-                b -= 1;
-                best = best.max(self.tree[b]);
-            }
-            a /= 2;
-            b /= 2;
-        }
-        best
     }
 }
 
@@ -322,14 +271,23 @@ pub(crate) struct Search<'a> {
     /// Per boundary `b` (between sections `b` and `b + 1`): unplaced buffers live on both sides.
     crossing: Vec<u32>,
     tree: MinTree,
-    levels: MaxTree,
-    /// `starting[start_first[s]..start_first[s + 1]]`: the buffers whose lifetime starts in
-    /// section `s`, by increasing rank (the candidate order).
-    start_first: Vec<u32>,
-    starting: Vec<u32>,
+    /// Per unplaced buffer: its floor, the highest level over its lifetime.
+    bfloor: Vec<u64>,
+    /// Sections whose stacking bound the last move may have changed.
+    check: (usize, usize),
     trail: Vec<Move>,
     frames: Vec<Frame>,
     cands: Vec<u32>,
+    /// Give up space at the lowest point only when no buffer can sit there. Not complete
+    /// (exhausting it proves nothing), but it finds tight placements much sooner.
+    pub(crate) forced_raises_only: bool,
+    /// Among the lowest sections, branch on the one with the least room to spare (else the
+    /// leftmost).
+    tightest: bool,
+    rank: Vec<u32>,
+    /// After each move, check the stacking bound in the sections it can affect.
+    pub(crate) stack_check: bool,
+    scratch: Vec<(u64, u64)>,
 }
 
 impl<'a> Search<'a> {
@@ -370,29 +328,9 @@ impl<'a> Search<'a> {
                 *c += 1;
             }
         }
-        let keys: Vec<u64> = (0..sections)
-            .map(|s| if count[s] > 0 { floor[s] } else { u64::MAX })
+        let keys: Vec<u128> = (0..sections)
+            .map(|s| key(false, count[s], floor[s], 0))
             .collect();
-        let mut start_count = vec![0u32; sections + 1];
-        for k in 0..n {
-            start_count[part.low[k] as usize] += 1;
-        }
-        let mut start_first = Vec::with_capacity(sections + 1);
-        let mut total = 0u32;
-        for &c in &start_count[..sections] {
-            start_first.push(total);
-            total += c;
-        }
-        start_first.push(total);
-        let mut by_rank: Vec<u32> = (0..n as u32).collect();
-        by_rank.sort_unstable_by_key(|&k| (rank.get(k as usize).copied().unwrap_or(0), k));
-        let mut fill = start_first.clone();
-        let mut starting = vec![0u32; n];
-        for &k in &by_rank {
-            let s = part.low[k as usize] as usize;
-            starting[fill[s] as usize] = k;
-            fill[s] += 1;
-        }
         Search {
             part,
             capacity,
@@ -405,13 +343,22 @@ impl<'a> Search<'a> {
             count,
             crossing,
             tree: MinTree::new(&keys),
-            levels: MaxTree::new(&floor),
+            bfloor: (0..n)
+                .map(|k| {
+                    let (low, high) = part.span(k);
+                    floor[low..high].iter().copied().max().unwrap_or(0)
+                })
+                .collect(),
+            check: (0, 0),
             floor,
-            start_first,
-            starting,
             trail: Vec::new(),
             frames: Vec::new(),
             cands: Vec::new(),
+            forced_raises_only: false,
+            tightest: false,
+            rank: (0..n).map(|k| rank.get(k).copied().unwrap_or(0)).collect(),
+            stack_check: true,
+            scratch: Vec::new(),
         }
     }
 
@@ -443,13 +390,14 @@ impl<'a> Search<'a> {
                 let (low, high) = part.span(buffer as usize);
                 frame.touched = (low as u32, high as u32);
                 self.place(buffer as usize, level)
-            } else if !frame.raised {
+                    && (!self.stack_check || self.stacks_fit())
+            } else if !frame.raised && !(self.forced_raises_only && frame.to > frame.from) {
                 frame.raised = true;
                 frame.touched = (section, section + 1);
                 match self.raise_target(section as usize, level) {
                     Some(target) => {
                         self.raise(section as usize, target);
-                        true
+                        !self.stack_check || self.stacks_fit()
                     }
                     None => false,
                 }
@@ -506,18 +454,16 @@ impl<'a> Search<'a> {
         {
             return Entered::Aborted;
         }
-        let (section, level) = self.tree.leftmost_min();
-        if level == u64::MAX {
+        let (section, key) = self.tree.leftmost_min();
+        if key == u128::MAX {
             return Entered::Done;
         }
+        let level = self.floor[section];
         let part = self.part;
         let from = self.cands.len() as u32;
-        let (first, last) = (
-            self.start_first[section] as usize,
-            self.start_first[section + 1] as usize,
-        );
-        for k in first..last {
-            let u = self.starting[k] as usize;
+        // The buffers live here whose whole lifetime is at the lowest level.
+        for &u in part.covering(section) {
+            let u = u as usize;
             if self.placed[u] {
                 continue;
             }
@@ -525,11 +471,12 @@ impl<'a> Search<'a> {
             if twin != NONE && !self.placed[twin as usize] {
                 continue;
             }
-            let (low, high) = part.span(u);
-            if self.floor[low + 1..high].iter().all(|&f| f == level) {
+            if self.bfloor[u] == level {
                 self.cands.push(u as u32);
             }
         }
+        let rank = &self.rank;
+        self.cands[from as usize..].sort_unstable_by_key(|&u| (rank[u as usize], u));
         let to = self.cands.len() as u32;
         self.frames.push(Frame {
             section: section as u32,
@@ -566,19 +513,18 @@ impl<'a> Search<'a> {
             if self.placed[u] {
                 continue;
             }
-            let (low, high) = part.span(u);
-            let floor = self.levels.max(low, high);
+            let floor = self.bfloor[u];
             if floor > level {
                 target = target.min(floor);
                 continue;
             }
-            for t in section + 1..high {
-                let (first, last) = (self.start_first[t] as usize, self.start_first[t + 1] as usize);
-                for &w in &self.starting[first..last] {
-                    if !self.placed[w as usize] {
-                        target = target.min(self.floor[t].saturating_add(part.size[w as usize]));
-                    }
+            for &w in part.graph.neighbours(u) {
+                let w = w as usize;
+                let (low, high) = part.span(w);
+                if self.placed[w] || (low <= section && section < high) {
+                    continue;
                 }
+                target = target.min(self.bfloor[w].saturating_add(part.size[w]));
             }
         }
         (target <= limit).then_some(target)
@@ -607,12 +553,67 @@ impl<'a> Search<'a> {
         for c in &mut self.crossing[low..high - 1] {
             *c -= 1;
         }
-        let (floor, count) = (&self.floor, &self.count);
-        self.tree.update(low, high, |s| {
-            if count[s] > 0 { floor[s] } else { u64::MAX }
-        });
-        self.levels.set(low, high, top);
+        self.update_keys(low, high);
+        let (mut from, mut to) = (low, high);
+        for &w in part.graph.neighbours(buffer) {
+            let w = w as usize;
+            if !self.placed[w] && self.bfloor[w] < top {
+                self.trail.push(Move::Floor {
+                    buffer: w as u32,
+                    old: self.bfloor[w],
+                });
+                self.bfloor[w] = top;
+                from = from.min(part.low[w] as usize);
+                to = to.max(part.high[w] as usize);
+            }
+        }
+        self.check = (from, to);
         fits
+    }
+
+    /// The stacking bound in every section near `[low, high)` (the sections of the unplaced
+    /// buffers live there, whose floors a move there can raise): in a section, the unplaced
+    /// buffers whose floor is at least `x` all lie between `x` and the capacity.
+    fn stacks_fit(&mut self) -> bool {
+        let part = self.part;
+        let (from, to) = self.check;
+        for t in from..to {
+            if self.count[t] < 2 {
+                continue;
+            }
+            let room = self.capacity - self.remaining[t];
+            let mut highest = 0u64;
+            let mut lowest = u64::MAX;
+            for &w in part.covering(t) {
+                let w = w as usize;
+                if !self.placed[w] {
+                    highest = highest.max(self.bfloor[w]);
+                    lowest = lowest.min(self.bfloor[w]);
+                }
+            }
+            if lowest > room {
+                return false;
+            }
+            if highest <= room {
+                continue;
+            }
+            self.scratch.clear();
+            for &w in part.covering(t) {
+                let w = w as usize;
+                if !self.placed[w] {
+                    self.scratch.push((self.bfloor[w], part.size[w]));
+                }
+            }
+            self.scratch.sort_unstable_by(|a, b| b.cmp(a));
+            let mut stacked = 0u64;
+            for &(floor, size) in &self.scratch {
+                stacked += size;
+                if floor + stacked > self.capacity {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Raises `section` to `level` (checked by `raise_target` to leave room for the rest).
@@ -622,11 +623,36 @@ impl<'a> Search<'a> {
             old: self.floor[section],
         });
         self.floor[section] = level;
-        self.levels.set(section, section + 1, level);
-        let (floor, count) = (&self.floor, &self.count);
-        self.tree.update(section, section + 1, |s| {
-            if count[s] > 0 { floor[s] } else { u64::MAX }
-        });
+        self.update_keys(section, section + 1);
+        let part = self.part;
+        let (mut from, mut to) = (section, section + 1);
+        for &w in part.covering(section) {
+            let w = w as usize;
+            if !self.placed[w] && self.bfloor[w] < level {
+                self.trail.push(Move::Floor {
+                    buffer: w as u32,
+                    old: self.bfloor[w],
+                });
+                self.bfloor[w] = level;
+                from = from.min(part.low[w] as usize);
+                to = to.max(part.high[w] as usize);
+            }
+        }
+        self.check = (from, to);
+    }
+
+    /// Branch on the tightest lowest section instead of the leftmost (rebuilds the keys).
+    pub(crate) fn set_tightest(&mut self, tightest: bool) {
+        self.tightest = tightest;
+        let sections = self.part.sections();
+        self.update_keys(0, sections);
+    }
+
+    fn update_keys(&mut self, low: usize, high: usize) {
+        let (floor, count, remaining, tightest) =
+            (&self.floor, &self.count, &self.remaining, self.tightest);
+        self.tree
+            .update(low, high, |s| key(tightest, count[s], floor[s], remaining[s]));
     }
 
     fn undo_to(&mut self, mark: usize) {
@@ -647,20 +673,31 @@ impl<'a> Search<'a> {
                     for c in &mut self.crossing[low..high - 1] {
                         *c += 1;
                     }
-                    self.levels.set(low, high, level);
                     (low, high)
+                }
+                Move::Floor { buffer, old } => {
+                    self.bfloor[buffer as usize] = old;
+                    continue;
                 }
                 Move::Raise { section, old } => {
                     self.floor[section as usize] = old;
-                    self.levels.set(section as usize, section as usize + 1, old);
                     (section as usize, section as usize + 1)
                 }
             };
-            let (floor, count) = (&self.floor, &self.count);
-            self.tree.update(low, high, |s| {
-                if count[s] > 0 { floor[s] } else { u64::MAX }
-            });
+            self.update_keys(low, high);
         }
+    }
+}
+
+/// The branching key of a section: its level (lowest first), then (when `tightest`) the most
+/// remaining size first; `u128::MAX` when no unplaced buffer is live there.
+fn key(tightest: bool, count: u32, level: u64, remaining: u64) -> u128 {
+    if count == 0 {
+        u128::MAX
+    } else if tightest {
+        (u128::from(level) << 64) | u128::from(u64::MAX - remaining)
+    } else {
+        u128::from(level) << 64
     }
 }
 
@@ -733,6 +770,9 @@ mod experiments {
                 let interrupt = Interrupt { stop: None, cancel: None };
                 let t = std::time::Instant::now();
                 let mut search = Search::new(&part, 1_048_576, &rank, budget, &interrupt);
+                search.forced_raises_only = std::env::var("FORCED").is_ok();
+                search.set_tightest(std::env::var("TIGHT").is_ok());
+                search.stack_check = std::env::var("NOSTACK").is_err();
                 let outcome = search.run();
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 let tag = match outcome {
@@ -743,6 +783,35 @@ mod experiments {
                 line += &format!(" {order:?}={tag}{}/{ms:.0}ms", search.steps);
             }
             println!("{line}");
+            let seeds: u64 = std::env::var("SEEDS").ok().and_then(|b| b.parse().ok()).unwrap_or(0);
+            let mut line = format!("{name} random:");
+            let mut solved = 0;
+            for seed in 0..seeds {
+                let base = std::env::var("BASE").ok();
+                let mut rank: Vec<u32> = (0..local.len() as u32).collect();
+                let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x1234_5678;
+                let mut next = || {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state
+                };
+                let noise: Vec<u64> = (0..local.len()).map(|_| next() % 1000).collect();
+                let size_rank = heuristic::rank(&local, Order::Size, &congestion);
+                let mut pos = vec![0u64; local.len()];
+                for (p, &k) in size_rank.iter().enumerate() { pos[k as usize] = p as u64; }
+                rank.sort_by_key(|&k| if base.is_some() { pos[k as usize] * 1000 / local.len() as u64 * 3 + noise[k as usize] } else { noise[k as usize] });
+                let mut r = vec![0u32; local.len()];
+                for (p, &k) in rank.iter().enumerate() { r[k as usize] = p as u32; }
+                let interrupt = Interrupt { stop: None, cancel: None };
+                let mut search = Search::new(&part, 1_048_576, &r, budget, &interrupt);
+                search.forced_raises_only = std::env::var("FORCED").is_ok();
+                search.set_tightest(std::env::var("TIGHT").is_ok());
+                search.stack_check = std::env::var("NOSTACK").is_err();
+                let outcome = search.run();
+                if outcome == Outcome::Found { solved += 1; line += &format!(" {}", search.steps); }
+            }
+            if seeds > 0 { println!("{line}  => {solved}/{seeds}"); }
         }
     }
 }
