@@ -55,6 +55,11 @@ pub(crate) struct Part {
     /// The previous buffer with the same lifetime and size, or `NONE`.
     twin_prev: Vec<u32>,
     graph: OverlapGraph,
+    /// Per section: the hull of the lifetimes of the buffers live there (the sections whose
+    /// levels set those buffers' floors).
+    reach: Vec<(u32, u32)>,
+    /// Per section: the hull of `reach` over the sections of its own `reach`.
+    reach2: Vec<(u32, u32)>,
 }
 
 impl Part {
@@ -103,7 +108,26 @@ impl Part {
                 twin_prev[pair[1] as usize] = pair[0];
             }
         }
+        let reach: Vec<(u32, u32)> = (0..sections)
+            .map(|s| {
+                let mut hull = (s as u32, s as u32 + 1);
+                for &k in &covering[cover_first[s] as usize..cover_first[s + 1] as usize] {
+                    hull = (hull.0.min(low[k as usize]), hull.1.max(high[k as usize]));
+                }
+                hull
+            })
+            .collect();
+        let reach2: Vec<(u32, u32)> = reach
+            .iter()
+            .map(|&(a, b)| {
+                reach[a as usize..b as usize]
+                    .iter()
+                    .fold((a, b), |h, r| (h.0.min(r.0), h.1.max(r.1)))
+            })
+            .collect();
         Part {
+            reach,
+            reach2,
             ids: ids.to_vec(),
             start: local.iter().map(|b| b.start).collect(),
             end: local.iter().map(|b| b.end).collect(),
@@ -201,6 +225,8 @@ struct Frame {
     mark: usize,
     /// Sections `[touched.0, touched.1)` changed by the move of the child being explored.
     touched: (u32, u32),
+    /// Sections whose state the failures below this node depend on (a hull).
+    conflict: (u32, u32),
 }
 
 /// Leftmost minimum over the sections' keys (see [`Search::key`]; `u128::MAX` when a section
@@ -268,13 +294,13 @@ pub(crate) struct Search<'a> {
     floor: Vec<u64>,
     remaining: Vec<u64>,
     count: Vec<u32>,
-    /// Per boundary `b` (between sections `b` and `b + 1`): unplaced buffers live on both sides.
-    crossing: Vec<u32>,
     tree: MinTree,
     /// Per unplaced buffer: its floor, the highest level over its lifetime.
     bfloor: Vec<u64>,
     /// Sections whose stacking bound the last move may have changed.
     check: (usize, usize),
+    /// The sections the last failed check depends on.
+    failed: (u32, u32),
     trail: Vec<Move>,
     frames: Vec<Frame>,
     cands: Vec<u32>,
@@ -283,7 +309,7 @@ pub(crate) struct Search<'a> {
     pub(crate) forced_raises_only: bool,
     /// Among the lowest sections, branch on the one with the least room to spare (else the
     /// leftmost).
-    tightest: bool,
+    mode: Branch,
     rank: Vec<u32>,
     /// After each move, check the stacking bound in the sections it can affect.
     pub(crate) stack_check: bool,
@@ -321,15 +347,8 @@ impl<'a> Search<'a> {
         let count: Vec<u32> = (0..sections)
             .map(|s| part.cover_first[s + 1] - part.cover_first[s])
             .collect();
-        let mut crossing = vec![0u32; sections.saturating_sub(1)];
-        for k in 0..n {
-            let (low, high) = part.span(k);
-            for c in &mut crossing[low..high - 1] {
-                *c += 1;
-            }
-        }
         let keys: Vec<u128> = (0..sections)
-            .map(|s| key(false, count[s], floor[s], 0))
+            .map(|s| key(Branch::Leftmost, count[s], floor[s], 0, s))
             .collect();
         Search {
             part,
@@ -341,7 +360,6 @@ impl<'a> Search<'a> {
             placed: vec![false; n],
             remaining: part.totals.clone(),
             count,
-            crossing,
             tree: MinTree::new(&keys),
             bfloor: (0..n)
                 .map(|k| {
@@ -350,12 +368,13 @@ impl<'a> Search<'a> {
                 })
                 .collect(),
             check: (0, 0),
+            failed: (0, 0),
             floor,
             trail: Vec::new(),
             frames: Vec::new(),
             cands: Vec::new(),
             forced_raises_only: false,
-            tightest: false,
+            mode: Branch::Leftmost,
             rank: (0..n).map(|k| rank.get(k).copied().unwrap_or(0)).collect(),
             stack_check: true,
             scratch: Vec::new(),
@@ -389,8 +408,7 @@ impl<'a> Search<'a> {
                 frame.next += 1;
                 let (low, high) = part.span(buffer as usize);
                 frame.touched = (low as u32, high as u32);
-                self.place(buffer as usize, level)
-                    && (!self.stack_check || self.stacks_fit())
+                self.place(buffer as usize, level) && (!self.stack_check || self.stacks_fit())
             } else if !frame.raised && !(self.forced_raises_only && frame.to > frame.from) {
                 frame.raised = true;
                 frame.touched = (section, section + 1);
@@ -399,13 +417,19 @@ impl<'a> Search<'a> {
                         self.raise(section as usize, target);
                         !self.stack_check || self.stacks_fit()
                     }
-                    None => false,
+                    None => {
+                        self.failed = (section, section + 1);
+                        false
+                    }
                 }
             } else {
                 self.backjump();
                 continue;
             };
             if !moved {
+                let failed = self.failed;
+                let frame = self.frames.last_mut().expect("a frame is on the stack");
+                frame.conflict = hull(frame.conflict, failed);
                 continue;
             }
             match self.enter() {
@@ -416,17 +440,19 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// Pops an exhausted frame and every ancestor whose decision did not touch the frame's
-    /// component (their other choices cannot help it).
+    /// Pops an exhausted frame and every ancestor whose decision did not touch the sections
+    /// its failure depends on (conflict-directed backjumping): those ancestors' states agree
+    /// with it there, so they have no completion either.
     fn backjump(&mut self) {
         let Some(frame) = self.frames.pop() else {
             return;
         };
         self.cands.truncate(frame.from as usize);
-        let (low, high) = self.component(frame.section as usize);
-        while let Some(parent) = self.frames.last() {
+        let (low, high) = frame.conflict;
+        while let Some(parent) = self.frames.last_mut() {
             let (a, b) = parent.touched;
-            if (a as usize) < high && low < b as usize {
+            if a < high && low < b {
+                parent.conflict = hull(parent.conflict, frame.conflict);
                 break;
             }
             self.cands.truncate(parent.from as usize);
@@ -434,24 +460,10 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// The sections `[low, high)` joined to `section` through unplaced buffers.
-    fn component(&self, section: usize) -> (usize, usize) {
-        let mut low = section;
-        while low > 0 && self.crossing[low - 1] > 0 {
-            low -= 1;
-        }
-        let mut high = section;
-        while high < self.crossing.len() && self.crossing[high] > 0 {
-            high += 1;
-        }
-        (low, high + 1)
-    }
-
     /// Opens a node at the current state: its leftmost lowest point and its candidates.
     fn enter(&mut self) -> Entered {
         self.steps += 1;
-        if self.steps > self.budget || (self.steps.is_multiple_of(1024) && self.interrupt.fired())
-        {
+        if self.steps > self.budget || (self.steps.is_multiple_of(1024) && self.interrupt.fired()) {
             return Entered::Aborted;
         }
         let (section, key) = self.tree.leftmost_min();
@@ -487,6 +499,7 @@ impl<'a> Search<'a> {
             raised: false,
             mark: self.trail.len(),
             touched: (0, 0),
+            conflict: part.reach2[section],
         });
         Entered::Node
     }
@@ -548,10 +561,10 @@ impl<'a> Search<'a> {
             self.floor[s] = top;
             self.remaining[s] -= size;
             self.count[s] -= 1;
-            fits &= top + self.remaining[s] <= self.capacity;
-        }
-        for c in &mut self.crossing[low..high - 1] {
-            *c -= 1;
+            if fits && top + self.remaining[s] > self.capacity {
+                fits = false;
+                self.failed = (s as u32, s as u32 + 1);
+            }
         }
         self.update_keys(low, high);
         let (mut from, mut to) = (low, high);
@@ -592,6 +605,7 @@ impl<'a> Search<'a> {
                 }
             }
             if lowest > room {
+                self.failed = part.reach[t];
                 return false;
             }
             if highest <= room {
@@ -609,6 +623,7 @@ impl<'a> Search<'a> {
             for &(floor, size) in &self.scratch {
                 stacked += size;
                 if floor + stacked > self.capacity {
+                    self.failed = part.reach[t];
                     return false;
                 }
             }
@@ -642,17 +657,18 @@ impl<'a> Search<'a> {
     }
 
     /// Branch on the tightest lowest section instead of the leftmost (rebuilds the keys).
-    pub(crate) fn set_tightest(&mut self, tightest: bool) {
-        self.tightest = tightest;
+    pub(crate) fn set_mode(&mut self, mode: Branch) {
+        self.mode = mode;
         let sections = self.part.sections();
         self.update_keys(0, sections);
     }
 
     fn update_keys(&mut self, low: usize, high: usize) {
-        let (floor, count, remaining, tightest) =
-            (&self.floor, &self.count, &self.remaining, self.tightest);
-        self.tree
-            .update(low, high, |s| key(tightest, count[s], floor[s], remaining[s]));
+        let (floor, count, remaining, mode) =
+            (&self.floor, &self.count, &self.remaining, self.mode);
+        self.tree.update(low, high, |s| {
+            key(mode, count[s], floor[s], remaining[s], s)
+        });
     }
 
     fn undo_to(&mut self, mark: usize) {
@@ -670,9 +686,6 @@ impl<'a> Search<'a> {
                         self.remaining[s] += size;
                         self.count[s] += 1;
                     }
-                    for c in &mut self.crossing[low..high - 1] {
-                        *c += 1;
-                    }
                     (low, high)
                 }
                 Move::Floor { buffer, old } => {
@@ -689,16 +702,35 @@ impl<'a> Search<'a> {
     }
 }
 
-/// The branching key of a section: its level (lowest first), then (when `tightest`) the most
-/// remaining size first; `u128::MAX` when no unplaced buffer is live there.
-fn key(tightest: bool, count: u32, level: u64, remaining: u64) -> u128 {
+/// Which of the lowest sections a node branches on (every choice is complete).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Branch {
+    /// The leftmost (MiniMalloc's rule).
+    Leftmost,
+    /// The one with the most unplaced size (the least room to spare), leftmost on ties.
+    Tightest,
+    /// The rightmost.
+    Rightmost,
+}
+
+/// The branching key of a section: its level (lowest first), then the tie rule of `mode`;
+/// `u128::MAX` when no unplaced buffer is live there.
+fn key(mode: Branch, count: u32, level: u64, remaining: u64, section: usize) -> u128 {
+    let second = match mode {
+        Branch::Leftmost => 0,
+        Branch::Tightest => u64::MAX - remaining,
+        Branch::Rightmost => u64::MAX - section as u64,
+    };
     if count == 0 {
         u128::MAX
-    } else if tightest {
-        (u128::from(level) << 64) | u128::from(u64::MAX - remaining)
     } else {
-        u128::from(level) << 64
+        (u128::from(level) << 64) | u128::from(second)
     }
+}
+
+/// The smallest section range holding both ranges.
+fn hull(a: (u32, u32), b: (u32, u32)) -> (u32, u32) {
+    (a.0.min(b.0), a.1.max(b.1))
 }
 
 /// What opening a node found.
@@ -732,7 +764,10 @@ mod experiments {
     #[test]
     #[ignore = "measurement"]
     fn orders_on_minimalloc() {
-        let budget: u64 = std::env::var("BUDGET").ok().and_then(|b| b.parse().ok()).unwrap_or(2_000_000);
+        let budget: u64 = std::env::var("BUDGET")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(2_000_000);
         let orders = [
             Order::Size,
             Order::Lifetime,
@@ -748,70 +783,115 @@ mod experiments {
         let only = std::env::var("ORDERS").ok();
         for name in names.chars().map(|c| c.to_string()) {
             let name = name.as_str();
-            let buffers = load(name);
-            let ids: Vec<u32> = {
-                let mut v: Vec<u32> = (0..buffers.len() as u32).collect();
-                v.sort_by_key(|&i| (buffers[i as usize].start, i));
-                v
-            };
-            let part = Part::new(&buffers, &ids);
-            let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
-            let congestion = heuristic::congestion(&local).unwrap();
-            let mut line = format!("{name}:");
-            for order in orders {
-                if only.as_ref().is_some_and(|o| !o.split(',').any(|x| x == format!("{order:?}"))) {
+            let mut buffers = load(name);
+            if std::env::var("MIRROR").is_ok() {
+                let m = buffers.iter().map(|b| b.end).max().unwrap();
+                for b in &mut buffers {
+                    *b = Buffer::new(m - b.end, m - b.start, b.size);
+                }
+            }
+            for (pi, ids) in crate::pack::partition::independent_parts(&buffers)
+                .into_iter()
+                .enumerate()
+            {
+                let name = &format!("{name}{pi}");
+                let part = Part::new(&buffers, &ids);
+                if part.lower_bound() < 1_048_576 * 97 / 100 && std::env::var("ALLPARTS").is_err() {
                     continue;
                 }
-                let ranked = heuristic::rank(&local, order, &congestion);
-                let mut rank = vec![0u32; local.len()];
-                for (p, &k) in ranked.iter().enumerate() {
-                    rank[k as usize] = p as u32;
+                let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
+                let congestion = heuristic::congestion(&local).unwrap();
+                let mut line = format!("{name}:");
+                for order in orders {
+                    if only
+                        .as_ref()
+                        .is_some_and(|o| !o.split(',').any(|x| x == format!("{order:?}")))
+                    {
+                        continue;
+                    }
+                    let ranked = heuristic::rank(&local, order, &congestion);
+                    let mut rank = vec![0u32; local.len()];
+                    for (p, &k) in ranked.iter().enumerate() {
+                        rank[k as usize] = p as u32;
+                    }
+                    let interrupt = Interrupt {
+                        stop: None,
+                        cancel: None,
+                    };
+                    let t = std::time::Instant::now();
+                    let mut search = Search::new(&part, 1_048_576, &rank, budget, &interrupt);
+                    search.forced_raises_only = std::env::var("FORCED").is_ok();
+                    search.set_mode(match std::env::var("MODE").as_deref() {
+                        Ok("1") => Branch::Tightest,
+                        Ok("3") => Branch::Rightmost,
+                        _ => Branch::Leftmost,
+                    });
+                    search.stack_check = std::env::var("NOSTACK").is_err();
+                    let outcome = search.run();
+                    let ms = t.elapsed().as_secs_f64() * 1e3;
+                    let tag = match outcome {
+                        Outcome::Found => "F",
+                        Outcome::Exhausted => "X",
+                        Outcome::Aborted => "-",
+                    };
+                    line += &format!(" {order:?}={tag}{}/{ms:.0}ms", search.steps);
                 }
-                let interrupt = Interrupt { stop: None, cancel: None };
-                let t = std::time::Instant::now();
-                let mut search = Search::new(&part, 1_048_576, &rank, budget, &interrupt);
-                search.forced_raises_only = std::env::var("FORCED").is_ok();
-                search.set_tightest(std::env::var("TIGHT").is_ok());
-                search.stack_check = std::env::var("NOSTACK").is_err();
-                let outcome = search.run();
-                let ms = t.elapsed().as_secs_f64() * 1e3;
-                let tag = match outcome {
-                    Outcome::Found => "F",
-                    Outcome::Exhausted => "X",
-                    Outcome::Aborted => "-",
-                };
-                line += &format!(" {order:?}={tag}{}/{ms:.0}ms", search.steps);
+                println!("{line}");
+                let seeds: u64 = std::env::var("SEEDS")
+                    .ok()
+                    .and_then(|b| b.parse().ok())
+                    .unwrap_or(0);
+                let mut line = format!("{name} random:");
+                let mut solved = 0;
+                for seed in 0..seeds {
+                    let base = std::env::var("BASE").ok();
+                    let mut rank: Vec<u32> = (0..local.len() as u32).collect();
+                    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x1234_5678;
+                    let mut next = || {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        state
+                    };
+                    let noise: Vec<u64> = (0..local.len()).map(|_| next() % 1000).collect();
+                    let size_rank = heuristic::rank(&local, Order::Size, &congestion);
+                    let mut pos = vec![0u64; local.len()];
+                    for (p, &k) in size_rank.iter().enumerate() {
+                        pos[k as usize] = p as u64;
+                    }
+                    rank.sort_by_key(|&k| {
+                        if base.is_some() {
+                            pos[k as usize] * 1000 / local.len() as u64 * 3 + noise[k as usize]
+                        } else {
+                            noise[k as usize]
+                        }
+                    });
+                    let mut r = vec![0u32; local.len()];
+                    for (p, &k) in rank.iter().enumerate() {
+                        r[k as usize] = p as u32;
+                    }
+                    let interrupt = Interrupt {
+                        stop: None,
+                        cancel: None,
+                    };
+                    let mut search = Search::new(&part, 1_048_576, &r, budget, &interrupt);
+                    search.forced_raises_only = std::env::var("FORCED").is_ok();
+                    search.set_mode(match std::env::var("MODE").as_deref() {
+                        Ok("1") => Branch::Tightest,
+                        Ok("3") => Branch::Rightmost,
+                        _ => Branch::Leftmost,
+                    });
+                    search.stack_check = std::env::var("NOSTACK").is_err();
+                    let outcome = search.run();
+                    if outcome == Outcome::Found {
+                        solved += 1;
+                        line += &format!(" {}", search.steps);
+                    }
+                }
+                if seeds > 0 {
+                    println!("{line}  => {solved}/{seeds}");
+                }
             }
-            println!("{line}");
-            let seeds: u64 = std::env::var("SEEDS").ok().and_then(|b| b.parse().ok()).unwrap_or(0);
-            let mut line = format!("{name} random:");
-            let mut solved = 0;
-            for seed in 0..seeds {
-                let base = std::env::var("BASE").ok();
-                let mut rank: Vec<u32> = (0..local.len() as u32).collect();
-                let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x1234_5678;
-                let mut next = || {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state
-                };
-                let noise: Vec<u64> = (0..local.len()).map(|_| next() % 1000).collect();
-                let size_rank = heuristic::rank(&local, Order::Size, &congestion);
-                let mut pos = vec![0u64; local.len()];
-                for (p, &k) in size_rank.iter().enumerate() { pos[k as usize] = p as u64; }
-                rank.sort_by_key(|&k| if base.is_some() { pos[k as usize] * 1000 / local.len() as u64 * 3 + noise[k as usize] } else { noise[k as usize] });
-                let mut r = vec![0u32; local.len()];
-                for (p, &k) in rank.iter().enumerate() { r[k as usize] = p as u32; }
-                let interrupt = Interrupt { stop: None, cancel: None };
-                let mut search = Search::new(&part, 1_048_576, &r, budget, &interrupt);
-                search.forced_raises_only = std::env::var("FORCED").is_ok();
-                search.set_tightest(std::env::var("TIGHT").is_ok());
-                search.stack_check = std::env::var("NOSTACK").is_err();
-                let outcome = search.run();
-                if outcome == Outcome::Found { solved += 1; line += &format!(" {}", search.steps); }
-            }
-            if seeds > 0 { println!("{line}  => {solved}/{seeds}"); }
         }
     }
 }

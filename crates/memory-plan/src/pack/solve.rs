@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::heuristic::{self, Order};
 use super::partition::independent_parts;
 use super::scale;
-use super::search::{Interrupt, Outcome, Part, Search};
+use super::search::{Branch, Interrupt, Outcome, Part, Search};
 use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
 
 /// What the solver is asked for.
@@ -269,7 +269,7 @@ impl Solver<'_> {
             state.ranks = search_ranks(part);
         }
         let ranks = &state.ranks;
-        let mut round_budget = (self.steps_left / 64).clamp(1, 150_000);
+        let mut round_budget = (self.steps_left / 64).clamp(1, 4_000);
         loop {
             if self.steps_left == 0 {
                 return Outcome::Aborted;
@@ -287,6 +287,7 @@ impl Solver<'_> {
                         cancel: Some((&winner, index)),
                     };
                     let mut search = Search::new(part, capacity, rank, per_order, &interrupt);
+                    search.set_mode(PORTFOLIO[index].1);
                     let outcome = search.run();
                     if outcome != Outcome::Aborted {
                         winner.fetch_min(index, Ordering::Relaxed);
@@ -324,7 +325,16 @@ impl Solver<'_> {
 /// The portfolio of an exact attempt: (static order, lowest-floor-only) per run. The
 /// lowest-floor runs find tight solutions fastest; the complete runs can also prove that
 /// nothing fits. Chosen on the MiniMalloc benchmark (each order solves a different subset).
-const PORTFOLIO: [Order; 4] = [Order::Wat, Order::Size, Order::Area, Order::Taw];
+const PORTFOLIO: [(Order, Branch); 8] = [
+    (Order::Wat, Branch::Tightest),
+    (Order::Taw, Branch::Tightest),
+    (Order::Size, Branch::Leftmost),
+    (Order::Taw, Branch::Leftmost),
+    (Order::Lifetime, Branch::Tightest),
+    (Order::Area, Branch::Tightest),
+    (Order::Congestion, Branch::Tightest),
+    (Order::Size, Branch::Rightmost),
+];
 
 /// The static ranks of the portfolio's orders (rank per local buffer).
 fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
@@ -332,7 +342,7 @@ fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
     let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
     PORTFOLIO
         .iter()
-        .map(|&order| {
+        .map(|&(order, _)| {
             let ranked = heuristic::rank(&local, order, &congestion);
             let mut rank = vec![0u32; local.len()];
             for (position, &k) in ranked.iter().enumerate() {
