@@ -162,11 +162,6 @@ impl Part {
         (self.low[local] as usize, self.high[local] as usize)
     }
 
-    /// The largest section sum: no placement of the part is lower.
-    pub(crate) fn lower_bound(&self) -> u64 {
-        self.totals.iter().copied().max().unwrap_or(0)
-    }
-
     fn covering(&self, section: usize) -> &[u32] {
         &self.covering[self.cover_first[section] as usize..self.cover_first[section + 1] as usize]
     }
@@ -229,7 +224,7 @@ struct Frame {
     conflict: (u32, u32),
 }
 
-/// Leftmost minimum over the sections' keys (see [`Search::key`]; `u128::MAX` when a section
+/// Leftmost minimum over the sections' keys (see [`key`]; `u128::MAX` when a section
 /// has no unplaced buffer), as a bottom-up segment tree.
 struct MinTree {
     leaves: usize,
@@ -307,6 +302,10 @@ pub(crate) struct Search<'a> {
     /// Give up space at the lowest point only when no buffer can sit there. Not complete
     /// (exhausting it proves nothing), but it finds tight placements much sooner.
     pub(crate) forced_raises_only: bool,
+    /// Backjump by the component of unplaced buffers instead of by conflict hulls.
+    pub(crate) by_component: bool,
+    /// Per boundary `b` (between sections `b` and `b + 1`): unplaced buffers live on both sides.
+    crossing: Vec<u32>,
     /// Among the lowest sections, branch on the one with the least room to spare (else the
     /// leftmost).
     mode: Branch,
@@ -347,6 +346,13 @@ impl<'a> Search<'a> {
         let count: Vec<u32> = (0..sections)
             .map(|s| part.cover_first[s + 1] - part.cover_first[s])
             .collect();
+        let mut crossing = vec![0u32; sections.saturating_sub(1)];
+        for k in 0..n {
+            let (low, high) = part.span(k);
+            for c in &mut crossing[low..high - 1] {
+                *c += 1;
+            }
+        }
         let keys: Vec<u128> = (0..sections)
             .map(|s| key(Branch::Leftmost, count[s], floor[s], 0, s))
             .collect();
@@ -374,6 +380,8 @@ impl<'a> Search<'a> {
             frames: Vec::new(),
             cands: Vec::new(),
             forced_raises_only: false,
+            by_component: false,
+            crossing,
             mode: Branch::Leftmost,
             rank: (0..n).map(|k| rank.get(k).copied().unwrap_or(0)).collect(),
             stack_check: true,
@@ -448,7 +456,11 @@ impl<'a> Search<'a> {
             return;
         };
         self.cands.truncate(frame.from as usize);
-        let (low, high) = frame.conflict;
+        let (low, high) = if self.by_component {
+            self.component(frame.section as usize)
+        } else {
+            frame.conflict
+        };
         while let Some(parent) = self.frames.last_mut() {
             let (a, b) = parent.touched;
             if a < high && low < b {
@@ -458,6 +470,20 @@ impl<'a> Search<'a> {
             self.cands.truncate(parent.from as usize);
             self.frames.pop();
         }
+    }
+
+    /// The sections joined to `section` through unplaced buffers: a node's failure depends
+    /// only on them (the state restored to the node's, so this is the node's component).
+    fn component(&self, section: usize) -> (u32, u32) {
+        let mut low = section;
+        while low > 0 && self.crossing[low - 1] > 0 {
+            low -= 1;
+        }
+        let mut high = section;
+        while high < self.crossing.len() && self.crossing[high] > 0 {
+            high += 1;
+        }
+        (low as u32, high as u32 + 1)
     }
 
     /// Opens a node at the current state: its leftmost lowest point and its candidates.
@@ -556,6 +582,9 @@ impl<'a> Search<'a> {
             buffer: buffer as u32,
             level,
         });
+        for c in &mut self.crossing[low..high - 1] {
+            *c -= 1;
+        }
         let mut fits = true;
         for s in low..high {
             self.floor[s] = top;
@@ -681,6 +710,9 @@ impl<'a> Search<'a> {
                     let size = part.size[buffer];
                     let (low, high) = part.span(buffer);
                     self.placed[buffer] = false;
+                    for c in &mut self.crossing[low..high - 1] {
+                        *c += 1;
+                    }
                     for s in low..high {
                         self.floor[s] = level;
                         self.remaining[s] += size;
@@ -773,8 +805,6 @@ mod experiments {
             Order::Lifetime,
             Order::Area,
             Order::Start,
-            Order::End,
-            Order::StartCongestion,
             Order::Wat,
             Order::Taw,
             Order::Congestion,
@@ -821,6 +851,7 @@ mod experiments {
                     let t = std::time::Instant::now();
                     let mut search = Search::new(&part, 1_048_576, &rank, budget, &interrupt);
                     search.forced_raises_only = std::env::var("FORCED").is_ok();
+                    search.by_component = std::env::var("COMP").is_ok();
                     search.set_mode(match std::env::var("MODE").as_deref() {
                         Ok("1") => Branch::Tightest,
                         Ok("3") => Branch::Rightmost,
@@ -876,6 +907,7 @@ mod experiments {
                     };
                     let mut search = Search::new(&part, 1_048_576, &r, budget, &interrupt);
                     search.forced_raises_only = std::env::var("FORCED").is_ok();
+                    search.by_component = std::env::var("COMP").is_ok();
                     search.set_mode(match std::env::var("MODE").as_deref() {
                         Ok("1") => Branch::Tightest,
                         Ok("3") => Branch::Rightmost,
