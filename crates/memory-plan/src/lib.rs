@@ -5,7 +5,7 @@
 //! This crate knows circuits, kernel families and fusion plans (the crates below it); it reads
 //! no file, environment or clock, and the same inputs give the same bytes at any thread count.
 
-#![cfg_attr(any(), warn(missing_docs))] // TEMP until pack is documented
+#![warn(missing_docs)]
 
 mod arena;
 mod attribution;

@@ -471,6 +471,34 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------
+// Completeness of the exact search, against brute force.
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// At the optimum (found by brute force over every drop order) the search fits; one byte
+    /// lower it must prove that nothing fits. A search that skipped solutions would fail the
+    /// first; one that claimed impossibility wrongly would fail the second.
+    #[test]
+    fn exact_search_is_complete_on_tiny_instances(
+        raw in prop::collection::vec((0u64..8, 1u64..6, 1u64..9), 1..8)
+    ) {
+        let buffers: Vec<Buffer> = raw
+            .iter()
+            .map(|&(start, len, size)| Buffer::new(start, start + len, size))
+            .collect();
+        let optimum = brute_force(&buffers);
+        let fit = pack::solve(&buffers, Goal::Fit { capacity: optimum }, &limits(1_000_000)).unwrap();
+        prop_assert!(independent(&buffers, &fit.placement.offsets, Some(optimum)) <= optimum);
+        prop_assert!(matches!(fit.proof, Proof::Fits | Proof::Optimal));
+        let below = pack::solve(&buffers, Goal::Fit { capacity: optimum - 1 }, &limits(1_000_000))
+            .unwrap();
+        prop_assert_eq!(below.proof, Proof::DoesNotFit);
+        independent(&buffers, &below.placement.offsets, None);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Scale workloads and determinism.
 
 #[test]
@@ -621,11 +649,11 @@ fn fits_minimalloc(name: &str, max_steps: u64) {
     assert!(matches!(s.proof, Proof::Fits | Proof::Optimal));
 }
 
-/// The files the solver fits within a test-sized budget (J also fits, with the 50M-step budget of `bench pack`) (a few seconds in the dev
-/// profile); see `minimalloc_all_files` for the rest.
+/// The ten files the exact search fits (each within 200k search nodes; a few seconds in all in
+/// the dev profile). E is not solved yet: see `minimalloc_e`.
 #[test]
 fn minimalloc_files_fit_within_capacity() {
-    for name in ["A", "B", "C", "G"] {
+    for name in ["A", "B", "C", "D", "F", "G", "H", "I", "J", "K"] {
         fits_minimalloc(name, 2_000_000);
     }
 }
@@ -641,11 +669,9 @@ fn minimalloc_greedy_needs_more_than_the_capacity() {
     }
 }
 
-/// All 11 files: not yet solved (D, E, F, H, I, K exceed every budget tried so far).
+/// E: not solved yet (no configuration of the portfolio fits its first part within 20M nodes).
 #[test]
-#[ignore = "6 of the 11 files are not solved yet; run with --ignored to measure"]
-fn minimalloc_all_files() {
-    for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
-        fits_minimalloc(name, 20_000_000);
-    }
+#[ignore = "E is not solved yet; run with --ignored to measure"]
+fn minimalloc_e() {
+    fits_minimalloc("E", 20_000_000);
 }

@@ -4,26 +4,33 @@
 //! Time is compressed to *sections* (maximal step ranges with a constant live set). The search
 //! keeps a *skyline*: per section `s`, a level `floor[s]` below which everything is decided
 //! (placed buffers or space given up), and `remaining[s]`, the sizes of the buffers not yet
-//! placed that are live in `s`. Each node looks at the *leftmost lowest* point: the lowest
-//! level `h` of the sections that still hold unplaced buffers, in its leftmost such section
-//! `s*`. In any solution that agrees with the decisions so far, that point is either
+//! placed that are live in `s`. Each node picks a *lowest point*: a section `s*` at the lowest
+//! level `h` among the sections that still hold unplaced buffers (the leftmost, the rightmost
+//! or the one with the most unplaced size: see [`Branch`]). In any solution that agrees with
+//! the decisions so far, that point is either
 //! 1. covered by an unplaced buffer `u`, which then sits exactly at `h`: every section of its
-//!    lifetime is at level `h` (none is lower, by the choice of `h`; none higher, or `u`
-//!    would overlap a decided region), and its lifetime starts in `s*` (the sections left of
-//!    `s*` in its lifetime would be lowest too, and `s*` is the leftmost); or
-//! 2. empty: then the lowest unplaced buffer of `s*` sits higher, at a level no lower than
-//!    the bound computed by `raise_target`, and the skyline of `s*` rises to that bound (the
-//!    space in between is given up).
+//!    lifetime is at level `h` (none is lower, by the choice of `h`; none higher, or `u` would
+//!    overlap a decided region). These buffers are the node's candidates; or
+//! 2. empty: then the lowest unplaced buffer of `s*` sits higher, at a level no lower than the
+//!    bound of `raise_target` (it rests on a placed buffer, at its current floor, or on an
+//!    unplaced one that is not live in `s*`), and the skyline of `s*` rises to that bound.
 //!
 //! These branches cover every solution, so a search that exhausts them proves that nothing
-//! fits (the property tests check this against brute force). Every placed buffer rests on the
-//! skyline, i.e. at 0 or on the end of a buffer below it. Pruning, all sound:
+//! fits (a property test checks this against brute force on thousands of tiny instances).
+//! Every placed buffer rests on the skyline: at 0 or on the end of a buffer below it.
+//! Pruning, all sound:
 //! - *cross-section inference*: in every section, `floor + remaining <= capacity` (checked in
 //!   the sections a move changes, the only ones whose sums change);
+//! - *stacking bound*: in a section, the unplaced buffers whose floor (highest level over their
+//!   lifetime, kept per buffer on the trail) is at least `x` all lie between `x` and the
+//!   capacity; checked in the sections of the buffers whose floor the move raised. This also
+//!   catches gaps that no unplaced buffer can use (waste forced by higher neighbours);
 //! - *interchangeable buffers* (same lifetime and size) are placed in index order;
-//! - *independent parts*: when a node is exhausted, its failure depends only on the sections
-//!   joined to `s*` through unplaced buffers (its component); the search jumps back to the
-//!   deepest decision that touched that component, skipping decisions made elsewhere in time.
+//! - *conflict-directed backjumping*: every failure records the sections its proof depends on
+//!   (a hull); an exhausted node jumps back over every decision that did not touch them,
+//!   since those ancestors agree with it there and so have no completion either. The
+//!   alternative rule jumps by the node's component (the sections joined to `s*` through
+//!   unplaced buffers), which is what splitting into independent parts does, inside the search.
 //!
 //! The search runs on an explicit stack (depth is bounded by memory, not by a thread's stack)
 //! and counts nodes against a budget, so a run is a deterministic function of its input; the
@@ -299,9 +306,6 @@ pub(crate) struct Search<'a> {
     trail: Vec<Move>,
     frames: Vec<Frame>,
     cands: Vec<u32>,
-    /// Give up space at the lowest point only when no buffer can sit there. Not complete
-    /// (exhausting it proves nothing), but it finds tight placements much sooner.
-    pub(crate) forced_raises_only: bool,
     /// Backjump by the component of unplaced buffers instead of by conflict hulls.
     pub(crate) by_component: bool,
     /// Per boundary `b` (between sections `b` and `b + 1`): unplaced buffers live on both sides.
@@ -379,7 +383,6 @@ impl<'a> Search<'a> {
             trail: Vec::new(),
             frames: Vec::new(),
             cands: Vec::new(),
-            forced_raises_only: false,
             by_component: false,
             crossing,
             mode: Branch::Leftmost,
@@ -417,7 +420,7 @@ impl<'a> Search<'a> {
                 let (low, high) = part.span(buffer as usize);
                 frame.touched = (low as u32, high as u32);
                 self.place(buffer as usize, level) && (!self.stack_check || self.stacks_fit())
-            } else if !frame.raised && !(self.forced_raises_only && frame.to > frame.from) {
+            } else if !frame.raised {
                 frame.raised = true;
                 frame.touched = (section, section + 1);
                 match self.raise_target(section as usize, level) {
@@ -785,21 +788,30 @@ mod experiments {
             "{}/../../../shared/data/minimalloc/{name}.1048576.csv",
             env!("CARGO_MANIFEST_DIR")
         );
-        let text = std::fs::read_to_string(path).unwrap();
+        let text = std::fs::read_to_string(path).expect("the MiniMalloc files are there");
         crate::pack::csv::parse(&text)
-            .unwrap()
+            .expect("a valid file")
             .iter()
             .map(|r| r.buffer())
             .collect()
     }
 
+    /// Steps to a solution of every part of every MiniMalloc file, per static order, for one
+    /// branching rule. Environment: `BUDGET` (nodes per run), `NAMES` (file letters), `MODE`
+    /// (`leftmost`, `tightest`, `rightmost`), `COMP` (backjump by component).
     #[test]
-    #[ignore = "measurement"]
+    #[ignore = "measurement: cargo test --release -p memory-plan --lib orders_on -- --ignored --nocapture"]
     fn orders_on_minimalloc() {
         let budget: u64 = std::env::var("BUDGET")
             .ok()
             .and_then(|b| b.parse().ok())
-            .unwrap_or(2_000_000);
+            .unwrap_or(300_000);
+        let mode = match std::env::var("MODE").as_deref() {
+            Ok("tightest") => Branch::Tightest,
+            Ok("rightmost") => Branch::Rightmost,
+            _ => Branch::Leftmost,
+        };
+        let names = std::env::var("NAMES").unwrap_or_else(|_| "ABCDEFGHIJK".into());
         let orders = [
             Order::Size,
             Order::Lifetime,
@@ -809,120 +821,43 @@ mod experiments {
             Order::Taw,
             Order::Congestion,
         ];
-        let names = std::env::var("NAMES").unwrap_or("ABCDEFGHIJK".into());
-        let only = std::env::var("ORDERS").ok();
-        for name in names.chars().map(|c| c.to_string()) {
-            let name = name.as_str();
-            let mut buffers = load(name);
-            if std::env::var("MIRROR").is_ok() {
-                let m = buffers.iter().map(|b| b.end).max().unwrap();
-                for b in &mut buffers {
-                    *b = Buffer::new(m - b.end, m - b.start, b.size);
-                }
-            }
-            for (pi, ids) in crate::pack::partition::independent_parts(&buffers)
-                .into_iter()
-                .enumerate()
-            {
-                let name = &format!("{name}{pi}");
-                let part = Part::new(&buffers, &ids);
-                if part.lower_bound() < 1_048_576 * 97 / 100 && std::env::var("ALLPARTS").is_err() {
-                    continue;
-                }
+        for name in names.chars() {
+            let buffers = load(&name.to_string());
+            let parts = crate::pack::partition::independent_parts(&buffers);
+            for (index, ids) in parts.iter().enumerate() {
+                let part = Part::new(&buffers, ids);
                 let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
-                let congestion = heuristic::congestion(&local).unwrap();
-                let mut line = format!("{name}:");
+                let congestion = heuristic::congestion(&local).expect("no overflow");
+                let mut line = format!("{name}{index} ({} buffers):", part.len());
                 for order in orders {
-                    if only
-                        .as_ref()
-                        .is_some_and(|o| !o.split(',').any(|x| x == format!("{order:?}")))
-                    {
-                        continue;
-                    }
-                    let ranked = heuristic::rank(&local, order, &congestion);
                     let mut rank = vec![0u32; local.len()];
-                    for (p, &k) in ranked.iter().enumerate() {
-                        rank[k as usize] = p as u32;
+                    for (position, &k) in heuristic::rank(&local, order, &congestion)
+                        .iter()
+                        .enumerate()
+                    {
+                        rank[k as usize] = position as u32;
                     }
                     let interrupt = Interrupt {
                         stop: None,
                         cancel: None,
                     };
-                    let t = std::time::Instant::now();
+                    let started = std::time::Instant::now();
                     let mut search = Search::new(&part, 1_048_576, &rank, budget, &interrupt);
-                    search.forced_raises_only = std::env::var("FORCED").is_ok();
+                    search.set_mode(mode);
                     search.by_component = std::env::var("COMP").is_ok();
-                    search.set_mode(match std::env::var("MODE").as_deref() {
-                        Ok("1") => Branch::Tightest,
-                        Ok("3") => Branch::Rightmost,
-                        _ => Branch::Leftmost,
-                    });
-                    search.stack_check = std::env::var("NOSTACK").is_err();
                     let outcome = search.run();
-                    let ms = t.elapsed().as_secs_f64() * 1e3;
                     let tag = match outcome {
-                        Outcome::Found => "F",
-                        Outcome::Exhausted => "X",
-                        Outcome::Aborted => "-",
+                        Outcome::Found => "found",
+                        Outcome::Exhausted => "exhausted",
+                        Outcome::Aborted => "aborted",
                     };
-                    line += &format!(" {order:?}={tag}{}/{ms:.0}ms", search.steps);
+                    line += &format!(
+                        " {order:?}={tag}@{}/{:.0}ms",
+                        search.steps,
+                        started.elapsed().as_secs_f64() * 1e3
+                    );
                 }
                 println!("{line}");
-                let seeds: u64 = std::env::var("SEEDS")
-                    .ok()
-                    .and_then(|b| b.parse().ok())
-                    .unwrap_or(0);
-                let mut line = format!("{name} random:");
-                let mut solved = 0;
-                for seed in 0..seeds {
-                    let base = std::env::var("BASE").ok();
-                    let mut rank: Vec<u32> = (0..local.len() as u32).collect();
-                    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x1234_5678;
-                    let mut next = || {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        state
-                    };
-                    let noise: Vec<u64> = (0..local.len()).map(|_| next() % 1000).collect();
-                    let size_rank = heuristic::rank(&local, Order::Size, &congestion);
-                    let mut pos = vec![0u64; local.len()];
-                    for (p, &k) in size_rank.iter().enumerate() {
-                        pos[k as usize] = p as u64;
-                    }
-                    rank.sort_by_key(|&k| {
-                        if base.is_some() {
-                            pos[k as usize] * 1000 / local.len() as u64 * 3 + noise[k as usize]
-                        } else {
-                            noise[k as usize]
-                        }
-                    });
-                    let mut r = vec![0u32; local.len()];
-                    for (p, &k) in rank.iter().enumerate() {
-                        r[k as usize] = p as u32;
-                    }
-                    let interrupt = Interrupt {
-                        stop: None,
-                        cancel: None,
-                    };
-                    let mut search = Search::new(&part, 1_048_576, &r, budget, &interrupt);
-                    search.forced_raises_only = std::env::var("FORCED").is_ok();
-                    search.by_component = std::env::var("COMP").is_ok();
-                    search.set_mode(match std::env::var("MODE").as_deref() {
-                        Ok("1") => Branch::Tightest,
-                        Ok("3") => Branch::Rightmost,
-                        _ => Branch::Leftmost,
-                    });
-                    search.stack_check = std::env::var("NOSTACK").is_err();
-                    let outcome = search.run();
-                    if outcome == Outcome::Found {
-                        solved += 1;
-                        line += &format!(" {}", search.steps);
-                    }
-                }
-                if seeds > 0 {
-                    println!("{line}  => {solved}/{seeds}");
-                }
             }
         }
     }

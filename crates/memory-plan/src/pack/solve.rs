@@ -22,7 +22,10 @@ use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_boun
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Goal {
     /// Any placement whose height is at most `capacity`.
-    Fit { capacity: u64 },
+    Fit {
+        /// The arena size to fit within.
+        capacity: u64,
+    },
     /// The lowest placement the limits allow.
     Minimize,
 }
@@ -73,9 +76,11 @@ pub enum Proof {
 /// A valid placement and what is known about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Solution {
+    /// The best placement found (valid for every goal).
     pub placement: Placement,
     /// The largest sum of sizes live at one step.
     pub lower_bound: u64,
+    /// What is known about the placement.
     pub proof: Proof,
     /// Search nodes used (deterministic for a given input and `max_steps`).
     pub steps: u64,
