@@ -842,7 +842,8 @@ mod experiments {
                         cancel: None,
                     };
                     let started = std::time::Instant::now();
-                    let mut search = Search::new(&part, 1_048_576, &rank, budget, &interrupt);
+                    let capacity = std::env::var("CAP").ok().and_then(|c| c.parse().ok()).unwrap_or(1_048_576);
+                    let mut search = Search::new(&part, capacity, &rank, budget, &interrupt);
                     search.set_mode(mode);
                     search.by_component = std::env::var("COMP").is_ok();
                     let outcome = search.run();

@@ -130,8 +130,6 @@ struct Solver<'a> {
 /// Per independent part: what is known about its height.
 struct PartState {
     ids: Vec<u32>,
-    part: Option<Part>,
-    ranks: Vec<Vec<u32>>,
     /// Proven: no placement of the part is lower.
     low: u64,
     /// Height of the part's current placement.
@@ -161,8 +159,6 @@ impl Solver<'_> {
                 let best = self.part_height(&ids);
                 PartState {
                     ids,
-                    part: None,
-                    ranks: Vec::new(),
                     low: 0,
                     best,
                     gave_up_at: None,
@@ -263,17 +259,81 @@ impl Solver<'_> {
             .unwrap_or(0)
     }
 
-    /// One exact attempt to fit `state`'s part within `capacity`: a portfolio of static orders
-    /// with doubling budgets. On `Found`, the part's offsets and `best` are updated.
+    /// One exact attempt to fit `state`'s part within `capacity`. On `Found`, the part's
+    /// offsets and `best` are updated.
     fn attempt(&mut self, state: &mut PartState, capacity: u64) -> Outcome {
-        let buffers = self.buffers;
-        let part = state
-            .part
-            .get_or_insert_with(|| Part::new(buffers, &state.ids));
-        if state.ranks.is_empty() {
-            state.ranks = search_ranks(part);
+        let mut placed: Vec<(u32, u64)> = Vec::with_capacity(state.ids.len());
+        let outcome = self.fit_group(&state.ids, 0, capacity, &mut placed);
+        if outcome == Outcome::Found {
+            for (i, offset) in placed {
+                self.offsets[i as usize] = offset;
+            }
+            state.best = self.part_height(&state.ids);
         }
-        let ranks = &state.ranks;
+        outcome
+    }
+
+    /// Fits the buffers `ids` (live, sorted by start, no lifetime crossing their time range's
+    /// ends) between `base` and `capacity`, pushing (buffer, offset) pairs to `placed`.
+    ///
+    /// Buffers live over the group's whole time range go to the bottom first: in any placement
+    /// every other buffer of the group lies wholly below or above such a buffer `u` (they share
+    /// a step), so lifting everything below `u` by `size(u)` and putting `u` at the bottom
+    /// keeps it valid at the same height. Without them the rest often splits into independent
+    /// groups, each fitted alone (recursively); a group with no such buffer goes to the exact
+    /// search.
+    fn fit_group(
+        &mut self,
+        ids: &[u32],
+        mut base: u64,
+        capacity: u64,
+        placed: &mut Vec<(u32, u64)>,
+    ) -> Outcome {
+        let buffers = self.buffers;
+        let first = ids.iter().map(|&i| buffers[i as usize].start).min();
+        let last = ids.iter().map(|&i| buffers[i as usize].end).max();
+        let (Some(first), Some(last)) = (first, last) else {
+            return Outcome::Found;
+        };
+        let spans_all = |i: u32| {
+            let b = &buffers[i as usize];
+            b.start == first && b.end == last
+        };
+        let rest: Vec<u32> = ids.iter().copied().filter(|&i| !spans_all(i)).collect();
+        if rest.len() == ids.len() {
+            return self.search_group(ids, base, capacity, placed);
+        }
+        for &i in ids.iter().filter(|&&i| spans_all(i)) {
+            let top = base.saturating_add(buffers[i as usize].size);
+            if top > capacity {
+                return Outcome::Exhausted;
+            }
+            placed.push((i, base));
+            base = top;
+        }
+        for group in split(buffers, &rest) {
+            match self.fit_group(&group, base, capacity, placed) {
+                Outcome::Found => {}
+                failed => return failed,
+            }
+        }
+        Outcome::Found
+    }
+
+    /// The exact search on one group: a portfolio of configurations in rounds of doubling
+    /// budgets, the lowest-indexed conclusive run deciding.
+    fn search_group(
+        &mut self,
+        ids: &[u32],
+        base: u64,
+        capacity: u64,
+        placed: &mut Vec<(u32, u64)>,
+    ) -> Outcome {
+        let Some(room) = capacity.checked_sub(base) else {
+            return Outcome::Exhausted;
+        };
+        let part = Part::new(self.buffers, ids);
+        let ranks = search_ranks(&part);
         let mut round_budget = (self.steps_left / 64).clamp(1, 4_000);
         loop {
             if self.steps_left == 0 {
@@ -291,7 +351,7 @@ impl Solver<'_> {
                         stop: self.stop,
                         cancel: Some((&winner, index)),
                     };
-                    let mut search = Search::new(part, capacity, rank, per_order, &interrupt);
+                    let mut search = Search::new(&part, room, rank, per_order, &interrupt);
                     search.set_mode(PORTFOLIO[index].1);
                     search.by_component = PORTFOLIO[index].2;
                     let outcome = search.run();
@@ -311,9 +371,8 @@ impl Solver<'_> {
                     let (outcome, _, offsets) = &results[w];
                     if *outcome == Outcome::Found {
                         for (k, &i) in part.ids.iter().enumerate() {
-                            self.offsets[i as usize] = offsets[k];
+                            placed.push((i, base + offsets[k]));
                         }
-                        state.best = self.part_height(&state.ids);
                     }
                     return *outcome;
                 }
@@ -326,6 +385,21 @@ impl Solver<'_> {
             }
         }
     }
+}
+
+/// The buffers `ids` (sorted by start) grouped where no lifetime crosses, in time order.
+fn split(buffers: &[Buffer], ids: &[u32]) -> Vec<Vec<u32>> {
+    let mut groups: Vec<Vec<u32>> = Vec::new();
+    let mut reach = 0u64;
+    for &i in ids {
+        let b = &buffers[i as usize];
+        match groups.last_mut() {
+            Some(group) if b.start < reach => group.push(i),
+            _ => groups.push(vec![i]),
+        }
+        reach = reach.max(b.end);
+    }
+    groups
 }
 
 /// The portfolio of an exact attempt: (static candidate order, branching section, backjump by
