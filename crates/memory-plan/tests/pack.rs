@@ -649,11 +649,11 @@ fn fits_minimalloc(name: &str, max_steps: u64) {
     assert!(matches!(s.proof, Proof::Fits | Proof::Optimal));
 }
 
-/// The ten files the exact search fits (each within 200k search nodes; a few seconds in all in
-/// the dev profile). E is not solved yet: see `minimalloc_e`.
+/// All 11 files fit within the capacity (each within 200k search nodes in `bench pack`; a few
+/// seconds in all in the dev profile).
 #[test]
 fn minimalloc_files_fit_within_capacity() {
-    for name in ["A", "B", "C", "D", "F", "G", "H", "I", "J", "K"] {
+    for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
         fits_minimalloc(name, 2_000_000);
     }
 }
@@ -667,11 +667,4 @@ fn minimalloc_greedy_needs_more_than_the_capacity() {
         let height = independent(&buffers, &p.offsets, None);
         assert!(height > MINIMALLOC_CAPACITY, "{name}: greedy fits?");
     }
-}
-
-/// E: not solved yet (no configuration of the portfolio fits its first part within 20M nodes).
-#[test]
-#[ignore = "E is not solved yet; run with --ignored to measure"]
-fn minimalloc_e() {
-    fits_minimalloc("E", 20_000_000);
 }

@@ -306,6 +306,8 @@ pub(crate) struct Search<'a> {
     trail: Vec<Move>,
     frames: Vec<Frame>,
     cands: Vec<u32>,
+    /// Try first the candidates whose top meets a neighbouring section's level.
+    pub(crate) prefer_flush: bool,
     /// Backjump by the component of unplaced buffers instead of by conflict hulls.
     pub(crate) by_component: bool,
     /// Per boundary `b` (between sections `b` and `b + 1`): unplaced buffers live on both sides.
@@ -384,6 +386,7 @@ impl<'a> Search<'a> {
             frames: Vec::new(),
             cands: Vec::new(),
             by_component: false,
+            prefer_flush: false,
             crossing,
             mode: Branch::Leftmost,
             rank: (0..n).map(|k| rank.get(k).copied().unwrap_or(0)).collect(),
@@ -517,7 +520,20 @@ impl<'a> Search<'a> {
             }
         }
         let rank = &self.rank;
-        self.cands[from as usize..].sort_unstable_by_key(|&u| (rank[u as usize], u));
+        if self.prefer_flush {
+            let (floor, count, size) = (&self.floor, &self.count, &part.size);
+            let flush = |u: usize| {
+                let (low, high) = part.span(u);
+                let top = level + size[u];
+                let left = low > 0 && count[low - 1] > 0 && floor[low - 1] == top;
+                let right = high < floor.len() && count[high] > 0 && floor[high] == top;
+                u8::from(!left) + u8::from(!right)
+            };
+            self.cands[from as usize..]
+                .sort_unstable_by_key(|&u| (flush(u as usize), rank[u as usize], u));
+        } else {
+            self.cands[from as usize..].sort_unstable_by_key(|&u| (rank[u as usize], u));
+        }
         let to = self.cands.len() as u32;
         self.frames.push(Frame {
             section: section as u32,
@@ -842,10 +858,14 @@ mod experiments {
                         cancel: None,
                     };
                     let started = std::time::Instant::now();
-                    let capacity = std::env::var("CAP").ok().and_then(|c| c.parse().ok()).unwrap_or(1_048_576);
+                    let capacity = std::env::var("CAP")
+                        .ok()
+                        .and_then(|c| c.parse().ok())
+                        .unwrap_or(1_048_576);
                     let mut search = Search::new(&part, capacity, &rank, budget, &interrupt);
                     search.set_mode(mode);
                     search.by_component = std::env::var("COMP").is_ok();
+                    search.prefer_flush = std::env::var("FLUSH").is_ok();
                     let outcome = search.run();
                     let tag = match outcome {
                         Outcome::Found => "found",

@@ -352,8 +352,10 @@ impl Solver<'_> {
                         cancel: Some((&winner, index)),
                     };
                     let mut search = Search::new(&part, room, rank, per_order, &interrupt);
-                    search.set_mode(PORTFOLIO[index].1);
-                    search.by_component = PORTFOLIO[index].2;
+                    let config = PORTFOLIO[index];
+                    search.set_mode(config.branch);
+                    search.by_component = config.by_component;
+                    search.prefer_flush = config.prefer_flush;
                     let outcome = search.run();
                     if outcome != Outcome::Aborted {
                         winner.fetch_min(index, Ordering::Relaxed);
@@ -406,17 +408,48 @@ fn split(buffers: &[Buffer], ids: &[u32]) -> Vec<Vec<u32>> {
 /// component instead of by conflict hull) per run. Every run is complete, so any exhausted run
 /// proves that nothing fits; they differ in which solutions they reach first. Chosen on the
 /// MiniMalloc benchmark (each configuration solves a different subset quickly).
-const PORTFOLIO: [(Order, Branch, bool); 9] = [
-    (Order::Wat, Branch::Tightest, false),
-    (Order::Taw, Branch::Tightest, false),
-    (Order::Size, Branch::Leftmost, false),
-    (Order::Taw, Branch::Leftmost, false),
-    (Order::Wat, Branch::Tightest, true),
-    (Order::Lifetime, Branch::Tightest, false),
-    (Order::Area, Branch::Tightest, false),
-    (Order::Congestion, Branch::Tightest, false),
-    (Order::Size, Branch::Rightmost, false),
+const PORTFOLIO: [Config; 10] = [
+    Config::new(Order::Wat, Branch::Tightest),
+    Config::new(Order::Taw, Branch::Tightest),
+    Config::new(Order::Size, Branch::Leftmost),
+    Config::new(Order::Taw, Branch::Leftmost),
+    Config {
+        by_component: true,
+        ..Config::new(Order::Wat, Branch::Tightest)
+    },
+    Config::new(Order::Lifetime, Branch::Tightest),
+    Config::new(Order::Area, Branch::Tightest),
+    Config::new(Order::Congestion, Branch::Tightest),
+    Config::new(Order::Size, Branch::Rightmost),
+    Config {
+        prefer_flush: true,
+        ..Config::new(Order::Size, Branch::Rightmost)
+    },
 ];
+
+/// One run of the portfolio.
+#[derive(Clone, Copy)]
+struct Config {
+    /// Static candidate order.
+    order: Order,
+    /// Which lowest section to branch on.
+    branch: Branch,
+    /// Backjump by component instead of by conflict hull.
+    by_component: bool,
+    /// Try first the candidates whose top meets a neighbouring level.
+    prefer_flush: bool,
+}
+
+impl Config {
+    const fn new(order: Order, branch: Branch) -> Config {
+        Config {
+            order,
+            branch,
+            by_component: false,
+            prefer_flush: false,
+        }
+    }
+}
 
 /// The static ranks of the portfolio's orders (rank per local buffer).
 fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
@@ -424,8 +457,8 @@ fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
     let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
     PORTFOLIO
         .iter()
-        .map(|&(order, _, _)| {
-            let ranked = heuristic::rank(&local, order, &congestion);
+        .map(|config| {
+            let ranked = heuristic::rank(&local, config.order, &congestion);
             let mut rank = vec![0u32; local.len()];
             for (position, &k) in ranked.iter().enumerate() {
                 rank[k as usize] = position as u32;
