@@ -882,4 +882,43 @@ mod experiments {
             }
         }
     }
+
+    /// The exact search on a whole synthetic workload at a capacity a little above its lower
+    /// bound. Environment: `COUNT`, `SLACK` (per mille above the bound), `BUDGET`, `MODE`.
+    #[test]
+    #[ignore = "measurement"]
+    fn search_on_synth() {
+        let count: usize = std::env::var("COUNT").ok().and_then(|c| c.parse().ok()).unwrap_or(20_000);
+        let slack: u64 = std::env::var("SLACK").ok().and_then(|c| c.parse().ok()).unwrap_or(5);
+        let budget: u64 = std::env::var("BUDGET").ok().and_then(|b| b.parse().ok()).unwrap_or(1_000_000);
+        let buffers = crate::pack::synth::transformer(1, count);
+        for ids in crate::pack::partition::independent_parts(&buffers) {
+            let part = Part::new(&buffers, &ids);
+            let lb = part.totals.iter().copied().max().unwrap_or(0);
+            let capacity = lb + lb * slack / 1000;
+            let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
+            let congestion = heuristic::congestion(&local).expect("no overflow");
+            for order in [Order::Lifetime, Order::Size, Order::Start, Order::Wat] {
+                let mut rank = vec![0u32; local.len()];
+                for (p, &k) in heuristic::rank(&local, order, &congestion).iter().enumerate() {
+                    rank[k as usize] = p as u32;
+                }
+                let interrupt = Interrupt { stop: None, cancel: None };
+                let started = std::time::Instant::now();
+                let mut search = Search::new(&part, capacity, &rank, budget, &interrupt);
+                search.set_mode(match std::env::var("MODE").as_deref() {
+                    Ok("tightest") => Branch::Tightest,
+                    _ => Branch::Leftmost,
+                });
+                let outcome = search.run();
+                println!(
+                    "part of {} buffers, {} sections, LB {lb}, cap {capacity}: {order:?} {outcome:?} after {} steps, {:.0} ms",
+                    part.len(),
+                    part.sections(),
+                    search.steps,
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+            }
+        }
+    }
 }
