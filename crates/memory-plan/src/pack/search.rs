@@ -44,6 +44,9 @@ use super::overlap::OverlapGraph;
 /// Marks "no buffer" in index arrays.
 const NONE: u32 = u32::MAX;
 
+/// Marks a candidate placed at its floor above a lower part of the skyline.
+const FLOAT: u32 = 1 << 31;
+
 /// One independent part of an instance, in local indices (sorted by start time).
 pub(crate) struct Part {
     /// Global index of each local buffer.
@@ -51,6 +54,8 @@ pub(crate) struct Part {
     start: Vec<u64>,
     end: Vec<u64>,
     size: Vec<u64>,
+    /// Section `s` is the step range `[points[s], points[s + 1])`.
+    points: Vec<u64>,
     /// Each buffer covers the sections `[low, high)`.
     low: Vec<u32>,
     high: Vec<u32>,
@@ -133,6 +138,7 @@ impl Part {
             })
             .collect();
         Part {
+            points,
             reach,
             reach2,
             ids: ids.to_vec(),
@@ -157,6 +163,11 @@ impl Part {
     /// Number of sections.
     pub(crate) fn sections(&self) -> usize {
         self.totals.len()
+    }
+
+    /// The first step of each section, then the end of the last one.
+    pub(crate) fn section_starts(&self) -> &[u64] {
+        &self.points
     }
 
     /// The local buffer `local`.
@@ -306,6 +317,12 @@ pub(crate) struct Search<'a> {
     trail: Vec<Move>,
     frames: Vec<Frame>,
     cands: Vec<u32>,
+    /// Also branch on buffers that start at the lowest point but rest higher elsewhere in
+    /// their lifetime, placed at their floor with the space below given up (after the level
+    /// candidates, before the raise). Extra branches: the search stays complete.
+    pub(crate) float_long: bool,
+    /// Try those floating placements before the level candidates.
+    pub(crate) floats_first: bool,
     /// Try first the candidates whose top meets a neighbouring section's level.
     pub(crate) prefer_flush: bool,
     /// Backjump by the component of unplaced buffers instead of by conflict hulls.
@@ -387,6 +404,8 @@ impl<'a> Search<'a> {
             cands: Vec::new(),
             by_component: false,
             prefer_flush: false,
+            float_long: false,
+            floats_first: false,
             crossing,
             mode: Branch::Leftmost,
             rank: (0..n).map(|k| rank.get(k).copied().unwrap_or(0)).collect(),
@@ -418,11 +437,23 @@ impl<'a> Search<'a> {
             self.undo_to(mark);
             let frame = self.frames.last_mut().expect("a frame is on the stack");
             let moved = if frame.next < frame.to {
-                let buffer = self.cands[frame.next as usize];
+                let entry = self.cands[frame.next as usize];
                 frame.next += 1;
-                let (low, high) = part.span(buffer as usize);
+                let buffer = (entry & !FLOAT) as usize;
+                let (low, high) = part.span(buffer);
                 frame.touched = (low as u32, high as u32);
-                self.place(buffer as usize, level) && (!self.stack_check || self.stacks_fit())
+                let at = if entry & FLOAT != 0 {
+                    let at = self.bfloor[buffer];
+                    for s in low..high {
+                        if self.floor[s] < at {
+                            self.raise(s, at);
+                        }
+                    }
+                    at
+                } else {
+                    level
+                };
+                self.place(buffer, at) && (!self.stack_check || self.stacks_fit())
             } else if !frame.raised {
                 frame.raised = true;
                 frame.touched = (section, section + 1);
@@ -533,6 +564,27 @@ impl<'a> Search<'a> {
                 .sort_unstable_by_key(|&u| (flush(u as usize), rank[u as usize], u));
         } else {
             self.cands[from as usize..].sort_unstable_by_key(|&u| (rank[u as usize], u));
+        }
+        if self.float_long {
+            // Buffers starting here that rest higher over part of their lifetime: placed at
+            // their floor, the space below given up (extra branches: nothing is lost).
+            let floats_from = self.cands.len();
+            for &u in part.covering(section) {
+                let u = u as usize;
+                let twin = part.twin_prev[u];
+                if self.placed[u]
+                    || part.low[u] as usize != section
+                    || self.bfloor[u] == level
+                    || (twin != NONE && !self.placed[twin as usize])
+                {
+                    continue;
+                }
+                self.cands.push(u as u32 | FLOAT);
+            }
+            self.cands[floats_from..].sort_unstable_by_key(|&u| (rank[(u & !FLOAT) as usize], u));
+            if self.floats_first {
+                self.cands[from as usize..].rotate_left(floats_from - from as usize);
+            }
         }
         let to = self.cands.len() as u32;
         self.frames.push(Frame {
@@ -888,9 +940,18 @@ mod experiments {
     #[test]
     #[ignore = "measurement"]
     fn search_on_synth() {
-        let count: usize = std::env::var("COUNT").ok().and_then(|c| c.parse().ok()).unwrap_or(20_000);
-        let slack: u64 = std::env::var("SLACK").ok().and_then(|c| c.parse().ok()).unwrap_or(5);
-        let budget: u64 = std::env::var("BUDGET").ok().and_then(|b| b.parse().ok()).unwrap_or(1_000_000);
+        let count: usize = std::env::var("COUNT")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(20_000);
+        let slack: u64 = std::env::var("SLACK")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(5);
+        let budget: u64 = std::env::var("BUDGET")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(1_000_000);
         let buffers = crate::pack::synth::transformer(1, count);
         for ids in crate::pack::partition::independent_parts(&buffers) {
             let part = Part::new(&buffers, &ids);
@@ -900,10 +961,16 @@ mod experiments {
             let congestion = heuristic::congestion(&local).expect("no overflow");
             for order in [Order::Lifetime, Order::Size, Order::Start, Order::Wat] {
                 let mut rank = vec![0u32; local.len()];
-                for (p, &k) in heuristic::rank(&local, order, &congestion).iter().enumerate() {
+                for (p, &k) in heuristic::rank(&local, order, &congestion)
+                    .iter()
+                    .enumerate()
+                {
                     rank[k as usize] = p as u32;
                 }
-                let interrupt = Interrupt { stop: None, cancel: None };
+                let interrupt = Interrupt {
+                    stop: None,
+                    cancel: None,
+                };
                 let started = std::time::Instant::now();
                 let mut search = Search::new(&part, capacity, &rank, budget, &interrupt);
                 search.set_mode(match std::env::var("MODE").as_deref() {

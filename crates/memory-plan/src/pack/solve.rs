@@ -86,9 +86,12 @@ pub struct Solution {
     pub steps: u64,
 }
 
-/// Parts with more buffers than this are left to the heuristics and the windowed search of
-/// `scale`: the exact search recurses once per placed buffer, on rayon worker stacks (2 MiB).
+/// Parts with more buffers than this go to the layered search of `scale` (a heuristic base
+/// layer of long-lived buffers, the exact search above it).
 pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
+
+/// Search nodes one layered attempt may use per order (about 2 s on one core).
+const MAX_LAYERED_STEPS: u64 = 4_000_000;
 
 /// Places the buffers for `goal` within `limits`; the placement is always valid.
 pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution, PackError> {
@@ -136,8 +139,6 @@ struct PartState {
     best: u64,
     /// The highest capacity an attempt gave up on (budget), if any.
     gave_up_at: Option<u64>,
-    /// Whether the windowed packing of `scale` was tried (parts too large to search).
-    windowed: bool,
 }
 
 impl Solver<'_> {
@@ -162,7 +163,6 @@ impl Solver<'_> {
                     low: 0,
                     best,
                     gave_up_at: None,
-                    windowed: false,
                 }
             })
             .collect()
@@ -229,16 +229,19 @@ impl Solver<'_> {
                 return Proof::Unproven;
             }
             if state.ids.len() > MAX_EXACT_BUFFERS {
-                if state.windowed {
-                    return Proof::Unproven;
-                }
-                state.windowed = true;
-                let (height, offsets) = scale::windowed(self.buffers, &state.ids);
-                if height < state.best {
-                    for (&i, offset) in state.ids.iter().zip(offsets) {
+                // A layered attempt proves nothing when it fails: only the room above the
+                // attempt's target narrows.
+                let budget = (self.steps_left / 4).clamp(1, MAX_LAYERED_STEPS);
+                let run = scale::layered(self.buffers, &state.ids, target, budget, self.stop);
+                self.steps += run.steps;
+                self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
+                if run.outcome == Outcome::Found {
+                    for (&i, &offset) in state.ids.iter().zip(&run.offsets) {
                         self.offsets[i as usize] = offset;
                     }
-                    state.best = height;
+                    state.best = self.part_height(&state.ids);
+                } else {
+                    state.gave_up_at = Some(target);
                 }
                 continue;
             }
