@@ -129,13 +129,24 @@ impl Part {
                 hull
             })
             .collect();
+        // Range hulls of `reach` by a sparse table: O(S log S), whatever the lifetimes.
+        let mut table: Vec<Vec<(u32, u32)>> = vec![reach.clone()];
+        let mut width = 1;
+        while width * 2 <= sections {
+            let previous = &table[table.len() - 1];
+            let next: Vec<(u32, u32)> = (0..=sections - width * 2)
+                .map(|i| hull(previous[i], previous[i + width]))
+                .collect();
+            table.push(next);
+            width *= 2;
+        }
+        let range_hull = |a: usize, b: usize| {
+            let level = (usize::BITS - 1 - (b - a).leading_zeros()) as usize;
+            hull(table[level][a], table[level][b - (1 << level)])
+        };
         let reach2: Vec<(u32, u32)> = reach
             .iter()
-            .map(|&(a, b)| {
-                reach[a as usize..b as usize]
-                    .iter()
-                    .fold((a, b), |h, r| (h.0.min(r.0), h.1.max(r.1)))
-            })
+            .map(|&(a, b)| hull((a, b), range_hull(a as usize, b as usize)))
             .collect();
         Part {
             points,

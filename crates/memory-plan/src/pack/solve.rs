@@ -232,6 +232,10 @@ impl Solver<'_> {
                 // A layered attempt proves nothing when it fails: only the room above the
                 // attempt's target narrows.
                 let budget = (self.steps_left / 4).clamp(1, MAX_LAYERED_STEPS);
+                if budget < state.ids.len() as u64 {
+                    // Fewer nodes than buffers to place: no attempt can succeed.
+                    return Proof::Unproven;
+                }
                 let run = scale::layered(self.buffers, &state.ids, target, budget, self.stop);
                 self.steps += run.steps;
                 self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
