@@ -705,7 +705,7 @@ impl<'a> Search<'a> {
             if self.count[t] < 2 {
                 continue;
             }
-            let room = self.capacity - self.remaining[t];
+            let room = self.capacity.saturating_sub(self.remaining[t]);
             let mut highest = 0u64;
             let mut lowest = u64::MAX;
             for &w in part.covering(t) {
@@ -722,10 +722,12 @@ impl<'a> Search<'a> {
             if highest <= room {
                 continue;
             }
+            // Only floors above `room` can fail (the sizes with a floor at least `x` never
+            // exceed `remaining`), and only buffers with such floors count towards them.
             self.scratch.clear();
             for &w in part.covering(t) {
                 let w = w as usize;
-                if !self.placed[w] {
+                if !self.placed[w] && self.bfloor[w] > room {
                     self.scratch.push((self.bfloor[w], part.size[w]));
                 }
             }

@@ -90,6 +90,9 @@ pub struct Solution {
 /// layer of long-lived buffers, the exact search above it).
 pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
 
+/// Search nodes one exact attempt of `Goal::Minimize` may use (about half a second).
+const MAX_ATTEMPT_STEPS: u64 = 1_000_000;
+
 /// Search nodes one layered attempt may use per order (about 2 s on one core).
 const MAX_LAYERED_STEPS: u64 = 4_000_000;
 
@@ -103,6 +106,7 @@ pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution
         buffers,
         offsets: greedy.offsets,
         steps_left: limits.max_steps,
+        attempt_left: limits.max_steps,
         steps: 0,
         stop: limits.stop,
     };
@@ -126,6 +130,8 @@ struct Solver<'a> {
     buffers: &'a [Buffer],
     offsets: Vec<u64>,
     steps_left: u64,
+    /// What the current exact attempt may still spend (at most `steps_left`).
+    attempt_left: u64,
     steps: u64,
     stop: Option<&'a (dyn Fn() -> bool + Sync)>,
 }
@@ -182,6 +188,7 @@ impl Solver<'_> {
         }
         let mut parts = self.parts();
         for state in parts.iter_mut().filter(|s| s.best > capacity) {
+            self.attempt_left = self.steps_left;
             match self.attempt(state, capacity) {
                 Outcome::Found => {}
                 Outcome::Exhausted => return Proof::DoesNotFit,
@@ -249,6 +256,9 @@ impl Solver<'_> {
                 }
                 continue;
             }
+            // A quarter of what is left per attempt (at most `MAX_ATTEMPT_STEPS`), so that a
+            // hard target does not take it all: the next attempt asks for more room.
+            self.attempt_left = (self.steps_left / 4).clamp(1, MAX_ATTEMPT_STEPS);
             match self.attempt(state, target) {
                 Outcome::Found => {}
                 Outcome::Exhausted => state.low = target + 1,
@@ -341,13 +351,13 @@ impl Solver<'_> {
         };
         let part = Part::new(self.buffers, ids);
         let ranks = search_ranks(&part);
-        let mut round_budget = (self.steps_left / 64).clamp(1, 4_000);
+        let mut round_budget = (self.attempt_left / 64).clamp(1, 4_000);
         loop {
-            if self.steps_left == 0 {
+            if self.attempt_left == 0 {
                 return Outcome::Aborted;
             }
             let per_order = round_budget
-                .min(self.steps_left / ranks.len() as u64)
+                .min(self.attempt_left / ranks.len() as u64)
                 .max(1);
             let winner = AtomicUsize::new(usize::MAX);
             let results: Vec<(Outcome, u64, Vec<u64>)> = ranks
@@ -375,6 +385,7 @@ impl Solver<'_> {
             let used: u64 = results[..counted].iter().map(|r| r.1).sum();
             self.steps += used;
             self.steps_left = self.steps_left.saturating_sub(used);
+            self.attempt_left = self.attempt_left.saturating_sub(used).min(self.steps_left);
             match conclusive {
                 Some(w) => {
                     let (outcome, _, offsets) = &results[w];
