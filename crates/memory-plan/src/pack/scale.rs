@@ -27,13 +27,15 @@ use super::search::{Branch, Interrupt, Outcome, Part, Search};
 const BASE_FRACTION: usize = 16;
 const MIN_BASE_SECTIONS: usize = 256;
 
-/// The (order, branching section) runs tried in parallel for the buffers above the base
-/// layer. Both also place a buffer at its floor over a lower part of the skyline (a skip
-/// connection rarely finds its whole lifetime level); branching on the rightmost lowest
-/// section reaches the lower bound of every `synth` workload measured (10k-50k buffers).
-const ORDERS: [(Order, Branch); 2] = [
-    (Order::Lifetime, Branch::Rightmost),
-    (Order::Lifetime, Branch::Leftmost),
+/// The runs tried in parallel: (base layer, static order, branching section). Both also place
+/// a buffer at its floor over a lower part of the skyline (a skip connection rarely finds its
+/// whole lifetime level). Each reaches the lower bound of some `synth` workloads that the
+/// others miss in our measurements.
+const RUNS: [(bool, Order, Branch); 4] = [
+    (false, Order::Lifetime, Branch::Rightmost),
+    (false, Order::Lifetime, Branch::Leftmost),
+    (true, Order::Lifetime, Branch::Rightmost),
+    (true, Order::Lifetime, Branch::Leftmost),
 ];
 
 /// What a layered attempt did.
@@ -47,13 +49,58 @@ pub(crate) struct Layered {
 }
 
 /// Tries to fit the buffers `ids` (live, sorted by start) within `capacity`, spending at most
-/// `budget` search nodes per order.
+/// `budget` search nodes per run; the runs of [`RUNS`] go in parallel and the lowest-indexed
+/// success wins (its steps and those of the runs before it are counted).
 pub(crate) fn layered(
     buffers: &[Buffer],
     ids: &[u32],
     capacity: u64,
     budget: u64,
     stop: Option<&(dyn Fn() -> bool + Sync)>,
+) -> Layered {
+    let winner = AtomicUsize::new(usize::MAX);
+    let runs: Vec<Layered> = RUNS
+        .par_iter()
+        .enumerate()
+        .map(|(index, &(with_base, order, branch))| {
+            let interrupt = Interrupt {
+                stop,
+                cancel: Some((&winner, index)),
+            };
+            let run = run_one(
+                buffers, ids, capacity, budget, &interrupt, with_base, order, branch,
+            );
+            if run.outcome == Outcome::Found {
+                winner.fetch_min(index, Ordering::Relaxed);
+            }
+            run
+        })
+        .collect();
+    let found = runs.iter().position(|r| r.outcome == Outcome::Found);
+    let counted = found.map_or(runs.len(), |w| w + 1);
+    let steps = runs[..counted].iter().map(|r| r.steps).sum();
+    match found.and_then(|w| runs.into_iter().nth(w)) {
+        Some(run) => Layered { steps, ..run },
+        None => Layered {
+            outcome: Outcome::Aborted,
+            steps,
+            offsets: Vec::new(),
+        },
+    }
+}
+
+/// One run: the base layer (if `with_base`), then the search above it with one order and
+/// branching rule; the offsets are in the order of `ids`.
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    buffers: &[Buffer],
+    ids: &[u32],
+    capacity: u64,
+    budget: u64,
+    interrupt: &Interrupt<'_>,
+    with_base: bool,
+    order: Order,
+    branch: Branch,
 ) -> Layered {
     let aborted = |steps| Layered {
         outcome: Outcome::Aborted,
@@ -72,6 +119,9 @@ pub(crate) fn layered(
     let (first, last) = (points.first().copied(), points.last().copied());
     let is_base = |i: u32| {
         let b = &buffers[i as usize];
+        if !with_base {
+            return false;
+        }
         let (low, high) = (section_of(b.start), section_of(b.end));
         high - low > threshold
             || (high - low > MIN_BASE_SECTIONS / 4
@@ -82,13 +132,13 @@ pub(crate) fn layered(
     let base: Vec<u32> = ids.iter().copied().filter(|&i| is_base(i)).collect();
     let rest: Vec<u32> = ids.iter().copied().filter(|&i| !is_base(i)).collect();
     let base_buffers: Vec<Buffer> = base.iter().map(|&i| buffers[i as usize]).collect();
-    let mut order: Vec<u32> = (0..base.len() as u32).collect();
-    order.sort_unstable_by_key(|&k| {
+    let mut by_start: Vec<u32> = (0..base.len() as u32).collect();
+    by_start.sort_unstable_by_key(|&k| {
         let b = &base_buffers[k as usize];
         (b.start, std::cmp::Reverse(b.end), k)
     });
     let graph = OverlapGraph::new(&base_buffers);
-    let base_placement = heuristic::best_fit(&base_buffers, &graph, &order, Fit::Lowest);
+    let base_placement = heuristic::best_fit(&base_buffers, &graph, &by_start, Fit::Lowest);
     if base_placement.height > capacity {
         return aborted(0);
     }
@@ -128,42 +178,24 @@ pub(crate) fn layered(
 
     let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
     let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
-    let winner = AtomicUsize::new(usize::MAX);
-    let runs: Vec<(Outcome, u64, Vec<u64>)> = ORDERS
-        .par_iter()
+    let mut rank = vec![0u32; local.len()];
+    for (position, &k) in heuristic::rank(&local, order, &congestion)
+        .iter()
         .enumerate()
-        .map(|(index, &(order, branch))| {
-            let mut rank = vec![0u32; local.len()];
-            for (position, &k) in heuristic::rank(&local, order, &congestion)
-                .iter()
-                .enumerate()
-            {
-                rank[k as usize] = position as u32;
-            }
-            let interrupt = Interrupt {
-                stop,
-                cancel: Some((&winner, index)),
-            };
-            let mut search =
-                Search::with_floors(&part, capacity, &rank, budget, &interrupt, Some(&floors));
-            search.set_mode(branch);
-            search.float_long = true;
-            let outcome = search.run();
-            if outcome == Outcome::Found {
-                winner.fetch_min(index, Ordering::Relaxed);
-            }
-            (outcome, search.steps.min(budget), search.offsets)
-        })
-        .collect();
-    let found = runs.iter().position(|r| r.0 == Outcome::Found);
-    let counted = found.map_or(runs.len(), |w| w + 1);
-    let steps = runs[..counted].iter().map(|r| r.1).sum();
-    let Some(w) = found else {
+    {
+        rank[k as usize] = position as u32;
+    }
+    let mut search = Search::with_floors(&part, capacity, &rank, budget, interrupt, Some(&floors));
+    search.set_mode(branch);
+    search.float_long = true;
+    let outcome = search.run();
+    let steps = search.steps.min(budget);
+    if outcome != Outcome::Found {
         return aborted(steps);
-    };
+    }
     for (k, &i) in part.ids.iter().enumerate() {
         if let Ok(p) = position(i) {
-            offsets[p] = runs[w].2[k];
+            offsets[p] = search.offsets[k];
         }
     }
     Layered {

@@ -238,9 +238,10 @@ impl Solver<'_> {
             if state.ids.len() > MAX_EXACT_BUFFERS {
                 // A layered attempt proves nothing when it fails: only the room above the
                 // attempt's target narrows.
-                let budget = (self.steps_left / 4).clamp(1, MAX_LAYERED_STEPS);
-                if budget < state.ids.len() as u64 {
-                    // Fewer nodes than buffers to place: no attempt can succeed.
+                // Each of the four runs gets an eighth of what is left; an attempt with fewer
+                // than four nodes per buffer rarely places them all, so none is made.
+                let budget = (self.steps_left / 8).clamp(1, MAX_LAYERED_STEPS);
+                if budget < 4 * state.ids.len() as u64 {
                     return Proof::Unproven;
                 }
                 let run = scale::layered(self.buffers, &state.ids, target, budget, self.stop);
