@@ -22,6 +22,9 @@ pub struct BenchPackArgs {
     /// Sizes (buffer counts) of the synthetic workloads.
     #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 20_000, 50_000])]
     pub scale: Vec<usize>,
+    /// Seeds of the synthetic workloads (each size is run with each seed).
+    #[arg(long, value_delimiter = ',', default_values_t = [1u64, 2])]
+    pub seeds: Vec<u64>,
     /// Wall-clock limit per synthetic workload, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub scale_time_limit: f64,
@@ -176,7 +179,7 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         "buffers", "seed", "LB", "height", "ht/LB", "greedy/LB", "steps", "time", "limit"
     );
     for &count in &args.scale {
-        for seed in [1u64, 2] {
+        for &seed in &args.seeds {
             let buffers = pack::synth::transformer(seed, count);
             let started = Instant::now();
             let greedy = pack::heuristic(&buffers)?;
