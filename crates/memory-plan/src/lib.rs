@@ -71,7 +71,7 @@
 //! assert_eq!(plans[1].totals.total, 2 * 2 * 4096 * 1024 + (10 << 20) + (32 << 20));
 //! ```
 
-#![cfg_attr(any(), warn(missing_docs))] // TEMP until pack is documented
+#![warn(missing_docs)]
 
 mod arena;
 mod attribution;

@@ -22,6 +22,9 @@ pub struct BenchPackArgs {
     /// Sizes (buffer counts) of the synthetic workloads.
     #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 20_000, 50_000])]
     pub scale: Vec<usize>,
+    /// Seeds of the synthetic workloads (each size is run with each seed).
+    #[arg(long, value_delimiter = ',', default_values_t = [1u64, 2])]
+    pub seeds: Vec<u64>,
     /// Wall-clock limit per synthetic workload, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub scale_time_limit: f64,
@@ -123,8 +126,8 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
     println!();
     println!("Planner hot path on synthetic arenas: heuristic, and restack for new sizes");
     println!(
-        "{:>8} {:>12} {:>10} {:>12} {:>10}",
-        "buffers", "heuristic", "edges", "restack", "restacks/s"
+        "{:>8} {:>12} {:>10} {:>12} {:>10} {:>16}",
+        "buffers", "heuristic", "edges", "restack", "restacks/s", "solve 20k steps"
     );
     for count in [500usize, 2_000] {
         let buffers = pack::synth::transformer(5, count);
@@ -145,50 +148,68 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             std::hint::black_box(height);
         }
         let per = started.elapsed() / rounds as u32;
+        // The planner's call when the heuristic misses the lower bound (PlanConfig's default).
+        let limits = Limits {
+            max_steps: 20_000,
+            stop: None,
+        };
+        let started = Instant::now();
+        let solution = pack::solve(&buffers, Goal::Minimize, &limits)?;
+        let solve_time = started.elapsed();
+        pack::validate(&buffers, &solution.placement.offsets, None)?;
         println!(
-            "{:>8} {:>9.2} ms {:>10} {:>9.1} us {:>10.0}",
+            "{:>8} {:>9.2} ms {:>10} {:>9.1} us {:>10.0} {:>10.2} ms ({:?})",
             count,
             heuristic_time.as_secs_f64() * 1e3,
             stacking.edge_count(),
             per.as_secs_f64() * 1e6,
-            1.0 / per.as_secs_f64()
+            1.0 / per.as_secs_f64(),
+            solve_time.as_secs_f64() * 1e3,
+            solution.proof
         );
     }
 
     println!();
-    println!("Synthetic transformer workloads (pack::synth), solve(Minimize)");
     println!(
-        "{:>8} {:>12} {:>12} {:>8} {:>9} {:>9} {:>10}  proof",
-        "buffers", "LB", "height", "ht/LB", "greedy/LB", "steps", "time"
+        "Synthetic transformer workloads (pack::synth), solve(Minimize), limit {} s each",
+        args.scale_time_limit
+    );
+    println!(
+        "{:>8} {:>5} {:>12} {:>12} {:>8} {:>9} {:>9} {:>10} {:>7}  proof",
+        "buffers", "seed", "LB", "height", "ht/LB", "greedy/LB", "steps", "time", "limit"
     );
     for &count in &args.scale {
-        let buffers = pack::synth::transformer(1, count);
-        let started = Instant::now();
-        let greedy = pack::heuristic(&buffers)?;
-        let greedy_time = started.elapsed();
-        let started = Instant::now();
-        let deadline = started + Duration::from_secs_f64(args.scale_time_limit);
-        let stop = move || Instant::now() >= deadline;
-        let limits = Limits {
-            max_steps: args.max_steps,
-            stop: Some(&stop),
-        };
-        let solution = pack::solve(&buffers, Goal::Minimize, &limits)?;
-        let elapsed = started.elapsed();
-        let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
-        let lb = solution.lower_bound as f64;
-        println!(
-            "{:>8} {:>12} {:>12} {:>8.4} {:>9.4} {:>9} {:>8.3} s  {:?} (greedy {:.0} ms)",
-            buffers.len(),
-            solution.lower_bound,
-            height,
-            height as f64 / lb,
-            greedy.height as f64 / lb,
-            solution.steps,
-            elapsed.as_secs_f64(),
-            solution.proof,
-            greedy_time.as_secs_f64() * 1e3
-        );
+        for &seed in &args.seeds {
+            let buffers = pack::synth::transformer(seed, count);
+            let started = Instant::now();
+            let greedy = pack::heuristic(&buffers)?;
+            let greedy_time = started.elapsed();
+            let started = Instant::now();
+            let deadline = started + Duration::from_secs_f64(args.scale_time_limit);
+            let stop = move || Instant::now() >= deadline;
+            let limits = Limits {
+                max_steps: args.max_steps,
+                stop: Some(&stop),
+            };
+            let solution = pack::solve(&buffers, Goal::Minimize, &limits)?;
+            let elapsed = started.elapsed();
+            let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
+            let lb = solution.lower_bound as f64;
+            println!(
+                "{:>8} {:>5} {:>12} {:>12} {:>8.4} {:>9.4} {:>9} {:>8.3} s {:>5.0} s  {:?} (greedy {:.0} ms)",
+                buffers.len(),
+                seed,
+                solution.lower_bound,
+                height,
+                height as f64 / lb,
+                greedy.height as f64 / lb,
+                solution.steps,
+                elapsed.as_secs_f64(),
+                args.scale_time_limit,
+                solution.proof,
+                greedy_time.as_secs_f64() * 1e3
+            );
+        }
     }
     Ok(())
 }

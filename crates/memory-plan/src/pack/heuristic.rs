@@ -33,10 +33,6 @@ pub(crate) enum Order {
     Area,
     /// Earliest start first (then largest).
     Start,
-    /// Earliest end first (then largest).
-    End,
-    /// Earliest start first (then most congested).
-    StartCongestion,
     /// MiniMalloc's preorders: by lifetime (W), area (A) and congestion (T), in that order of
     /// precedence, and a permutation.
     Wat,
@@ -91,13 +87,6 @@ pub(crate) fn rank(buffers: &[Buffer], order: Order, congestion: &[u64]) -> Vec<
             Order::Lifetime => (u128::MAX - life128, u128::MAX - size, 0, i),
             Order::Area => (u128::MAX - area, u128::MAX - size, 0, i),
             Order::Start => (u128::from(b.start), u128::MAX - size, 0, i),
-            Order::End => (u128::from(b.end), u128::MAX - size, 0, i),
-            Order::StartCongestion => (
-                u128::from(b.start),
-                u128::MAX - u128::from(congestion[i as usize]),
-                u128::MAX - size,
-                i,
-            ),
             Order::Wat => (
                 u128::MAX - life128,
                 u128::MAX - area,

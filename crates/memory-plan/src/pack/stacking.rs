@@ -13,6 +13,7 @@
 use super::overlap::OverlapGraph;
 use super::{Buffer, PackError, Placement};
 
+/// The vertical order of a placement, to recompute offsets for new sizes (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Stacking {
     /// Buffers from the bottom up: every buffer comes after all the buffers it rests on.
