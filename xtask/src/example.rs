@@ -24,6 +24,15 @@ pub fn llama_70b() -> String {
         .replace("layers = 32", "layers = 80")
 }
 
+/// Kernel families for circuits imported with `--hf-config`.
+pub const HF_FAMILIES: &str = include_str!("../../examples/hf/families.toml");
+/// The name errors in them point at.
+pub const HF_FAMILIES_ORIGIN: &str = "examples/hf/families.toml (embedded)";
+/// Fusion rules for circuits imported with `--hf-config`.
+pub const HF_RULES: &str = include_str!("../../examples/hf/rules.toml");
+/// The name errors in them point at.
+pub const HF_RULES_ORIGIN: &str = "examples/hf/rules.toml (embedded)";
+
 #[cfg(test)]
 mod tests {
     #[test]

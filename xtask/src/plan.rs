@@ -27,13 +27,15 @@ pub struct PlanArgs {
     /// Circuit TOML file [default: the embedded Llama-3.1-8B example].
     ///
     /// Example: --circuit examples/llama-3.1-8b/circuit.toml
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "hf_config")]
     pub circuit: Option<PathBuf>,
 
-    /// A Hugging Face config.json to build the circuit from, instead of --circuit.
+    /// A Hugging Face config.json to import as the circuit (llama, mistral, qwen2, qwen3,
+    /// qwen3_moe, mixtral, phi3, gemma2, deepseek_v2); families and rules default to a set
+    /// covering every op the importer emits.
     ///
-    /// Example: --hf-config Llama-3.1-8B/config.json
-    #[arg(long, value_name = "FILE", conflicts_with = "circuit")]
+    /// Example: --hf-config ../shared/data/models/qwen2.5-7b/config.json
+    #[arg(long, value_name = "FILE")]
     pub hf_config: Option<PathBuf>,
 
     /// Kernel families TOML file [default: the example's registry].
@@ -173,27 +175,35 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         .map(|s| parse_set(s))
         .collect::<Result<Vec<_>, _>>()?;
 
-    let circuit = match &args.hf_config {
-        Some(path) => circuit_hf::from_config_json(&read_file(path)?, &path.display().to_string())?,
+    let (circuit, defaults) = match &args.hf_config {
+        Some(path) => {
+            let text = read_file(path)?;
+            let circuit = circuit_hf::from_config_json(&text, &path.display().to_string())?;
+            let defaults = [
+                (example::HF_FAMILIES, example::HF_FAMILIES_ORIGIN),
+                (example::HF_RULES, example::HF_RULES_ORIGIN),
+            ];
+            (circuit, defaults)
+        }
         None => {
             let (text, origin) = source(
                 args.circuit.as_ref(),
                 example::CIRCUIT,
                 example::CIRCUIT_ORIGIN,
             )?;
-            Circuit::from_toml(&text, &origin)?
+            let defaults = [
+                (example::FAMILIES, example::FAMILIES_ORIGIN),
+                (example::RULES, example::RULES_ORIGIN),
+            ];
+            (Circuit::from_toml(&text, &origin)?, defaults)
         }
     };
-    let (text, origin) = source(
-        args.families.as_ref(),
-        example::FAMILIES,
-        example::FAMILIES_ORIGIN,
-    )?;
+    let (text, origin) = source(args.families.as_ref(), defaults[0].0, defaults[0].1)?;
     let families = Families::from_toml(&text, &origin)?;
     if let Some(first) = families.check(&circuit).first() {
         return Err(first.to_string().into());
     }
-    let (text, origin) = source(args.rules.as_ref(), example::RULES, example::RULES_ORIGIN)?;
+    let (text, origin) = source(args.rules.as_ref(), defaults[1].0, defaults[1].1)?;
     let rules = Rules::from_toml(&text, &origin, Some(&families))?;
     let settings = rules.settings(
         overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())),

@@ -26,17 +26,35 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// Node ids with repeated block instances folded: `layer.*.q_proj x32`, in first-seen order.
+/// A node's id with the numbers of its block instance replaced by `*`: `layer.*.q_proj` for
+/// `layer.7.q_proj`, `layer_*.q_proj` for `layer_7.q_proj` (importers that give each layer its
+/// own block), `head.lm_head` unchanged.
+pub fn fold_key(circuit: &Circuit, node: NodeIdx) -> String {
+    let node = &circuit.nodes()[node];
+    let instance = circuit.instances()[node.instance].id();
+    let mut pattern = String::with_capacity(instance.len());
+    let mut in_digits = false;
+    for c in instance.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                pattern.push('*');
+            }
+            in_digits = true;
+        } else {
+            pattern.push(c);
+            in_digits = false;
+        }
+    }
+    format!("{pattern}.{}", node.local)
+}
+
+/// Node ids with repeated blocks folded: `layer.*.q_proj x32`, in first-seen order; a key seen
+/// once keeps the node's own id.
 pub fn fold_nodes(circuit: &Circuit, nodes: &[NodeIdx]) -> Vec<String> {
-    let mut order: Vec<(String, String)> = Vec::new();
-    let mut counts: BTreeMap<(String, String), (usize, NodeIdx)> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut counts: BTreeMap<String, (usize, NodeIdx)> = BTreeMap::new();
     for &n in nodes {
-        let node = &circuit.nodes()[n];
-        let instance = &circuit.instances()[node.instance];
-        let key = match instance.index {
-            Some(_) => (instance.block.clone(), node.local.clone()),
-            None => (node.id.clone(), String::new()),
-        };
+        let key = fold_key(circuit, n);
         let entry = counts.entry(key.clone()).or_insert((0, n));
         if entry.0 == 0 {
             order.push(key);
@@ -45,13 +63,9 @@ pub fn fold_nodes(circuit: &Circuit, nodes: &[NodeIdx]) -> Vec<String> {
     }
     order
         .into_iter()
-        .map(|key| {
-            let (count, first) = counts[&key];
-            if count == 1 {
-                circuit.nodes()[first].id.clone()
-            } else {
-                format!("{}.*.{} x{count}", key.0, key.1)
-            }
+        .map(|key| match counts[&key] {
+            (1, first) => circuit.nodes()[first].id.clone(),
+            (count, _) => format!("{key} x{count}"),
         })
         .collect()
 }
@@ -216,17 +230,12 @@ pub fn per_node_table(circuit: &Circuit, table: &NodeTable) -> String {
     );
     let mut order: Vec<(String, String)> = Vec::new();
     let mut sums: BTreeMap<(String, String), [u64; 5]> = BTreeMap::new();
-    let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut counts: BTreeMap<(String, String), (usize, NodeIdx)> = BTreeMap::new();
     for row in &table.nodes {
-        let node = &circuit.nodes()[row.node];
-        let instance = &circuit.instances()[node.instance];
-        let key = match instance.index {
-            Some(_) => (
-                format!("{}.*.{}", instance.block, node.local),
-                node.op.to_string(),
-            ),
-            None => (node.id.clone(), node.op.to_string()),
-        };
+        let key = (
+            fold_key(circuit, row.node),
+            circuit.nodes()[row.node].op.to_string(),
+        );
         let sum = sums.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
             [0; 5]
@@ -240,13 +249,13 @@ pub fn per_node_table(circuit: &Circuit, table: &NodeTable) -> String {
         ]) {
             *s += v;
         }
-        *counts.entry(key).or_insert(0) += 1;
+        counts.entry(key).or_insert((0, row.node)).0 += 1;
     }
     for key in order {
         let s = sums[&key];
         let label = match counts[&key] {
-            1 => key.0.clone(),
-            c => format!("{} x{c}", key.0),
+            (1, node) => circuit.nodes()[node].id.clone(),
+            (c, _) => format!("{} x{c}", key.0),
         };
         let _ = writeln!(
             out,

@@ -62,7 +62,8 @@ pub fn write_chart(path: &Path, o: &Outcome<'_>) -> Result<(), CliError> {
         .x_label_formatter(&|x| format!("{}", x.round() as u64))
         .draw()
         .map_err(|e| fail(&e))?;
-    let series: [(&str, RGBColor, fn(&memory_plan::Totals) -> u64); 5] = [
+    type Term = fn(&memory_plan::Totals) -> u64;
+    let series: [(&str, RGBColor, Term); 5] = [
         ("total", BLACK, |t| t.total),
         ("weights", RGBColor(31, 119, 180), |t| t.weights),
         ("activations", RGBColor(44, 160, 44), |t| t.activations),

@@ -13,18 +13,6 @@ use crate::model::supported_list;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HfError {
-    /// The file could not be read.
-    #[error(
-        "{}: cannot read the file: {}",
-        one_line(.origin),
-        one_line(.message)
-    )]
-    Io {
-        /// The file.
-        origin: String,
-        /// The operating system's message.
-        message: String,
-    },
     /// The text is not JSON.
     #[error(
         "{}: line {}, column {}: not valid JSON: {}",

@@ -9,6 +9,9 @@
 //! refused (an unknown key is refused); every circuit is validated by circuit-ir.
 //! `docs/hf-import.md` lists the tensors, keys and defaults of each model type.
 //!
+//! It depends on circuit-ir only and must not know kernels, fusion or memory plans; it reads
+//! no file (callers hand it the text and an origin name for messages).
+//!
 //! ```
 //! let json = r#"{"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048,
 //!   "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
@@ -55,17 +58,6 @@ pub struct Import {
 /// names the circuit (see [`circuit_name`]).
 pub fn from_config_json(text: &str, origin: &str) -> Result<Circuit, HfError> {
     import(text, origin).map(|i| i.circuit)
-}
-
-/// Reads and imports a `config.json` file; its path is the origin.
-pub fn from_config_file(path: impl AsRef<Path>) -> Result<Circuit, HfError> {
-    let path = path.as_ref();
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| HfError::Io {
-        origin: origin.clone(),
-        message: e.to_string(),
-    })?;
-    from_config_json(&text, &origin)
 }
 
 /// Imports a `config.json` text and reports which keys were read, ignored and defaulted.

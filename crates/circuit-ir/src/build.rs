@@ -18,6 +18,7 @@ use crate::decl::{BlockDecl, CircuitDecl, DimDecls, EdgeDecl, NodeDecl, OutDecl,
 use crate::error::{CircuitError, CircuitErrorKind as Kind, Place};
 use crate::expr::{Binding, Expr, ExprError, ExprText};
 use crate::format::Format;
+use crate::load::TomlError;
 use crate::op::Op;
 
 /// The most nodes a circuit may have (all block instances together). A loaded circuit takes
@@ -187,7 +188,10 @@ impl<'a> Build<'a> {
 
     fn run(mut self, decl: &CircuitDecl) -> Result<Circuit, CircuitError> {
         if decl.schema != 1 {
-            return Err(self.err(&Place::root(), Kind::Schema { found: decl.schema }));
+            return Err(self.err(
+                &Place::root(),
+                Kind::Toml(TomlError::Schema { found: decl.schema }),
+            ));
         }
         self.dims(&decl.dims)?;
         for input in &decl.inputs {

@@ -6,6 +6,7 @@ use std::fmt;
 
 use crate::expr::ExprError;
 use crate::format::FormatError;
+use crate::load::TomlError;
 use crate::op::UnknownOp;
 
 /// Where in a circuit an error was found: outermost first, e.g.
@@ -94,22 +95,9 @@ impl fmt::Display for CircuitError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CircuitErrorKind {
-    /// The text is not TOML, or does not have the circuit's keys and types.
-    #[error("line {line}, column {column}: {message}")]
-    Toml {
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// The parser's message.
-        message: String,
-    },
-    /// A schema version this build does not read.
-    #[error("unknown schema {found}; this version reads schema = 1")]
-    Schema {
-        /// The version found.
-        found: u32,
-    },
+    /// The text is not TOML, has another schema, or lacks the circuit's keys and types.
+    #[error(transparent)]
+    Toml(#[from] TomlError),
     /// An expression that does not parse or evaluate.
     #[error(transparent)]
     Expr(#[from] ExprError),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use circuit_ir::Op;
-use circuit_ir::load::toml_error_location;
+use circuit_ir::load::{TomlError, parse_document};
 use kernel_families::Families;
 use serde::{Deserialize, Serialize};
 use wildmatch::WildMatch;
@@ -237,22 +237,9 @@ impl std::fmt::Display for RulesError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RulesErrorKind {
-    /// Not TOML, or not the rules' keys and types.
-    #[error("line {line}, column {column}: {message}")]
-    Toml {
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// The parser's message.
-        message: String,
-    },
-    /// A schema version this build does not read.
-    #[error("unknown schema {found}; this version reads schema = 1")]
-    Schema {
-        /// The version found.
-        found: u32,
-    },
+    /// Not TOML, another schema, or not the rules' keys and types.
+    #[error(transparent)]
+    Toml(#[from] TomlError),
     /// Two rules with one id.
     #[error("duplicate rule id `{id}`")]
     DuplicateId {
@@ -309,30 +296,11 @@ impl Rules {
         origin: &str,
         registry: Option<&Families>,
     ) -> Result<Rules, RulesError> {
-        let err = |kind| RulesError {
+        let decl: RulesDecl = parse_document(text).map_err(|e| RulesError {
             origin: origin.to_owned(),
             place: String::new(),
-            kind: Box::new(kind),
-        };
-        let toml_err = |e: toml::de::Error| {
-            let (line, column) = toml_error_location(text, &e);
-            err(RulesErrorKind::Toml {
-                line,
-                column,
-                message: e.message().trim_end().replace('\n', " "),
-            })
-        };
-        #[derive(Deserialize)]
-        struct Schema {
-            schema: u32,
-        }
-        let schema: Schema = toml::from_str(text).map_err(toml_err)?;
-        if schema.schema != 1 {
-            return Err(err(RulesErrorKind::Schema {
-                found: schema.schema,
-            }));
-        }
-        let decl: RulesDecl = toml::from_str(text).map_err(toml_err)?;
+            kind: Box::new(RulesErrorKind::Toml(e)),
+        })?;
         Rules::from_decl(decl, origin, registry)
     }
 
@@ -350,7 +318,7 @@ impl Rules {
         if decl.schema != 1 {
             return Err(err(
                 String::new(),
-                RulesErrorKind::Schema { found: decl.schema },
+                RulesErrorKind::Toml(TomlError::Schema { found: decl.schema }),
             ));
         }
         let defaults: BTreeMap<String, String> = decl

@@ -56,6 +56,64 @@ pub struct WorkspaceDecl {
     pub why: String,
 }
 
+impl FamilyDecl {
+    /// A family `id` implementing `ops`, with no kernels, emitters or workspaces yet.
+    pub fn new<S: Into<String>>(
+        id: impl Into<String>,
+        ops: impl IntoIterator<Item = S>,
+    ) -> FamilyDecl {
+        FamilyDecl {
+            id: id.into(),
+            ops: ops.into_iter().map(Into::into).collect(),
+            ..FamilyDecl::default()
+        }
+    }
+
+    /// Describes the family.
+    pub fn description(mut self, text: impl Into<String>) -> FamilyDecl {
+        self.description = text.into();
+        self
+    }
+
+    /// Appends kernels.
+    pub fn kernels<S: Into<String>>(mut self, kernels: impl IntoIterator<Item = S>) -> FamilyDecl {
+        self.kernels.extend(kernels.into_iter().map(Into::into));
+        self
+    }
+
+    /// Appends emitters (for kernel-less groups).
+    pub fn emitters<S: Into<String>>(
+        mut self,
+        emitters: impl IntoIterator<Item = S>,
+    ) -> FamilyDecl {
+        self.emitters.extend(emitters.into_iter().map(Into::into));
+        self
+    }
+
+    /// Appends a workspace.
+    pub fn workspace(mut self, workspace: WorkspaceDecl) -> FamilyDecl {
+        self.workspaces.push(workspace);
+        self
+    }
+}
+
+impl WorkspaceDecl {
+    /// A workspace `name` of the largest of `bytes`, in the arena or not, resting on `why`.
+    pub fn new<E: Into<ExprText>>(
+        name: impl Into<String>,
+        bytes: impl IntoIterator<Item = E>,
+        arena: bool,
+        why: impl Into<String>,
+    ) -> WorkspaceDecl {
+        WorkspaceDecl {
+            name: name.into(),
+            bytes: bytes.into_iter().map(Into::into).collect(),
+            arena,
+            why: why.into(),
+        }
+    }
+}
+
 /// A whole device table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

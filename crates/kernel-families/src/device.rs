@@ -62,7 +62,7 @@ impl Devices {
             return Err(FamiliesError::new(
                 origin,
                 Place::root(),
-                Kind::Schema { found: decl.schema },
+                Kind::Toml(circuit_ir::load::TomlError::Schema { found: decl.schema }),
             ));
         }
         let mut devices: Vec<Device> = Vec::with_capacity(decl.devices.len());

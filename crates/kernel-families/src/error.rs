@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use circuit_ir::load::TomlError;
 use circuit_ir::{ExprError, Place, UnknownOp, one_line};
 
 /// A families registry or a device table that cannot be loaded, bound or looked up.
@@ -42,22 +43,10 @@ impl FamiliesError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FamiliesErrorKind {
-    /// The text is not TOML, or lacks a key, has an unknown key or a value of the wrong type.
-    #[error("line {line}, column {column}: {message}")]
-    Toml {
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// The parser's message.
-        message: String,
-    },
-    /// A schema version this build does not read.
-    #[error("unknown schema {found}; this version reads schema = 1")]
-    Schema {
-        /// The version found.
-        found: u32,
-    },
+    /// The text is not TOML, has another schema, or lacks a key, has an unknown key or a
+    /// value of the wrong type.
+    #[error(transparent)]
+    Toml(#[from] TomlError),
     /// A name that is empty (a family id, kernel, emitter, workspace or device name).
     #[error("{what} is empty")]
     EmptyName {

@@ -66,6 +66,8 @@ pub struct Families {
     by_kernel: HashMap<String, FamilyIdx>,
     /// Emitter -> op -> the first family (in file order) covering both.
     by_emitter: HashMap<String, HashMap<Op, FamilyIdx>>,
+    /// The declarations it was built from, for writing it back.
+    decl: FamiliesDecl,
 }
 
 impl PartialEq for Families {
@@ -101,7 +103,10 @@ impl Families {
     pub fn from_decl(decl: FamiliesDecl, origin: &str) -> Result<Families, FamiliesError> {
         let err = |place: Place, kind: Kind| FamiliesError::new(origin, place, kind);
         if decl.schema != 1 {
-            return Err(err(Place::root(), Kind::Schema { found: decl.schema }));
+            return Err(err(
+                Place::root(),
+                Kind::Toml(circuit_ir::load::TomlError::Schema { found: decl.schema }),
+            ));
         }
         let mut out = Families {
             origin: origin.to_owned(),
@@ -109,6 +114,7 @@ impl Families {
             by_id: HashMap::new(),
             by_kernel: HashMap::new(),
             by_emitter: HashMap::new(),
+            decl: decl.clone(),
         };
         for (position, fd) in decl.families.into_iter().enumerate() {
             let place = if fd.id.is_empty() {
@@ -175,6 +181,16 @@ impl Families {
             .filter_map(|k| self.by_kernel.get(k.as_ref()).copied())
             .filter(|&f| self.families[f].ops.contains(&op))
             .min()
+    }
+
+    /// The declarations the registry was built from.
+    pub fn decl(&self) -> &FamiliesDecl {
+        &self.decl
+    }
+
+    /// The TOML text of the declarations; loading it gives an equal registry.
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string(&self.decl)
     }
 
     /// The family listing `kernel`, whatever its ops.

@@ -1,5 +1,5 @@
 //! TOML text to declarations, with errors that say where they are: the line and column
-//! (`circuit_ir::load::toml_error_location`) and the family and workspace (or device) whose
+//! (circuit-ir's document reader) and the family and workspace (or device) whose
 //! table holds the fault, found from the spans of the `[[family]]`, `[[family.workspace]]` and
 //! `[[device]]` headers.
 //!
@@ -9,45 +9,25 @@
 use std::ops::Range;
 
 use circuit_ir::Place;
-use circuit_ir::load::toml_error_location;
+use circuit_ir::load::{TomlError, parse_document};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use toml::Spanned;
 
 use crate::error::{FamiliesError, FamiliesErrorKind};
 
-/// Parses a families file or a device table into its declarations.
+/// Parses a families file or a device table into its declarations (circuit-ir's document
+/// reader: schema first), placing a syntax error in the family and workspace that hold it.
 pub(crate) fn parse<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T, FamiliesError> {
-    let toml_err = |e: toml::de::Error| {
-        let (line, column) = toml_error_location(text, &e);
-        let place = e
-            .span()
-            .map_or_else(Place::root, |span| place_at(text, span));
-        FamiliesError::new(
-            origin,
-            place,
-            FamiliesErrorKind::Toml {
-                line,
-                column,
-                message: e.message().trim_end().replace('\n', " "),
-            },
-        )
-    };
-    #[derive(Deserialize)]
-    struct Schema {
-        schema: u32,
-    }
-    let schema: Schema = toml::from_str(text).map_err(toml_err)?;
-    if schema.schema != 1 {
-        return Err(FamiliesError::new(
-            origin,
-            Place::root(),
-            FamiliesErrorKind::Schema {
-                found: schema.schema,
-            },
-        ));
-    }
-    toml::from_str(text).map_err(toml_err)
+    parse_document(text).map_err(|e| {
+        let place = match &e {
+            TomlError::Syntax {
+                span: Some(span), ..
+            } => place_at(text, span.clone()),
+            _ => Place::root(),
+        };
+        FamiliesError::new(origin, place, FamiliesErrorKind::Toml(e))
+    })
 }
 
 /// A table's `name` or `id`, read leniently: only to label a place.

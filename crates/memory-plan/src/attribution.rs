@@ -84,7 +84,7 @@ impl Planner<'_> {
         }
         let terms = interval
             .terms
-            .terms(circuit, &self.bound, n, &scratch.term_values)?;
+            .terms(&scratch.term_values, &scratch.term_owners);
         let mut charged = 0u64;
         for t in terms.iter().filter(|t| !t.arena) {
             rows[t.owner.index()].workspaces += t.bytes;

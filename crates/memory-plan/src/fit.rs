@@ -213,9 +213,13 @@ impl Planner<'_> {
         n: u64,
         scratch: &mut Scratch,
     ) -> Result<u64, PlanError> {
-        interval
-            .terms
-            .values(self.circuit, &self.bound, n, &mut scratch.term_values)?;
+        interval.terms.values(
+            self.circuit,
+            &self.bound,
+            n,
+            &mut scratch.term_values,
+            &mut scratch.term_owners,
+        )?;
         // Terms that may shrink count as 0 in the bound (and in the arena's sizes).
         for (value, shape) in scratch.term_values.iter_mut().zip(interval.terms.shapes()) {
             if self.term_trend(shape.family, shape.workspace) != Trend::Nondecreasing

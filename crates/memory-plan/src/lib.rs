@@ -2,10 +2,76 @@
 //! into one arena, workspaces and states, at any number of row counts (in parallel), with the
 //! owner of every byte, and fit queries against a memory budget.
 //!
-//! This crate knows circuits, kernel families and fusion plans (the crates below it); it reads
-//! no file, environment or clock, and the same inputs give the same bytes at any thread count.
+//! It knows circuits, kernel families and fusion plans (the crates below it); it must not know
+//! files, flags or terminals: it reads no file, environment or clock, and the same inputs give
+//! the same bytes at any thread count. `examples/embed.rs` builds a transformer in code and
+//! plans it.
+//!
+//! ```
+//! use circuit_ir::Circuit;
+//! use fuser::Rules;
+//! use kernel_families::Families;
+//! use memory_plan::{PlanConfig, Planner};
+//!
+//! let circuit = Circuit::from_toml(r#"
+//!     schema = 1
+//!     name = "mlp"
+//!     [[input]]
+//!     id = "x"
+//!     rows = "n"
+//!     width = 1024
+//!     format = "bf16"
+//!     [[block]]
+//!     name = "b"
+//!       [[block.node]]
+//!       id = "up"
+//!       op = "linear"
+//!       in = ["x"]
+//!       out = [{ edge = "h", rows = "n", width = 4096, format = "bf16" }]
+//!         [[block.node.weight]]
+//!         name = "w"
+//!         shape = [4096, 1024]
+//!         format = "bf16"
+//!       [[block.node]]
+//!       id = "down"
+//!       op = "linear"
+//!       in = ["h"]
+//!       out = [{ edge = "y", rows = "n", width = 1024, format = "bf16" }]
+//!         [[block.node.weight]]
+//!         name = "w"
+//!         shape = [1024, 4096]
+//!         format = "bf16"
+//!     [[output]]
+//!     edge = "b.y"
+//! "#, "mlp.toml").unwrap();
+//! let families = Families::from_toml(r#"
+//!     schema = 1
+//!     [[family]]
+//!     id = "gemm"
+//!     kernels = ["gemm"]
+//!     ops = ["linear"]
+//!       [[family.workspace]]
+//!       name = "handle"
+//!       bytes = ["32 * 1024 * 1024"]
+//!       arena = false
+//!       why = "cuBLAS workspace on Hopper"
+//! "#, "families.toml").unwrap();
+//! let rules = Rules::from_toml(r#"
+//!     schema = 1
+//!     [[rule]]
+//!     id = "gemm"
+//!     pattern = [{ op = "linear" }]
+//!     kernels = ["gemm"]
+//!     emitter = "cuda"
+//! "#, "rules.toml", Some(&families)).unwrap();
+//! let planner = Planner::new(&circuit, &families, &rules, rules.defaults(), PlanConfig::new(132)).unwrap();
+//! let plans = planner.sweep(&[1, 1024], &|| {}).unwrap();
+//! // At 1024 rows: x (2 MiB) and h (8 MiB) live at the first step, h and y (2 MiB) at the second.
+//! assert_eq!(plans[1].arena.lower_bound, 10 << 20);
+//! assert_eq!(plans[1].totals.total, 2 * 2 * 4096 * 1024 + (10 << 20) + (32 << 20));
+//! ```
 
-#![cfg_attr(any(), warn(missing_docs))] // TEMP until pack is documented
+#![warn(missing_docs)]
 
 mod arena;
 mod attribution;

@@ -143,6 +143,7 @@ pub(crate) struct IntervalPlan {
 #[derive(Default)]
 pub(crate) struct Scratch {
     pub term_values: Vec<u64>,
+    pub term_owners: Vec<usize>,
     pub class_sizes: Vec<u64>,
     pub sizes: Vec<u64>,
     pub offsets: Vec<u64>,
@@ -266,16 +267,14 @@ impl<'a> Planner<'a> {
         if rows.contains(&0) {
             return Err(PlanError::ZeroRows);
         }
-        let all = intervals(self.rules, &self.settings, 1..=u64::MAX);
-        let mut needed: Vec<RangeInclusive<u64>> = all
+        // Each interval is built at the first requested row in it, so an error (an uncovered
+        // node, say) names a row count the caller asked for.
+        let needed: Vec<u64> = intervals(self.rules, &self.settings, 1..=u64::MAX)
             .into_iter()
-            .filter(|i| rows.iter().any(|n| i.contains(n)))
+            .filter_map(|i| rows.iter().copied().filter(|n| i.contains(n)).min())
             .collect();
-        needed.sort_by_key(|i| *i.start());
-        let built: Vec<Result<IntervalPlan, PlanError>> = needed
-            .par_iter()
-            .map(|i| self.build_interval(*i.start()))
-            .collect();
+        let built: Vec<Result<IntervalPlan, PlanError>> =
+            needed.par_iter().map(|&n| self.build_interval(n)).collect();
         built
             .into_iter()
             .map(|ip| ip.map(|ip| (*ip.rows.start(), ip)))
@@ -284,7 +283,7 @@ impl<'a> Planner<'a> {
 
     /// The interval plan of the row interval holding `n`.
     pub(crate) fn interval_plan(&self, n: u64) -> Result<IntervalPlan, PlanError> {
-        self.build_interval(*self.interval_of(n)?.start())
+        self.build_interval(n)
     }
 
     /// The row interval (over all row counts) holding `n`: the plan is the same inside it.
@@ -305,14 +304,21 @@ impl<'a> Planner<'a> {
         cut
     }
 
-    /// Builds the shared parts of the interval starting at `start`, with the template packed at
-    /// `start`.
-    pub(crate) fn build_interval(&self, start: u64) -> Result<IntervalPlan, PlanError> {
-        let fusion = self.fusion(start)?;
+    /// Builds the shared parts of the row interval holding `n`, with the template packed at
+    /// the interval's first row count (whichever `n` of the interval asks).
+    pub(crate) fn build_interval(&self, n: u64) -> Result<IntervalPlan, PlanError> {
+        let fusion = self.fusion(n)?;
+        let start = *fusion.rows().start();
         let terms = TermLayout::new(self.circuit, &fusion, self.families);
         let arena = ArenaShape::new(self.circuit, &fusion, &terms, self.config.align);
         let mut scratch = Scratch::default();
-        terms.values(self.circuit, &self.bound, start, &mut scratch.term_values)?;
+        terms.values(
+            self.circuit,
+            &self.bound,
+            start,
+            &mut scratch.term_values,
+            &mut scratch.term_owners,
+        )?;
         arena.sizes(
             self.circuit,
             start,
@@ -372,9 +378,13 @@ impl<'a> Planner<'a> {
         n: u64,
         scratch: &mut Scratch,
     ) -> Result<Packed, PlanError> {
-        interval
-            .terms
-            .values(self.circuit, &self.bound, n, &mut scratch.term_values)?;
+        interval.terms.values(
+            self.circuit,
+            &self.bound,
+            n,
+            &mut scratch.term_values,
+            &mut scratch.term_owners,
+        )?;
         interval.arena.sizes(
             self.circuit,
             n,
@@ -416,10 +426,9 @@ impl<'a> Planner<'a> {
         scratch: &mut Scratch,
     ) -> Result<MemoryPlan, PlanError> {
         let packed = self.pack_at(interval, n, scratch)?;
-        let workspaces =
-            interval
-                .terms
-                .terms(self.circuit, &self.bound, n, &scratch.term_values)?;
+        let workspaces = interval
+            .terms
+            .terms(&scratch.term_values, &scratch.term_owners);
         let charged = workspaces
             .iter()
             .filter(|t| !t.arena)
@@ -469,7 +478,7 @@ impl<'a> Planner<'a> {
         let packed = self.pack_at(&interval, n, &mut scratch)?;
         let terms = interval
             .terms
-            .terms(self.circuit, &self.bound, n, &scratch.term_values)?;
+            .terms(&scratch.term_values, &scratch.term_owners);
         Ok(ArenaLayout {
             rows: n,
             steps: interval.arena.steps,

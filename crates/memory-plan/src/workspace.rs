@@ -140,45 +140,44 @@ impl TermLayout {
         &self.terms
     }
 
-    /// Each term's bytes at `n`, in term order.
+    /// Each term's bytes at `n` into `bytes`, and the position (in the term's nodes) of its
+    /// owner, the first node whose value is the term's, into `owners`; in term order.
     pub(crate) fn values(
         &self,
         circuit: &Circuit,
         bound: &BoundFamilies,
         n: u64,
-        out: &mut Vec<u64>,
+        bytes: &mut Vec<u64>,
+        owners: &mut Vec<usize>,
     ) -> Result<(), PlanError> {
-        out.clear();
+        bytes.clear();
+        owners.clear();
         for t in &self.terms {
-            let mut bytes = 0;
-            for &(k, _) in &t.distinct_k {
-                bytes = bytes.max(t.value(circuit, bound, n, k)?);
+            let (mut most, mut owner) = (0, 0);
+            for (i, &(k, first)) in t.distinct_k.iter().enumerate() {
+                let v = t.value(circuit, bound, n, k)?;
+                if i == 0 || v > most || (v == most && first < owner) {
+                    (most, owner) = (v, first);
+                }
             }
-            out.push(bytes);
+            bytes.push(most);
+            owners.push(owner);
         }
         Ok(())
     }
 
-    /// The terms at `n`, given their values from [`TermLayout::values`].
-    pub(crate) fn terms(
-        &self,
-        circuit: &Circuit,
-        bound: &BoundFamilies,
-        n: u64,
-        values: &[u64],
-    ) -> Result<Vec<WorkspaceTerm>, PlanError> {
+    /// The terms, given their values and owners from [`TermLayout::values`].
+    pub(crate) fn terms(&self, bytes: &[u64], owners: &[usize]) -> Vec<WorkspaceTerm> {
         self.terms
             .iter()
-            .zip(values)
-            .map(|(t, &bytes)| {
-                Ok(WorkspaceTerm {
-                    family: t.family_id.clone(),
-                    name: t.name.clone(),
-                    bytes,
-                    arena: t.arena,
-                    nodes: t.nodes.clone(),
-                    owner: t.owner(circuit, bound, n, bytes)?,
-                })
+            .zip(bytes.iter().zip(owners))
+            .map(|(t, (&bytes, &owner))| WorkspaceTerm {
+                family: t.family_id.clone(),
+                name: t.name.clone(),
+                bytes,
+                arena: t.arena,
+                nodes: t.nodes.clone(),
+                owner: t.nodes[owner],
             })
             .collect()
     }
@@ -211,23 +210,6 @@ impl TermShape {
                 }
             })
     }
-
-    /// The first node in plan order whose value is `bytes`.
-    pub(crate) fn owner(
-        &self,
-        circuit: &Circuit,
-        bound: &BoundFamilies,
-        n: u64,
-        bytes: u64,
-    ) -> Result<NodeIdx, PlanError> {
-        let mut first = usize::MAX;
-        for &(k, position) in &self.distinct_k {
-            if position < first && self.value(circuit, bound, n, k)? == bytes {
-                first = position;
-            }
-        }
-        Ok(self.nodes[if first == usize::MAX { 0 } else { first }])
-    }
 }
 
 /// The workspace terms of `plan` at `n` rows, with `bound` the registry bound to `circuit` and
@@ -240,7 +222,7 @@ pub fn workspace_terms(
     n: u64,
 ) -> Result<Vec<WorkspaceTerm>, PlanError> {
     let layout = TermLayout::new(circuit, plan, families);
-    let mut values = Vec::new();
-    layout.values(circuit, bound, n, &mut values)?;
-    layout.terms(circuit, bound, n, &values)
+    let (mut bytes, mut owners) = (Vec::new(), Vec::new());
+    layout.values(circuit, bound, n, &mut bytes, &mut owners)?;
+    Ok(layout.terms(&bytes, &owners))
 }

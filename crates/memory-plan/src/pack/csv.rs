@@ -16,9 +16,13 @@ pub const HEADER: &str = "id,lower,upper,size";
 /// One line of a MiniMalloc file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CsvBuffer {
+    /// The buffer's id (unique in a file).
     pub id: u64,
+    /// First step it is live at.
     pub lower: u64,
+    /// First step after its lifetime (exclusive; greater than `lower`).
     pub upper: u64,
+    /// Bytes it needs.
     pub size: u64,
 }
 
@@ -29,49 +33,93 @@ impl CsvBuffer {
     }
 }
 
+/// Why a CSV text is not a valid problem (every variant names the line at fault, 1-based).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CsvError {
+    /// No header line.
     #[error("empty file: expected the header `{HEADER}` and then one line per buffer")]
     Empty,
+    /// The first line is not the header.
     #[error("line {line}: the header is `{found}`; the first line must be exactly `{HEADER}`")]
-    BadHeader { line: usize, found: String },
+    BadHeader {
+        /// The line.
+        line: usize,
+        /// The header found.
+        found: String,
+    },
+    /// A line without exactly four fields.
     #[error(
         "line {line}: {found} fields, expected 4 (`{HEADER}`); write one buffer per line as four comma-separated numbers"
     )]
-    FieldCount { line: usize, found: usize },
+    FieldCount {
+        /// The line.
+        line: usize,
+        /// The number of fields found.
+        found: usize,
+    },
+    /// A negative number.
     #[error("line {line}: {field} is negative ({value}); write a whole number >= 0")]
     Negative {
+        /// The line.
         line: usize,
+        /// The column.
         field: &'static str,
+        /// The text found.
         value: String,
     },
+    /// A field that is not a whole number.
     #[error("line {line}: {field} `{value}` is not a whole number; write it as decimal digits")]
     NotANumber {
+        /// The line.
         line: usize,
+        /// The column.
         field: &'static str,
+        /// The text found.
         value: String,
     },
+    /// A number above `u64::MAX`.
     #[error("line {line}: {field} {value} is larger than {max}; use a smaller value", max = u64::MAX)]
     TooLarge {
+        /// The line.
         line: usize,
+        /// The column.
         field: &'static str,
+        /// The text found.
         value: String,
     },
+    /// `upper <= lower`.
     #[error(
         "line {line}: upper {upper} <= lower {lower}; a buffer lives on [lower, upper), so make upper greater than lower"
     )]
-    EmptyLifetime { line: usize, lower: u64, upper: u64 },
+    EmptyLifetime {
+        /// The line.
+        line: usize,
+        /// Its `lower`.
+        lower: u64,
+        /// Its `upper`.
+        upper: u64,
+    },
+    /// An id used twice.
     #[error(
         "line {line}: id {id} is already used on line {first_line}; give every buffer its own id"
     )]
     DuplicateId {
+        /// The line.
         line: usize,
+        /// The repeated id.
         id: u64,
+        /// The line where the id first appears.
         first_line: usize,
     },
+    /// `write` got not one offset per buffer.
     #[error("{offsets} offsets for {buffers} buffers: give exactly one offset per buffer")]
-    LengthMismatch { buffers: usize, offsets: usize },
+    LengthMismatch {
+        /// The number of buffers.
+        buffers: usize,
+        /// The number of offsets.
+        offsets: usize,
+    },
 }
 
 /// Parses a MiniMalloc problem (`id,lower,upper,size`).

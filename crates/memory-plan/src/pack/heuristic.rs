@@ -33,10 +33,6 @@ pub(crate) enum Order {
     Area,
     /// Earliest start first (then largest).
     Start,
-    /// Earliest end first (then largest).
-    End,
-    /// Earliest start first (then most congested).
-    StartCongestion,
     /// MiniMalloc's preorders: by lifetime (W), area (A) and congestion (T), in that order of
     /// precedence, and a permutation.
     Wat,
@@ -91,13 +87,6 @@ pub(crate) fn rank(buffers: &[Buffer], order: Order, congestion: &[u64]) -> Vec<
             Order::Lifetime => (u128::MAX - life128, u128::MAX - size, 0, i),
             Order::Area => (u128::MAX - area, u128::MAX - size, 0, i),
             Order::Start => (u128::from(b.start), u128::MAX - size, 0, i),
-            Order::End => (u128::from(b.end), u128::MAX - size, 0, i),
-            Order::StartCongestion => (
-                u128::from(b.start),
-                u128::MAX - u128::from(congestion[i as usize]),
-                u128::MAX - size,
-                i,
-            ),
             Order::Wat => (
                 u128::MAX - life128,
                 u128::MAX - area,
@@ -198,8 +187,26 @@ pub(crate) fn best_fit(
     order: &[u32],
     fit: Fit,
 ) -> Placement {
-    const UNPLACED: u64 = u64::MAX;
     let mut offsets = vec![UNPLACED; buffers.len()];
+    let height = best_fit_onto(buffers, graph, order, fit, &mut offsets);
+    for offset in offsets.iter_mut().filter(|o| **o == UNPLACED) {
+        *offset = 0;
+    }
+    Placement { offsets, height }
+}
+
+/// Marks a buffer not placed yet in [`best_fit_onto`].
+pub(crate) const UNPLACED: u64 = u64::MAX;
+
+/// Places the buffers of `order` around those already placed (`offsets[i] != UNPLACED`, kept
+/// where they are); returns the height of the buffers it placed.
+pub(crate) fn best_fit_onto(
+    buffers: &[Buffer],
+    graph: &OverlapGraph,
+    order: &[u32],
+    fit: Fit,
+    offsets: &mut [u64],
+) -> u64 {
     let mut below: Vec<(u64, u64)> = Vec::new();
     let mut height = 0u64;
     for &i in order {
@@ -219,10 +226,7 @@ pub(crate) fn best_fit(
         offsets[i] = offset;
         height = height.max(offset + size);
     }
-    for offset in offsets.iter_mut().filter(|o| **o == UNPLACED) {
-        *offset = 0;
-    }
-    Placement { offsets, height }
+    height
 }
 
 /// The offset a buffer of `size` gets among the sorted occupied ranges `below`.

@@ -11,14 +11,18 @@
 //!   whatever the thread count (the only non-deterministic input is the caller's `stop` poll).
 
 mod bounds;
+/// The MiniMalloc CSV format: parse problems, write solutions.
 pub mod csv;
 
 mod heuristic;
 mod overlap;
 mod partition;
+mod scale;
 mod search;
 mod solve;
 mod stacking;
+/// Synthetic transformer workloads for benchmarks and tests.
+pub mod synth;
 
 mod validate;
 
@@ -31,12 +35,16 @@ pub use validate::validate;
 /// A buffer live on the half-open step interval `[start, end)`, needing `size` bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Buffer {
+    /// First step the buffer is live at.
     pub start: u64,
+    /// First step after its lifetime (exclusive).
     pub end: u64,
+    /// Bytes it needs.
     pub size: u64,
 }
 
 impl Buffer {
+    /// A buffer live on `[start, end)` needing `size` bytes.
     pub fn new(start: u64, end: u64, size: u64) -> Buffer {
         Buffer { start, end, size }
     }
@@ -56,7 +64,9 @@ impl Buffer {
 /// over the buffers (0 if there are none).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Placement {
+    /// The offset of each buffer, in input order.
     pub offsets: Vec<u64>,
+    /// `max(offset + size)`: the arena size this placement needs.
     pub height: u64,
 }
 
@@ -64,56 +74,106 @@ pub struct Placement {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PackError {
+    /// A sum of sizes (or an offset + size) does not fit in `u64`.
     #[error("size overflow: {what} exceeds u64::MAX bytes")]
-    Overflow { what: &'static str },
+    Overflow {
+        /// Which sum overflowed.
+        what: &'static str,
+    },
+    /// An input slice has the wrong length.
     #[error("length mismatch: {what} has {found} entries but there are {expected} buffers")]
     LengthMismatch {
+        /// Which input.
         what: &'static str,
+        /// The number of buffers.
         expected: usize,
+        /// Its length.
         found: usize,
     },
+    /// A buffer with `start > end`.
     #[error("buffer {index} ends before it starts ([{start}, {end})): give it end >= start")]
-    InvertedInterval { index: usize, start: u64, end: u64 },
+    InvertedInterval {
+        /// The buffer's index.
+        index: usize,
+        /// Its start.
+        start: u64,
+        /// Its end.
+        end: u64,
+    },
 }
 
 /// Why a placement is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlacementError {
+    /// Not one offset per buffer.
     #[error("{found} offsets for {expected} buffers: give exactly one offset per buffer")]
-    LengthMismatch { expected: usize, found: usize },
+    LengthMismatch {
+        /// The number of buffers.
+        expected: usize,
+        /// The number of offsets.
+        found: usize,
+    },
+    /// Two buffers live at a common step share an address.
     #[error(
         "buffers {first} and {second} overlap: buffer {first} lives on [{first_start}, {first_end}) at \
          bytes [{first_offset}, {first_top}), buffer {second} lives on [{second_start}, {second_end}) at \
          bytes [{second_offset}, {second_top})"
     )]
     Overlap {
+        /// The lower index of the pair.
         first: usize,
+        /// Its lifetime's start.
         first_start: u64,
+        /// Its lifetime's end.
         first_end: u64,
+        /// Its offset.
         first_offset: u64,
+        /// Its offset + size.
         first_top: u64,
+        /// The higher index of the pair.
         second: usize,
+        /// Its lifetime's start.
         second_start: u64,
+        /// Its lifetime's end.
         second_end: u64,
+        /// Its offset.
         second_offset: u64,
+        /// Its offset + size.
         second_top: u64,
     },
+    /// A buffer ends above the capacity.
     #[error("buffer {index} at bytes [{offset}, {top}) exceeds the capacity of {capacity} bytes")]
     AboveCapacity {
+        /// The buffer's index.
         index: usize,
+        /// Its offset.
         offset: u64,
+        /// Its offset + size.
         top: u64,
+        /// The capacity asked for.
         capacity: u64,
     },
+    /// A buffer's offset + size does not fit in `u64`.
     #[error("buffer {index}: offset {offset} + size {size} overflows u64")]
     Overflow {
+        /// The buffer's index.
         index: usize,
+        /// Its offset.
         offset: u64,
+        /// Its size.
         size: u64,
     },
+    /// A buffer with `start > end`.
     #[error("buffer {index} ends before it starts ([{start}, {end})): give it end >= start")]
-    InvertedInterval { index: usize, start: u64, end: u64 },
+    InvertedInterval {
+        /// The buffer's index.
+        index: usize,
+        /// Its start.
+        start: u64,
+        /// Its end.
+        end: u64,
+    },
 }
 
 /// Rejects inverted intervals, the one malformed shape of a [`Buffer`].

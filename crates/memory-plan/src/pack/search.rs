@@ -1,28 +1,51 @@
-//! Exact search for a placement within a capacity (the ideas of MiniMalloc, Moffitt, ASPLOS
-//! 2023, implemented from the paper's description).
+//! Exact search for a placement within a capacity, after the ideas of MiniMalloc (Moffitt,
+//! ASPLOS 2023), implemented here from the paper's description.
 //!
-//! The search builds *canonical* solutions only: buffers are placed in increasing order of
-//! (offset, start), each at its *floor* (the highest end among the placed buffers sharing a step
-//! with it). Any valid placement can be lowered into such a form without growing, and the form
-//! also satisfies the dominance rule below, so exhausting this space proves that nothing fits.
-//! Pruning, all sound for that space:
-//! - *dominance*: the next offset must stay below `floor(u) + size(u)` for every unplaced `u`,
-//!   else `u` fits in a gap under it that nothing else can use (a better solution places it
-//!   there first);
-//! - *cross-section inference*: in every time section, the unplaced buffers must fit between
-//!   max(section floor, last offset) and the capacity;
-//! - *forced moves*: when the lowest candidate shares no step with any unplaced buffer, placing
-//!   it first loses nothing, so it is not branched on;
-//! - *interchangeable buffers* (same lifetime and size) are tried once per node;
-//! - *decomposition*: when the unplaced buffers split into groups no lifetime joins, each group
-//!   is searched alone and a failure in one fails the node without retrying the others.
-//! Candidates are tried in increasing (floor, static rank). The budget counts search nodes, so a
-//! run is a deterministic function of its input; `stop` and the cancel flag only cut it short.
+//! Time is compressed to *sections* (maximal step ranges with a constant live set). The search
+//! keeps a *skyline*: per section `s`, a level `floor[s]` below which everything is decided
+//! (placed buffers or space given up), and `remaining[s]`, the sizes of the buffers not yet
+//! placed that are live in `s`. Each node picks a *lowest point*: a section `s*` at the lowest
+//! level `h` among the sections that still hold unplaced buffers (the leftmost, the rightmost
+//! or the one with the most unplaced size: see [`Branch`]). In any solution that agrees with
+//! the decisions so far, that point is either
+//! 1. covered by an unplaced buffer `u`, which then sits exactly at `h`: every section of its
+//!    lifetime is at level `h` (none is lower, by the choice of `h`; none higher, or `u` would
+//!    overlap a decided region). These buffers are the node's candidates; or
+//! 2. empty: then the lowest unplaced buffer of `s*` sits higher, at a level no lower than the
+//!    bound of `raise_target` (it rests on a placed buffer, at its current floor, or on an
+//!    unplaced one that is not live in `s*`), and the skyline of `s*` rises to that bound.
+//!
+//! These branches cover every solution, so a search that exhausts them proves that nothing
+//! fits (a property test checks this against brute force on thousands of tiny instances).
+//! Every placed buffer rests on the skyline: at 0 or on the end of a buffer below it.
+//! Pruning, all sound:
+//! - *cross-section inference*: in every section, `floor + remaining <= capacity` (checked in
+//!   the sections a move changes, the only ones whose sums change);
+//! - *stacking bound*: in a section, the unplaced buffers whose floor (highest level over their
+//!   lifetime, kept per buffer on the trail) is at least `x` all lie between `x` and the
+//!   capacity; checked in the sections of the buffers whose floor the move raised. This also
+//!   catches gaps that no unplaced buffer can use (waste forced by higher neighbours);
+//! - *interchangeable buffers* (same lifetime and size) are placed in index order;
+//! - *conflict-directed backjumping*: every failure records the sections its proof depends on
+//!   (a hull); an exhausted node jumps back over every decision that did not touch them,
+//!   since those ancestors agree with it there and so have no completion either. The
+//!   alternative rule jumps by the node's component (the sections joined to `s*` through
+//!   unplaced buffers), which is what splitting into independent parts does, inside the search.
+//!
+//! The search runs on an explicit stack (depth is bounded by memory, not by a thread's stack)
+//! and counts nodes against a budget, so a run is a deterministic function of its input; the
+//! interrupt (`stop`, or the success of a better-ranked run) only cuts it short.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Buffer;
 use super::overlap::OverlapGraph;
+
+/// Marks "no buffer" in index arrays.
+const NONE: u32 = u32::MAX;
+
+/// Marks a candidate placed at its floor above a lower part of the skyline.
+const FLOAT: u32 = 1 << 31;
 
 /// One independent part of an instance, in local indices (sorted by start time).
 pub(crate) struct Part {
@@ -31,12 +54,24 @@ pub(crate) struct Part {
     start: Vec<u64>,
     end: Vec<u64>,
     size: Vec<u64>,
-    /// Each buffer covers the sections `[section_low, section_high)`.
-    section_low: Vec<u32>,
-    section_high: Vec<u32>,
-    /// Sum of the sizes live in each section.
+    /// Section `s` is the step range `[points[s], points[s + 1])`.
+    points: Vec<u64>,
+    /// Each buffer covers the sections `[low, high)`.
+    low: Vec<u32>,
+    high: Vec<u32>,
+    /// Sum of the sizes live in each section (saturating; callers check overflow first).
     totals: Vec<u64>,
+    /// `covering[cover_first[s]..cover_first[s + 1]]`: the buffers live in section `s`.
+    cover_first: Vec<u32>,
+    covering: Vec<u32>,
+    /// The previous buffer with the same lifetime and size, or `NONE`.
+    twin_prev: Vec<u32>,
     graph: OverlapGraph,
+    /// Per section: the hull of the lifetimes of the buffers live there (the sections whose
+    /// levels set those buffers' floors).
+    reach: Vec<(u32, u32)>,
+    /// Per section: the hull of `reach` over the sections of its own `reach`.
+    reach2: Vec<(u32, u32)>,
 }
 
 impl Part {
@@ -47,39 +82,117 @@ impl Part {
         points.sort_unstable();
         points.dedup();
         let section_of = |t: u64| points.partition_point(|&p| p < t) as u32;
-        let section_low: Vec<u32> = local.iter().map(|b| section_of(b.start)).collect();
-        let section_high: Vec<u32> = local.iter().map(|b| section_of(b.end)).collect();
-        let mut totals = vec![0u64; points.len().saturating_sub(1)];
+        let low: Vec<u32> = local.iter().map(|b| section_of(b.start)).collect();
+        let high: Vec<u32> = local.iter().map(|b| section_of(b.end)).collect();
+        let sections = points.len().saturating_sub(1);
+        let mut totals = vec![0u64; sections];
+        let mut cover_count = vec![0u32; sections + 1];
         for (k, b) in local.iter().enumerate() {
-            for total in &mut totals[section_low[k] as usize..section_high[k] as usize] {
-                // Callers check `lower_bound` first, so section sums cannot overflow.
-                *total += b.size;
+            for s in low[k] as usize..high[k] as usize {
+                totals[s] = totals[s].saturating_add(b.size);
+                cover_count[s] += 1;
             }
         }
+        let mut cover_first = Vec::with_capacity(sections + 1);
+        let mut total = 0u32;
+        for &c in &cover_count[..sections] {
+            cover_first.push(total);
+            total += c;
+        }
+        cover_first.push(total);
+        let mut fill = cover_first.clone();
+        let mut covering = vec![0u32; total as usize];
+        for k in 0..local.len() {
+            for s in low[k] as usize..high[k] as usize {
+                covering[fill[s] as usize] = k as u32;
+                fill[s] += 1;
+            }
+        }
+        let mut twin_prev = vec![NONE; local.len()];
+        let mut by_shape: Vec<u32> = (0..local.len() as u32).collect();
+        by_shape.sort_unstable_by_key(|&k| {
+            let b = &local[k as usize];
+            (b.start, b.end, b.size, k)
+        });
+        for pair in by_shape.windows(2) {
+            let (a, b) = (&local[pair[0] as usize], &local[pair[1] as usize]);
+            if (a.start, a.end, a.size) == (b.start, b.end, b.size) {
+                twin_prev[pair[1] as usize] = pair[0];
+            }
+        }
+        let reach: Vec<(u32, u32)> = (0..sections)
+            .map(|s| {
+                let mut hull = (s as u32, s as u32 + 1);
+                for &k in &covering[cover_first[s] as usize..cover_first[s + 1] as usize] {
+                    hull = (hull.0.min(low[k as usize]), hull.1.max(high[k as usize]));
+                }
+                hull
+            })
+            .collect();
+        // Range hulls of `reach` by a sparse table: O(S log S), whatever the lifetimes.
+        let mut table: Vec<Vec<(u32, u32)>> = vec![reach.clone()];
+        let mut width = 1;
+        while width * 2 <= sections {
+            let previous = &table[table.len() - 1];
+            let next: Vec<(u32, u32)> = (0..=sections - width * 2)
+                .map(|i| hull(previous[i], previous[i + width]))
+                .collect();
+            table.push(next);
+            width *= 2;
+        }
+        let range_hull = |a: usize, b: usize| {
+            let level = (usize::BITS - 1 - (b - a).leading_zeros()) as usize;
+            hull(table[level][a], table[level][b - (1 << level)])
+        };
+        let reach2: Vec<(u32, u32)> = reach
+            .iter()
+            .map(|&(a, b)| hull((a, b), range_hull(a as usize, b as usize)))
+            .collect();
         Part {
+            points,
+            reach,
+            reach2,
             ids: ids.to_vec(),
             start: local.iter().map(|b| b.start).collect(),
             end: local.iter().map(|b| b.end).collect(),
             size: local.iter().map(|b| b.size).collect(),
-            section_low,
-            section_high,
+            low,
+            high,
             totals,
+            cover_first,
+            covering,
+            twin_prev,
             graph: OverlapGraph::new(&local),
-            // `local` is in start order, so local index order is start order.
         }
     }
 
+    /// Number of buffers.
     pub(crate) fn len(&self) -> usize {
         self.ids.len()
     }
 
+    /// Number of sections.
+    pub(crate) fn sections(&self) -> usize {
+        self.totals.len()
+    }
+
+    /// The first step of each section, then the end of the last one.
+    pub(crate) fn section_starts(&self) -> &[u64] {
+        &self.points
+    }
+
+    /// The local buffer `local`.
     pub(crate) fn buffer(&self, local: usize) -> Buffer {
         Buffer::new(self.start[local], self.end[local], self.size[local])
     }
 
-    /// The largest section sum: no placement of the part is lower.
-    pub(crate) fn lower_bound(&self) -> u64 {
-        self.totals.iter().copied().max().unwrap_or(0)
+    /// The sections `[low, high)` buffer `local` is live in.
+    pub(crate) fn span(&self, local: usize) -> (usize, usize) {
+        (self.low[local] as usize, self.high[local] as usize)
+    }
+
+    fn covering(&self, section: usize) -> &[u32] {
+        &self.covering[self.cover_first[section] as usize..self.cover_first[section + 1] as usize]
     }
 }
 
@@ -112,330 +225,779 @@ impl Interrupt<'_> {
     }
 }
 
-enum Undo {
-    BufferFloor(u32, u64),
-    SectionFloor(u32, u64),
-    Placed(u32),
+/// A decision, as recorded on the trail for undoing.
+#[derive(Clone, Copy)]
+enum Move {
+    /// Buffer placed at a level (every section it covers was at that level).
+    Place { buffer: u32, level: u64 },
+    /// An unplaced buffer's floor raised from `old`.
+    Floor { buffer: u32, old: u64 },
+    /// A section's level raised from `old` (the space given up).
+    Raise { section: u32, old: u64 },
 }
 
+/// One node of the search on the explicit stack.
+struct Frame {
+    section: u32,
+    level: u64,
+    /// Candidates `cands[from..to]`, tried from `next`; then the raise, once.
+    from: u32,
+    to: u32,
+    next: u32,
+    raised: bool,
+    /// Trail length when the node was entered.
+    mark: usize,
+    /// Sections `[touched.0, touched.1)` changed by the move of the child being explored.
+    touched: (u32, u32),
+    /// Sections whose state the failures below this node depend on (a hull).
+    conflict: (u32, u32),
+}
+
+/// Leftmost minimum over the sections' keys (see [`key`]; `u128::MAX` when a section
+/// has no unplaced buffer), as a bottom-up segment tree.
+struct MinTree {
+    leaves: usize,
+    tree: Vec<u128>,
+}
+
+impl MinTree {
+    fn new(keys: &[u128]) -> MinTree {
+        let leaves = keys.len().max(1).next_power_of_two();
+        let mut tree = vec![u128::MAX; 2 * leaves];
+        tree[leaves..leaves + keys.len()].copy_from_slice(keys);
+        for k in (1..leaves).rev() {
+            tree[k] = tree[2 * k].min(tree[2 * k + 1]);
+        }
+        MinTree { leaves, tree }
+    }
+
+    /// Sets the keys of `[low, high)` (the caller's `key` function) and repairs the parents.
+    fn update(&mut self, low: usize, high: usize, key: impl Fn(usize) -> u128) {
+        if low >= high {
+            return;
+        }
+        for s in low..high {
+            self.tree[self.leaves + s] = key(s);
+        }
+        let (mut a, mut b) = ((self.leaves + low) / 2, (self.leaves + high - 1) / 2);
+        while a >= 1 {
+            for k in a..=b {
+                self.tree[k] = self.tree[2 * k].min(self.tree[2 * k + 1]);
+            }
+            a /= 2;
+            b /= 2;
+        }
+    }
+
+    /// The leftmost section with the smallest key, and that key (`u128::MAX` if none).
+    fn leftmost_min(&self) -> (usize, u128) {
+        let best = self.tree[1];
+        let mut k = 1;
+        while k < self.leaves {
+            k = if self.tree[2 * k] == best {
+                2 * k
+            } else {
+                2 * k + 1
+            };
+        }
+        (k - self.leaves, best)
+    }
+}
+
+/// A search of one part within a capacity.
 pub(crate) struct Search<'a> {
     part: &'a Part,
     capacity: u64,
-    rank: &'a [u32],
     budget: u64,
     interrupt: &'a Interrupt<'a>,
+    /// Nodes visited.
     pub(crate) steps: u64,
+    /// On `Found`, the offset of every local buffer.
     pub(crate) offsets: Vec<u64>,
     placed: Vec<bool>,
     floor: Vec<u64>,
-    section_floor: Vec<u64>,
-    section_total: Vec<u64>,
-    section_count: Vec<u32>,
-    trail: Vec<Undo>,
-    /// Stack of member lists (each node's unplaced buffers, in start order).
-    lists: Vec<u32>,
-    candidates: Vec<(u64, u32, u32)>,
-    /// Scratch for the section bound: sizes stacked so far per section, members by floor.
-    section_stack: Vec<u64>,
-    by_floor: Vec<(u64, u32)>,
-    /// Branch only on the buffers at the lowest floor of all unplaced ones (MiniMalloc's
-    /// rule). Not shown complete here, so exhausting it proves nothing; it reaches tight
-    /// solutions much sooner.
-    pub(crate) lowest_only: bool,
+    remaining: Vec<u64>,
+    count: Vec<u32>,
+    tree: MinTree,
+    /// Per unplaced buffer: its floor, the highest level over its lifetime.
+    bfloor: Vec<u64>,
+    /// Sections whose stacking bound the last move may have changed.
+    check: (usize, usize),
+    /// The sections the last failed check depends on.
+    failed: (u32, u32),
+    trail: Vec<Move>,
+    frames: Vec<Frame>,
+    cands: Vec<u32>,
+    /// Also branch on buffers that start at the lowest point but rest higher elsewhere in
+    /// their lifetime, placed at their floor with the space below given up (after the level
+    /// candidates, before the raise). Extra branches: the search stays complete.
+    pub(crate) float_long: bool,
+    /// Try those floating placements before the level candidates.
+    pub(crate) floats_first: bool,
+    /// Try first the candidates whose top meets a neighbouring section's level.
+    pub(crate) prefer_flush: bool,
+    /// Backjump by the component of unplaced buffers instead of by conflict hulls.
+    pub(crate) by_component: bool,
+    /// Per boundary `b` (between sections `b` and `b + 1`): unplaced buffers live on both sides.
+    crossing: Vec<u32>,
+    /// Among the lowest sections, branch on the one with the least room to spare (else the
+    /// leftmost).
+    mode: Branch,
+    rank: Vec<u32>,
+    /// After each move, check the stacking bound in the sections it can affect.
+    pub(crate) stack_check: bool,
+    scratch: Vec<(u64, u64)>,
 }
 
 impl<'a> Search<'a> {
     /// A search of `part` within `capacity`, trying candidates by increasing `rank` (one entry
-    /// per local buffer), for at most `budget` nodes.
+    /// per local buffer), for at most `budget` nodes, from an empty arena.
     pub(crate) fn new(
         part: &'a Part,
         capacity: u64,
-        rank: &'a [u32],
+        rank: &[u32],
         budget: u64,
         interrupt: &'a Interrupt<'a>,
     ) -> Search<'a> {
+        Search::with_floors(part, capacity, rank, budget, interrupt, None)
+    }
+
+    /// Like [`Search::new`], with each section's space below `floors[s]` already taken.
+    pub(crate) fn with_floors(
+        part: &'a Part,
+        capacity: u64,
+        rank: &[u32],
+        budget: u64,
+        interrupt: &'a Interrupt<'a>,
+        floors: Option<&[u64]>,
+    ) -> Search<'a> {
         let n = part.len();
-        let mut section_count = vec![0u32; part.totals.len()];
+        let sections = part.sections();
+        let floor: Vec<u64> = match floors {
+            Some(f) if f.len() == sections => f.to_vec(),
+            _ => vec![0; sections],
+        };
+        let count: Vec<u32> = (0..sections)
+            .map(|s| part.cover_first[s + 1] - part.cover_first[s])
+            .collect();
+        let mut crossing = vec![0u32; sections.saturating_sub(1)];
         for k in 0..n {
-            for count in
-                &mut section_count[part.section_low[k] as usize..part.section_high[k] as usize]
-            {
-                *count += 1;
+            let (low, high) = part.span(k);
+            for c in &mut crossing[low..high - 1] {
+                *c += 1;
             }
         }
+        let keys: Vec<u128> = (0..sections)
+            .map(|s| key(Branch::Leftmost, count[s], floor[s], 0, s))
+            .collect();
         Search {
             part,
             capacity,
-            rank,
             budget,
             interrupt,
             steps: 0,
             offsets: vec![0; n],
             placed: vec![false; n],
-            floor: vec![0; n],
-            section_floor: vec![0; part.totals.len()],
-            section_total: part.totals.clone(),
-            section_count,
+            remaining: part.totals.clone(),
+            count,
+            tree: MinTree::new(&keys),
+            bfloor: (0..n)
+                .map(|k| {
+                    let (low, high) = part.span(k);
+                    floor[low..high].iter().copied().max().unwrap_or(0)
+                })
+                .collect(),
+            check: (0, 0),
+            failed: (0, 0),
+            floor,
             trail: Vec::new(),
-            lists: Vec::new(),
-            candidates: Vec::new(),
-            section_stack: vec![0; part.totals.len()],
-            by_floor: Vec::new(),
-            lowest_only: false,
+            frames: Vec::new(),
+            cands: Vec::new(),
+            by_component: false,
+            prefer_flush: false,
+            float_long: false,
+            floats_first: false,
+            crossing,
+            mode: Branch::Leftmost,
+            rank: (0..n).map(|k| rank.get(k).copied().unwrap_or(0)).collect(),
+            stack_check: true,
+            scratch: Vec::new(),
         }
     }
 
     /// Runs the search; on `Found`, `offsets` holds a placement within the capacity.
     pub(crate) fn run(&mut self) -> Outcome {
-        let n = self.part.len();
-        if (0..n).any(|k| self.part.size[k] > self.capacity)
-            || self.part.lower_bound() > self.capacity
-        {
+        let part = self.part;
+        if (0..part.sections()).any(|s| {
+            self.floor[s]
+                .checked_add(self.remaining[s])
+                .is_none_or(|top| top > self.capacity)
+        }) {
             return Outcome::Exhausted;
         }
-        self.lists.clear();
-        self.lists.extend(0..n as u32);
-        self.solve_groups(0, n, 0, None)
-    }
-
-    /// Searches the members `lists[from..to]`, split into the groups no lifetime joins; each
-    /// group must succeed. `last` is the (offset, start) of the last placed buffer.
-    fn solve_groups(
-        &mut self,
-        from: usize,
-        to: usize,
-        last_offset: u64,
-        last_start: Option<u64>,
-    ) -> Outcome {
-        let mark = self.trail.len();
-        let mut group_start = from;
-        let mut reach = 0u64;
-        for k in from..=to {
-            let split = k == to || {
-                let m = self.lists[k] as usize;
-                k > group_start && self.part.start[m] >= reach
+        match self.enter() {
+            Entered::Node => {}
+            Entered::Done => return Outcome::Found,
+            Entered::Aborted => return Outcome::Aborted,
+        }
+        loop {
+            let Some(frame) = self.frames.last() else {
+                return Outcome::Exhausted;
             };
-            if split && k > group_start {
-                match self.node(group_start, k, last_offset, last_start) {
-                    Outcome::Found => {}
-                    failed => {
-                        self.undo_to(mark);
-                        return failed;
+            let (section, level, mark) = (frame.section, frame.level, frame.mark);
+            self.undo_to(mark);
+            let frame = self.frames.last_mut().expect("a frame is on the stack");
+            let moved = if frame.next < frame.to {
+                let entry = self.cands[frame.next as usize];
+                frame.next += 1;
+                let buffer = (entry & !FLOAT) as usize;
+                let (low, high) = part.span(buffer);
+                frame.touched = (low as u32, high as u32);
+                let at = if entry & FLOAT != 0 {
+                    let at = self.bfloor[buffer];
+                    for s in low..high {
+                        if self.floor[s] < at {
+                            self.raise(s, at);
+                        }
+                    }
+                    at
+                } else {
+                    level
+                };
+                self.place(buffer, at) && (!self.stack_check || self.stacks_fit())
+            } else if !frame.raised {
+                frame.raised = true;
+                frame.touched = (section, section + 1);
+                match self.raise_target(section as usize, level) {
+                    Some(target) => {
+                        self.raise(section as usize, target);
+                        !self.stack_check || self.stacks_fit()
+                    }
+                    None => {
+                        self.failed = (section, section + 1);
+                        false
                     }
                 }
-                group_start = k;
-            }
-            if k < to {
-                let m = self.lists[k] as usize;
-                reach = if k == group_start {
-                    self.part.end[m]
-                } else {
-                    reach.max(self.part.end[m])
-                };
-            }
-        }
-        Outcome::Found
-    }
-
-    /// One search node over a group of members `lists[from..to]` (nonempty, one group).
-    fn node(
-        &mut self,
-        from: usize,
-        to: usize,
-        last_offset: u64,
-        last_start: Option<u64>,
-    ) -> Outcome {
-        self.steps += 1;
-        if self.steps > self.budget || (self.steps % 1024 == 0 && self.interrupt.fired()) {
-            return Outcome::Aborted;
-        }
-        let part = self.part;
-        let capacity = self.capacity;
-
-        // Dominance cutoff and the section range of the group.
-        let mut cutoff = u64::MAX;
-        let mut highest_top = 0u64;
-        let mut section_high = 0u32;
-        let mut lowest_floor = u64::MAX;
-        for &m in &self.lists[from..to] {
-            let m = m as usize;
-            lowest_floor = lowest_floor.min(self.floor[m]);
-            let top = self.floor[m] + part.size[m];
-            cutoff = cutoff.min(top);
-            highest_top = highest_top.max(top);
-            section_high = section_high.max(part.section_high[m]);
-        }
-        // Floors only rise: a buffer that no longer fits below the capacity never will.
-        if cutoff <= last_offset || highest_top > capacity {
-            return Outcome::Exhausted;
-        }
-        // In every section the unplaced buffers stack above their own floors (and above the
-        // last offset): stacking them by increasing floor is the lowest they can reach, and
-        // that top is the largest `floor + sizes of the buffers with a floor at least as high`.
-        let section_low = part.section_low[self.lists[from] as usize] as usize;
-        let section_high = section_high as usize;
-        self.section_stack[section_low..section_high].fill(0);
-        self.by_floor.clear();
-        for &m in &self.lists[from..to] {
-            self.by_floor
-                .push((self.floor[m as usize].max(last_offset), m));
-        }
-        self.by_floor.sort_unstable_by(|a, b| b.cmp(a));
-        for &(floor, m) in &self.by_floor {
-            let m = m as usize;
-            let size = part.size[m];
-            for stacked in
-                &mut self.section_stack[part.section_low[m] as usize..part.section_high[m] as usize]
-            {
-                *stacked += size;
-                if floor + *stacked > capacity {
-                    return Outcome::Exhausted;
-                }
-            }
-        }
-
-        let candidates_from = self.candidates.len();
-        let mut lowest: Option<(u64, u64, u32)> = None; // (floor, start, member)
-        for k in from..to {
-            let m = self.lists[k];
-            let mu = m as usize;
-            let floor = self.floor[mu];
-            if floor < last_offset
-                || floor >= cutoff
-                || floor + part.size[mu] > capacity
-                || (self.lowest_only && floor != lowest_floor)
-            {
-                continue;
-            }
-            if floor == last_offset && last_start.is_some_and(|s| part.start[mu] <= s) {
-                continue;
-            }
-            self.candidates.push((floor, self.rank[mu], m));
-            let key = (floor, part.start[mu], m);
-            if lowest.is_none_or(|l| key < l) {
-                lowest = Some(key);
-            }
-        }
-        let Some(lowest) = lowest else {
-            return Outcome::Exhausted;
-        };
-        let forced = part
-            .graph
-            .neighbours(lowest.2 as usize)
-            .iter()
-            .all(|&n| self.placed[n as usize]);
-        if forced {
-            self.candidates.truncate(candidates_from);
-            self.candidates.push((lowest.0, 0, lowest.2));
-        } else {
-            self.candidates[candidates_from..].sort_unstable();
-        }
-
-        let candidates_to = self.candidates.len();
-        let mut outcome = Outcome::Exhausted;
-        for c in candidates_from..candidates_to {
-            let (offset, _, chosen) = self.candidates[c];
-            let chosen = chosen as usize;
-            let twin_tried = self.candidates[candidates_from..c]
-                .iter()
-                .any(|&(_, _, t)| {
-                    let t = t as usize;
-                    part.size[t] == part.size[chosen]
-                        && part.start[t] == part.start[chosen]
-                        && part.end[t] == part.end[chosen]
-                });
-            if twin_tried {
-                continue;
-            }
-            let mark = self.trail.len();
-            if !self.place(chosen, offset) {
-                self.undo_to(mark);
-                continue;
-            }
-            let child_from = self.lists.len();
-            for k in from..to {
-                let m = self.lists[k];
-                if m as usize != chosen {
-                    self.lists.push(m);
-                }
-            }
-            let child_to = self.lists.len();
-            // Removing `chosen` can split the group only where it leaves a section empty.
-            let may_split = (part.section_low[chosen]..part.section_high[chosen])
-                .any(|s| self.section_count[s as usize] == 0);
-            let last_start = Some(part.start[chosen]);
-            let result = if child_from == child_to {
-                Outcome::Found
-            } else if may_split {
-                self.solve_groups(child_from, child_to, offset, last_start)
             } else {
-                self.node(child_from, child_to, offset, last_start)
+                self.backjump();
+                continue;
             };
-            self.lists.truncate(child_from);
-            match result {
-                Outcome::Found => {
-                    outcome = Outcome::Found;
-                    break;
-                }
-                Outcome::Aborted => {
-                    self.undo_to(mark);
-                    outcome = Outcome::Aborted;
-                    break;
-                }
-                Outcome::Exhausted => self.undo_to(mark),
+            if !moved {
+                let failed = self.failed;
+                let frame = self.frames.last_mut().expect("a frame is on the stack");
+                frame.conflict = hull(frame.conflict, failed);
+                continue;
+            }
+            match self.enter() {
+                Entered::Node => {}
+                Entered::Done => return Outcome::Found,
+                Entered::Aborted => return Outcome::Aborted,
             }
         }
-        self.candidates.truncate(candidates_from);
-        outcome
     }
 
-    /// Places `chosen` at `offset`; false when a section it covers can no longer hold its
-    /// unplaced buffers (the caller undoes the partial update).
-    fn place(&mut self, chosen: usize, offset: u64) -> bool {
+    /// Pops an exhausted frame and every ancestor whose decision did not touch the sections
+    /// its failure depends on (conflict-directed backjumping): those ancestors' states agree
+    /// with it there, so they have no completion either.
+    fn backjump(&mut self) {
+        let Some(frame) = self.frames.pop() else {
+            return;
+        };
+        self.cands.truncate(frame.from as usize);
+        let (low, high) = if self.by_component {
+            self.component(frame.section as usize)
+        } else {
+            frame.conflict
+        };
+        while let Some(parent) = self.frames.last_mut() {
+            let (a, b) = parent.touched;
+            if a < high && low < b {
+                parent.conflict = hull(parent.conflict, frame.conflict);
+                break;
+            }
+            self.cands.truncate(parent.from as usize);
+            self.frames.pop();
+        }
+    }
+
+    /// The sections joined to `section` through unplaced buffers: a node's failure depends
+    /// only on them (the state restored to the node's, so this is the node's component).
+    fn component(&self, section: usize) -> (u32, u32) {
+        let mut low = section;
+        while low > 0 && self.crossing[low - 1] > 0 {
+            low -= 1;
+        }
+        let mut high = section;
+        while high < self.crossing.len() && self.crossing[high] > 0 {
+            high += 1;
+        }
+        (low as u32, high as u32 + 1)
+    }
+
+    /// Opens a node at the current state: its leftmost lowest point and its candidates.
+    fn enter(&mut self) -> Entered {
+        self.steps += 1;
+        if self.steps > self.budget || (self.steps.is_multiple_of(1024) && self.interrupt.fired()) {
+            return Entered::Aborted;
+        }
+        let (section, key) = self.tree.leftmost_min();
+        if key == u128::MAX {
+            return Entered::Done;
+        }
+        let level = self.floor[section];
         let part = self.part;
-        let top = offset + part.size[chosen];
-        self.offsets[chosen] = offset;
-        self.placed[chosen] = true;
-        self.trail.push(Undo::Placed(chosen as u32));
-        let mut fits = true;
-        for s in part.section_low[chosen]..part.section_high[chosen] {
-            let su = s as usize;
-            self.trail
-                .push(Undo::SectionFloor(s, self.section_floor[su]));
-            self.section_floor[su] = top;
-            self.section_total[su] -= part.size[chosen];
-            self.section_count[su] -= 1;
-            if top + self.section_total[su] > self.capacity {
-                fits = false;
+        let from = self.cands.len() as u32;
+        // The buffers live here whose whole lifetime is at the lowest level.
+        for &u in part.covering(section) {
+            let u = u as usize;
+            if self.placed[u] {
+                continue;
+            }
+            let twin = part.twin_prev[u];
+            if twin != NONE && !self.placed[twin as usize] {
+                continue;
+            }
+            if self.bfloor[u] == level {
+                self.cands.push(u as u32);
             }
         }
-        if !fits {
-            return false;
+        let rank = &self.rank;
+        if self.prefer_flush {
+            let (floor, count, size) = (&self.floor, &self.count, &part.size);
+            let flush = |u: usize| {
+                let (low, high) = part.span(u);
+                let top = level + size[u];
+                let left = low > 0 && count[low - 1] > 0 && floor[low - 1] == top;
+                let right = high < floor.len() && count[high] > 0 && floor[high] == top;
+                u8::from(!left) + u8::from(!right)
+            };
+            self.cands[from as usize..]
+                .sort_unstable_by_key(|&u| (flush(u as usize), rank[u as usize], u));
+        } else {
+            self.cands[from as usize..].sort_unstable_by_key(|&u| (rank[u as usize], u));
         }
-        for &n in part.graph.neighbours(chosen) {
-            let nu = n as usize;
-            if !self.placed[nu] && self.floor[nu] < top {
-                self.trail.push(Undo::BufferFloor(n, self.floor[nu]));
-                self.floor[nu] = top;
+        if self.float_long {
+            // Buffers starting here that rest higher over part of their lifetime: placed at
+            // their floor, the space below given up (extra branches: nothing is lost).
+            let floats_from = self.cands.len();
+            for &u in part.covering(section) {
+                let u = u as usize;
+                let twin = part.twin_prev[u];
+                if self.placed[u]
+                    || part.low[u] as usize != section
+                    || self.bfloor[u] == level
+                    || (twin != NONE && !self.placed[twin as usize])
+                {
+                    continue;
+                }
+                self.cands.push(u as u32 | FLOAT);
+            }
+            self.cands[floats_from..].sort_unstable_by_key(|&u| (rank[(u & !FLOAT) as usize], u));
+            if self.floats_first {
+                self.cands[from as usize..].rotate_left(floats_from - from as usize);
+            }
+        }
+        let to = self.cands.len() as u32;
+        self.frames.push(Frame {
+            section: section as u32,
+            level,
+            from,
+            to,
+            next: from,
+            raised: false,
+            mark: self.trail.len(),
+            touched: (0, 0),
+            conflict: part.reach2[section],
+        });
+        Entered::Node
+    }
+
+    /// The level the lowest unplaced buffer of `section` reaches at least when the point
+    /// (`section`, `level`) stays empty; `None` when no solution leaves it empty.
+    ///
+    /// That buffer `u` rests on the end of a buffer below it. A placed one ends at most at
+    /// `u`'s current floor (the highest level over its lifetime), so if that floor is above
+    /// `level` it is a bound. Otherwise every section of `u`'s lifetime is at `level`, so `u`
+    /// starts in `section` (the leftmost lowest) and rests on an unplaced buffer `w` live with
+    /// it but not in `section` (there `u` is the lowest): `w` starts in a later section `t`
+    /// of `u`'s lifetime and ends at `floor[t] + size(w)` or above.
+    fn raise_target(&self, section: usize, level: u64) -> Option<u64> {
+        let part = self.part;
+        // The space given up must leave room for the buffers of the section.
+        let limit = self.capacity.checked_sub(self.remaining[section])?;
+        if limit <= level {
+            return None;
+        }
+        let mut target = u64::MAX;
+        for &u in part.covering(section) {
+            let u = u as usize;
+            if self.placed[u] {
+                continue;
+            }
+            let floor = self.bfloor[u];
+            if floor > level {
+                target = target.min(floor);
+                continue;
+            }
+            for &w in part.graph.neighbours(u) {
+                let w = w as usize;
+                let (low, high) = part.span(w);
+                if self.placed[w] || (low <= section && section < high) {
+                    continue;
+                }
+                target = target.min(self.bfloor[w].saturating_add(part.size[w]));
+            }
+        }
+        (target <= limit).then_some(target)
+    }
+
+    /// Places `buffer` at `level` (every section it covers is at `level`); false when a
+    /// section it covers can no longer hold its unplaced buffers (the caller undoes).
+    fn place(&mut self, buffer: usize, level: u64) -> bool {
+        let part = self.part;
+        let size = part.size[buffer];
+        let top = level + size;
+        let (low, high) = part.span(buffer);
+        self.offsets[buffer] = level;
+        self.placed[buffer] = true;
+        self.trail.push(Move::Place {
+            buffer: buffer as u32,
+            level,
+        });
+        for c in &mut self.crossing[low..high - 1] {
+            *c -= 1;
+        }
+        let mut fits = true;
+        for s in low..high {
+            self.floor[s] = top;
+            self.remaining[s] -= size;
+            self.count[s] -= 1;
+            if fits && top + self.remaining[s] > self.capacity {
+                fits = false;
+                self.failed = (s as u32, s as u32 + 1);
+            }
+        }
+        self.update_keys(low, high);
+        let (mut from, mut to) = (low, high);
+        for &w in part.graph.neighbours(buffer) {
+            let w = w as usize;
+            if !self.placed[w] && self.bfloor[w] < top {
+                self.trail.push(Move::Floor {
+                    buffer: w as u32,
+                    old: self.bfloor[w],
+                });
+                self.bfloor[w] = top;
+                from = from.min(part.low[w] as usize);
+                to = to.max(part.high[w] as usize);
+            }
+        }
+        self.check = (from, to);
+        fits
+    }
+
+    /// The stacking bound in every section near `[low, high)` (the sections of the unplaced
+    /// buffers live there, whose floors a move there can raise): in a section, the unplaced
+    /// buffers whose floor is at least `x` all lie between `x` and the capacity.
+    fn stacks_fit(&mut self) -> bool {
+        let part = self.part;
+        let (from, to) = self.check;
+        for t in from..to {
+            if self.count[t] < 2 {
+                continue;
+            }
+            let room = self.capacity.saturating_sub(self.remaining[t]);
+            let mut highest = 0u64;
+            let mut lowest = u64::MAX;
+            for &w in part.covering(t) {
+                let w = w as usize;
+                if !self.placed[w] {
+                    highest = highest.max(self.bfloor[w]);
+                    lowest = lowest.min(self.bfloor[w]);
+                }
+            }
+            if lowest > room {
+                self.failed = part.reach[t];
+                return false;
+            }
+            if highest <= room {
+                continue;
+            }
+            // Only floors above `room` can fail (the sizes with a floor at least `x` never
+            // exceed `remaining`), and only buffers with such floors count towards them.
+            self.scratch.clear();
+            for &w in part.covering(t) {
+                let w = w as usize;
+                if !self.placed[w] && self.bfloor[w] > room {
+                    self.scratch.push((self.bfloor[w], part.size[w]));
+                }
+            }
+            self.scratch.sort_unstable_by(|a, b| b.cmp(a));
+            let mut stacked = 0u64;
+            for &(floor, size) in &self.scratch {
+                stacked += size;
+                if floor + stacked > self.capacity {
+                    self.failed = part.reach[t];
+                    return false;
+                }
             }
         }
         true
     }
 
+    /// Raises `section` to `level` (checked by `raise_target` to leave room for the rest).
+    fn raise(&mut self, section: usize, level: u64) {
+        self.trail.push(Move::Raise {
+            section: section as u32,
+            old: self.floor[section],
+        });
+        self.floor[section] = level;
+        self.update_keys(section, section + 1);
+        let part = self.part;
+        let (mut from, mut to) = (section, section + 1);
+        for &w in part.covering(section) {
+            let w = w as usize;
+            if !self.placed[w] && self.bfloor[w] < level {
+                self.trail.push(Move::Floor {
+                    buffer: w as u32,
+                    old: self.bfloor[w],
+                });
+                self.bfloor[w] = level;
+                from = from.min(part.low[w] as usize);
+                to = to.max(part.high[w] as usize);
+            }
+        }
+        self.check = (from, to);
+    }
+
+    /// Branch on the tightest lowest section instead of the leftmost (rebuilds the keys).
+    pub(crate) fn set_mode(&mut self, mode: Branch) {
+        self.mode = mode;
+        let sections = self.part.sections();
+        self.update_keys(0, sections);
+    }
+
+    fn update_keys(&mut self, low: usize, high: usize) {
+        let (floor, count, remaining, mode) =
+            (&self.floor, &self.count, &self.remaining, self.mode);
+        self.tree.update(low, high, |s| {
+            key(mode, count[s], floor[s], remaining[s], s)
+        });
+    }
+
     fn undo_to(&mut self, mark: usize) {
         let part = self.part;
         while self.trail.len() > mark {
-            match self.trail.pop().expect("trail is longer than mark") {
-                Undo::BufferFloor(b, old) => self.floor[b as usize] = old,
-                Undo::SectionFloor(s, old) => self.section_floor[s as usize] = old,
-                Undo::Placed(b) => {
-                    let b = b as usize;
-                    self.placed[b] = false;
-                    for s in part.section_low[b] as usize..part.section_high[b] as usize {
-                        self.section_total[s] += part.size[b];
-                        self.section_count[s] += 1;
+            let Some(m) = self.trail.pop() else { break };
+            let (low, high) = match m {
+                Move::Place { buffer, level } => {
+                    let buffer = buffer as usize;
+                    let size = part.size[buffer];
+                    let (low, high) = part.span(buffer);
+                    self.placed[buffer] = false;
+                    for c in &mut self.crossing[low..high - 1] {
+                        *c += 1;
                     }
+                    for s in low..high {
+                        self.floor[s] = level;
+                        self.remaining[s] += size;
+                        self.count[s] += 1;
+                    }
+                    (low, high)
                 }
+                Move::Floor { buffer, old } => {
+                    self.bfloor[buffer as usize] = old;
+                    continue;
+                }
+                Move::Raise { section, old } => {
+                    self.floor[section as usize] = old;
+                    (section as usize, section as usize + 1)
+                }
+            };
+            self.update_keys(low, high);
+        }
+    }
+}
+
+/// Which of the lowest sections a node branches on (every choice is complete).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Branch {
+    /// The leftmost (MiniMalloc's rule).
+    Leftmost,
+    /// The one with the most unplaced size (the least room to spare), leftmost on ties.
+    Tightest,
+    /// The rightmost.
+    Rightmost,
+}
+
+/// The branching key of a section: its level (lowest first), then the tie rule of `mode`;
+/// `u128::MAX` when no unplaced buffer is live there.
+fn key(mode: Branch, count: u32, level: u64, remaining: u64, section: usize) -> u128 {
+    let second = match mode {
+        Branch::Leftmost => 0,
+        Branch::Tightest => u64::MAX - remaining,
+        Branch::Rightmost => u64::MAX - section as u64,
+    };
+    if count == 0 {
+        u128::MAX
+    } else {
+        (u128::from(level) << 64) | u128::from(second)
+    }
+}
+
+/// The smallest section range holding both ranges.
+fn hull(a: (u32, u32), b: (u32, u32)) -> (u32, u32) {
+    (a.0.min(b.0), a.1.max(b.1))
+}
+
+/// What opening a node found.
+enum Entered {
+    /// A node was pushed.
+    Node,
+    /// Every buffer is placed.
+    Done,
+    /// The budget ran out or the run was interrupted.
+    Aborted,
+}
+
+#[cfg(test)]
+mod experiments {
+    use super::*;
+    use crate::pack::heuristic::{self, Order};
+
+    fn load(name: &str) -> Vec<Buffer> {
+        let path = format!(
+            "{}/../../../shared/data/minimalloc/{name}.1048576.csv",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(path).expect("the MiniMalloc files are there");
+        crate::pack::csv::parse(&text)
+            .expect("a valid file")
+            .iter()
+            .map(|r| r.buffer())
+            .collect()
+    }
+
+    /// Steps to a solution of every part of every MiniMalloc file, per static order, for one
+    /// branching rule. Environment: `BUDGET` (nodes per run), `NAMES` (file letters), `MODE`
+    /// (`leftmost`, `tightest`, `rightmost`), `COMP` (backjump by component).
+    #[test]
+    #[ignore = "measurement: cargo test --release -p memory-plan --lib orders_on -- --ignored --nocapture"]
+    fn orders_on_minimalloc() {
+        let budget: u64 = std::env::var("BUDGET")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(300_000);
+        let mode = match std::env::var("MODE").as_deref() {
+            Ok("tightest") => Branch::Tightest,
+            Ok("rightmost") => Branch::Rightmost,
+            _ => Branch::Leftmost,
+        };
+        let names = std::env::var("NAMES").unwrap_or_else(|_| "ABCDEFGHIJK".into());
+        let orders = [
+            Order::Size,
+            Order::Lifetime,
+            Order::Area,
+            Order::Start,
+            Order::Wat,
+            Order::Taw,
+            Order::Congestion,
+        ];
+        for name in names.chars() {
+            let buffers = load(&name.to_string());
+            let parts = crate::pack::partition::independent_parts(&buffers);
+            for (index, ids) in parts.iter().enumerate() {
+                let part = Part::new(&buffers, ids);
+                let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
+                let congestion = heuristic::congestion(&local).expect("no overflow");
+                let mut line = format!("{name}{index} ({} buffers):", part.len());
+                for order in orders {
+                    let mut rank = vec![0u32; local.len()];
+                    for (position, &k) in heuristic::rank(&local, order, &congestion)
+                        .iter()
+                        .enumerate()
+                    {
+                        rank[k as usize] = position as u32;
+                    }
+                    let interrupt = Interrupt {
+                        stop: None,
+                        cancel: None,
+                    };
+                    let started = std::time::Instant::now();
+                    let capacity = std::env::var("CAP")
+                        .ok()
+                        .and_then(|c| c.parse().ok())
+                        .unwrap_or(1_048_576);
+                    let mut search = Search::new(&part, capacity, &rank, budget, &interrupt);
+                    search.set_mode(mode);
+                    search.by_component = std::env::var("COMP").is_ok();
+                    search.prefer_flush = std::env::var("FLUSH").is_ok();
+                    let outcome = search.run();
+                    let tag = match outcome {
+                        Outcome::Found => "found",
+                        Outcome::Exhausted => "exhausted",
+                        Outcome::Aborted => "aborted",
+                    };
+                    line += &format!(
+                        " {order:?}={tag}@{}/{:.0}ms",
+                        search.steps,
+                        started.elapsed().as_secs_f64() * 1e3
+                    );
+                }
+                println!("{line}");
+            }
+        }
+    }
+
+    /// The exact search on a whole synthetic workload at a capacity a little above its lower
+    /// bound. Environment: `COUNT`, `SLACK` (per mille above the bound), `BUDGET`, `MODE`.
+    #[test]
+    #[ignore = "measurement"]
+    fn search_on_synth() {
+        let count: usize = std::env::var("COUNT")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(20_000);
+        let slack: u64 = std::env::var("SLACK")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(5);
+        let budget: u64 = std::env::var("BUDGET")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(1_000_000);
+        let buffers = crate::pack::synth::transformer(1, count);
+        for ids in crate::pack::partition::independent_parts(&buffers) {
+            let part = Part::new(&buffers, &ids);
+            let lb = part.totals.iter().copied().max().unwrap_or(0);
+            let capacity = lb + lb * slack / 1000;
+            let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
+            let congestion = heuristic::congestion(&local).expect("no overflow");
+            for order in [Order::Lifetime, Order::Size, Order::Start, Order::Wat] {
+                let mut rank = vec![0u32; local.len()];
+                for (p, &k) in heuristic::rank(&local, order, &congestion)
+                    .iter()
+                    .enumerate()
+                {
+                    rank[k as usize] = p as u32;
+                }
+                let interrupt = Interrupt {
+                    stop: None,
+                    cancel: None,
+                };
+                let started = std::time::Instant::now();
+                let mut search = Search::new(&part, capacity, &rank, budget, &interrupt);
+                search.set_mode(match std::env::var("MODE").as_deref() {
+                    Ok("tightest") => Branch::Tightest,
+                    _ => Branch::Leftmost,
+                });
+                let outcome = search.run();
+                println!(
+                    "part of {} buffers, {} sections, LB {lb}, cap {capacity}: {order:?} {outcome:?} after {} steps, {:.0} ms",
+                    part.len(),
+                    part.sections(),
+                    search.steps,
+                    started.elapsed().as_secs_f64() * 1e3
+                );
             }
         }
     }

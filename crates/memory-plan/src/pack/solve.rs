@@ -14,14 +14,18 @@ use rayon::prelude::*;
 
 use super::heuristic::{self, Order};
 use super::partition::independent_parts;
-use super::search::{Interrupt, Outcome, Part, Search};
+use super::scale;
+use super::search::{Branch, Interrupt, Outcome, Part, Search};
 use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
 
 /// What the solver is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Goal {
     /// Any placement whose height is at most `capacity`.
-    Fit { capacity: u64 },
+    Fit {
+        /// The arena size to fit within.
+        capacity: u64,
+    },
     /// The lowest placement the limits allow.
     Minimize,
 }
@@ -72,17 +76,25 @@ pub enum Proof {
 /// A valid placement and what is known about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Solution {
+    /// The best placement found (valid for every goal).
     pub placement: Placement,
     /// The largest sum of sizes live at one step.
     pub lower_bound: u64,
+    /// What is known about the placement.
     pub proof: Proof,
     /// Search nodes used (deterministic for a given input and `max_steps`).
     pub steps: u64,
 }
 
-/// Parts with more buffers than this are left to the heuristics and the windowed search of
-/// `scale`: the exact search recurses once per placed buffer.
-pub(crate) const MAX_EXACT_BUFFERS: usize = 4000;
+/// Parts with more buffers than this go to the layered search of `scale` (a heuristic base
+/// layer of long-lived buffers, the exact search above it).
+pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
+
+/// Search nodes one exact attempt of `Goal::Minimize` may use (about half a second).
+const MAX_ATTEMPT_STEPS: u64 = 1_000_000;
+
+/// Search nodes one layered attempt may use per order (about 2 s on one core).
+const MAX_LAYERED_STEPS: u64 = 4_000_000;
 
 /// Places the buffers for `goal` within `limits`; the placement is always valid.
 pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution, PackError> {
@@ -94,6 +106,7 @@ pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution
         buffers,
         offsets: greedy.offsets,
         steps_left: limits.max_steps,
+        attempt_left: limits.max_steps,
         steps: 0,
         stop: limits.stop,
     };
@@ -117,6 +130,8 @@ struct Solver<'a> {
     buffers: &'a [Buffer],
     offsets: Vec<u64>,
     steps_left: u64,
+    /// What the current exact attempt may still spend (at most `steps_left`).
+    attempt_left: u64,
     steps: u64,
     stop: Option<&'a (dyn Fn() -> bool + Sync)>,
 }
@@ -124,8 +139,6 @@ struct Solver<'a> {
 /// Per independent part: what is known about its height.
 struct PartState {
     ids: Vec<u32>,
-    part: Option<Part>,
-    ranks: Vec<Vec<u32>>,
     /// Proven: no placement of the part is lower.
     low: u64,
     /// Height of the part's current placement.
@@ -153,8 +166,6 @@ impl Solver<'_> {
                 let best = self.part_height(&ids);
                 PartState {
                     ids,
-                    part: None,
-                    ranks: Vec::new(),
                     low: 0,
                     best,
                     gave_up_at: None,
@@ -177,6 +188,7 @@ impl Solver<'_> {
         }
         let mut parts = self.parts();
         for state in parts.iter_mut().filter(|s| s.best > capacity) {
+            self.attempt_left = self.steps_left;
             match self.attempt(state, capacity) {
                 Outcome::Found => {}
                 Outcome::Exhausted => return Proof::DoesNotFit,
@@ -224,8 +236,30 @@ impl Solver<'_> {
                 return Proof::Unproven;
             }
             if state.ids.len() > MAX_EXACT_BUFFERS {
-                return Proof::Unproven;
+                // A layered attempt proves nothing when it fails: only the room above the
+                // attempt's target narrows.
+                // Each of the four runs gets an eighth of what is left; an attempt with fewer
+                // than four nodes per buffer rarely places them all, so none is made.
+                let budget = (self.steps_left / 8).clamp(1, MAX_LAYERED_STEPS);
+                if budget < 4 * state.ids.len() as u64 {
+                    return Proof::Unproven;
+                }
+                let run = scale::layered(self.buffers, &state.ids, target, budget, self.stop);
+                self.steps += run.steps;
+                self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
+                if run.outcome == Outcome::Found {
+                    for (&i, &offset) in state.ids.iter().zip(&run.offsets) {
+                        self.offsets[i as usize] = offset;
+                    }
+                    state.best = self.part_height(&state.ids);
+                } else {
+                    state.gave_up_at = Some(target);
+                }
+                continue;
             }
+            // A quarter of what is left per attempt (at most `MAX_ATTEMPT_STEPS`), so that a
+            // hard target does not take it all: the next attempt asks for more room.
+            self.attempt_left = (self.steps_left / 4).clamp(1, MAX_ATTEMPT_STEPS);
             match self.attempt(state, target) {
                 Outcome::Found => {}
                 Outcome::Exhausted => state.low = target + 1,
@@ -243,24 +277,88 @@ impl Solver<'_> {
             .unwrap_or(0)
     }
 
-    /// One exact attempt to fit `state`'s part within `capacity`: a portfolio of static orders
-    /// with doubling budgets. On `Found`, the part's offsets and `best` are updated.
+    /// One exact attempt to fit `state`'s part within `capacity`. On `Found`, the part's
+    /// offsets and `best` are updated.
     fn attempt(&mut self, state: &mut PartState, capacity: u64) -> Outcome {
-        let buffers = self.buffers;
-        let part = state
-            .part
-            .get_or_insert_with(|| Part::new(buffers, &state.ids));
-        if state.ranks.is_empty() {
-            state.ranks = search_ranks(part);
+        let mut placed: Vec<(u32, u64)> = Vec::with_capacity(state.ids.len());
+        let outcome = self.fit_group(&state.ids, 0, capacity, &mut placed);
+        if outcome == Outcome::Found {
+            for (i, offset) in placed {
+                self.offsets[i as usize] = offset;
+            }
+            state.best = self.part_height(&state.ids);
         }
-        let ranks = &state.ranks;
-        let mut round_budget = (self.steps_left / 64).clamp(1, 20_000);
+        outcome
+    }
+
+    /// Fits the buffers `ids` (live, sorted by start, no lifetime crossing their time range's
+    /// ends) between `base` and `capacity`, pushing (buffer, offset) pairs to `placed`.
+    ///
+    /// Buffers live over the group's whole time range go to the bottom first: in any placement
+    /// every other buffer of the group lies wholly below or above such a buffer `u` (they share
+    /// a step), so lifting everything below `u` by `size(u)` and putting `u` at the bottom
+    /// keeps it valid at the same height. Without them the rest often splits into independent
+    /// groups, each fitted alone (recursively); a group with no such buffer goes to the exact
+    /// search.
+    fn fit_group(
+        &mut self,
+        ids: &[u32],
+        mut base: u64,
+        capacity: u64,
+        placed: &mut Vec<(u32, u64)>,
+    ) -> Outcome {
+        let buffers = self.buffers;
+        let first = ids.iter().map(|&i| buffers[i as usize].start).min();
+        let last = ids.iter().map(|&i| buffers[i as usize].end).max();
+        let (Some(first), Some(last)) = (first, last) else {
+            return Outcome::Found;
+        };
+        let spans_all = |i: u32| {
+            let b = &buffers[i as usize];
+            b.start == first && b.end == last
+        };
+        let rest: Vec<u32> = ids.iter().copied().filter(|&i| !spans_all(i)).collect();
+        if rest.len() == ids.len() {
+            return self.search_group(ids, base, capacity, placed);
+        }
+        for &i in ids.iter().filter(|&&i| spans_all(i)) {
+            let top = base.saturating_add(buffers[i as usize].size);
+            if top > capacity {
+                return Outcome::Exhausted;
+            }
+            placed.push((i, base));
+            base = top;
+        }
+        for group in split(buffers, &rest) {
+            match self.fit_group(&group, base, capacity, placed) {
+                Outcome::Found => {}
+                failed => return failed,
+            }
+        }
+        Outcome::Found
+    }
+
+    /// The exact search on one group: a portfolio of configurations in rounds of doubling
+    /// budgets, the lowest-indexed conclusive run deciding.
+    fn search_group(
+        &mut self,
+        ids: &[u32],
+        base: u64,
+        capacity: u64,
+        placed: &mut Vec<(u32, u64)>,
+    ) -> Outcome {
+        let Some(room) = capacity.checked_sub(base) else {
+            return Outcome::Exhausted;
+        };
+        let part = Part::new(self.buffers, ids);
+        let ranks = search_ranks(&part);
+        let mut round_budget = (self.attempt_left / 64).clamp(1, 4_000);
         loop {
-            if self.steps_left == 0 {
+            if self.attempt_left == 0 {
                 return Outcome::Aborted;
             }
             let per_order = round_budget
-                .min(self.steps_left / ranks.len() as u64)
+                .min(self.attempt_left / ranks.len() as u64)
                 .max(1);
             let winner = AtomicUsize::new(usize::MAX);
             let results: Vec<(Outcome, u64, Vec<u64>)> = ranks
@@ -271,13 +369,12 @@ impl Solver<'_> {
                         stop: self.stop,
                         cancel: Some((&winner, index)),
                     };
-                    let mut search = Search::new(part, capacity, rank, per_order, &interrupt);
-                    let lowest_only = PORTFOLIO[index].1;
-                    search.lowest_only = lowest_only;
-                    let mut outcome = search.run();
-                    if lowest_only && outcome == Outcome::Exhausted {
-                        outcome = Outcome::Aborted;
-                    }
+                    let mut search = Search::new(&part, room, rank, per_order, &interrupt);
+                    let config = PORTFOLIO[index];
+                    search.set_mode(config.branch);
+                    search.by_component = config.by_component;
+                    search.prefer_flush = config.prefer_flush;
+                    let outcome = search.run();
                     if outcome != Outcome::Aborted {
                         winner.fetch_min(index, Ordering::Relaxed);
                     }
@@ -289,14 +386,14 @@ impl Solver<'_> {
             let used: u64 = results[..counted].iter().map(|r| r.1).sum();
             self.steps += used;
             self.steps_left = self.steps_left.saturating_sub(used);
+            self.attempt_left = self.attempt_left.saturating_sub(used).min(self.steps_left);
             match conclusive {
                 Some(w) => {
                     let (outcome, _, offsets) = &results[w];
                     if *outcome == Outcome::Found {
                         for (k, &i) in part.ids.iter().enumerate() {
-                            self.offsets[i as usize] = offsets[k];
+                            placed.push((i, base + offsets[k]));
                         }
-                        state.best = self.part_height(&state.ids);
                     }
                     return *outcome;
                 }
@@ -311,19 +408,67 @@ impl Solver<'_> {
     }
 }
 
-/// The portfolio of an exact attempt: (static order, lowest-floor-only) per run. The
-/// lowest-floor runs find tight solutions fastest; the complete runs can also prove that
-/// nothing fits. Chosen on the MiniMalloc benchmark (each order solves a different subset).
-const PORTFOLIO: [(Order, bool); 8] = [
-    (Order::Start, true),
-    (Order::Wat, true),
-    (Order::StartCongestion, true),
-    (Order::Size, true),
-    (Order::Start, false),
-    (Order::Taw, true),
-    (Order::Wat, false),
-    (Order::End, true),
+/// The buffers `ids` (sorted by start) grouped where no lifetime crosses, in time order.
+fn split(buffers: &[Buffer], ids: &[u32]) -> Vec<Vec<u32>> {
+    let mut groups: Vec<Vec<u32>> = Vec::new();
+    let mut reach = 0u64;
+    for &i in ids {
+        let b = &buffers[i as usize];
+        match groups.last_mut() {
+            Some(group) if b.start < reach => group.push(i),
+            _ => groups.push(vec![i]),
+        }
+        reach = reach.max(b.end);
+    }
+    groups
+}
+
+/// The portfolio of an exact attempt: (static candidate order, branching section, backjump by
+/// component instead of by conflict hull) per run. Every run is complete, so any exhausted run
+/// proves that nothing fits; they differ in which solutions they reach first. Chosen on the
+/// MiniMalloc benchmark (each configuration solves a different subset quickly).
+const PORTFOLIO: [Config; 10] = [
+    Config::new(Order::Wat, Branch::Tightest),
+    Config::new(Order::Taw, Branch::Tightest),
+    Config::new(Order::Size, Branch::Leftmost),
+    Config::new(Order::Taw, Branch::Leftmost),
+    Config {
+        by_component: true,
+        ..Config::new(Order::Wat, Branch::Tightest)
+    },
+    Config::new(Order::Lifetime, Branch::Tightest),
+    Config::new(Order::Area, Branch::Tightest),
+    Config::new(Order::Congestion, Branch::Tightest),
+    Config::new(Order::Size, Branch::Rightmost),
+    Config {
+        prefer_flush: true,
+        ..Config::new(Order::Size, Branch::Rightmost)
+    },
 ];
+
+/// One run of the portfolio.
+#[derive(Clone, Copy)]
+struct Config {
+    /// Static candidate order.
+    order: Order,
+    /// Which lowest section to branch on.
+    branch: Branch,
+    /// Backjump by component instead of by conflict hull.
+    by_component: bool,
+    /// Try first the candidates whose top meets a neighbouring level.
+    prefer_flush: bool,
+}
+
+impl Config {
+    const fn new(order: Order, branch: Branch) -> Config {
+        Config {
+            order,
+            branch,
+            by_component: false,
+            prefer_flush: false,
+        }
+    }
+}
 
 /// The static ranks of the portfolio's orders (rank per local buffer).
 fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
@@ -331,8 +476,8 @@ fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
     let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
     PORTFOLIO
         .iter()
-        .map(|&(order, _)| {
-            let ranked = heuristic::rank(&local, order, &congestion);
+        .map(|config| {
+            let ranked = heuristic::rank(&local, config.order, &congestion);
             let mut rank = vec![0u32; local.len()];
             for (position, &k) in ranked.iter().enumerate() {
                 rank[k as usize] = position as u32;

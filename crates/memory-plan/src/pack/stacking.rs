@@ -13,6 +13,7 @@
 use super::overlap::OverlapGraph;
 use super::{Buffer, PackError, Placement};
 
+/// The vertical order of a placement, to recompute offsets for new sizes (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Stacking {
     /// Buffers from the bottom up: every buffer comes after all the buffers it rests on.
@@ -104,6 +105,13 @@ impl Stacking {
             height = height.max(offset.checked_add(sizes[i]).ok_or(PackError::Overflow {
                 what: "offset + size of a restacked buffer",
             })?);
+        }
+        // Size-0 buffers conflict with nothing; they were needed above only as links of the
+        // paths that carry other buffers' offsets.
+        for (offset, &size) in offsets.iter_mut().zip(sizes) {
+            if size == 0 {
+                *offset = 0;
+            }
         }
         Ok(height)
     }

@@ -1,0 +1,365 @@
+//! `cargo xtask plan` as a user meets it: the built binary on good and bad inputs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn xtask(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("the xtask binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs a plan that must fail; returns its one-line error.
+fn failure(args: &[&str]) -> String {
+    let o = xtask(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?} printed to stdout");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    err.trim_end().to_owned()
+}
+
+fn temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xtask-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const CIRCUIT: &str = include_str!("../../examples/llama-3.1-8b/circuit.toml");
+const FAMILIES: &str = include_str!("../../examples/llama-3.1-8b/families.toml");
+const RULES: &str = include_str!("../../examples/llama-3.1-8b/rules.toml");
+
+#[test]
+fn no_arguments_plans_the_embedded_example_from_any_directory() {
+    let o = xtask(&["plan"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("circuit   llama-3.1-8b\ndevice    h100-sxm (132 SMs, 79.6 GiB)\n"));
+    // Rows 1, 2, 4, ..., 8192: fourteen rows in the table.
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<u64>().is_ok())
+        })
+        .collect();
+    assert_eq!(rows.len(), 14);
+    assert!(rows[0].trim_start().starts_with("1     387   15.0 GiB"));
+    assert!(rows[13].trim_start().starts_with("8192     355   15.0 GiB"));
+    assert!(out.contains("widest workspaces"));
+    assert!(out.contains(
+        "cublaslt_gemm        cublaslt_workspace   no       32.0 MiB  layer.*.q_proj x32"
+    ));
+    assert!(out.contains("fit       largest n in 1..=8192 that fits 79.6 GiB: 8192"));
+}
+
+#[test]
+fn json_has_the_contract_keys_and_exact_bytes() {
+    let o = xtask(&[
+        "plan",
+        "--rows",
+        "1,4096",
+        "--kv-tokens",
+        "1000",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["circuit"], "llama-3.1-8b");
+    assert_eq!(j["device"], "h100-sxm");
+    assert_eq!(j["sm_count"], 132);
+    let plans = j["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 2);
+    for p in plans {
+        let t = &p["totals"];
+        assert_eq!(t["weights"], 16_060_522_496u64);
+        assert_eq!(t["states"], 131_072_000u64);
+        let sum: u64 = ["weights", "activations", "workspaces", "states"]
+            .iter()
+            .map(|k| t[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(t["total"].as_u64().unwrap(), sum);
+        assert_eq!(t["activations"], p["arena"]["bytes"]);
+        assert_eq!(p["digest"].as_str().unwrap().len(), 64);
+    }
+    assert_eq!(plans[1]["totals"]["workspaces"], 33_554_432u64);
+    let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "circuit",
+            "device",
+            "sm_count",
+            "memory",
+            "settings",
+            "kv_tokens",
+            "sequences",
+            "align",
+            "plans",
+            "widest",
+            "fit"
+        ]
+    );
+    assert_eq!(j["fit"]["max_rows"], 4096);
+}
+
+#[test]
+fn the_per_node_table_sums_to_the_total() {
+    let o = xtask(&["plan", "--rows", "4096", "--per-node", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let table = &j["per_node"];
+    let sum: u64 = table["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            ["weights", "activations", "workspaces", "states"]
+                .iter()
+                .map(|k| r[k].as_u64().unwrap())
+                .sum::<u64>()
+        })
+        .sum::<u64>()
+        + table["fragmentation"].as_u64().unwrap();
+    assert_eq!(sum, j["plans"][0]["totals"]["total"].as_u64().unwrap());
+    let text = stdout(&xtask(&["plan", "--rows", "4096", "--per-node"]));
+    assert!(text.contains("layer.*.attn_norm x32"));
+    assert!(text.contains("(arena fragmentation)"));
+}
+
+#[test]
+fn files_flags_and_budgets() {
+    let dir = root().join("examples/llama-3.1-8b");
+    let o = xtask(&[
+        "plan",
+        "--circuit",
+        dir.join("circuit.toml").to_str().unwrap(),
+        "--families",
+        dir.join("families.toml").to_str().unwrap(),
+        "--rules",
+        dir.join("rules.toml").to_str().unwrap(),
+        "--device",
+        "a100-80gb",
+        "--rows",
+        "1..=8:+7",
+        "--set",
+        "mode=decode",
+        "--budget",
+        "0.5",
+        "--align",
+        "512",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("device    a100-80gb (108 SMs, 80.0 GiB)"));
+    assert!(out.contains("settings  mode=decode"));
+    assert!(out.contains("budget    40.0 GiB"));
+    assert!(out.contains("arena alignment 512 bytes"));
+    assert!(out.contains("headroom"));
+    let o = xtask(&[
+        "plan",
+        "--sm-count",
+        "64",
+        "--rows",
+        "2",
+        "--budget",
+        "20GiB",
+    ]);
+    assert!(
+        stdout(&o).contains("device    64 SMs (64 SMs)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn hf_configs_plan_with_their_own_registry() {
+    let config = root().join("../shared/data/models/qwen2.5-7b/config.json");
+    let o = xtask(&[
+        "plan",
+        "--hf-config",
+        config.to_str().unwrap(),
+        "--rows",
+        "1,4096",
+        "--kv-tokens",
+        "1000",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["circuit"], "qwen2.5-7b");
+    assert_eq!(j["plans"][0]["totals"]["weights"], 15_231_233_024u64);
+    assert_eq!(j["plans"][0]["totals"]["states"], 57_344_000u64);
+}
+
+#[test]
+fn the_svgs_are_valid_with_every_series_and_one_rectangle_per_buffer() {
+    let chart = temp("chart.svg", "");
+    let arena = temp("arena.svg", "");
+    let o = xtask(&[
+        "plan",
+        "--rows",
+        "1..=4096:x4",
+        "--svg",
+        chart.to_str().unwrap(),
+        "--arena-svg",
+        arena.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&chart).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("the chart is well-formed XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let labels: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    for series in [
+        "total",
+        "weights",
+        "activations",
+        "workspaces",
+        "states",
+        "budget",
+    ] {
+        assert!(labels.contains(&series), "no `{series}` in the legend");
+    }
+    // The five terms' lines and their legend samples (the budget line is drawn thinner).
+    let coloured = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
+        .count();
+    assert_eq!(coloured, 10);
+
+    let text = std::fs::read_to_string(&arena).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("the memory map is well-formed XML");
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let buffers = j["plans"].as_array().unwrap().last().unwrap()["arena"]["buffers"]
+        .as_u64()
+        .unwrap();
+    let fill = |colour: &str| {
+        doc.descendants()
+            .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some(colour))
+            .count() as u64
+    };
+    // Activations in steel blue, arena workspaces in orange.
+    assert_eq!(fill("#4682B4") + fill("#E68C1E"), buffers);
+    assert_eq!(fill("#E68C1E"), 32);
+}
+
+#[test]
+fn bad_inputs_give_one_line_and_exit_1() {
+    assert_eq!(
+        failure(&["plan", "--circuit", "no/such/file.toml"]),
+        "error: cannot read no/such/file.toml: No such file or directory (os error 2)"
+    );
+    let broken = temp(
+        "broken.toml",
+        &CIRCUIT.replace("hidden = 4096", "hidden = = 4096"),
+    );
+    let err = failure(&["plan", "--circuit", broken.to_str().unwrap()]);
+    assert!(
+        err.ends_with("broken.toml: line 9, column 10: extra `=`, expected nothing"),
+        "{err}"
+    );
+    assert_eq!(
+        failure(&["plan", "--device", "h100-nvl"]),
+        "error: kernel-families/devices.toml: unknown device `h100-nvl` (known: h100-sxm, h100-pcie, h200, b200, a100-80gb, a100-40gb, l40s, l4, rtx4090); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
+    );
+    assert_eq!(
+        failure(&["plan", "--rows", "0"]),
+        "error: --rows `0`: row counts start at 1; write e.g. `1,2,8`, `1..=4096` or `1..=8192:x2`"
+    );
+    assert!(
+        failure(&["plan", "--budget", "lots"]).starts_with("error: --budget `lots`: no number")
+    );
+    let families = temp(
+        "families.toml",
+        &FAMILIES.replace("4 * n * heads\"", "4 * n * heads * beams\""),
+    );
+    let err = failure(&["plan", "--families", families.to_str().unwrap()]);
+    assert!(
+        err.contains("softmax_lse") && err.contains("`beams`"),
+        "{err}"
+    );
+    let rules = temp("rules.toml", &RULES.replace("[[rule]]\nid = \"rope\"\npattern = [{ op = \"rope\" }]\nkernels = [\"rope_bf16\"]\nemitter = \"cuda\"\n", ""));
+    let rules_no_fusion = temp(
+        "rules2.toml",
+        &std::fs::read_to_string(&rules).unwrap().replace(
+            "pattern = [{ op = \"rope\", keep = true }, { op = \"kv_write\" }]",
+            "pattern = [{ op = \"rope\", keep = true }, { op = \"kv_write\" }]\nrows = [1, 8]",
+        ),
+    );
+    assert_eq!(
+        failure(&[
+            "plan",
+            "--rules",
+            rules_no_fusion.to_str().unwrap(),
+            "--rows",
+            "16"
+        ]),
+        "error: node `layer.0.rope` (rope) is covered by no rule at n = 16 with mode=prefill; add a rule for `rope` (or fuse with placeholders)"
+    );
+    assert_eq!(
+        failure(&["plan", "--set", "moed=decode"]),
+        "error: --set: setting `moed` is not declared in [settings] (declared: mode)"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = xtask(&["plan", "--format", "xml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid value 'xml'"));
+    let o = xtask(&["plan", "--device", "a100-80gb", "--sm-count", "8"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn help_explains_every_flag_with_an_example() {
+    let help = stdout(&xtask(&["plan", "--help"]));
+    for flag in [
+        "--circuit",
+        "--hf-config",
+        "--families",
+        "--rules",
+        "--device",
+        "--sm-count",
+        "--rows",
+        "--set",
+        "--kv-tokens",
+        "--sequences",
+        "--budget",
+        "--align",
+        "--format",
+        "--per-node",
+        "--svg",
+        "--arena-svg",
+    ] {
+        assert!(help.contains(flag), "--help does not mention {flag}");
+    }
+    assert!(help.matches("Example").count() >= 14, "{help}");
+}
