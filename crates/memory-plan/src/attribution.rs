@@ -57,7 +57,7 @@ impl Planner<'_> {
     pub fn per_node(&self, n: u64) -> Result<NodeTable, PlanError> {
         let interval = self.interval_plan(n)?;
         let mut scratch = Scratch::default();
-        let packed = self.pack_at(&interval, n, &mut scratch, false)?;
+        let packed = self.pack_at(&interval, n, &mut scratch)?;
         let circuit = self.circuit;
         let mut rows: Vec<NodeRow> = circuit
             .nodes()

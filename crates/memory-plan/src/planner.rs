@@ -8,9 +8,7 @@
 //!   row counts), never from the rows requested.
 //! - Per interval, the fusion plan, the workspace terms' nodes, the arena's lifetimes and a
 //!   template placement (packed at the interval's first row count) are built once. At each `n`
-//!   the template is re-stacked for the new sizes (or, when every chain of the template's
-//!   supports shares a live step, known to reach the lower bound without restacking: see
-//!   `Stacking::chains_share_a_step`); only when that misses the lower bound are the
+//!   the template is re-stacked for the new sizes; only when that misses the lower bound are the
 //!   heuristics, then the exact search (a deterministic step budget), run at `n`.
 //! - total = weights + arena + non-arena workspaces + states, all checked u64.
 
@@ -139,9 +137,6 @@ pub(crate) struct IntervalPlan {
     pub terms: TermLayout,
     pub arena: ArenaShape,
     template: Stacking,
-    /// Every chain of the template's supports shares a live step, so a restack reaches the
-    /// lower bound at every `n` ([`Stacking::chains_share_a_step`]).
-    certified: bool,
 }
 
 /// Scratch buffers reused across the row counts one thread plans.
@@ -332,7 +327,6 @@ impl<'a> Planner<'a> {
         let (_, lower_bound, _) = arena.bounds(&scratch.class_sizes, start)?;
         let placement = self.best_packing(&scratch.buffers, lower_bound, start)?.0;
         let template = Stacking::new(&scratch.buffers, &placement);
-        let certified = template.chains_share_a_step(&scratch.buffers);
         Ok(IntervalPlan {
             rows: fusion.rows(),
             digest: fusion.digest().into(),
@@ -341,7 +335,6 @@ impl<'a> Planner<'a> {
             terms,
             arena,
             template,
-            certified,
         })
     }
 
@@ -374,16 +367,13 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Packs the arena of `interval` at `n`: sizes into `scratch.sizes`, and with
-    /// `need_offsets` the offsets into `scratch.offsets`. Without, a certified template
-    /// (every chain of supports shares a step) is known to reach the lower bound, so the
-    /// restack that would prove it is skipped: the height is the same either way.
+    /// Packs the arena of `interval` at `n`: sizes into `scratch.sizes`, offsets into
+    /// `scratch.offsets`.
     pub(crate) fn pack_at(
         &self,
         interval: &IntervalPlan,
         n: u64,
         scratch: &mut Scratch,
-        need_offsets: bool,
     ) -> Result<Packed, PlanError> {
         interval.terms.values(
             self.circuit,
@@ -400,14 +390,10 @@ impl<'a> Planner<'a> {
             &mut scratch.sizes,
         )?;
         let (unshared, lower_bound, peak_step) = interval.arena.bounds(&scratch.class_sizes, n)?;
-        let mut height = if interval.certified && !need_offsets {
-            lower_bound
-        } else {
-            interval
-                .template
-                .restack(&scratch.sizes, &mut scratch.offsets)
-                .map_err(|error| PlanError::Pack { n, error })?
-        };
+        let mut height = interval
+            .template
+            .restack(&scratch.sizes, &mut scratch.offsets)
+            .map_err(|error| PlanError::Pack { n, error })?;
         let mut optimal = height == lower_bound;
         if !optimal {
             interval.arena.buffers(&scratch.sizes, &mut scratch.buffers);
@@ -436,7 +422,7 @@ impl<'a> Planner<'a> {
         n: u64,
         scratch: &mut Scratch,
     ) -> Result<MemoryPlan, PlanError> {
-        let packed = self.pack_at(interval, n, scratch, false)?;
+        let packed = self.pack_at(interval, n, scratch)?;
         let workspaces = interval
             .terms
             .terms(&scratch.term_values, &scratch.term_owners);
@@ -486,7 +472,7 @@ impl<'a> Planner<'a> {
     pub fn arena_layout(&self, n: u64) -> Result<ArenaLayout, PlanError> {
         let interval = self.interval_plan(n)?;
         let mut scratch = Scratch::default();
-        let packed = self.pack_at(&interval, n, &mut scratch, true)?;
+        let packed = self.pack_at(&interval, n, &mut scratch)?;
         let terms = interval
             .terms
             .terms(&scratch.term_values, &scratch.term_owners);

@@ -272,34 +272,6 @@ fn validate_names_the_overlapping_pair() {
 }
 
 #[test]
-fn the_chain_certificate_holds_for_nested_lifetimes_and_not_for_a_staircase() {
-    // A long buffer at the bottom with two short ones on it: every chain shares a step.
-    let nested = [
-        Buffer::new(0, 10, 4),
-        Buffer::new(0, 5, 2),
-        Buffer::new(5, 10, 3),
-    ];
-    let p = pack::heuristic(&nested).unwrap();
-    assert!(Stacking::new(&nested, &p).chains_share_a_step(&nested));
-    // A staircase: b rests on a, c rests on b, but a and c never live together, so a restack
-    // can exceed the lower bound when c grows.
-    let stairs = [
-        Buffer::new(0, 2, 4),
-        Buffer::new(1, 4, 4),
-        Buffer::new(3, 5, 4),
-    ];
-    let placement = pack::Placement {
-        offsets: vec![0, 4, 8],
-        height: 12,
-    };
-    let stacking = Stacking::new(&stairs, &placement);
-    assert!(!stacking.chains_share_a_step(&stairs));
-    let mut offsets = Vec::new();
-    assert_eq!(stacking.restack(&[4, 4, 4], &mut offsets), Ok(12));
-    assert_eq!(pack::lower_bound(&stairs), Ok(8));
-}
-
-#[test]
 fn stacking_restacks_for_new_sizes() {
     let buffers = [b(0, 4, 10), b(2, 6, 20), b(5, 8, 5), b(0, 8, 1)];
     let placement = pack::heuristic(&buffers).unwrap();
@@ -427,30 +399,6 @@ proptest! {
             .unwrap();
         prop_assert_eq!(s.proof, Proof::DoesNotFit);
         independent(&buffers, &s.placement.offsets, None);
-    }
-
-    /// When every chain of supports shares a step, a restack reaches the lower bound for any
-    /// sizes (the planner then skips restacking); checked against real restacks.
-    #[test]
-    fn a_certified_stacking_reaches_the_lower_bound_for_any_sizes(
-        buffers in instance(12),
-        new_sizes in prop::collection::vec(prop::collection::vec(0u64..100, 12), 8),
-    ) {
-        let p = pack::heuristic(&buffers).unwrap();
-        let stacking = Stacking::new(&buffers, &p);
-        if stacking.chains_share_a_step(&buffers) {
-            let mut offsets = Vec::new();
-            for sizes in &new_sizes {
-                let resized: Vec<Buffer> = buffers
-                    .iter()
-                    .zip(sizes)
-                    .map(|(b, &s)| Buffer::new(b.start, b.end, s))
-                    .collect();
-                let height = stacking.restack(&sizes[..buffers.len()], &mut offsets).unwrap();
-                prop_assert_eq!(height, pack::lower_bound(&resized).unwrap());
-                prop_assert_eq!(independent(&resized, &offsets, None), height);
-            }
-        }
     }
 
     #[test]

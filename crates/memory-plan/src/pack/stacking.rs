@@ -116,55 +116,6 @@ impl Stacking {
         Ok(height)
     }
 
-    /// Whether every chain of supports has a step at which all its buffers are live.
-    ///
-    /// A restack's height is the largest sum of sizes along a chain of supports; when every
-    /// chain's buffers share a step, that sum is part of the step's live sum, so for *any*
-    /// sizes the restack is no higher than the lower bound (and no placement is lower): the
-    /// planner then knows the height without restacking. `buffers` must be the ones the
-    /// stacking was built from (only their lifetimes are read). Conservative: `false` only
-    /// means the certificate does not apply.
-    pub fn chains_share_a_step(&self, buffers: &[Buffer]) -> bool {
-        if buffers.len() != self.buffer_count {
-            return false;
-        }
-        // For every buffer, the minimal (by inclusion) intersections of the lifetimes of the
-        // chains ending at it: a chain through a larger intersection is never the one to fail.
-        let mut hulls: Vec<Vec<(u64, u64)>> = vec![Vec::new(); self.buffer_count];
-        let mut candidates: Vec<(u64, u64)> = Vec::new();
-        for (k, &i) in self.order.iter().enumerate() {
-            let b = buffers[i as usize];
-            if b.start >= b.end {
-                continue;
-            }
-            candidates.clear();
-            candidates.push((b.start, b.end));
-            for &s in &self.supports[self.first[k] as usize..self.first[k + 1] as usize] {
-                for &(start, end) in &hulls[s as usize] {
-                    let joint = (start.max(b.start), end.min(b.end));
-                    if joint.0 >= joint.1 {
-                        return false;
-                    }
-                    candidates.push(joint);
-                }
-            }
-            // Latest start first, shortest first among equal starts: an interval is minimal
-            // when it ends before every interval kept so far (which all start no earlier).
-            candidates.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
-            candidates.dedup();
-            let mut kept = Vec::new();
-            let mut min_end = u64::MAX;
-            for &(start, end) in candidates.iter() {
-                if end < min_end {
-                    kept.push((start, end));
-                    min_end = end;
-                }
-            }
-            hulls[i as usize] = kept;
-        }
-        true
-    }
-
     /// How many support edges a restack follows (for benchmarks).
     pub fn edge_count(&self) -> usize {
         self.supports.len()
