@@ -195,3 +195,24 @@ fn max_kv_tokens_fills_the_budget_to_the_token() {
     assert!(total_at(kv + 1) > budget);
     assert_eq!(fit.bytes_per_token, Some(131_072));
 }
+
+#[test]
+fn the_layout_of_the_arena_agrees_with_the_plan() {
+    let e = example();
+    for mode in ["decode", "prefill"] {
+        let p = planner(&e, mode, PlanConfig::new(H100_SMS));
+        for n in [1, 7, 64, 65, 1000, 4096] {
+            let layout = p.arena_layout(n).unwrap();
+            let plan = p.plan(n).unwrap();
+            assert_eq!(layout.summary, plan.arena, "{mode} n = {n}");
+            let top = layout
+                .offsets
+                .iter()
+                .zip(&layout.sizes)
+                .map(|(o, s)| o + s)
+                .max()
+                .unwrap();
+            assert_eq!(top, plan.arena.bytes, "{mode} n = {n}");
+        }
+    }
+}
