@@ -1,3 +1,3 @@
 //! Workspace-level tests: they drive several crates together on the examples and the shared
-//! inputs (`round_trip.rs`: circuits, registries and rule sets written back to TOML and loaded
-//! again; builders against loaders). This library itself is empty.
+//! inputs (`tests/`: circuits, registries and rule sets written back to TOML and loaded again,
+//! builders against loaders, property tests over random circuits, limits near `u64::MAX`). This library itself is empty.
