@@ -1,8 +1,9 @@
 //! The MiniMalloc CSV format: `id,lower,upper,size`, one buffer per line, live on
 //! `[lower, upper)`; solutions add a fifth column, `offset`.
 //!
-//! Parsing never panics: every malformed input is a [`CsvError`] naming the line (1-based), the
-//! field and the value at fault, with how to fix it. Blank lines and a trailing `\r` are
+//! Parsing never panics: every malformed input is a
+//! [`CsvError`](crate::pack::csv::CsvError) naming the line (1-based), the field and the value
+//! at fault, with how to fix it. Blank lines and a trailing `\r` are
 //! ignored; fields may be surrounded by spaces. Ids are unique unsigned integers.
 
 use std::collections::HashMap;
