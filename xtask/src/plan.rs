@@ -163,6 +163,8 @@ pub struct Outcome<'a> {
     pub widest: Vec<memory_plan::WorkspaceTerm>,
     pub fit_rows: Option<RowsFit>,
     pub fit_kv: Option<KvFit>,
+    /// Keys an imported config.json left out, with the defaults used for them.
+    pub config_defaults: Vec<(String, String)>,
 }
 
 pub fn run(args: &PlanArgs) -> Result<(), CliError> {
@@ -175,15 +177,17 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         .map(|s| parse_set(s))
         .collect::<Result<Vec<_>, _>>()?;
 
-    let (circuit, defaults) = match &args.hf_config {
+    // The circuit, the families and rules that cover it by default, and the keys an imported
+    // config left out (their defaults are reported, never applied silently).
+    let (circuit, registry, config_defaults) = match &args.hf_config {
         Some(path) => {
             let text = read_file(path)?;
-            let circuit = circuit_hf::from_config_json(&text, &path.display().to_string())?;
-            let defaults = [
+            let import = circuit_hf::import(&text, &path.display().to_string())?;
+            let registry = [
                 (example::HF_FAMILIES, example::HF_FAMILIES_ORIGIN),
                 (example::HF_RULES, example::HF_RULES_ORIGIN),
             ];
-            (circuit, defaults)
+            (import.circuit, registry, import.defaults)
         }
         None => {
             let (text, origin) = source(
@@ -191,19 +195,19 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
                 example::CIRCUIT,
                 example::CIRCUIT_ORIGIN,
             )?;
-            let defaults = [
+            let registry = [
                 (example::FAMILIES, example::FAMILIES_ORIGIN),
                 (example::RULES, example::RULES_ORIGIN),
             ];
-            (Circuit::from_toml(&text, &origin)?, defaults)
+            (Circuit::from_toml(&text, &origin)?, registry, Vec::new())
         }
     };
-    let (text, origin) = source(args.families.as_ref(), defaults[0].0, defaults[0].1)?;
+    let (text, origin) = source(args.families.as_ref(), registry[0].0, registry[0].1)?;
     let families = Families::from_toml(&text, &origin)?;
     if let Some(first) = families.check(&circuit).first() {
         return Err(first.to_string().into());
     }
-    let (text, origin) = source(args.rules.as_ref(), defaults[1].0, defaults[1].1)?;
+    let (text, origin) = source(args.rules.as_ref(), registry[1].0, registry[1].1)?;
     let rules = Rules::from_toml(&text, &origin, Some(&families))?;
     let settings = rules.settings(
         overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -249,6 +253,7 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         widest,
         fit_rows,
         fit_kv,
+        config_defaults,
     };
     let per_node = if args.per_node {
         Some(planner.per_node(largest)?)

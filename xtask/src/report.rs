@@ -98,6 +98,18 @@ pub fn table(o: &Outcome<'_>, per_node: Option<&NodeTable>) -> String {
         o.device, config.sm_count
     );
     let _ = writeln!(out, "settings  {}", o.planner.settings());
+    if !o.config_defaults.is_empty() {
+        let keys: Vec<String> = o
+            .config_defaults
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "defaults  {} (absent from the config: the model type's transformers defaults)",
+            keys.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "budget    {}",
@@ -307,6 +319,8 @@ struct Json<'a> {
     plans: Vec<PlanJson<'a>>,
     widest: Vec<TermJson>,
     fit: FitJson,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    config_defaults: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     per_node: Option<PerNodeJson>,
 }
@@ -427,6 +441,7 @@ pub fn json(o: &Outcome<'_>, per_node: Option<&NodeTable>) -> Result<String, Cli
             kv_rows: o.fit_kv.as_ref().map(|f| f.rows),
             max_kv_tokens: o.fit_kv.as_ref().and_then(|f| f.max_kv_tokens),
         },
+        config_defaults: o.config_defaults.iter().cloned().collect(),
         per_node: per_node.map(|t| PerNodeJson {
             rows: t.rows,
             nodes: t

@@ -363,3 +363,38 @@ fn help_explains_every_flag_with_an_example() {
     }
     assert!(help.matches("Example").count() >= 14, "{help}");
 }
+
+#[test]
+fn an_imported_config_says_which_defaults_it_used() {
+    let config = temp(
+        "small-llama.json",
+        r#"{"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 8192,
+            "num_hidden_layers": 16, "num_attention_heads": 32, "tie_word_embeddings": true}"#,
+    );
+    let o = xtask(&[
+        "plan",
+        "--hf-config",
+        config.to_str().unwrap(),
+        "--rows",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("defaults  "))
+        .expect("a defaults line");
+    assert!(line.contains("num_key_value_heads = 32"), "{line}");
+    assert!(line.contains("head_dim = 64"), "{line}");
+    let o = xtask(&[
+        "plan",
+        "--hf-config",
+        config.to_str().unwrap(),
+        "--rows",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["config_defaults"]["num_key_value_heads"], "32");
+}
