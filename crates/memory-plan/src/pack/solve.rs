@@ -93,8 +93,8 @@ pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
 /// Search nodes one exact attempt of `Goal::Minimize` may use (about half a second).
 const MAX_ATTEMPT_STEPS: u64 = 1_000_000;
 
-/// Search nodes one layered attempt may use per order (about 2 s on one core).
-const MAX_LAYERED_STEPS: u64 = 4_000_000;
+/// Search nodes one layered attempt may use (a few seconds on two cores).
+const MAX_LAYERED_STEPS: u64 = 16_000_000;
 
 /// Places the buffers for `goal` within `limits`; the placement is always valid.
 pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution, PackError> {
@@ -188,6 +188,14 @@ impl Solver<'_> {
         }
         let mut parts = self.parts();
         for state in parts.iter_mut().filter(|s| s.best > capacity) {
+            if state.ids.len() > MAX_EXACT_BUFFERS {
+                // The layered attempt proves nothing when it fails.
+                let budget = self.steps_left.min(MAX_LAYERED_STEPS);
+                if !self.layered(state, capacity, budget) {
+                    return Proof::Unproven;
+                }
+                continue;
+            }
             self.attempt_left = self.steps_left;
             match self.attempt(state, capacity) {
                 Outcome::Found => {}
@@ -237,22 +245,15 @@ impl Solver<'_> {
             }
             if state.ids.len() > MAX_EXACT_BUFFERS {
                 // A layered attempt proves nothing when it fails: only the room above the
-                // attempt's target narrows.
-                // Each of the four runs gets an eighth of what is left; an attempt with fewer
-                // than four nodes per buffer rarely places them all, so none is made.
-                let budget = (self.steps_left / 8).clamp(1, MAX_LAYERED_STEPS);
+                // attempt's target narrows (and its complete placement is kept if lower).
+                // It gets half of what is left; an attempt with fewer than four nodes per
+                // buffer rarely places them all, so none is made.
+                let budget = (self.steps_left / 2).clamp(1, MAX_LAYERED_STEPS);
                 if budget < 4 * state.ids.len() as u64 {
                     return Proof::Unproven;
                 }
-                let run = scale::layered(self.buffers, &state.ids, target, budget, self.stop);
-                self.steps += run.steps;
-                self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
-                if run.outcome == Outcome::Found {
-                    for (&i, &offset) in state.ids.iter().zip(&run.offsets) {
-                        self.offsets[i as usize] = offset;
-                    }
-                    state.best = self.part_height(&state.ids);
-                } else {
+                let found = self.layered(state, target, budget);
+                if !found {
                     state.gave_up_at = Some(target);
                 }
                 continue;
@@ -266,6 +267,29 @@ impl Solver<'_> {
                 Outcome::Aborted => state.gave_up_at = Some(target),
             }
         }
+    }
+
+    /// One layered attempt (large parts) to fit `state`'s part within `capacity`; true when
+    /// it did. Its placement is kept when it fits, or when it is complete and lower than the
+    /// part's current one.
+    fn layered(&mut self, state: &mut PartState, capacity: u64, budget: u64) -> bool {
+        let run = scale::layered(self.buffers, &state.ids, capacity, budget, self.stop);
+        self.steps += run.steps;
+        self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
+        let height = state
+            .ids
+            .iter()
+            .zip(&run.offsets)
+            .map(|(&i, &o)| o.saturating_add(self.buffers[i as usize].size))
+            .max();
+        let complete = run.offsets.len() == state.ids.len();
+        if complete && height.is_some_and(|h| h < state.best || run.outcome == Outcome::Found) {
+            for (&i, &offset) in state.ids.iter().zip(&run.offsets) {
+                self.offsets[i as usize] = offset;
+            }
+            state.best = self.part_height(&state.ids);
+        }
+        run.outcome == Outcome::Found
     }
 
     fn part_height_all(&self) -> u64 {
@@ -368,6 +392,7 @@ impl Solver<'_> {
                     let interrupt = Interrupt {
                         stop: self.stop,
                         cancel: Some((&winner, index)),
+                        outer: None,
                     };
                     let mut search = Search::new(&part, room, rank, per_order, &interrupt);
                     let config = PORTFOLIO[index];
