@@ -93,6 +93,9 @@ pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
 /// Search nodes one exact attempt of `Goal::Minimize` may use (about half a second).
 const MAX_ATTEMPT_STEPS: u64 = 1_000_000;
 
+/// Search nodes per exact attempt in the first bisection pass of `Goal::Minimize`.
+const FIRST_PASS_STEPS: u64 = 16_000;
+
 /// Search nodes one layered attempt may use (a few seconds on two cores).
 const MAX_LAYERED_STEPS: u64 = 16_000_000;
 
@@ -143,8 +146,15 @@ struct PartState {
     low: u64,
     /// Height of the part's current placement.
     best: u64,
-    /// The highest capacity an attempt gave up on (budget), if any.
+    /// The highest capacity a layered attempt gave up on (budget), if any.
     gave_up_at: Option<u64>,
+    /// Exact attempts: whether the current bisection pass has made an attempt, the lowest
+    /// target it may still try, and its node budget per attempt.
+    pass_started: bool,
+    pass_from: u64,
+    pass_budget: u64,
+    /// The gcd of the part's sizes: every height is a multiple of it.
+    unit: u64,
 }
 
 impl Solver<'_> {
@@ -164,11 +174,19 @@ impl Solver<'_> {
             .into_iter()
             .map(|ids| {
                 let best = self.part_height(&ids);
+                let unit = ids
+                    .iter()
+                    .fold(0, |g, &i| gcd(g, self.buffers[i as usize].size))
+                    .max(1);
                 PartState {
                     ids,
                     low: 0,
                     best,
                     gave_up_at: None,
+                    pass_started: false,
+                    pass_from: 0,
+                    pass_budget: FIRST_PASS_STEPS,
+                    unit,
                 }
             })
             .collect()
@@ -235,21 +253,22 @@ impl Solver<'_> {
                 return Proof::Unproven;
             };
             let state = &mut parts[index];
-            let target = match state.gave_up_at {
-                None => low,
-                // More room than the attempt that ran out of budget.
-                Some(gave_up) => gave_up + (high - gave_up).div_ceil(2),
-            };
-            if target >= high {
-                return Proof::Unproven;
-            }
             if state.ids.len() > MAX_EXACT_BUFFERS {
+                let target = match state.gave_up_at {
+                    None => low,
+                    // More room than the attempt that ran out of budget.
+                    Some(gave_up) => gave_up + (high - gave_up).div_ceil(2),
+                };
+                if target >= high {
+                    return Proof::Unproven;
+                }
                 // A layered attempt proves nothing when it fails: only the room above the
                 // attempt's target narrows (and its complete placement is kept if lower).
-                // It gets half of what is left; an attempt with fewer than four nodes per
-                // buffer rarely places them all, so none is made.
+                // It gets half of what is left (its windowed run half of that); an attempt
+                // with fewer than eight nodes per buffer rarely places them all, so none is
+                // made (which also keeps the planner's 20k-node call at a few milliseconds).
                 let budget = (self.steps_left / 2).clamp(1, MAX_LAYERED_STEPS);
-                if budget < 4 * state.ids.len() as u64 {
+                if budget < 8 * state.ids.len() as u64 {
                     return Proof::Unproven;
                 }
                 let found = self.layered(state, target, budget);
@@ -258,13 +277,45 @@ impl Solver<'_> {
                 }
                 continue;
             }
-            // A quarter of what is left per attempt (at most `MAX_ATTEMPT_STEPS`), so that a
-            // hard target does not take it all: the next attempt asks for more room.
-            self.attempt_left = (self.steps_left / 4).clamp(1, MAX_ATTEMPT_STEPS);
+            // Passes of bisection with a node budget per attempt that doubles from pass to
+            // pass: a pass tries the lower bound, then the middle of the targets between the
+            // last one it gave up on (or proved impossible) and the best height found, until
+            // they meet. The search is fast at some capacities and slow at others close by,
+            // so many cheap attempts first find what one expensive attempt might not (a
+            // descending sequence of fits from the greedy height finds less: measured on the
+            // MiniMalloc files, the search is weakest at loose capacities). Every height is a
+            // sum of sizes, so a multiple of their gcd: targets between two multiples are the
+            // same target.
+            let unit = state.unit;
+            let from = if state.pass_started {
+                state.pass_from.max(low).div_ceil(unit).saturating_mul(unit)
+            } else {
+                low
+            };
+            if from >= high {
+                if state.pass_budget >= MAX_ATTEMPT_STEPS {
+                    // Another pass would repeat the same attempts with the same budgets.
+                    return Proof::Unproven;
+                }
+                state.pass_budget = state.pass_budget.saturating_mul(2).min(MAX_ATTEMPT_STEPS);
+                state.pass_started = false;
+                continue;
+            }
+            let target = if state.pass_started {
+                from + (high - 1 - from) / unit / 2 * unit
+            } else {
+                low
+            };
+            state.pass_started = true;
+            // At most a quarter of what is left, so that a hard target does not take it all.
+            self.attempt_left = state.pass_budget.min(self.steps_left / 4).max(1);
             match self.attempt(state, target) {
                 Outcome::Found => {}
-                Outcome::Exhausted => state.low = target + 1,
-                Outcome::Aborted => state.gave_up_at = Some(target),
+                Outcome::Exhausted => {
+                    state.low = target + unit;
+                    state.pass_from = target + unit;
+                }
+                Outcome::Aborted => state.pass_from = target + 1,
             }
         }
     }
@@ -431,6 +482,13 @@ impl Solver<'_> {
             }
         }
     }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// The buffers `ids` (sorted by start) grouped where no lifetime crosses, in time order.
