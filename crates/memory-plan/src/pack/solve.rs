@@ -93,6 +93,9 @@ pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
 /// Search nodes one exact attempt of `Goal::Minimize` may use (about half a second).
 const MAX_ATTEMPT_STEPS: u64 = 1_000_000;
 
+/// Search nodes per exact attempt in the first pass of `Goal::Fit`.
+const FIT_FIRST_PASS_STEPS: u64 = 256_000;
+
 /// Search nodes per exact attempt in the first bisection pass of `Goal::Minimize`.
 const FIRST_PASS_STEPS: u64 = 16_000;
 
@@ -214,8 +217,7 @@ impl Solver<'_> {
                 }
                 continue;
             }
-            self.attempt_left = self.steps_left;
-            match self.attempt(state, capacity) {
+            match self.fit_part(state, capacity) {
                 Outcome::Found => {}
                 Outcome::Exhausted => return Proof::DoesNotFit,
                 Outcome::Aborted => return Proof::Unproven,
@@ -225,6 +227,60 @@ impl Solver<'_> {
             Proof::Optimal
         } else {
             Proof::Fits
+        }
+    }
+
+    /// Fits one part (of at most [`MAX_EXACT_BUFFERS`] buffers) within `capacity`, in passes
+    /// with a node budget per attempt that doubles from pass to pass. A pass tries the
+    /// capacity, then the part's lower bound, then the middle of the targets between the last
+    /// one it gave up on and the capacity, until they meet: any placement at or below the
+    /// capacity will do, and the search is often much faster at a tighter target (its
+    /// pruning is strongest there) than at the capacity itself. `Exhausted` only when the
+    /// capacity itself was shown impossible.
+    fn fit_part(&mut self, state: &mut PartState, capacity: u64) -> Outcome {
+        let subset: Vec<Buffer> = state
+            .ids
+            .iter()
+            .map(|&i| self.buffers[i as usize])
+            .collect();
+        // A subset of buffers whose full set did not overflow cannot overflow.
+        let mut low = lower_bound(&subset).unwrap_or(0);
+        let unit = state.unit;
+        let mut budget = FIT_FIRST_PASS_STEPS;
+        loop {
+            // The capacity first, then the lower bound, then bisection below the capacity.
+            let mut target = capacity;
+            let mut from = low;
+            let mut first = true;
+            loop {
+                if self.steps_left == 0 || self.stopped() {
+                    return Outcome::Aborted;
+                }
+                self.attempt_left = budget.min(self.steps_left).max(1);
+                match self.attempt(state, target) {
+                    Outcome::Found => return Outcome::Found,
+                    Outcome::Exhausted if target == capacity => return Outcome::Exhausted,
+                    Outcome::Exhausted => {
+                        low = target + unit;
+                        from = low;
+                    }
+                    Outcome::Aborted if target == capacity => {}
+                    Outcome::Aborted => from = target + unit,
+                }
+                if from >= capacity {
+                    break;
+                }
+                target = if first {
+                    from
+                } else {
+                    from + (capacity - 1 - from) / unit / 2 * unit
+                };
+                first = false;
+            }
+            if budget >= self.steps_left {
+                return Outcome::Aborted;
+            }
+            budget = budget.saturating_mul(2);
         }
     }
 
