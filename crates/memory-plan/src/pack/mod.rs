@@ -25,6 +25,7 @@ mod stacking;
 pub mod synth;
 
 mod validate;
+mod window;
 
 pub use bounds::{lower_bound, unshared};
 pub use heuristic::heuristic;

@@ -47,6 +47,9 @@ const NONE: u32 = u32::MAX;
 /// Marks a candidate placed at its floor above a lower part of the skyline.
 const FLOAT: u32 = 1 << 31;
 
+/// Marks a buffer that is not pinned (any offset allowed).
+pub(crate) const FREE: u64 = u64::MAX;
+
 /// One independent part of an instance, in local indices (sorted by start time).
 pub(crate) struct Part {
     /// Global index of each local buffer.
@@ -64,8 +67,12 @@ pub(crate) struct Part {
     /// `covering[cover_first[s]..cover_first[s + 1]]`: the buffers live in section `s`.
     cover_first: Vec<u32>,
     covering: Vec<u32>,
-    /// The previous buffer with the same lifetime and size, or `NONE`.
+    /// The previous buffer with the same lifetime, size and pin, or `NONE`.
     twin_prev: Vec<u32>,
+    /// Per buffer: the offset it is pinned at, or [`FREE`].
+    pin: Vec<u64>,
+    /// Per buffer: the lowest offset it may take (0 unless set).
+    least: Vec<u64>,
     graph: OverlapGraph,
     /// Per section: the hull of the lifetimes of the buffers live there (the sections whose
     /// levels set those buffers' floors).
@@ -77,6 +84,15 @@ pub(crate) struct Part {
 impl Part {
     /// The part made of `ids` (live buffers, sorted by start).
     pub(crate) fn new(buffers: &[Buffer], ids: &[u32]) -> Part {
+        Part::with_pins(buffers, ids, &[])
+    }
+
+    /// Like [`Part::new`], with buffer `ids[k]` pinned at offset `pins[k]` (its only allowed
+    /// offset) where `pins[k] != FREE`; missing entries are free.
+    pub(crate) fn with_pins(buffers: &[Buffer], ids: &[u32], pins: &[u64]) -> Part {
+        let pin: Vec<u64> = (0..ids.len())
+            .map(|k| pins.get(k).copied().unwrap_or(FREE))
+            .collect();
         let local: Vec<Buffer> = ids.iter().map(|&i| buffers[i as usize]).collect();
         let mut points: Vec<u64> = local.iter().flat_map(|b| [b.start, b.end]).collect();
         points.sort_unstable();
@@ -112,11 +128,12 @@ impl Part {
         let mut by_shape: Vec<u32> = (0..local.len() as u32).collect();
         by_shape.sort_unstable_by_key(|&k| {
             let b = &local[k as usize];
-            (b.start, b.end, b.size, k)
+            (b.start, b.end, b.size, pin[k as usize], k)
         });
         for pair in by_shape.windows(2) {
             let (a, b) = (&local[pair[0] as usize], &local[pair[1] as usize]);
-            if (a.start, a.end, a.size) == (b.start, b.end, b.size) {
+            let (pa, pb) = (pin[pair[0] as usize], pin[pair[1] as usize]);
+            if (a.start, a.end, a.size, pa) == (b.start, b.end, b.size, pb) {
                 twin_prev[pair[1] as usize] = pair[0];
             }
         }
@@ -162,7 +179,25 @@ impl Part {
             cover_first,
             covering,
             twin_prev,
+            pin,
+            least: vec![0; ids.len()],
             graph: OverlapGraph::new(&local),
+        }
+    }
+
+    /// Gives every buffer a lowest offset (`least[k]` for local buffer `k`; missing entries
+    /// are 0). Buffers with the same shape and pin but different lowest offsets are no longer
+    /// interchangeable.
+    pub(crate) fn set_least(&mut self, least: &[u64]) {
+        for (k, l) in self.least.iter_mut().enumerate() {
+            *l = least.get(k).copied().unwrap_or(0);
+        }
+        let least = &self.least;
+        for k in 0..self.twin_prev.len() {
+            let twin = self.twin_prev[k];
+            if twin != NONE && least[twin as usize] != least[k] {
+                self.twin_prev[k] = NONE;
+            }
         }
     }
 
@@ -212,13 +247,18 @@ pub(crate) enum Outcome {
 pub(crate) struct Interrupt<'a> {
     pub(crate) stop: Option<&'a (dyn Fn() -> bool + Sync)>,
     pub(crate) cancel: Option<(&'a AtomicUsize, usize)>,
+    /// The interrupt of the run this one is part of (it fires this one too).
+    pub(crate) outer: Option<&'a Interrupt<'a>>,
 }
 
 impl Interrupt<'_> {
-    fn fired(&self) -> bool {
+    pub(crate) fn fired(&self) -> bool {
         if let Some((flag, index)) = self.cancel
             && flag.load(Ordering::Relaxed) < index
         {
+            return true;
+        }
+        if self.outer.is_some_and(Interrupt::fired) {
             return true;
         }
         self.stop.is_some_and(|stop| stop())
@@ -404,7 +444,8 @@ impl<'a> Search<'a> {
             bfloor: (0..n)
                 .map(|k| {
                     let (low, high) = part.span(k);
-                    floor[low..high].iter().copied().max().unwrap_or(0)
+                    let floor = floor[low..high].iter().copied().max().unwrap_or(0);
+                    floor.max(part.least[k])
                 })
                 .collect(),
             check: (0, 0),
@@ -435,6 +476,17 @@ impl<'a> Search<'a> {
         }) {
             return Outcome::Exhausted;
         }
+        // A pinned buffer must fit below the capacity and above the initial floors.
+        if (0..part.len()).any(|k| {
+            let pin = part.pin[k];
+            pin != FREE
+                && (pin < self.bfloor[k]
+                    || pin
+                        .checked_add(part.size[k])
+                        .is_none_or(|top| top > self.capacity))
+        }) {
+            return Outcome::Exhausted;
+        }
         match self.enter() {
             Entered::Node => {}
             Entered::Done => return Outcome::Found,
@@ -453,25 +505,26 @@ impl<'a> Search<'a> {
                 let buffer = (entry & !FLOAT) as usize;
                 let (low, high) = part.span(buffer);
                 frame.touched = (low as u32, high as u32);
+                let mut fits = true;
                 let at = if entry & FLOAT != 0 {
                     let at = self.bfloor[buffer];
                     for s in low..high {
-                        if self.floor[s] < at {
-                            self.raise(s, at);
+                        if fits && self.floor[s] < at {
+                            fits = self.raise(s, at);
                         }
                     }
                     at
                 } else {
                     level
                 };
-                self.place(buffer, at) && (!self.stack_check || self.stacks_fit())
+                fits && self.place(buffer, at) && (!self.stack_check || self.stacks_fit())
             } else if !frame.raised {
                 frame.raised = true;
                 frame.touched = (section, section + 1);
                 match self.raise_target(section as usize, level) {
                     Some(target) => {
-                        self.raise(section as usize, target);
-                        !self.stack_check || self.stacks_fit()
+                        self.raise(section as usize, target)
+                            && (!self.stack_check || self.stacks_fit())
                     }
                     None => {
                         self.failed = (section, section + 1);
@@ -547,10 +600,30 @@ impl<'a> Search<'a> {
         let level = self.floor[section];
         let part = self.part;
         let from = self.cands.len() as u32;
+        // A buffer pinned at this point covers it in every solution: the only branch.
+        let forced = part.covering(section).iter().copied().find(|&u| {
+            let u = u as usize;
+            !self.placed[u] && part.pin[u] == level && self.bfloor[u] == level
+        });
+        if let Some(u) = forced {
+            self.cands.push(u);
+            self.frames.push(Frame {
+                section: section as u32,
+                level,
+                from,
+                to: from + 1,
+                next: from,
+                raised: true,
+                mark: self.trail.len(),
+                touched: (0, 0),
+                conflict: part.reach2[section],
+            });
+            return Entered::Node;
+        }
         // The buffers live here whose whole lifetime is at the lowest level.
         for &u in part.covering(section) {
             let u = u as usize;
-            if self.placed[u] {
+            if self.placed[u] || part.pin[u] != FREE {
                 continue;
             }
             let twin = part.twin_prev[u];
@@ -584,6 +657,7 @@ impl<'a> Search<'a> {
                 let u = u as usize;
                 let twin = part.twin_prev[u];
                 if self.placed[u]
+                    || part.pin[u] != FREE
                     || part.low[u] as usize != section
                     || self.bfloor[u] == level
                     || (twin != NONE && !self.placed[twin as usize])
@@ -634,6 +708,11 @@ impl<'a> Search<'a> {
             if self.placed[u] {
                 continue;
             }
+            if part.pin[u] != FREE {
+                // It sits exactly at its pin (at or above `level`, since its floor is).
+                target = target.min(part.pin[u]);
+                continue;
+            }
             let floor = self.bfloor[u];
             if floor > level {
                 target = target.min(floor);
@@ -645,7 +724,7 @@ impl<'a> Search<'a> {
                 if self.placed[w] || (low <= section && section < high) {
                     continue;
                 }
-                target = target.min(self.bfloor[w].saturating_add(part.size[w]));
+                target = target.min(self.least_level(w).saturating_add(part.size[w]));
             }
         }
         (target <= limit).then_some(target)
@@ -689,10 +768,25 @@ impl<'a> Search<'a> {
                 self.bfloor[w] = top;
                 from = from.min(part.low[w] as usize);
                 to = to.max(part.high[w] as usize);
+                if fits && top > part.pin[w] {
+                    // A pinned buffer can no longer sit at its pin.
+                    fits = false;
+                    self.failed = (part.low[w], part.high[w]);
+                }
             }
         }
         self.check = (from, to);
         fits
+    }
+
+    /// The lowest level an unplaced buffer can take: its floor, or its pin when pinned.
+    fn least_level(&self, buffer: usize) -> u64 {
+        let pin = self.part.pin[buffer];
+        if pin == FREE {
+            self.bfloor[buffer]
+        } else {
+            pin.max(self.bfloor[buffer])
+        }
     }
 
     /// The stacking bound in every section near `[low, high)` (the sections of the unplaced
@@ -711,8 +805,9 @@ impl<'a> Search<'a> {
             for &w in part.covering(t) {
                 let w = w as usize;
                 if !self.placed[w] {
-                    highest = highest.max(self.bfloor[w]);
-                    lowest = lowest.min(self.bfloor[w]);
+                    let least = self.least_level(w);
+                    highest = highest.max(least);
+                    lowest = lowest.min(least);
                 }
             }
             if lowest > room {
@@ -727,8 +822,11 @@ impl<'a> Search<'a> {
             self.scratch.clear();
             for &w in part.covering(t) {
                 let w = w as usize;
-                if !self.placed[w] && self.bfloor[w] > room {
-                    self.scratch.push((self.bfloor[w], part.size[w]));
+                if !self.placed[w] {
+                    let least = self.least_level(w);
+                    if least > room {
+                        self.scratch.push((least, part.size[w]));
+                    }
                 }
             }
             self.scratch.sort_unstable_by(|a, b| b.cmp(a));
@@ -744,8 +842,9 @@ impl<'a> Search<'a> {
         true
     }
 
-    /// Raises `section` to `level` (checked by `raise_target` to leave room for the rest).
-    fn raise(&mut self, section: usize, level: u64) {
+    /// Raises `section` to `level` (checked by `raise_target` to leave room for the rest);
+    /// false when a buffer pinned below `level` is live there (the caller undoes).
+    fn raise(&mut self, section: usize, level: u64) -> bool {
         self.trail.push(Move::Raise {
             section: section as u32,
             old: self.floor[section],
@@ -754,6 +853,7 @@ impl<'a> Search<'a> {
         self.update_keys(section, section + 1);
         let part = self.part;
         let (mut from, mut to) = (section, section + 1);
+        let mut fits = true;
         for &w in part.covering(section) {
             let w = w as usize;
             if !self.placed[w] && self.bfloor[w] < level {
@@ -764,9 +864,14 @@ impl<'a> Search<'a> {
                 self.bfloor[w] = level;
                 from = from.min(part.low[w] as usize);
                 to = to.max(part.high[w] as usize);
+                if fits && level > part.pin[w] {
+                    fits = false;
+                    self.failed = (part.low[w], part.high[w]);
+                }
             }
         }
         self.check = (from, to);
+        fits
     }
 
     /// Branch on the tightest lowest section instead of the leftmost (rebuilds the keys).
@@ -921,6 +1026,7 @@ mod experiments {
                     let interrupt = Interrupt {
                         stop: None,
                         cancel: None,
+                        outer: None,
                     };
                     let started = std::time::Instant::now();
                     let capacity = std::env::var("CAP")
@@ -983,6 +1089,7 @@ mod experiments {
                 let interrupt = Interrupt {
                     stop: None,
                     cancel: None,
+                    outer: None,
                 };
                 let started = std::time::Instant::now();
                 let mut search = Search::new(&part, capacity, &rank, budget, &interrupt);
@@ -999,6 +1106,134 @@ mod experiments {
                     started.elapsed().as_secs_f64() * 1e3
                 );
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod pin_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The lowest height over every placement of the free buffers (integer offsets) around the
+    /// pinned ones, or `None` when the pins overlap. Only for tiny inputs.
+    fn brute_force(buffers: &[Buffer], pins: &[u64]) -> Option<u64> {
+        fn go(
+            buffers: &[Buffer],
+            offsets: &mut Vec<u64>,
+            k: usize,
+            limit: u64,
+            best: &mut Option<u64>,
+        ) {
+            if k == buffers.len() {
+                let height = buffers
+                    .iter()
+                    .zip(offsets.iter())
+                    .map(|(b, &o)| o + b.size)
+                    .max()
+                    .unwrap_or(0);
+                *best = Some(best.map_or(height, |h: u64| h.min(height)));
+                return;
+            }
+            let fixed = offsets[k] != FREE;
+            let range = if fixed {
+                offsets[k]..offsets[k] + 1
+            } else {
+                0..limit
+            };
+            for o in range {
+                let clash = (0..k).any(|j| {
+                    buffers[j].overlaps(&buffers[k])
+                        && o < offsets[j] + buffers[j].size
+                        && offsets[j] < o + buffers[k].size
+                });
+                if !clash {
+                    let keep = offsets[k];
+                    offsets[k] = o;
+                    go(buffers, offsets, k + 1, limit, best);
+                    offsets[k] = keep;
+                }
+            }
+        }
+        let limit: u64 = buffers.iter().map(|b| b.size).sum::<u64>()
+            + pins
+                .iter()
+                .filter(|&&p| p != FREE)
+                .max()
+                .copied()
+                .unwrap_or(0);
+        let mut best = None;
+        go(buffers, &mut pins.to_vec(), 0, limit + 1, &mut best);
+        best
+    }
+
+    fn run(part: &Part, capacity: u64) -> (Outcome, Vec<u64>) {
+        let interrupt = Interrupt {
+            stop: None,
+            cancel: None,
+            outer: None,
+        };
+        let rank: Vec<u32> = (0..part.len() as u32).collect();
+        let mut search = Search::new(part, capacity, &rank, 1_000_000, &interrupt);
+        let outcome = search.run();
+        (outcome, search.offsets)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// With some buffers pinned (at offsets where they do not overlap), the search fits
+        /// at the brute-force optimum, keeps every pin and never overlaps; one below it, it
+        /// proves that nothing fits.
+        #[test]
+        fn pinned_search_is_complete(
+            raw in prop::collection::vec((0u64..6, 1u64..4, 1u64..4, 0u64..6, any::<bool>()), 1..6)
+        ) {
+            let mut buffers: Vec<Buffer> = raw
+                .iter()
+                .map(|&(start, len, size, _, _)| Buffer::new(start, start + len, size))
+                .collect();
+            buffers.sort_by_key(|b| b.start);
+            let mut pins: Vec<u64> = raw
+                .iter()
+                .map(|&(_, _, _, at, pinned)| if pinned { at } else { FREE })
+                .collect();
+            // Drop pins that overlap an earlier pin.
+            for k in 0..buffers.len() {
+                if pins[k] == FREE {
+                    continue;
+                }
+                let clash = (0..k).any(|j| {
+                    pins[j] != FREE
+                        && buffers[j].overlaps(&buffers[k])
+                        && pins[k] < pins[j] + buffers[j].size
+                        && pins[j] < pins[k] + buffers[k].size
+                });
+                if clash {
+                    pins[k] = FREE;
+                }
+            }
+            let optimum = brute_force(&buffers, &pins).expect("pins do not overlap");
+            let ids: Vec<u32> = (0..buffers.len() as u32).collect();
+            let part = Part::with_pins(&buffers, &ids, &pins);
+            let (outcome, offsets) = run(&part, optimum);
+            prop_assert_eq!(outcome, Outcome::Found);
+            for k in 0..buffers.len() {
+                prop_assert!(offsets[k] + buffers[k].size <= optimum);
+                if pins[k] != FREE {
+                    prop_assert_eq!(offsets[k], pins[k]);
+                }
+                for j in 0..k {
+                    prop_assert!(
+                        !(buffers[j].overlaps(&buffers[k])
+                            && offsets[k] < offsets[j] + buffers[j].size
+                            && offsets[j] < offsets[k] + buffers[k].size),
+                        "buffers {} and {} overlap", j, k
+                    );
+                }
+            }
+            let (below, _) = run(&part, optimum - 1);
+            prop_assert_eq!(below, Outcome::Exhausted);
         }
     }
 }

@@ -93,8 +93,14 @@ pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
 /// Search nodes one exact attempt of `Goal::Minimize` may use (about half a second).
 const MAX_ATTEMPT_STEPS: u64 = 1_000_000;
 
-/// Search nodes one layered attempt may use per order (about 2 s on one core).
-const MAX_LAYERED_STEPS: u64 = 4_000_000;
+/// Search nodes per exact attempt in the first pass of `Goal::Fit`.
+const FIT_FIRST_PASS_STEPS: u64 = 256_000;
+
+/// Search nodes per exact attempt in the first bisection pass of `Goal::Minimize`.
+const FIRST_PASS_STEPS: u64 = 16_000;
+
+/// Search nodes one layered attempt may use (a few seconds on two cores).
+const MAX_LAYERED_STEPS: u64 = 16_000_000;
 
 /// Places the buffers for `goal` within `limits`; the placement is always valid.
 pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution, PackError> {
@@ -143,8 +149,15 @@ struct PartState {
     low: u64,
     /// Height of the part's current placement.
     best: u64,
-    /// The highest capacity an attempt gave up on (budget), if any.
+    /// The highest capacity a layered attempt gave up on (budget), if any.
     gave_up_at: Option<u64>,
+    /// Exact attempts: whether the current bisection pass has made an attempt, the lowest
+    /// target it may still try, and its node budget per attempt.
+    pass_started: bool,
+    pass_from: u64,
+    pass_budget: u64,
+    /// The gcd of the part's sizes: every height is a multiple of it.
+    unit: u64,
 }
 
 impl Solver<'_> {
@@ -164,11 +177,19 @@ impl Solver<'_> {
             .into_iter()
             .map(|ids| {
                 let best = self.part_height(&ids);
+                let unit = ids
+                    .iter()
+                    .fold(0, |g, &i| gcd(g, self.buffers[i as usize].size))
+                    .max(1);
                 PartState {
                     ids,
                     low: 0,
                     best,
                     gave_up_at: None,
+                    pass_started: false,
+                    pass_from: 0,
+                    pass_budget: FIRST_PASS_STEPS,
+                    unit,
                 }
             })
             .collect()
@@ -188,8 +209,15 @@ impl Solver<'_> {
         }
         let mut parts = self.parts();
         for state in parts.iter_mut().filter(|s| s.best > capacity) {
-            self.attempt_left = self.steps_left;
-            match self.attempt(state, capacity) {
+            if state.ids.len() > MAX_EXACT_BUFFERS {
+                // The layered attempt proves nothing when it fails.
+                let budget = self.steps_left.min(MAX_LAYERED_STEPS);
+                if !self.layered(state, capacity, budget) {
+                    return Proof::Unproven;
+                }
+                continue;
+            }
+            match self.fit_part(state, capacity) {
                 Outcome::Found => {}
                 Outcome::Exhausted => return Proof::DoesNotFit,
                 Outcome::Aborted => return Proof::Unproven,
@@ -199,6 +227,60 @@ impl Solver<'_> {
             Proof::Optimal
         } else {
             Proof::Fits
+        }
+    }
+
+    /// Fits one part (of at most [`MAX_EXACT_BUFFERS`] buffers) within `capacity`, in passes
+    /// with a node budget per attempt that doubles from pass to pass. A pass tries the
+    /// capacity, then the part's lower bound, then the middle of the targets between the last
+    /// one it gave up on and the capacity, until they meet: any placement at or below the
+    /// capacity will do, and the search is often much faster at a tighter target (its
+    /// pruning is strongest there) than at the capacity itself. `Exhausted` only when the
+    /// capacity itself was shown impossible.
+    fn fit_part(&mut self, state: &mut PartState, capacity: u64) -> Outcome {
+        let subset: Vec<Buffer> = state
+            .ids
+            .iter()
+            .map(|&i| self.buffers[i as usize])
+            .collect();
+        // A subset of buffers whose full set did not overflow cannot overflow.
+        let mut low = lower_bound(&subset).unwrap_or(0);
+        let unit = state.unit;
+        let mut budget = FIT_FIRST_PASS_STEPS;
+        loop {
+            // The capacity first, then the lower bound, then bisection below the capacity.
+            let mut target = capacity;
+            let mut from = low;
+            let mut first = true;
+            loop {
+                if self.steps_left == 0 || self.stopped() {
+                    return Outcome::Aborted;
+                }
+                self.attempt_left = budget.min(self.steps_left).max(1);
+                match self.attempt(state, target) {
+                    Outcome::Found => return Outcome::Found,
+                    Outcome::Exhausted if target == capacity => return Outcome::Exhausted,
+                    Outcome::Exhausted => {
+                        low = target + unit;
+                        from = low;
+                    }
+                    Outcome::Aborted if target == capacity => {}
+                    Outcome::Aborted => from = target + unit,
+                }
+                if from >= capacity {
+                    break;
+                }
+                target = if first {
+                    from
+                } else {
+                    from + (capacity - 1 - from) / unit / 2 * unit
+                };
+                first = false;
+            }
+            if budget >= self.steps_left {
+                return Outcome::Aborted;
+            }
+            budget = budget.saturating_mul(2);
         }
     }
 
@@ -227,45 +309,94 @@ impl Solver<'_> {
                 return Proof::Unproven;
             };
             let state = &mut parts[index];
-            let target = match state.gave_up_at {
-                None => low,
-                // More room than the attempt that ran out of budget.
-                Some(gave_up) => gave_up + (high - gave_up).div_ceil(2),
-            };
-            if target >= high {
-                return Proof::Unproven;
-            }
             if state.ids.len() > MAX_EXACT_BUFFERS {
-                // A layered attempt proves nothing when it fails: only the room above the
-                // attempt's target narrows.
-                // Each of the four runs gets an eighth of what is left; an attempt with fewer
-                // than four nodes per buffer rarely places them all, so none is made.
-                let budget = (self.steps_left / 8).clamp(1, MAX_LAYERED_STEPS);
-                if budget < 4 * state.ids.len() as u64 {
+                let target = match state.gave_up_at {
+                    None => low,
+                    // More room than the attempt that ran out of budget.
+                    Some(gave_up) => gave_up + (high - gave_up).div_ceil(2),
+                };
+                if target >= high {
                     return Proof::Unproven;
                 }
-                let run = scale::layered(self.buffers, &state.ids, target, budget, self.stop);
-                self.steps += run.steps;
-                self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
-                if run.outcome == Outcome::Found {
-                    for (&i, &offset) in state.ids.iter().zip(&run.offsets) {
-                        self.offsets[i as usize] = offset;
-                    }
-                    state.best = self.part_height(&state.ids);
-                } else {
+                // A layered attempt proves nothing when it fails: only the room above the
+                // attempt's target narrows (and its complete placement is kept if lower).
+                // It gets half of what is left (its windowed run half of that); an attempt
+                // with fewer than eight nodes per buffer rarely places them all, so none is
+                // made (which also keeps the planner's 20k-node call at a few milliseconds).
+                let budget = (self.steps_left / 2).clamp(1, MAX_LAYERED_STEPS);
+                if budget < 8 * state.ids.len() as u64 {
+                    return Proof::Unproven;
+                }
+                let found = self.layered(state, target, budget);
+                if !found {
                     state.gave_up_at = Some(target);
                 }
                 continue;
             }
-            // A quarter of what is left per attempt (at most `MAX_ATTEMPT_STEPS`), so that a
-            // hard target does not take it all: the next attempt asks for more room.
-            self.attempt_left = (self.steps_left / 4).clamp(1, MAX_ATTEMPT_STEPS);
+            // Passes of bisection with a node budget per attempt that doubles from pass to
+            // pass: a pass tries the lower bound, then the middle of the targets between the
+            // last one it gave up on (or proved impossible) and the best height found, until
+            // they meet. The search is fast at some capacities and slow at others close by,
+            // so many cheap attempts first find what one expensive attempt might not (a
+            // descending sequence of fits from the greedy height finds less: measured on the
+            // MiniMalloc files, the search is weakest at loose capacities). Every height is a
+            // sum of sizes, so a multiple of their gcd: targets between two multiples are the
+            // same target.
+            let unit = state.unit;
+            let from = if state.pass_started {
+                state.pass_from.max(low).div_ceil(unit).saturating_mul(unit)
+            } else {
+                low
+            };
+            if from >= high {
+                if state.pass_budget >= MAX_ATTEMPT_STEPS {
+                    // Another pass would repeat the same attempts with the same budgets.
+                    return Proof::Unproven;
+                }
+                state.pass_budget = state.pass_budget.saturating_mul(2).min(MAX_ATTEMPT_STEPS);
+                state.pass_started = false;
+                continue;
+            }
+            let target = if state.pass_started {
+                from + (high - 1 - from) / unit / 2 * unit
+            } else {
+                low
+            };
+            state.pass_started = true;
+            // At most a quarter of what is left, so that a hard target does not take it all.
+            self.attempt_left = state.pass_budget.min(self.steps_left / 4).max(1);
             match self.attempt(state, target) {
                 Outcome::Found => {}
-                Outcome::Exhausted => state.low = target + 1,
-                Outcome::Aborted => state.gave_up_at = Some(target),
+                Outcome::Exhausted => {
+                    state.low = target + unit;
+                    state.pass_from = target + unit;
+                }
+                Outcome::Aborted => state.pass_from = target + 1,
             }
         }
+    }
+
+    /// One layered attempt (large parts) to fit `state`'s part within `capacity`; true when
+    /// it did. Its placement is kept when it fits, or when it is complete and lower than the
+    /// part's current one.
+    fn layered(&mut self, state: &mut PartState, capacity: u64, budget: u64) -> bool {
+        let run = scale::layered(self.buffers, &state.ids, capacity, budget, self.stop);
+        self.steps += run.steps;
+        self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
+        let height = state
+            .ids
+            .iter()
+            .zip(&run.offsets)
+            .map(|(&i, &o)| o.saturating_add(self.buffers[i as usize].size))
+            .max();
+        let complete = run.offsets.len() == state.ids.len();
+        if complete && height.is_some_and(|h| h < state.best || run.outcome == Outcome::Found) {
+            for (&i, &offset) in state.ids.iter().zip(&run.offsets) {
+                self.offsets[i as usize] = offset;
+            }
+            state.best = self.part_height(&state.ids);
+        }
+        run.outcome == Outcome::Found
     }
 
     fn part_height_all(&self) -> u64 {
@@ -368,6 +499,7 @@ impl Solver<'_> {
                     let interrupt = Interrupt {
                         stop: self.stop,
                         cancel: Some((&winner, index)),
+                        outer: None,
                     };
                     let mut search = Search::new(&part, room, rank, per_order, &interrupt);
                     let config = PORTFOLIO[index];
@@ -406,6 +538,13 @@ impl Solver<'_> {
             }
         }
     }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// The buffers `ids` (sorted by start) grouped where no lifetime crosses, in time order.
