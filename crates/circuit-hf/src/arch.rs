@@ -1,7 +1,9 @@
 //! The architecture a config describes, normalised: sizes, the attention kind, the MLP kinds
 //! and the per-layer layout (which layers slide, which are sparse). One reader per model type
-//! turns a [`Config`] into an [`Arch`], applying transformers' defaults; the emitter turns an
-//! [`Arch`] into a circuit and knows nothing of config keys.
+//! turns a [`Config`] into an [`Arch`], applying the defaults of the type's transformers
+//! configuration class (transformers 5.25.0, `configuration_<type>.py`; [`Sizes::of`] holds the
+//! size defaults) and recording each one used; the emitter turns an [`Arch`] into a circuit and
+//! knows nothing of config keys.
 //!
 //! Invariants: every size in an [`Arch`] is at least 1; `layers.len() == num_hidden_layers`;
 //! `dense` is `Some` exactly when some layer is dense and `moe` exactly when some layer is
@@ -132,7 +134,42 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
     }
 }
 
-/// The sizes every model type requires.
+/// The size defaults of a model type's transformers configuration class (transformers 5.25.0,
+/// `configuration_<type>.py`): what an absent size key stands for. They describe the class's
+/// reference checkpoint (`LlamaConfig()` is Llama-2-7B, `Qwen3MoeConfig()` is
+/// Qwen3-30B-A3B), which is why every one used is reported in `Import::defaults`.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    vocab: u64,
+    hidden: u64,
+    layers: u64,
+    heads: u64,
+    /// `intermediate_size`: the dense MLP width (Mixtral: each expert's).
+    ffn: u64,
+}
+
+impl Sizes {
+    fn of(model: ModelType) -> Sizes {
+        let (vocab, hidden, layers, heads, ffn) = match model {
+            ModelType::Llama => (32000, 4096, 32, 32, 11008),
+            ModelType::Mistral | ModelType::Mixtral => (32000, 4096, 32, 32, 14336),
+            ModelType::Qwen2 | ModelType::Qwen3 => (151936, 4096, 32, 32, 22016),
+            ModelType::Qwen3Moe => (151936, 2048, 24, 32, 6144),
+            ModelType::Phi3 => (32064, 3072, 32, 32, 8192),
+            ModelType::Gemma2 => (256000, 2304, 26, 8, 9216),
+            ModelType::DeepseekV2 => (102400, 4096, 32, 32, 11008),
+        };
+        Sizes {
+            vocab,
+            hidden,
+            layers,
+            heads,
+            ffn,
+        }
+    }
+}
+
+/// The sizes every model type has.
 #[derive(Debug, Clone, Copy)]
 struct Base {
     vocab: u64,
@@ -143,11 +180,12 @@ struct Base {
 
 impl Base {
     fn read(cfg: &Config<'_>) -> Result<Base, HfError> {
+        let d = Sizes::of(cfg.model());
         Ok(Base {
-            vocab: cfg.required("vocab_size", 1)?,
-            hidden: cfg.required("hidden_size", 1)?,
-            layers: cfg.required_in("num_hidden_layers", 1, MAX_LAYERS)?,
-            heads: cfg.required("num_attention_heads", 1)?,
+            vocab: cfg.int_or("vocab_size", 1, d.vocab)?,
+            hidden: cfg.int_or("hidden_size", 1, d.hidden)?,
+            layers: cfg.int_or_in("num_hidden_layers", 1, MAX_LAYERS, d.layers)?,
+            heads: cfg.int_or("num_attention_heads", 1, d.heads)?,
         })
     }
 
@@ -191,22 +229,28 @@ impl Base {
     }
 }
 
-/// transformers' default for `num_key_value_heads` when the key is absent.
+/// transformers' default for `num_key_value_heads` or `head_dim` when the key is absent.
 #[derive(Clone, Copy)]
-enum KvDefault {
-    /// `None`: as many as the attention heads (multi-head attention).
-    Heads,
+enum Fallback {
+    /// Computed: `num_attention_heads` (multi-head attention) for `num_key_value_heads`,
+    /// `hidden_size / num_attention_heads` for `head_dim`.
+    Derived,
     /// A fixed number.
     Fixed(u64),
 }
 
-/// transformers' default for `head_dim` when the key is absent.
+/// How a type's class treats `num_key_value_heads` and `head_dim` when absent or null.
 #[derive(Clone, Copy)]
-enum HeadDimDefault {
-    /// `hidden_size / num_attention_heads`.
-    Derived,
-    /// A fixed number (Qwen3: 128, Gemma 2: 256).
-    Fixed(u64),
+struct GqaDefaults {
+    kv_heads: Fallback,
+    /// `null` means `num_attention_heads` (the field is optional and `__post_init__` fills
+    /// it in); otherwise the strict class refuses `null`.
+    kv_heads_null: bool,
+    head_dim: Fallback,
+    /// `null` means `hidden_size / num_attention_heads` (the class or the attention code
+    /// falls back to it); otherwise `null` is refused (a non-optional field, or attention code
+    /// that would multiply by `None`).
+    head_dim_null: bool,
 }
 
 struct Gqa {
@@ -214,22 +258,24 @@ struct Gqa {
     head_dim: u64,
 }
 
-fn gqa(
-    cfg: &Config<'_>,
-    base: Base,
-    kv_default: KvDefault,
-    head_dim_default: HeadDimDefault,
-) -> Result<Gqa, HfError> {
+fn gqa(cfg: &Config<'_>, base: Base, d: GqaDefaults) -> Result<Gqa, HfError> {
     let kv_heads = match cfg.int("num_key_value_heads", 1, u64::MAX)? {
         Got::Value(v) => v,
-        // Every config class that accepts None turns it into num_attention_heads.
-        Got::Null => base.heads,
-        Got::Missing => match kv_default {
-            KvDefault::Heads => {
+        Got::Null if d.kv_heads_null => {
+            // The default itself where the default is None (Llama, Phi-3); Qwen2 and Qwen3
+            // give None this meaning although their default is 32.
+            if matches!(d.kv_heads, Fallback::Derived) {
+                cfg.default_used("num_key_value_heads", base.heads);
+            }
+            base.heads
+        }
+        Got::Null => return Err(cfg.null_int("num_key_value_heads", 1)),
+        Got::Missing => match d.kv_heads {
+            Fallback::Derived => {
                 cfg.default_used("num_key_value_heads", base.heads);
                 base.heads
             }
-            KvDefault::Fixed(v) => {
+            Fallback::Fixed(v) => {
                 cfg.default_used("num_key_value_heads", v);
                 v
             }
@@ -252,13 +298,16 @@ fn gqa(
         cfg.default_used("head_dim", d);
         Ok(d)
     };
-    let head_dim = match (cfg.int("head_dim", 1, u64::MAX)?, head_dim_default) {
+    let head_dim = match (cfg.int("head_dim", 1, u64::MAX)?, d.head_dim) {
         (Got::Value(v), _) => v,
-        (Got::Missing, HeadDimDefault::Fixed(v)) => {
+        (Got::Null, _) if !d.head_dim_null => return Err(cfg.null_int("head_dim", 1)),
+        (Got::Missing, Fallback::Fixed(v)) => {
             cfg.default_used("head_dim", v);
             v
         }
-        (Got::Missing, HeadDimDefault::Derived) | (Got::Null, _) => derived()?,
+        (Got::Missing | Got::Null, Fallback::Derived) | (Got::Null, Fallback::Fixed(_)) => {
+            derived()?
+        }
     };
     Ok(Gqa { kv_heads, head_dim })
 }
@@ -332,17 +381,28 @@ fn set_windows(arch: &mut Arch, window: Option<u64>, slides: impl Fn(usize) -> b
     }
 }
 
+/// The dense MLP: `intermediate_size`, the class default when absent.
 fn dense(cfg: &Config<'_>, bias: bool, fused: bool) -> Result<Dense, HfError> {
     Ok(Dense {
-        ffn: cfg.required("intermediate_size", 1)?,
+        ffn: cfg.int_or("intermediate_size", 1, Sizes::of(cfg.model()).ffn)?,
         bias,
         fused,
     })
 }
 
+/// Llama, Phi-3: `num_key_value_heads` and `head_dim` default to `None`, which
+/// `__post_init__` (Llama) or the attention code (Phi-3's `head_dim`) turns into the derived
+/// value.
+const LLAMA_GQA: GqaDefaults = GqaDefaults {
+    kv_heads: Fallback::Derived,
+    kv_heads_null: true,
+    head_dim: Fallback::Derived,
+    head_dim_null: true,
+};
+
 fn llama(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     base.check_divisible(cfg)?;
-    let g = gqa(cfg, base, KvDefault::Heads, HeadDimDefault::Derived)?;
+    let g = gqa(cfg, base, LLAMA_GQA)?;
     let bias = cfg.flag("attention_bias", false)?;
     let attn = Attn::Gqa {
         kv_heads: g.kv_heads,
@@ -360,8 +420,17 @@ fn llama(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     Ok(arch)
 }
 
+/// Mistral, Mixtral: `num_key_value_heads: int = 8` (strict: null refused), `head_dim: int |
+/// None = None` (the attention code's `getattr(config, "head_dim", None) or hidden // heads`).
+const MISTRAL_GQA: GqaDefaults = GqaDefaults {
+    kv_heads: Fallback::Fixed(8),
+    kv_heads_null: false,
+    head_dim: Fallback::Derived,
+    head_dim_null: true,
+};
+
 fn mistral(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
-    let g = gqa(cfg, base, KvDefault::Fixed(8), HeadDimDefault::Derived)?;
+    let g = gqa(cfg, base, MISTRAL_GQA)?;
     let attn = plain_gqa(&g, false);
     let act = act(cfg, "hidden_act", "silu")?;
     let tied = cfg.flag("tie_word_embeddings", false)?;
@@ -397,6 +466,10 @@ fn qwen_windows(cfg: &Config<'_>, arch: &mut Arch) -> Result<(), HfError> {
         Some(t) => t,
         None => {
             let first = cfg.int_or("max_window_layers", 0, 28)?;
+            cfg.default_used(
+                "layer_types",
+                format!("sliding_attention on layers >= {first}"),
+            );
             (0..layers as u64).map(|i| i >= first).collect()
         }
     };
@@ -405,12 +478,21 @@ fn qwen_windows(cfg: &Config<'_>, arch: &mut Arch) -> Result<(), HfError> {
 }
 
 fn qwen(cfg: &Config<'_>, base: Base, qwen3: bool) -> Result<Arch, HfError> {
-    let (model, head_dim_default) = if qwen3 {
-        (ModelType::Qwen3, HeadDimDefault::Fixed(128))
+    // `num_key_value_heads: int | None = 32`, None meaning num_attention_heads. Qwen2Config
+    // has no `head_dim` field: the attention code's `getattr(config, "head_dim", hidden //
+    // heads)`, which a null would break; Qwen3Config's is `head_dim: int = 128`.
+    let (model, head_dim) = if qwen3 {
+        (ModelType::Qwen3, Fallback::Fixed(128))
     } else {
-        (ModelType::Qwen2, HeadDimDefault::Derived)
+        (ModelType::Qwen2, Fallback::Derived)
     };
-    let g = gqa(cfg, base, KvDefault::Fixed(32), head_dim_default)?;
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(32),
+        kv_heads_null: true,
+        head_dim,
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
     let attn = if qwen3 {
         let bias = cfg.flag("attention_bias", false)?;
         Attn::Gqa {
@@ -441,7 +523,14 @@ fn qwen(cfg: &Config<'_>, base: Base, qwen3: bool) -> Result<Arch, HfError> {
 }
 
 fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
-    let g = gqa(cfg, base, KvDefault::Fixed(4), HeadDimDefault::Derived)?;
+    // `num_key_value_heads: int = 4`; no `head_dim` field (the attention code's getattr).
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(4),
+        kv_heads_null: false,
+        head_dim: Fallback::Derived,
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
     let bias = cfg.flag("attention_bias", false)?;
     let attn = Attn::Gqa {
         kv_heads: g.kv_heads,
@@ -455,31 +544,40 @@ fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     let tied = cfg.flag("tie_word_embeddings", false)?;
     let mut arch = base.arch(ModelType::Qwen3Moe, attn, act, tied);
 
-    let experts = match cfg.int_alias(&["num_experts", "num_local_experts"], 0)? {
-        (Got::Value(v), _) => v,
-        (_, key) => return Err(cfg.missing(key)),
-    };
-    let step = cfg.int_or("decoder_sparse_step", 1, 1)?;
-    let mlp_only = cfg.ints("mlp_only_layers")?.unwrap_or_default();
-    let layers = arch.layers.len() as u64;
-    if let Some(&bad) = mlp_only.iter().find(|&&i| i >= layers) {
-        return Err(cfg.contradiction(format!(
-            "`mlp_only_layers` names layer {bad} but `num_hidden_layers` is {layers}"
-        )));
-    }
-    for (i, layer) in arch.layers.iter_mut().enumerate() {
-        let i = i as u64;
-        layer.sparse = !mlp_only.contains(&i) && experts > 0 && (i + 1).is_multiple_of(step);
+    let experts = experts(cfg, &["num_experts", "num_local_experts"], 0, 128)?;
+    if experts > 0 {
+        let step = cfg.int_or("decoder_sparse_step", 1, 1)?;
+        let mlp_only = match cfg.ints("mlp_only_layers")? {
+            Some(layers) => layers,
+            None => {
+                cfg.default_used("mlp_only_layers", "[]");
+                Vec::new()
+            }
+        };
+        let layers = arch.layers.len() as u64;
+        if let Some(&bad) = mlp_only.iter().find(|&&i| i >= layers) {
+            return Err(cfg.contradiction(format!(
+                "`mlp_only_layers` names layer {bad} but `num_hidden_layers` is {layers}"
+            )));
+        }
+        for (i, layer) in arch.layers.iter_mut().enumerate() {
+            let i = i as u64;
+            layer.sparse = !mlp_only.contains(&i) && (i + 1).is_multiple_of(step);
+        }
     }
     if arch.layers.iter().any(|l| l.sparse) {
         arch.moe = Some(moe(
             cfg,
             experts,
-            "moe_intermediate_size",
-            0,
-            false,
-            MoeNames::Mlp,
-            "bf16",
+            MoeSpec {
+                ffn_key: "moe_intermediate_size",
+                ffn_default: 768,
+                top_k_default: Some(8),
+                shared_experts: 0,
+                shared_bias: false,
+                names: MoeNames::Mlp,
+                router_format: "bf16",
+            },
         )?);
     }
     if arch.layers.iter().any(|l| !l.sparse) {
@@ -492,52 +590,82 @@ fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     Ok(arch)
 }
 
-/// The sparse MLP: `num_experts_per_tok` and the expert width, required.
-fn moe(
+/// The routed-expert count under its names (`keys[0]` first; present ones must agree): at
+/// least `min`, `default` when all are absent, `null` refused (the classes' fields are
+/// non-optional `int`s).
+fn experts(
     cfg: &Config<'_>,
-    experts: u64,
+    keys: &[&'static str],
+    min: u64,
+    default: u64,
+) -> Result<u64, HfError> {
+    match cfg.int_alias(keys, min)? {
+        (Got::Value(v), _) => Ok(v),
+        (Got::Null, key) => Err(cfg.null_int(key, min)),
+        (Got::Missing, key) => {
+            cfg.default_used(key, default);
+            Ok(default)
+        }
+    }
+}
+
+/// What a type's sparse MLP reads beyond the expert count.
+struct MoeSpec {
+    /// The key of each expert's width.
     ffn_key: &'static str,
+    /// Its class default.
+    ffn_default: u64,
+    /// The class default of `num_experts_per_tok`; `None` when the class has none (DeepSeek-V2:
+    /// `num_experts_per_tok: int | None = None`).
+    top_k_default: Option<u64>,
     shared_experts: u64,
     shared_bias: bool,
     names: MoeNames,
     router_format: &'static str,
-) -> Result<Moe, HfError> {
-    let top_k = cfg.required("num_experts_per_tok", 1)?;
+}
+
+/// The sparse MLP: `num_experts_per_tok` and the expert width.
+fn moe(cfg: &Config<'_>, experts: u64, spec: MoeSpec) -> Result<Moe, HfError> {
+    let top_k = match spec.top_k_default {
+        Some(default) => cfg.int_or("num_experts_per_tok", 1, default)?,
+        None => cfg.required("num_experts_per_tok", 1)?,
+    };
     if top_k > experts {
         return Err(cfg.contradiction(format!(
             "`num_experts_per_tok` {top_k} exceeds the {experts} experts"
         )));
     }
-    let ffn = cfg.required(ffn_key, 1)?;
+    let ffn = cfg.int_or(spec.ffn_key, 1, spec.ffn_default)?;
     Ok(Moe {
         experts,
         top_k,
         ffn,
-        shared_experts,
-        shared_bias,
-        names,
-        router_format,
+        shared_experts: spec.shared_experts,
+        shared_bias: spec.shared_bias,
+        names: spec.names,
+        router_format: spec.router_format,
     })
 }
 
 fn mixtral(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
-    let g = gqa(cfg, base, KvDefault::Fixed(8), HeadDimDefault::Derived)?;
+    let g = gqa(cfg, base, MISTRAL_GQA)?;
     let attn = plain_gqa(&g, false);
     let act = act(cfg, "hidden_act", "silu")?;
     let tied = cfg.flag("tie_word_embeddings", false)?;
     let mut arch = base.arch(ModelType::Mixtral, attn, act, tied);
-    let experts = match cfg.int_alias(&["num_local_experts", "num_experts"], 1)? {
-        (Got::Value(v), _) => v,
-        (_, key) => return Err(cfg.missing(key)),
-    };
+    let experts = experts(cfg, &["num_local_experts", "num_experts"], 1, 8)?;
     arch.moe = Some(moe(
         cfg,
         experts,
-        "intermediate_size",
-        0,
-        false,
-        MoeNames::Mixtral,
-        "bf16",
+        MoeSpec {
+            ffn_key: "intermediate_size",
+            ffn_default: Sizes::of(ModelType::Mixtral).ffn,
+            top_k_default: Some(2),
+            shared_experts: 0,
+            shared_bias: false,
+            names: MoeNames::Mixtral,
+            router_format: "bf16",
+        },
     )?);
     for layer in &mut arch.layers {
         layer.sparse = true;
@@ -548,7 +676,13 @@ fn mixtral(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
 }
 
 fn phi3(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
-    let g = gqa(cfg, base, KvDefault::Heads, HeadDimDefault::Derived)?;
+    // `num_key_value_heads: int | None = None`; no `head_dim` field (the attention code's
+    // `getattr(config, "head_dim", hidden // heads)`, which a null would break).
+    let defaults = GqaDefaults {
+        head_dim_null: false,
+        ..LLAMA_GQA
+    };
+    let g = gqa(cfg, base, defaults)?;
     let attn = plain_gqa(&g, true);
     let act = act(cfg, "hidden_act", "silu")?;
     let tied = cfg.flag("tie_word_embeddings", false)?;
@@ -561,7 +695,14 @@ fn phi3(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
 
 fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     base.check_divisible(cfg)?;
-    let g = gqa(cfg, base, KvDefault::Fixed(4), HeadDimDefault::Fixed(256))?;
+    // `num_key_value_heads: int = 4`, `head_dim: int = 256`: strict, null refused.
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(4),
+        kv_heads_null: false,
+        head_dim: Fallback::Fixed(256),
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
     let bias = cfg.flag("attention_bias", false)?;
     let attn = Attn::Gqa {
         kv_heads: g.kv_heads,
@@ -586,10 +727,19 @@ fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         }
     };
     let layers = arch.layers.len();
-    // transformers' default: layer i slides when (i + 1) % 2 == 1, i.e. the even layers.
-    let types =
-        layer_types(cfg, layers)?.unwrap_or_else(|| (0..layers).map(|i| i % 2 == 0).collect());
+    let types = layer_types(cfg, layers)?;
     let w = window(cfg, Some(4096))?;
+    let types = match types {
+        Some(t) => t,
+        None => {
+            // transformers' default: layer i slides when (i + 1) % 2 == 1, i.e. the even
+            // layers; a default used only when there is a window to slide over.
+            if w.is_some() {
+                cfg.default_used("layer_types", "sliding_attention on even layers");
+            }
+            (0..layers).map(|i| i % 2 == 0).collect()
+        }
+    };
     set_windows(&mut arch, w, |i| types[i]);
     Ok(arch)
 }
@@ -622,7 +772,10 @@ fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         (Got::Value(v), _) => Some(v),
         // DeepSeek's code: no routed experts, every layer dense.
         (Got::Null, _) => None,
-        (Got::Missing, key) => return Err(cfg.missing(key)),
+        (Got::Missing, key) => {
+            cfg.default_used(key, 64);
+            Some(64)
+        }
     };
     if let Some(experts) = experts {
         let first_dense = cfg.int_or("first_k_dense_replace", 0, 0)?;
@@ -632,6 +785,7 @@ fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
             layer.sparse = i >= first_dense && i.is_multiple_of(freq);
         }
         if arch.layers.iter().any(|l| l.sparse) {
+            // DeepSeek's code: null, no shared experts.
             let shared = match cfg.int("n_shared_experts", 0, u64::MAX)? {
                 Got::Value(v) => v,
                 Got::Null => 0,
@@ -643,11 +797,15 @@ fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
             arch.moe = Some(moe(
                 cfg,
                 experts,
-                "moe_intermediate_size",
-                shared,
-                mlp_bias,
-                MoeNames::Mlp,
-                "f32",
+                MoeSpec {
+                    ffn_key: "moe_intermediate_size",
+                    ffn_default: 1407,
+                    top_k_default: None,
+                    shared_experts: shared,
+                    shared_bias: mlp_bias,
+                    names: MoeNames::Mlp,
+                    router_format: "f32",
+                },
             )?);
         }
     }

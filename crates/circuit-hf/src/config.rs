@@ -4,9 +4,11 @@
 //!
 //! Invariants: every value reaches the importer through [`Config`], which checks its JSON type
 //! and range, records the key as read and records any default it stands in for, so the import
-//! report and the error messages name exactly the keys that shaped the circuit. `null` counts
-//! as absent, except where a reader asks for the three-way [`Got`] and gives `null` its own
-//! meaning (as transformers does for `sliding_window`, `q_lora_rank`, ...).
+//! report and the error messages name exactly the keys that shaped the circuit. As in
+//! transformers 5.25's strict configuration classes, `null` is refused for a key whose class
+//! field is not optional (`vocab_size`, `tie_word_embeddings`, ...); the readers that accept it
+//! ask for the three-way [`Got`] and give `null` the class's meaning (the default for
+//! `head_dim` in Llama, no window for `sliding_window`, ...).
 
 use std::cell::RefCell;
 use std::fmt::Display;
@@ -128,12 +130,20 @@ impl<'a> Config<'a> {
         self.read.borrow().clone()
     }
 
-    /// Defaults applied so far: key and the value used.
+    /// Defaults applied: key and the value used, in the order of the model type's key table
+    /// ([`ModelType::keys`], the order of docs/hf-import.md), whatever order they were read in.
     pub(crate) fn defaults(&self) -> Vec<(&'static str, String)> {
-        self.defaults.borrow().clone()
+        let mut defaults = self.defaults.borrow().clone();
+        defaults.sort_by_key(|(key, _)| {
+            self.model
+                .keys()
+                .position(|k| k.key == *key)
+                .unwrap_or(usize::MAX)
+        });
+        defaults
     }
 
-    /// Records that `key`, absent, took `value`.
+    /// Records that `key`, absent (or null where null means the default), took `value`.
     pub(crate) fn default_used(&self, key: &'static str, value: impl Display) {
         let mut defaults = self.defaults.borrow_mut();
         if !defaults.iter().any(|(k, _)| *k == key) {
@@ -207,33 +217,43 @@ impl<'a> Config<'a> {
         }
     }
 
-    /// A whole number of at least `min` that must be present.
+    /// A whole number of at least `min` that must be present: the class has no default for
+    /// it (its default is `None`, which the model cannot use), so absent and null are both
+    /// missing.
     pub(crate) fn required(&self, key: &'static str, min: u64) -> Result<u64, HfError> {
-        self.required_in(key, min, u64::MAX)
-    }
-
-    /// A whole number in `min..=max` that must be present.
-    pub(crate) fn required_in(
-        &self,
-        key: &'static str,
-        min: u64,
-        max: u64,
-    ) -> Result<u64, HfError> {
-        match self.int(key, min, max)? {
+        match self.int(key, min, u64::MAX)? {
             Got::Value(x) => Ok(x),
             Got::Missing | Got::Null => Err(self.missing(key)),
         }
     }
 
-    /// A whole number of at least `min`; `default` when absent or null.
+    /// A whole number of at least `min`; `default` when absent; `null` refused (the class
+    /// field is not optional).
     pub(crate) fn int_or(&self, key: &'static str, min: u64, default: u64) -> Result<u64, HfError> {
-        match self.int(key, min, u64::MAX)? {
+        self.int_or_in(key, min, u64::MAX, default)
+    }
+
+    /// A whole number in `min..=max`; `default` when absent; `null` refused.
+    pub(crate) fn int_or_in(
+        &self,
+        key: &'static str,
+        min: u64,
+        max: u64,
+        default: u64,
+    ) -> Result<u64, HfError> {
+        match self.int(key, min, max)? {
             Got::Value(x) => Ok(x),
-            Got::Missing | Got::Null => {
+            Got::Null => Err(self.bad(key, int_expected(min, max), &Value::Null)),
+            Got::Missing => {
                 self.default_used(key, default);
                 Ok(default)
             }
         }
+    }
+
+    /// The error for a `null` the class refuses, for a whole number of at least `min`.
+    pub(crate) fn null_int(&self, key: &str, min: u64) -> HfError {
+        self.bad(key, int_expected(min, u64::MAX), &Value::Null)
     }
 
     /// One value under several aliases (e.g. `num_experts` / `num_local_experts`): the first
@@ -264,24 +284,28 @@ impl<'a> Config<'a> {
         Ok(found.unwrap_or((Got::Missing, keys[0])))
     }
 
-    /// `true` or `false`; `default` when absent or null.
+    /// `true` or `false`; `default` when absent; `null` refused (every flag read is a
+    /// non-optional `bool` in its class).
     pub(crate) fn flag(&self, key: &'static str, default: bool) -> Result<bool, HfError> {
         match self.raw(key) {
             Got::Value(Value::Bool(b)) => Ok(*b),
             Got::Value(v) => Err(self.bad(key, "true or false", v)),
-            Got::Missing | Got::Null => {
+            Got::Null => Err(self.bad(key, "true or false", &Value::Null)),
+            Got::Missing => {
                 self.default_used(key, default);
                 Ok(default)
             }
         }
     }
 
-    /// A string; `default` when absent or null.
+    /// A string; `default` when absent; `null` refused (every string read is a non-optional
+    /// `str` in its class).
     pub(crate) fn string_or(&self, key: &'static str, default: &str) -> Result<String, HfError> {
         match self.raw(key) {
             Got::Value(Value::String(s)) => Ok(s.clone()),
             Got::Value(v) => Err(self.bad(key, "a string", v)),
-            Got::Missing | Got::Null => {
+            Got::Null => Err(self.bad(key, "a string", &Value::Null)),
+            Got::Missing => {
                 self.default_used(key, default);
                 Ok(default.to_owned())
             }

@@ -200,13 +200,6 @@ static COMMON: &[KeyInfo] = &[
         "dtype",
         "the transformers 5 name of `torch_dtype`; same rule",
     ),
-    read("vocab_size", "required"),
-    read("hidden_size", "required"),
-    read(
-        "num_hidden_layers",
-        "required; at most 4096 (the largest published models have under 200)",
-    ),
-    read("num_attention_heads", "required"),
     refused(
         "quantization_config",
         "changes weight bytes and is not modelled",
@@ -304,7 +297,8 @@ static COMMON: &[KeyInfo] = &[
 const KV_HEADS: &str = "default (and null): num_attention_heads";
 const HEAD_DIM_DERIVED: &str =
     "default (and null): hidden_size / num_attention_heads, which must then divide";
-const FFN: &str = "required when a layer has a dense MLP";
+const HEAD_DIM_GETATTR: &str = "default: hidden_size / num_attention_heads (no class field: the attention code's getattr), which must then divide";
+const LAYERS_32: &str = "default 32; at most 4096 (the largest published models have under 200)";
 const ACT: &str = "default silu; silu or swish gives silu_mul, a gelu variant gelu_mul, anything else is an error";
 const TIE_FALSE: &str = "default false; true stores one tensor for embed_tokens and lm_head";
 const NO_BIAS: &str =
@@ -312,9 +306,13 @@ const NO_BIAS: &str =
 const ROUTER: &str = "training setting; no memory effect";
 
 static LLAMA: &[KeyInfo] = &[
+    read("vocab_size", "default 32000"),
+    read("hidden_size", "default 4096"),
+    read("num_hidden_layers", LAYERS_32),
+    read("num_attention_heads", "default 32"),
+    read("intermediate_size", "default 11008"),
     read("num_key_value_heads", KV_HEADS),
     read("head_dim", HEAD_DIM_DERIVED),
-    read("intermediate_size", FFN),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
     read(
@@ -328,12 +326,13 @@ static LLAMA: &[KeyInfo] = &[
 ];
 
 static MISTRAL: &[KeyInfo] = &[
-    read(
-        "num_key_value_heads",
-        "default 8; null: num_attention_heads",
-    ),
+    read("vocab_size", "default 32000"),
+    read("hidden_size", "default 4096"),
+    read("num_hidden_layers", LAYERS_32),
+    read("num_attention_heads", "default 32"),
+    read("intermediate_size", "default 14336"),
+    read("num_key_value_heads", "default 8"),
     read("head_dim", HEAD_DIM_DERIVED),
-    read("intermediate_size", FFN),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
     read(
@@ -345,12 +344,16 @@ static MISTRAL: &[KeyInfo] = &[
 ];
 
 static QWEN2: &[KeyInfo] = &[
+    read("vocab_size", "default 151936"),
+    read("hidden_size", "default 4096"),
+    read("num_hidden_layers", LAYERS_32),
+    read("num_attention_heads", "default 32"),
+    read("intermediate_size", "default 22016"),
     read(
         "num_key_value_heads",
         "default 32; null: num_attention_heads",
     ),
-    read("head_dim", HEAD_DIM_DERIVED),
-    read("intermediate_size", FFN),
+    read("head_dim", HEAD_DIM_GETATTR),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
     read(
@@ -359,7 +362,7 @@ static QWEN2: &[KeyInfo] = &[
     ),
     read(
         "sliding_window",
-        "default 4096; used only with use_sliding_window",
+        "default 4096; null: no window; used only with use_sliding_window",
     ),
     read(
         "max_window_layers",
@@ -367,7 +370,7 @@ static QWEN2: &[KeyInfo] = &[
     ),
     read(
         "layer_types",
-        "full_attention or sliding_attention per layer; default from max_window_layers",
+        "full_attention or sliding_attention per layer; default (and null): sliding_attention on layers >= max_window_layers",
     ),
     ignored(
         "attention_bias",
@@ -377,15 +380,16 @@ static QWEN2: &[KeyInfo] = &[
 ];
 
 static QWEN3: &[KeyInfo] = &[
+    read("vocab_size", "default 151936"),
+    read("hidden_size", "default 4096"),
+    read("num_hidden_layers", LAYERS_32),
+    read("num_attention_heads", "default 32"),
+    read("intermediate_size", "default 22016"),
     read(
         "num_key_value_heads",
         "default 32; null: num_attention_heads",
     ),
-    read(
-        "head_dim",
-        "default 128 (Qwen3Config's own); null: hidden_size / num_attention_heads",
-    ),
-    read("intermediate_size", FFN),
+    read("head_dim", "default 128 (Qwen3Config's own)"),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
     read(
@@ -398,7 +402,7 @@ static QWEN3: &[KeyInfo] = &[
     ),
     read(
         "sliding_window",
-        "default 4096; used only with use_sliding_window",
+        "default 4096; null: no window; used only with use_sliding_window",
     ),
     read(
         "max_window_layers",
@@ -406,17 +410,24 @@ static QWEN3: &[KeyInfo] = &[
     ),
     read(
         "layer_types",
-        "full_attention or sliding_attention per layer; default from max_window_layers",
+        "full_attention or sliding_attention per layer; default (and null): sliding_attention on layers >= max_window_layers",
     ),
 ];
 
 static QWEN3_MOE: &[KeyInfo] = &[
+    read("vocab_size", "default 151936"),
+    read("hidden_size", "default 2048"),
     read(
-        "num_key_value_heads",
-        "default 4; null: num_attention_heads",
+        "num_hidden_layers",
+        "default 24; at most 4096 (the largest published models have under 200)",
     ),
-    read("head_dim", HEAD_DIM_DERIVED),
-    read("intermediate_size", FFN),
+    read("num_attention_heads", "default 32"),
+    read(
+        "intermediate_size",
+        "default 6144; read only when a layer is dense (mlp_only_layers, decoder_sparse_step, num_experts 0)",
+    ),
+    read("num_key_value_heads", "default 4"),
+    read("head_dim", HEAD_DIM_GETATTR),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
     read(
@@ -429,19 +440,25 @@ static QWEN3_MOE: &[KeyInfo] = &[
     ),
     read(
         "sliding_window",
-        "default 4096; used only with use_sliding_window",
+        "default 4096; null: no window; used only with use_sliding_window",
     ),
-    read("num_experts", "required; 0 makes every layer dense"),
+    read("num_experts", "default 128; 0 makes every layer dense"),
     read("num_local_experts", "alias of num_experts"),
-    read("num_experts_per_tok", "required when a layer is sparse"),
-    read("moe_intermediate_size", "required when a layer is sparse"),
+    read(
+        "num_experts_per_tok",
+        "default 8; read only when a layer is sparse",
+    ),
+    read(
+        "moe_intermediate_size",
+        "default 768; read only when a layer is sparse",
+    ),
     read(
         "decoder_sparse_step",
         "default 1; layer i is sparse when (i + 1) % step == 0",
     ),
     read(
         "mlp_only_layers",
-        "default []; these layers have a dense MLP of intermediate_size",
+        "default (and null): []; these layers have a dense MLP of intermediate_size",
     ),
     ignored(
         "max_window_layers",
@@ -453,21 +470,25 @@ static QWEN3_MOE: &[KeyInfo] = &[
 ];
 
 static MIXTRAL: &[KeyInfo] = &[
-    read(
-        "num_key_value_heads",
-        "default 8; null: num_attention_heads",
-    ),
+    read("vocab_size", "default 32000"),
+    read("hidden_size", "default 4096"),
+    read("num_hidden_layers", LAYERS_32),
+    read("num_attention_heads", "default 32"),
+    read("num_key_value_heads", "default 8"),
     read("head_dim", HEAD_DIM_DERIVED),
-    read("intermediate_size", "required: the width of each expert"),
+    read(
+        "intermediate_size",
+        "default 14336: the width of each expert",
+    ),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
     read(
         "sliding_window",
         "default null (no window); otherwise every layer holds at most this many tokens per sequence",
     ),
-    read("num_local_experts", "required"),
+    read("num_local_experts", "default 8"),
     read("num_experts", "alias of num_local_experts"),
-    read("num_experts_per_tok", "required"),
+    read("num_experts_per_tok", "default 2"),
     ignored("attention_bias", NO_BIAS),
     ignored("mlp_bias", NO_BIAS),
     ignored("output_router_logits", ROUTER),
@@ -476,9 +497,13 @@ static MIXTRAL: &[KeyInfo] = &[
 ];
 
 static PHI3: &[KeyInfo] = &[
+    read("vocab_size", "default 32064"),
+    read("hidden_size", "default 3072"),
+    read("num_hidden_layers", LAYERS_32),
+    read("num_attention_heads", "default 32"),
+    read("intermediate_size", "default 8192"),
     read("num_key_value_heads", KV_HEADS),
-    read("head_dim", HEAD_DIM_DERIVED),
-    read("intermediate_size", FFN),
+    read("head_dim", HEAD_DIM_GETATTR),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
     read(
@@ -493,15 +518,16 @@ static PHI3: &[KeyInfo] = &[
 ];
 
 static GEMMA2: &[KeyInfo] = &[
+    read("vocab_size", "default 256000"),
+    read("hidden_size", "default 2304"),
     read(
-        "num_key_value_heads",
-        "default 4; null: num_attention_heads",
+        "num_hidden_layers",
+        "default 26; at most 4096 (the largest published models have under 200)",
     ),
-    read(
-        "head_dim",
-        "default 256 (Gemma2Config's own); null: hidden_size / num_attention_heads",
-    ),
-    read("intermediate_size", FFN),
+    read("num_attention_heads", "default 8"),
+    read("intermediate_size", "default 9216"),
+    read("num_key_value_heads", "default 4"),
+    read("head_dim", "default 256 (Gemma2Config's own)"),
     read(
         "hidden_activation",
         "default gelu_pytorch_tanh (gelu_mul); silu gives silu_mul",
@@ -520,7 +546,7 @@ static GEMMA2: &[KeyInfo] = &[
     ),
     read(
         "layer_types",
-        "full_attention or sliding_attention per layer; default: even layers slide",
+        "full_attention or sliding_attention per layer; default (and null): sliding_attention on even layers",
     ),
     read(
         "final_logit_softcapping",
@@ -547,9 +573,13 @@ static GEMMA2: &[KeyInfo] = &[
 ];
 
 static DEEPSEEK_V2: &[KeyInfo] = &[
+    read("vocab_size", "default 102400"),
+    read("hidden_size", "default 4096"),
+    read("num_hidden_layers", LAYERS_32),
+    read("num_attention_heads", "default 32"),
     read(
         "intermediate_size",
-        "required when a layer is dense (first_k_dense_replace > 0)",
+        "default 11008; read only when a layer is dense (first_k_dense_replace > 0, moe_layer_freq > 1 or n_routed_experts null)",
     ),
     read("hidden_act", ACT),
     read("tie_word_embeddings", TIE_FALSE),
@@ -571,22 +601,28 @@ static DEEPSEEK_V2: &[KeyInfo] = &[
     read("v_head_dim", "default 128"),
     read(
         "n_routed_experts",
-        "required; null: every layer is dense (DeepSeek's code)",
+        "default 64; null: every layer is dense (DeepSeek's code)",
     ),
     read("num_experts", "alias of n_routed_experts"),
     read(
         "n_shared_experts",
         "default 2; null or 0: no shared experts",
     ),
-    read("num_experts_per_tok", "required when a layer is sparse"),
-    read("moe_intermediate_size", "required when a layer is sparse"),
+    read(
+        "num_experts_per_tok",
+        "no default (DeepseekV2Config's is None): required when a layer is sparse",
+    ),
+    read(
+        "moe_intermediate_size",
+        "default 1407; read only when a layer is sparse",
+    ),
     read(
         "first_k_dense_replace",
         "default 0; the first k layers have a dense MLP of intermediate_size",
     ),
     read(
         "moe_layer_freq",
-        "default 1; layer i >= first_k_dense_replace is sparse when i % freq == 0",
+        "default 1 (DeepSeek's code; transformers 5 ignores it); layer i >= first_k_dense_replace is sparse when i % freq == 0",
     ),
     ignored(
         "num_key_value_heads",
