@@ -352,9 +352,12 @@ fn deepseek_v2_sizes_default_to_deepseek_v2_config() {
 /// A config with nothing but `model_type` is the class's own default configuration: every
 /// default it uses, with its value, in the order of the key table (not the reading order:
 /// `intermediate_size` is read last but listed fifth). Each value is the class's.
+/// A model type, the keys its empty config adds, and the defaults it then reports.
+type EmptyCase<'a> = (ModelType, &'a str, &'a [(&'a str, &'a str)]);
+
 #[test]
 fn an_empty_config_reports_every_default_of_the_class() {
-    let expect: [(ModelType, &str, &[(&str, &str)]); 9] = [
+    let expect: [EmptyCase; 9] = [
         (
             ModelType::Llama,
             "",
