@@ -262,36 +262,3 @@ pub(crate) fn base_layer(buffers: &[Buffer], ids: &[u32]) -> (Vec<u32>, Vec<u32>
     let placement = heuristic::best_fit(&base_buffers, &graph, &by_start, Fit::Lowest);
     (base, rest, placement.offsets)
 }
-
-#[cfg(test)]
-mod experiments {
-    use super::*;
-
-    /// One layered attempt on a synthetic workload at a capacity a little above its lower
-    /// bound. Environment: `COUNT`, `SLACK` (per mille), `BUDGET`.
-    #[test]
-    #[ignore = "measurement"]
-    fn layered_on_synth() {
-        let var = |name: &str, default: u64| {
-            std::env::var(name)
-                .ok()
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(default)
-        };
-        let buffers =
-            crate::pack::synth::transformer(var("SEED", 1), var("COUNT", 50_000) as usize);
-        let lb = crate::pack::lower_bound(&buffers).expect("no overflow");
-        for ids in crate::pack::partition::independent_parts(&buffers) {
-            let capacity = lb + lb * var("SLACK", 5) / 1000;
-            let started = std::time::Instant::now();
-            let run = layered(&buffers, &ids, capacity, var("BUDGET", 4_000_000), None);
-            println!(
-                "{} buffers, LB {lb}, capacity {capacity}: {:?} after {} steps, {:.0} ms",
-                ids.len(),
-                run.outcome,
-                run.steps,
-                started.elapsed().as_secs_f64() * 1e3
-            );
-        }
-    }
-}
