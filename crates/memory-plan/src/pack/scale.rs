@@ -1,5 +1,5 @@
-//! Large parts (thousands of buffers in one connected lifetime graph): a heuristic base layer
-//! of long-lived buffers, then the exact search for everything else above it.
+//! Large parts (thousands of buffers in one connected lifetime graph): the windowed run of
+//! `window` first, then whole-part runs of the exact search above a heuristic base layer.
 //!
 //! Buffers live over a long stretch of the program (kept outputs) are what defeats a bottom-up
 //! search: one can only sit where the skyline is level over its whole lifetime. Those live in
@@ -9,9 +9,9 @@
 //! buffer live in it is then taken, and the exact search of `search` places the other buffers
 //! above, within the capacity asked for, also allowed to place a buffer at its floor over a
 //! lower part of the skyline (skip connections need it). The base layer is a heuristic choice,
-//! so a failure here proves nothing; the caller keeps its best placement. Two runs go in
-//! parallel; the lower-indexed success wins, so the result does not depend on the thread
-//! count.
+//! so a failure here proves nothing; the caller keeps its best placement. The whole-part runs
+//! go in parallel; the lower-indexed success of a round wins, so the result does not depend on
+//! the thread count.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
