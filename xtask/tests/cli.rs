@@ -398,3 +398,36 @@ fn an_imported_config_says_which_defaults_it_used() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["config_defaults"]["num_key_value_heads"], "32");
 }
+
+/// Every "`cargo xtask ...`:" in the README followed by a fenced block prints exactly that
+/// block, so the excerpts stay true when the output changes.
+#[test]
+fn the_readme_excerpts_are_what_the_commands_print() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut checked = 0;
+    let mut rest = readme.as_str();
+    while let Some(at) = rest.find("`cargo xtask ") {
+        rest = &rest[at + "`cargo xtask ".len()..];
+        let Some(end) = rest.find('`') else { break };
+        let (command, after) = (&rest[..end], &rest[end + 1..]);
+        rest = after;
+        let Some(block) = after.strip_prefix(":\n\n```\n") else {
+            continue;
+        };
+        let expected = &block[..block.find("```").expect("the block is closed")];
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(&args)
+            .current_dir(root())
+            .output()
+            .expect("the xtask binary runs");
+        assert!(o.status.success(), "{command}: {}", stderr(&o));
+        assert_eq!(
+            stdout(&o),
+            expected,
+            "README excerpt of `cargo xtask {command}`"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2, "the README's two excerpts");
+}
