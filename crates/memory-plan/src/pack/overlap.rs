@@ -28,40 +28,43 @@ impl OverlapGraph {
             .filter(|&i| include(&buffers[i as usize]))
             .collect();
         by_start.sort_unstable_by_key(|&i| (buffers[i as usize].start, i));
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        let mut active: Vec<u32> = Vec::new();
-        for &i in &by_start {
-            let start = buffers[i as usize].start;
-            active.retain(|&a| buffers[a as usize].end > start);
-            for &a in &active {
-                pairs.push((a, i));
+        // Two sweeps over the same active sets, counting and then filling, so the pairs are
+        // held once (in `neighbours`), not also in a pair list: half the peak memory when
+        // thousands of buffers are live at once.
+        let sweep = |visit: &mut dyn FnMut(u32, u32)| {
+            let mut active: Vec<u32> = Vec::new();
+            for &i in &by_start {
+                let start = buffers[i as usize].start;
+                active.retain(|&a| buffers[a as usize].end > start);
+                for &a in &active {
+                    visit(a, i);
+                }
+                active.push(i);
             }
-            active.push(i);
-        }
-        let mut degree = vec![0usize; buffers.len() + 1];
-        for &(a, b) in &pairs {
+        };
+        let mut degree = vec![0usize; buffers.len()];
+        sweep(&mut |a, b| {
             degree[a as usize] += 1;
             degree[b as usize] += 1;
-        }
+        });
         let mut first = Vec::with_capacity(buffers.len() + 1);
         let mut total = 0usize;
-        for d in &degree[..buffers.len()] {
+        for d in &degree {
             first.push(total);
             total += d;
         }
         first.push(total);
         let mut fill = first.clone();
         let mut neighbours = vec![0u32; total];
-        // `pairs` is in start order of its second element; emit both directions so each list
-        // ends up in start order of the neighbour.
-        for &(a, b) in &pairs {
+        // A buffer's earlier neighbours are written when the sweep reaches it, its later ones
+        // as the sweep reaches them, so each list is in start order of the neighbour (ties by
+        // index), as the module promises.
+        sweep(&mut |a, b| {
             neighbours[fill[b as usize]] = a;
             fill[b as usize] += 1;
-        }
-        for &(a, b) in &pairs {
             neighbours[fill[a as usize]] = b;
             fill[a as usize] += 1;
-        }
+        });
         OverlapGraph { first, neighbours }
     }
 
