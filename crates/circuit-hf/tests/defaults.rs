@@ -11,6 +11,8 @@
 //! - per layer: q 64 x (4 x 16) = 4,096; k, v 64 x (2 x 16) = 2,048 each; o 4,096
 //!   (attention 12,288); MLP gate, up, down 3 x 64 x 128 = 24,576; two norms 128.
 
+mod common;
+
 use circuit_hf::{HfError, Import, ModelType, import};
 use serde_json::{Map, Value};
 
@@ -660,17 +662,8 @@ fn unused_defaults_are_not_reported() {
 /// The five shared configs give every size: none is defaulted.
 #[test]
 fn the_shared_configs_default_no_size() {
-    let dir =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/models");
-    for name in [
-        "llama-3.1-8b",
-        "qwen2.5-7b",
-        "mixtral-8x7b-v0.1",
-        "qwen3-30b-a3b",
-        "deepseek-v2-lite",
-    ] {
-        let text = std::fs::read_to_string(dir.join(name).join("config.json")).unwrap();
-        let imp = ok(&text);
+    for name in common::SHARED {
+        let imp = ok(&common::shared(name));
         for (key, value) in &imp.defaults {
             assert!(
                 !matches!(

@@ -1,7 +1,7 @@
 //! Every error path with its exact message, and a sweep of bad values over every key of real
 //! configs showing that bad input gives an error, never a panic.
 
-use std::path::PathBuf;
+mod common;
 
 use circuit_hf::{HfError, from_config_json};
 
@@ -293,17 +293,7 @@ fn sizes_that_overflow_are_too_large_not_a_panic() {
 }
 
 fn shared_configs() -> Vec<String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/models");
-    [
-        "llama-3.1-8b",
-        "qwen2.5-7b",
-        "mixtral-8x7b-v0.1",
-        "qwen3-30b-a3b",
-        "deepseek-v2-lite",
-    ]
-    .iter()
-    .map(|n| std::fs::read_to_string(dir.join(n).join("config.json")).unwrap())
-    .collect()
+    common::SHARED.iter().map(|n| common::shared(n)).collect()
 }
 
 /// Every key of every shared config (and of configs of the other types) replaced by each of

@@ -2,18 +2,13 @@
 //! bf16 equal `total_size` of `model.safetensors.index.json` (2 bytes per parameter) and the
 //! KV cache bytes per token equal the README's, exactly.
 
-use std::path::PathBuf;
+mod common;
 
 use circuit_ir::Circuit;
 
-fn models_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/models")
-}
-
 fn load(name: &str) -> Circuit {
-    let path = models_dir().join(name).join("config.json");
-    let text = std::fs::read_to_string(&path).unwrap();
-    circuit_hf::from_config_json(&text, &path.display().to_string())
+    let path = common::shared_path(name);
+    circuit_hf::from_config_json(&common::shared(name), &path.display().to_string())
         .unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -5,26 +5,12 @@
 //! rules read are the documented ones.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+
+mod common;
+use common::{SHARED, shared};
 
 use circuit_hf::{ModelType, circuit_name, from_config_json, import};
 use circuit_ir::{Circuit, Op};
-
-fn shared(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/models")
-        .join(name)
-        .join("config.json");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-const SHARED: [&str; 5] = [
-    "llama-3.1-8b",
-    "qwen2.5-7b",
-    "mixtral-8x7b-v0.1",
-    "qwen3-30b-a3b",
-    "deepseek-v2-lite",
-];
 
 fn load(name: &str) -> Circuit {
     from_config_json(&shared(name), &format!("{name}/config.json")).unwrap()
