@@ -529,8 +529,8 @@ fn solve_is_deterministic_across_thread_counts() {
     independent(&buffers, &one.placement.offsets, None);
 }
 
-/// The layered search (parts over 1,500 buffers) reaches within 0.5% of the lower bound on a
-/// 20k-buffer workload where greedy placement is 4.6% above it, the same at any thread count.
+/// The layered search (parts over 1,500 buffers) reaches the lower bound of a 20k-buffer
+/// workload where greedy placement is 4.6% above it, the same at any thread count.
 #[test]
 fn scale_workload_reaches_its_lower_bound() {
     let buffers = pack::synth::transformer(1, 20_000);
@@ -544,17 +544,70 @@ fn scale_workload_reaches_its_lower_bound() {
     let one = run(1);
     let height = pack::validate(&buffers, &one.placement.offsets, None).unwrap();
     assert_eq!(height, one.placement.height);
-    assert!(
-        height * 1000 <= one.lower_bound * 1005,
-        "height {height} vs lower bound {}",
-        one.lower_bound
-    );
+    assert_eq!(height, one.lower_bound);
+    assert_eq!(one.proof, Proof::Optimal);
     let greedy = pack::heuristic(&buffers).unwrap().height;
     assert!(
         greedy > height,
         "greedy {greedy} is not above {height}: the test is too easy"
     );
     assert_eq!(one, run(2));
+}
+
+/// The workload the windowed search was written for (30k buffers, seed 4): at some residual
+/// steps four skip connections are live where three are at every layer's peak, so a placement
+/// at the bound must put the new skip between a layer's temporaries. Greedy is 7.3% above the
+/// bound, and so was the solver before the windowed search.
+#[test]
+fn windowed_search_reaches_the_bound_where_skip_connections_cross() {
+    let buffers = pack::synth::transformer(4, 30_000);
+    let s = pack::solve(&buffers, Goal::Minimize, &limits(4_000_000)).unwrap();
+    let height = pack::validate(&buffers, &s.placement.offsets, None).unwrap();
+    assert_eq!(height, s.placement.height);
+    assert_eq!(s.lower_bound, 57_409_536);
+    assert_eq!(height, 57_409_536);
+    assert_eq!(s.proof, Proof::Optimal);
+}
+
+/// Large parts unlike `synth` (random starts and lengths, a chain of mixed lifetimes, huge
+/// sizes with long overlapping lifetimes) go through the layered search too: every placement
+/// validates (checked from first principles), never below the bound, the same at 1 and 2
+/// threads, within a small node budget.
+#[test]
+fn large_random_parts_give_valid_placements() {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |below: u64| {
+        // xorshift64*: deterministic, no dependency.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D) % below
+    };
+    for shape in 0..3 {
+        let count = 2_000u64;
+        let buffers: Vec<Buffer> = (0..count)
+            .map(|i| {
+                let (start, life, size) = match shape {
+                    0 => (next(count), 1 + next(40), 1 + next(4096)),
+                    1 => (i, [1, 2, 3, 5, 50, 400][next(6) as usize], 256 << next(9)),
+                    _ => (next(count / 4), 1 + next(count), 1 + next(1 << 40)),
+                };
+                b(start, start + life, size)
+            })
+            .collect();
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| pack::solve(&buffers, Goal::Minimize, &limits(200_000)).unwrap())
+        };
+        let one = run(1);
+        let height = independent(&buffers, &one.placement.offsets, None);
+        assert_eq!(height, one.placement.height, "shape {shape}");
+        assert!(height >= one.lower_bound, "shape {shape}");
+        assert_eq!(one, run(2), "shape {shape}");
+    }
 }
 
 #[test]
