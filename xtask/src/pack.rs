@@ -34,6 +34,25 @@ pub struct PackArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `pack::solve` with a node budget and a wall-clock limit of `seconds` (the clock is read
+/// here, never in memory-plan); returns the solution and the time it took.
+pub(crate) fn solve_within(
+    buffers: &[pack::Buffer],
+    goal: Goal,
+    max_steps: u64,
+    seconds: f64,
+) -> Result<(pack::Solution, Duration), pack::PackError> {
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(seconds);
+    let stop = move || Instant::now() >= deadline;
+    let limits = Limits {
+        max_steps,
+        stop: Some(&stop),
+    };
+    let solution = pack::solve(buffers, goal, &limits)?;
+    Ok((solution, started.elapsed()))
+}
+
 pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
     let goal = match (args.minimize, args.capacity) {
         (true, _) => Goal::Minimize,
@@ -52,16 +71,8 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
     let rows = csv::parse(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let buffers: Vec<pack::Buffer> = rows.iter().map(csv::CsvBuffer::buffer).collect();
 
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs_f64(args.time_limit);
-    let stop = move || Instant::now() >= deadline;
-    let limits = Limits {
-        max_steps: args.max_steps,
-        stop: Some(&stop),
-    };
-    let solution = pack::solve(&buffers, goal, &limits)
+    let (solution, elapsed) = solve_within(&buffers, goal, args.max_steps, args.time_limit)
         .map_err(|e| format!("{}: {e}", args.file.display()))?;
-    let elapsed = started.elapsed();
     let height = pack::validate(&buffers, &solution.placement.offsets, None)
         .map_err(|e| format!("internal error, the solver returned an invalid placement: {e}"))?;
 

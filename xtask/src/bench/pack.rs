@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use memory_plan::pack::{self, Goal, Limits, csv};
 
+use crate::pack::solve_within;
+
 #[derive(Args, Debug)]
 pub struct BenchPackArgs {
     /// Directory of the MiniMalloc files (`*.csv`, capacity in the file name).
@@ -73,15 +75,12 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             .iter()
             .map(csv::CsvBuffer::buffer)
             .collect();
-        let started = Instant::now();
-        let deadline = started + Duration::from_secs_f64(args.time_limit);
-        let stop = move || Instant::now() >= deadline;
-        let limits = Limits {
-            max_steps: args.max_steps,
-            stop: Some(&stop),
-        };
-        let solution = pack::solve(&buffers, Goal::Fit { capacity }, &limits)?;
-        let elapsed = started.elapsed();
+        let (solution, elapsed) = solve_within(
+            &buffers,
+            Goal::Fit { capacity },
+            args.max_steps,
+            args.time_limit,
+        )?;
         total += elapsed;
         let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
         println!(
@@ -184,15 +183,12 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             let started = Instant::now();
             let greedy = pack::heuristic(&buffers)?;
             let greedy_time = started.elapsed();
-            let started = Instant::now();
-            let deadline = started + Duration::from_secs_f64(args.scale_time_limit);
-            let stop = move || Instant::now() >= deadline;
-            let limits = Limits {
-                max_steps: args.max_steps,
-                stop: Some(&stop),
-            };
-            let solution = pack::solve(&buffers, Goal::Minimize, &limits)?;
-            let elapsed = started.elapsed();
+            let (solution, elapsed) = solve_within(
+                &buffers,
+                Goal::Minimize,
+                args.max_steps,
+                args.scale_time_limit,
+            )?;
             let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
             let lb = solution.lower_bound as f64;
             println!(
