@@ -757,19 +757,33 @@ impl<'a> Search<'a> {
             }
         }
         self.update_keys(low, high);
-        let (mut from, mut to) = (low, high);
-        for &w in part.graph.neighbours(buffer) {
+        self.lift_floors(part.graph.neighbours(buffer), top, (low, high), fits)
+    }
+
+    /// Raises to `level` the floor of every unplaced buffer of `ids` below it (on the trail)
+    /// and sets `self.check` to `sections` widened by their spans. Returns `fits`, made false
+    /// (with the failure recorded, unless it already was) when one of them is pinned below
+    /// `level`: it can no longer sit at its pin.
+    fn lift_floors(
+        &mut self,
+        ids: &[u32],
+        level: u64,
+        sections: (usize, usize),
+        mut fits: bool,
+    ) -> bool {
+        let part = self.part;
+        let (mut from, mut to) = sections;
+        for &w in ids {
             let w = w as usize;
-            if !self.placed[w] && self.bfloor[w] < top {
+            if !self.placed[w] && self.bfloor[w] < level {
                 self.trail.push(Move::Floor {
                     buffer: w as u32,
                     old: self.bfloor[w],
                 });
-                self.bfloor[w] = top;
+                self.bfloor[w] = level;
                 from = from.min(part.low[w] as usize);
                 to = to.max(part.high[w] as usize);
-                if fits && top > part.pin[w] {
-                    // A pinned buffer can no longer sit at its pin.
+                if fits && level > part.pin[w] {
                     fits = false;
                     self.failed = (part.low[w], part.high[w]);
                 }
@@ -852,26 +866,7 @@ impl<'a> Search<'a> {
         self.floor[section] = level;
         self.update_keys(section, section + 1);
         let part = self.part;
-        let (mut from, mut to) = (section, section + 1);
-        let mut fits = true;
-        for &w in part.covering(section) {
-            let w = w as usize;
-            if !self.placed[w] && self.bfloor[w] < level {
-                self.trail.push(Move::Floor {
-                    buffer: w as u32,
-                    old: self.bfloor[w],
-                });
-                self.bfloor[w] = level;
-                from = from.min(part.low[w] as usize);
-                to = to.max(part.high[w] as usize);
-                if fits && level > part.pin[w] {
-                    fits = false;
-                    self.failed = (part.low[w], part.high[w]);
-                }
-            }
-        }
-        self.check = (from, to);
-        fits
+        self.lift_floors(part.covering(section), level, (section, section + 1), true)
     }
 
     /// Branch on the tightest lowest section instead of the leftmost (rebuilds the keys).
