@@ -403,15 +403,7 @@ const LLAMA_GQA: GqaDefaults = GqaDefaults {
 fn llama(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     base.check_divisible(cfg)?;
     let g = gqa(cfg, base, LLAMA_GQA)?;
-    let bias = cfg.flag("attention_bias", false)?;
-    let attn = Attn::Gqa {
-        kv_heads: g.kv_heads,
-        head_dim: g.head_dim,
-        qkv_bias: bias,
-        o_bias: bias,
-        fused_qkv: false,
-        qk_norm: false,
-    };
+    let attn = biased_gqa(cfg, &g, false)?;
     let act = act(cfg, "hidden_act", "silu")?;
     let tied = cfg.flag("tie_word_embeddings", false)?;
     let mut arch = base.arch(ModelType::Llama, attn, act, tied);
@@ -441,6 +433,22 @@ fn mistral(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     Ok(arch)
 }
 
+/// Grouped-query attention whose q, k, v and o projections all have a bias when
+/// `attention_bias` says so (Llama, Qwen3, Qwen3-MoE, Gemma 2), with per-head q/k norms when
+/// `qk_norm`.
+fn biased_gqa(cfg: &Config<'_>, g: &Gqa, qk_norm: bool) -> Result<Attn, HfError> {
+    let bias = cfg.flag("attention_bias", false)?;
+    Ok(Attn::Gqa {
+        kv_heads: g.kv_heads,
+        head_dim: g.head_dim,
+        qkv_bias: bias,
+        o_bias: bias,
+        fused_qkv: false,
+        qk_norm,
+    })
+}
+
+/// Grouped-query attention without biases or q/k norms (Mistral, Mixtral, Phi-3).
 fn plain_gqa(g: &Gqa, fused_qkv: bool) -> Attn {
     Attn::Gqa {
         kv_heads: g.kv_heads,
@@ -494,15 +502,7 @@ fn qwen(cfg: &Config<'_>, base: Base, qwen3: bool) -> Result<Arch, HfError> {
     };
     let g = gqa(cfg, base, defaults)?;
     let attn = if qwen3 {
-        let bias = cfg.flag("attention_bias", false)?;
-        Attn::Gqa {
-            kv_heads: g.kv_heads,
-            head_dim: g.head_dim,
-            qkv_bias: bias,
-            o_bias: bias,
-            fused_qkv: false,
-            qk_norm: true,
-        }
+        biased_gqa(cfg, &g, true)?
     } else {
         // transformers' Qwen2 always has q/k/v biases and never an o_proj bias.
         Attn::Gqa {
@@ -531,15 +531,7 @@ fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         head_dim_null: false,
     };
     let g = gqa(cfg, base, defaults)?;
-    let bias = cfg.flag("attention_bias", false)?;
-    let attn = Attn::Gqa {
-        kv_heads: g.kv_heads,
-        head_dim: g.head_dim,
-        qkv_bias: bias,
-        o_bias: bias,
-        fused_qkv: false,
-        qk_norm: true,
-    };
+    let attn = biased_gqa(cfg, &g, true)?;
     let act = act(cfg, "hidden_act", "silu")?;
     let tied = cfg.flag("tie_word_embeddings", false)?;
     let mut arch = base.arch(ModelType::Qwen3Moe, attn, act, tied);
@@ -703,15 +695,7 @@ fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         head_dim_null: false,
     };
     let g = gqa(cfg, base, defaults)?;
-    let bias = cfg.flag("attention_bias", false)?;
-    let attn = Attn::Gqa {
-        kv_heads: g.kv_heads,
-        head_dim: g.head_dim,
-        qkv_bias: bias,
-        o_bias: bias,
-        fused_qkv: false,
-        qk_norm: false,
-    };
+    let attn = biased_gqa(cfg, &g, false)?;
     let act = act(cfg, "hidden_activation", "gelu_pytorch_tanh")?;
     let tied = cfg.flag("tie_word_embeddings", true)?;
     let mut arch = base.arch(ModelType::Gemma2, attn, act, tied);
