@@ -198,15 +198,7 @@ fn run_one(
         }
     }
 
-    let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
-    let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
-    let mut rank = vec![0u32; local.len()];
-    for (position, &k) in heuristic::rank(&local, order, &congestion)
-        .iter()
-        .enumerate()
-    {
-        rank[k as usize] = position as u32;
-    }
+    let rank = part.ranks([order]).swap_remove(0);
     let mut search = Search::with_floors(&part, capacity, &rank, budget, interrupt, Some(&floors));
     search.set_mode(branch);
     search.float_long = true;

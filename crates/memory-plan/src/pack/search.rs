@@ -39,6 +39,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Buffer;
+use super::heuristic::{self, Order};
 use super::overlap::OverlapGraph;
 
 /// Marks "no buffer" in index arrays.
@@ -219,6 +220,27 @@ impl Part {
     /// The local buffer `local`.
     pub(crate) fn buffer(&self, local: usize) -> Buffer {
         Buffer::new(self.start[local], self.end[local], self.size[local])
+    }
+
+    /// For each of `orders`, the static rank of every local buffer for [`Search::new`]: its
+    /// position in that order of [`heuristic::rank`] (0 for inert buffers, which it leaves
+    /// out).
+    pub(crate) fn ranks(&self, orders: impl IntoIterator<Item = Order>) -> Vec<Vec<u32>> {
+        let local: Vec<Buffer> = (0..self.len()).map(|k| self.buffer(k)).collect();
+        let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
+        orders
+            .into_iter()
+            .map(|order| {
+                let mut rank = vec![0u32; local.len()];
+                for (position, &k) in heuristic::rank(&local, order, &congestion)
+                    .iter()
+                    .enumerate()
+                {
+                    rank[k as usize] = position as u32;
+                }
+                rank
+            })
+            .collect()
     }
 
     /// The sections `[low, high)` buffer `local` is live in.

@@ -482,7 +482,7 @@ impl Solver<'_> {
             return Outcome::Exhausted;
         };
         let part = Part::new(self.buffers, ids);
-        let ranks = search_ranks(&part);
+        let ranks = part.ranks(PORTFOLIO.iter().map(|config| config.order));
         let mut round_budget = (self.attempt_left / 64).clamp(1, 4_000);
         loop {
             if self.attempt_left == 0 {
@@ -607,21 +607,4 @@ impl Config {
             prefer_flush: false,
         }
     }
-}
-
-/// The static ranks of the portfolio's orders (rank per local buffer).
-fn search_ranks(part: &Part) -> Vec<Vec<u32>> {
-    let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
-    let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
-    PORTFOLIO
-        .iter()
-        .map(|config| {
-            let ranked = heuristic::rank(&local, config.order, &congestion);
-            let mut rank = vec![0u32; local.len()];
-            for (position, &k) in ranked.iter().enumerate() {
-                rank[k as usize] = position as u32;
-            }
-            rank
-        })
-        .collect()
 }

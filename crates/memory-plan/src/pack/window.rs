@@ -352,8 +352,7 @@ impl Run<'_> {
             })
             .collect();
         part.set_least(&least);
-        let local: Vec<Buffer> = (0..part.len()).map(|k| part.buffer(k)).collect();
-        let congestion = heuristic::congestion(&local).unwrap_or_else(|_| vec![0; local.len()]);
+        let ranks = part.ranks(self.config.portfolio.iter().map(|&(order, _)| order));
         let nodes = (window.free.len() as u64)
             .saturating_mul(NODES_PER_BUFFER)
             .max(MIN_NODES)
@@ -369,20 +368,13 @@ impl Run<'_> {
             .portfolio
             .par_iter()
             .enumerate()
-            .map(|(index, &(order, branch))| {
+            .map(|(index, &(_, branch))| {
                 let interrupt = Interrupt {
                     stop: None,
                     cancel: Some((&winner, index)),
                     outer: Some(outer),
                 };
-                let mut rank = vec![0u32; local.len()];
-                for (position, &k) in heuristic::rank(&local, order, &congestion)
-                    .iter()
-                    .enumerate()
-                {
-                    rank[k as usize] = position as u32;
-                }
-                let mut search = Search::new(&part, room, &rank, nodes, &interrupt);
+                let mut search = Search::new(&part, room, &ranks[index], nodes, &interrupt);
                 search.set_mode(branch);
                 search.float_long = self.config.float;
                 let outcome = search.run();
