@@ -12,9 +12,14 @@ pub(crate) fn independent_parts(buffers: &[Buffer]) -> Vec<Vec<u32>> {
         .filter(|&i| buffers[i as usize].is_live())
         .collect();
     by_start.sort_unstable_by_key(|&i| (buffers[i as usize].start, i));
+    split(buffers, &by_start)
+}
+
+/// The buffers `ids` (sorted by start) grouped where no lifetime crosses, in time order.
+pub(crate) fn split(buffers: &[Buffer], ids: &[u32]) -> Vec<Vec<u32>> {
     let mut parts: Vec<Vec<u32>> = Vec::new();
     let mut reach = 0u64;
-    for i in by_start {
+    for &i in ids {
         let b = &buffers[i as usize];
         match parts.last_mut() {
             Some(part) if b.start < reach => part.push(i),

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 use super::heuristic::{self, Order};
-use super::partition::independent_parts;
+use super::partition::{independent_parts, split};
 use super::scale;
 use super::search::{Branch, Interrupt, Outcome, Part, Search};
 use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
@@ -545,21 +545,6 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
         (a, b) = (b, a % b);
     }
     a
-}
-
-/// The buffers `ids` (sorted by start) grouped where no lifetime crosses, in time order.
-fn split(buffers: &[Buffer], ids: &[u32]) -> Vec<Vec<u32>> {
-    let mut groups: Vec<Vec<u32>> = Vec::new();
-    let mut reach = 0u64;
-    for &i in ids {
-        let b = &buffers[i as usize];
-        match groups.last_mut() {
-            Some(group) if b.start < reach => group.push(i),
-            _ => groups.push(vec![i]),
-        }
-        reach = reach.max(b.end);
-    }
-    groups
 }
 
 /// The portfolio of an exact attempt: (static candidate order, branching section, backjump by
