@@ -13,14 +13,10 @@
 //! go in parallel; the lower-indexed success of a round wins, so the result does not depend on
 //! the thread count.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use rayon::prelude::*;
-
 use super::Buffer;
 use super::heuristic::{self, Fit, Order};
 use super::overlap::OverlapGraph;
-use super::search::{Branch, Interrupt, Outcome, Part, Search};
+use super::search::{Branch, Interrupt, Outcome, Part, Search, race};
 use super::window;
 
 /// A buffer joins the base layer when it is live in more than this fraction of the sections
@@ -96,30 +92,22 @@ pub(crate) fn layered(
         if per_run < ids.len() as u64 || interrupt.fired() {
             break;
         }
-        let winner = AtomicUsize::new(usize::MAX);
-        let runs: Vec<Layered> = RUNS
-            .par_iter()
-            .enumerate()
-            .map(|(index, &(with_base, order, branch))| {
-                let interrupt = Interrupt {
-                    stop,
-                    cancel: Some((&winner, index)),
-                    outer: None,
-                };
-                let run = run_one(
-                    buffers, ids, capacity, per_run, &interrupt, with_base, order, branch,
-                );
-                if run.outcome == Outcome::Found {
-                    winner.fetch_min(index, Ordering::Relaxed);
-                }
-                run
-            })
-            .collect();
-        let found = runs.iter().position(|r| r.outcome == Outcome::Found);
-        let counted = found.map_or(runs.len(), |w| w + 1);
-        steps += runs[..counted].iter().map(|r| r.steps).sum::<u64>();
-        if let Some(run) = found.and_then(|w| runs.into_iter().nth(w)) {
-            return Layered { steps, ..run };
+        // A run ends `Found` or `Aborted`, so the run that decides is the first success.
+        let race = race(RUNS.len(), stop, None, |index, interrupt| {
+            let (with_base, order, branch) = RUNS[index];
+            let run = run_one(
+                buffers, ids, capacity, per_run, interrupt, with_base, order, branch,
+            );
+            (run.outcome, run.steps, run.offsets)
+        });
+        steps += race.counted;
+        if let Some((outcome, _, offsets)) = race.decided.and_then(|w| race.runs.into_iter().nth(w))
+        {
+            return Layered {
+                outcome,
+                steps,
+                offsets,
+            };
         }
         if per_run < round {
             break;

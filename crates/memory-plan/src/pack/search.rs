@@ -38,6 +38,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rayon::prelude::*;
+
 use super::Buffer;
 use super::heuristic::{self, Order};
 use super::overlap::OverlapGraph;
@@ -262,6 +264,57 @@ pub(crate) enum Outcome {
     Exhausted,
     /// The budget ran out, `stop` returned true, or a better-ranked run succeeded.
     Aborted,
+}
+
+/// One run of a [`race`]: how it ended, the nodes it used (within its budget), its offsets.
+pub(crate) type RaceRun = (Outcome, u64, Vec<u64>);
+
+/// The runs of a [`race`] and which one decided.
+pub(crate) struct Race {
+    /// Every run, in index order.
+    pub(crate) runs: Vec<RaceRun>,
+    /// The lowest-indexed run that concluded (any outcome but `Aborted`).
+    pub(crate) decided: Option<usize>,
+    /// The nodes counted: those of the runs up to the deciding one, or of all runs.
+    pub(crate) counted: u64,
+}
+
+/// Runs `count` configurations in parallel; the lowest-indexed one that concludes decides.
+/// Each run gets an interrupt that carries `stop` and `outer` and fires when a lower-indexed
+/// run has concluded, and nothing else cancels a run, so which run decides and the nodes
+/// counted do not depend on the thread count.
+pub(crate) fn race(
+    count: usize,
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+    outer: Option<&Interrupt<'_>>,
+    run: impl Fn(usize, &Interrupt<'_>) -> RaceRun + Sync,
+) -> Race {
+    let winner = AtomicUsize::new(usize::MAX);
+    let runs: Vec<RaceRun> = (0..count)
+        .into_par_iter()
+        .map(|index| {
+            let interrupt = Interrupt {
+                stop,
+                cancel: Some((&winner, index)),
+                outer,
+            };
+            let result = run(index, &interrupt);
+            if result.0 != Outcome::Aborted {
+                winner.fetch_min(index, Ordering::Relaxed);
+            }
+            result
+        })
+        .collect();
+    let decided = runs.iter().position(|r| r.0 != Outcome::Aborted);
+    let counted = runs[..decided.map_or(runs.len(), |w| w + 1)]
+        .iter()
+        .map(|r| r.1)
+        .fold(0u64, u64::saturating_add);
+    Race {
+        runs,
+        decided,
+        counted,
+    }
 }
 
 /// Cuts a run short from outside: `stop` (wall clock) and a shared cancel flag that holds the

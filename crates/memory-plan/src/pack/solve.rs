@@ -8,14 +8,10 @@
 //! the winner is the lowest-indexed order that concludes, so results and step counts do not
 //! depend on the thread count (only `stop` can make a run end differently).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use rayon::prelude::*;
-
 use super::heuristic::{self, Order};
 use super::partition::{independent_parts, split};
 use super::scale;
-use super::search::{Branch, Interrupt, Outcome, Part, Search};
+use super::search::{Branch, Outcome, Part, Search, race};
 use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
 
 /// What the solver is asked for.
@@ -491,37 +487,22 @@ impl Solver<'_> {
             let per_order = round_budget
                 .min(self.attempt_left / ranks.len() as u64)
                 .max(1);
-            let winner = AtomicUsize::new(usize::MAX);
-            let results: Vec<(Outcome, u64, Vec<u64>)> = ranks
-                .par_iter()
-                .enumerate()
-                .map(|(index, rank)| {
-                    let interrupt = Interrupt {
-                        stop: self.stop,
-                        cancel: Some((&winner, index)),
-                        outer: None,
-                    };
-                    let mut search = Search::new(&part, room, rank, per_order, &interrupt);
-                    let config = PORTFOLIO[index];
-                    search.set_mode(config.branch);
-                    search.by_component = config.by_component;
-                    search.prefer_flush = config.prefer_flush;
-                    let outcome = search.run();
-                    if outcome != Outcome::Aborted {
-                        winner.fetch_min(index, Ordering::Relaxed);
-                    }
-                    (outcome, search.steps.min(per_order), search.offsets)
-                })
-                .collect();
-            let conclusive = results.iter().position(|(o, _, _)| *o != Outcome::Aborted);
-            let counted = conclusive.map_or(results.len(), |w| w + 1);
-            let used: u64 = results[..counted].iter().map(|r| r.1).sum();
+            let race = race(ranks.len(), self.stop, None, |index, interrupt| {
+                let mut search = Search::new(&part, room, &ranks[index], per_order, interrupt);
+                let config = PORTFOLIO[index];
+                search.set_mode(config.branch);
+                search.by_component = config.by_component;
+                search.prefer_flush = config.prefer_flush;
+                let outcome = search.run();
+                (outcome, search.steps.min(per_order), search.offsets)
+            });
+            let used = race.counted;
             self.steps += used;
             self.steps_left = self.steps_left.saturating_sub(used);
             self.attempt_left = self.attempt_left.saturating_sub(used).min(self.steps_left);
-            match conclusive {
+            match race.decided {
                 Some(w) => {
-                    let (outcome, _, offsets) = &results[w];
+                    let (outcome, _, offsets) = &race.runs[w];
                     if *outcome == Outcome::Found {
                         for (k, &i) in part.ids.iter().enumerate() {
                             placed.push((i, base + offsets[k]));

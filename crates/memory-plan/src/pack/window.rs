@@ -19,15 +19,11 @@
 //! greedy both respect them); the run is sequential and a deterministic function of its input
 //! and budget (the interrupt only cuts it short, and then the rest is placed greedily).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use rayon::prelude::*;
-
 use super::Buffer;
 use super::heuristic::{self, Fit, Order};
 use super::overlap::OverlapGraph;
 use super::scale::{Layered, base_layer};
-use super::search::{Branch, FREE, Interrupt, Outcome, Part, Search};
+use super::search::{Branch, FREE, Interrupt, Outcome, Part, Search, race};
 
 /// Free buffers a window aims at (cut where the least size crosses, within half of it).
 const WINDOW: usize = 64;
@@ -358,40 +354,26 @@ impl Run<'_> {
             .max(MIN_NODES)
             .min(self.budget - self.steps.min(self.budget))
             .max(1);
-        // The portfolio in parallel; the lowest-indexed conclusive run decides (a run is
-        // cancelled only by the success of a lower-indexed one), so the outcome and the nodes
-        // counted do not depend on the thread count.
-        let winner = AtomicUsize::new(usize::MAX);
-        let (room, outer) = (self.room, self.interrupt);
-        let runs: Vec<(Outcome, u64, Vec<u64>)> = self
-            .config
-            .portfolio
-            .par_iter()
-            .enumerate()
-            .map(|(index, &(_, branch))| {
-                let interrupt = Interrupt {
-                    stop: None,
-                    cancel: Some((&winner, index)),
-                    outer: Some(outer),
-                };
-                let mut search = Search::new(&part, room, &ranks[index], nodes, &interrupt);
-                search.set_mode(branch);
+        // The portfolio in parallel; the lowest-indexed conclusive run decides, so the outcome
+        // and the nodes counted do not depend on the thread count.
+        let room = self.room;
+        let race = race(
+            ranks.len(),
+            None,
+            Some(self.interrupt),
+            |index, interrupt| {
+                let mut search = Search::new(&part, room, &ranks[index], nodes, interrupt);
+                search.set_mode(self.config.portfolio[index].1);
                 search.float_long = self.config.float;
                 let outcome = search.run();
-                if outcome != Outcome::Aborted {
-                    winner.fetch_min(index, Ordering::Relaxed);
-                }
                 (outcome, search.steps.min(nodes), search.offsets)
-            })
-            .collect();
-        let conclusive = runs.iter().position(|r| r.0 != Outcome::Aborted);
-        let counted = conclusive.map_or(runs.len(), |w| w + 1);
-        let used: u64 = runs[..counted].iter().map(|r| r.1).sum();
-        self.steps = self.steps.saturating_add(used);
-        let Some(w) = conclusive.filter(|&w| runs[w].0 == Outcome::Found) else {
+            },
+        );
+        self.steps = self.steps.saturating_add(race.counted);
+        let Some(w) = race.decided.filter(|&w| race.runs[w].0 == Outcome::Found) else {
             return false;
         };
-        let offsets = &runs[w].2;
+        let offsets = &race.runs[w].2;
         for (position, &k) in part.ids.iter().enumerate() {
             if instance.pins[k as usize] == FREE {
                 at[instance.global[k as usize] as usize] = offsets[position];
