@@ -52,7 +52,7 @@ fn examples_round_trip() {
 
 #[test]
 fn shared_models_round_trip() {
-    let models = root().join("../shared/data/models");
+    let models = root().join("data/models");
     for name in [
         "llama-3.1-8b",
         "qwen2.5-7b",

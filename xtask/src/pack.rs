@@ -10,7 +10,7 @@ use memory_plan::pack::{self, Goal, Limits, Proof, csv};
 #[derive(Args, Debug)]
 #[command(
     about = "Pack the buffers of a MiniMalloc CSV file into an arena",
-    after_help = "Example:\n  cargo xtask pack --capacity 1048576 ../shared/data/minimalloc/A.1048576.csv --out A.solution.csv\n  cargo xtask pack --minimize --time-limit 10 problem.csv"
+    after_help = "Example:\n  cargo xtask pack --capacity 1048576 data/minimalloc/A.1048576.csv --out A.solution.csv\n  cargo xtask pack --minimize --time-limit 10 problem.csv"
 )]
 pub struct PackArgs {
     /// The problem: a CSV file with the header `id,lower,upper,size` (buffer `id` is live on

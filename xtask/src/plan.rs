@@ -34,7 +34,7 @@ pub struct PlanArgs {
     /// qwen3_moe, mixtral, phi3, gemma2, deepseek_v2); families and rules default to a set
     /// covering every op the importer emits.
     ///
-    /// Example: --hf-config ../shared/data/models/qwen2.5-7b/config.json
+    /// Example: --hf-config data/models/qwen2.5-7b/config.json
     #[arg(long, value_name = "FILE")]
     pub hf_config: Option<PathBuf>,
 

@@ -193,7 +193,7 @@ fn files_flags_and_budgets() {
 
 #[test]
 fn hf_configs_plan_with_their_own_registry() {
-    let config = root().join("../shared/data/models/qwen2.5-7b/config.json");
+    let config = root().join("data/models/qwen2.5-7b/config.json");
     let o = xtask(&[
         "plan",
         "--hf-config",

@@ -1,4 +1,4 @@
-//! The five configs in `shared/data/models` against their published checkpoints: weights in
+//! The five configs in `data/models` against their published checkpoints: weights in
 //! bf16 equal `total_size` of `model.safetensors.index.json` (2 bytes per parameter) and the
 //! KV cache bytes per token equal the README's, exactly.
 

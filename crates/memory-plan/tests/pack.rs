@@ -705,7 +705,7 @@ const MINIMALLOC_CAPACITY: u64 = 1_048_576;
 
 fn minimalloc(name: &str) -> Vec<Buffer> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/minimalloc")
+        .join("../../data/minimalloc")
         .join(format!("{name}.1048576.csv"));
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));

@@ -36,7 +36,7 @@ pub struct BenchPackArgs {
 }
 
 fn default_data() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/minimalloc")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/minimalloc")
 }
 
 pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {

@@ -1,4 +1,4 @@
-//! What several test files of this crate share: the five configs of `shared/data/models`.
+//! What several test files of this crate share: the five configs of `data/models`.
 
 // Each test binary compiles this module and uses only a part of it.
 #![allow(dead_code)]
@@ -17,7 +17,7 @@ pub const SHARED: [&str; 5] = [
 /// The path of a shared config.
 pub fn shared_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/models")
+        .join("../../data/models")
         .join(name)
         .join("config.json")
 }
