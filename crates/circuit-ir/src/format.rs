@@ -58,8 +58,7 @@ pub enum Format {
 }
 
 /// The formats, as written, for messages and docs.
-pub const FORMAT_NAMES: &str =
-    "bf16, f16, f32, i32, i64, i8, u8, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>";
+pub const FORMAT_NAMES: &str = "bf16, f16, f32, i32, i64, i8, u8, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>";
 
 /// A format that does not parse, or a tensor it cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

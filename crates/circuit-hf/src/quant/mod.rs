@@ -546,3 +546,21 @@ mod tests {
         assert_eq!((q.quantized, q.linear), (48, 48));
     }
 }
+
+#[cfg(test)]
+mod docs {
+    /// docs/quantization.md names every setting the importer reads or ignores.
+    #[test]
+    fn the_doc_lists_every_setting() {
+        let doc = include_str!("../../../../docs/quantization.md");
+        for keys in super::scheme::ALL_KEYS {
+            for key in keys.read.iter().chain(keys.ignored) {
+                assert!(
+                    doc.contains(&format!("`{key}`")),
+                    "{}: `{key}` is not in docs/quantization.md",
+                    keys.format
+                );
+            }
+        }
+    }
+}

@@ -260,9 +260,10 @@ impl<'a> Block<'a> {
 
     /// Refuses keys that are neither read (`read`) nor known to leave the stored tensors
     /// unchanged (`ignored`).
-    fn known(&self, format: &str, read: &[&str], ignored: &[&str]) -> Result<(), HfError> {
+    fn known(&self, keys: &Keys) -> Result<(), HfError> {
+        let format = keys.format;
         for key in self.map.keys() {
-            if !read.contains(&key.as_str()) && !ignored.contains(&key.as_str()) {
+            if !keys.read.contains(&key.as_str()) && !keys.ignored.contains(&key.as_str()) {
                 return Err(self.refused(
                     key,
                     format!(
@@ -274,6 +275,206 @@ impl<'a> Block<'a> {
         Ok(())
     }
 }
+
+/// The keys of one kind of quantization block: read, and known to leave the stored tensors
+/// unchanged.
+pub(crate) struct Keys {
+    pub(crate) format: &'static str,
+    pub(crate) read: &'static [&'static str],
+    pub(crate) ignored: &'static [&'static str],
+}
+
+const MODELOPT: Keys = Keys {
+    format: "ModelOpt",
+    read: &["producer", "quantization"],
+    ignored: &[],
+};
+
+const GPTQ: Keys = Keys {
+    format: "GPTQ",
+    read: &[
+        "quant_method",
+        "bits",
+        "group_size",
+        "desc_act",
+        "sym",
+        "lm_head",
+        "checkpoint_format",
+        "format",
+        "meta",
+        "dynamic",
+        "modules_in_block_to_quantize",
+        "is_marlin_format",
+        "pack_dtype",
+    ],
+    ignored: &[
+        "damp_percent",
+        "damp_auto_increment",
+        "true_sequential",
+        "static_groups",
+        "model_name_or_path",
+        "model_file_base_name",
+        "tokenizer",
+        "dataset",
+        "use_cuda_fp16",
+        "model_seqlen",
+        "block_name_to_quantize",
+        "module_name_preceding_first_block",
+        "batch_size",
+        "pad_token_id",
+        "use_exllama",
+        "max_input_length",
+        "exllama_config",
+        "cache_block_outputs",
+        "backend",
+        "act_group_aware",
+        "mse",
+        "v2",
+        "v2_alpha",
+        "hyb_act",
+        "quantizer",
+        "adapter",
+        "rotation",
+        "device",
+        "offload_to_disk",
+        "offload_to_disk_path",
+        "mock_quantization",
+        "pack_impl",
+        "parallel_packing",
+        "use_marlin",
+    ],
+};
+
+const AWQ: Keys = Keys {
+    format: "AWQ",
+    read: &[
+        "quant_method",
+        "bits",
+        "w_bit",
+        "group_size",
+        "q_group_size",
+        "zero_point",
+        "version",
+        "format",
+        "modules_to_not_convert",
+    ],
+    ignored: &[
+        "backend",
+        "do_fuse",
+        "fuse_max_seq_len",
+        "exllama_config",
+        "sym",
+        "desc_act",
+    ],
+};
+
+const FP8: Keys = Keys {
+    format: "fp8",
+    read: &[
+        "quant_method",
+        "activation_scheme",
+        "weight_block_size",
+        "modules_to_not_convert",
+        "ignored_layers",
+        "scale_fmt",
+        "expert_dtype",
+        "modules_to_convert",
+        "fmt",
+        "kv_cache_scheme",
+    ],
+    ignored: &["dequantize"],
+};
+
+const FBGEMM_FP8: Keys = Keys {
+    format: "fbgemm_fp8",
+    read: &["quant_method", "modules_to_not_convert"],
+    ignored: &["activation_scale_ub"],
+};
+
+const MXFP4: Keys = Keys {
+    format: "mxfp4",
+    read: &["quant_method", "modules_to_not_convert"],
+    ignored: &["dequantize"],
+};
+
+const COMPRESSED_TENSORS_QUANTIZATION_ARGS: Keys = Keys {
+    format: "compressed-tensors quantization args",
+    read: &[
+        "num_bits",
+        "type",
+        "symmetric",
+        "group_size",
+        "strategy",
+        "block_structure",
+        "dynamic",
+        "actorder",
+        "scale_dtype",
+        "zp_dtype",
+    ],
+    ignored: &["observer", "observer_kwargs"],
+};
+
+const COMPRESSED_TENSORS: Keys = Keys {
+    format: "compressed-tensors",
+    read: &[
+        "quant_method",
+        "config_groups",
+        "format",
+        "ignore",
+        "kv_cache_scheme",
+        "quantization_status",
+        "sparsity_config",
+        "transform_config",
+        "moe_sparsity_config",
+    ],
+    ignored: &[
+        "global_compression_ratio",
+        "version",
+        "total_num_heads",
+        "total_num_kv_heads",
+    ],
+};
+
+const COMPRESSED_TENSORS_SCHEME: Keys = Keys {
+    format: "compressed-tensors scheme",
+    read: &[
+        "targets",
+        "weights",
+        "input_activations",
+        "output_activations",
+        "format",
+    ],
+    ignored: &[],
+};
+
+const MODELOPT_2: Keys = Keys {
+    format: "ModelOpt",
+    read: &[
+        "quant_method",
+        "quant_algo",
+        "group_size",
+        "exclude_modules",
+        "ignore",
+        "kv_cache_quant_algo",
+        "kv_cache_scheme",
+    ],
+    ignored: &["producer", "config_groups", "quantized_layers"],
+};
+
+/// Every key list, for the docs test.
+#[cfg(test)]
+pub(crate) const ALL_KEYS: &[&Keys] = &[
+    &MODELOPT,
+    &GPTQ,
+    &AWQ,
+    &FP8,
+    &FBGEMM_FP8,
+    &MXFP4,
+    &COMPRESSED_TENSORS_QUANTIZATION_ARGS,
+    &COMPRESSED_TENSORS,
+    &COMPRESSED_TENSORS_SCHEME,
+    &MODELOPT_2,
+];
 
 /// The formats modelled, for messages.
 pub(crate) const METHODS: &str = "gptq, awq, fp8, fbgemm_fp8, mxfp4, compressed-tensors, modelopt";
@@ -301,7 +502,7 @@ pub(crate) fn parse(
                 format!("names `{name}`; only ModelOpt's hf_quant_config.json is modelled"),
             ));
         }
-        block.known("ModelOpt", &["producer", "quantization"], &[])?;
+        block.known(&MODELOPT)?;
         let inner = block
             .object("quantization")?
             .ok_or_else(|| block.refused("quantization", "is missing"))?;
@@ -363,60 +564,7 @@ fn transformers_patterns(block: &Block<'_>, key: &str) -> Result<Option<Vec<Patt
 
 /// GPTQ, as AutoGPTQ and GPTQModel write it and vLLM's `gptq.py` loads it.
 fn gptq(block: &Block<'_>) -> Result<(String, Rule), HfError> {
-    block.known(
-        "GPTQ",
-        &[
-            "quant_method",
-            "bits",
-            "group_size",
-            "desc_act",
-            "sym",
-            "lm_head",
-            "checkpoint_format",
-            "format",
-            "meta",
-            "dynamic",
-            "modules_in_block_to_quantize",
-            "is_marlin_format",
-            "pack_dtype",
-        ],
-        &[
-            "damp_percent",
-            "damp_auto_increment",
-            "true_sequential",
-            "static_groups",
-            "model_name_or_path",
-            "model_file_base_name",
-            "tokenizer",
-            "dataset",
-            "use_cuda_fp16",
-            "model_seqlen",
-            "block_name_to_quantize",
-            "module_name_preceding_first_block",
-            "batch_size",
-            "pad_token_id",
-            "use_exllama",
-            "max_input_length",
-            "exllama_config",
-            "cache_block_outputs",
-            "backend",
-            "act_group_aware",
-            "mse",
-            "v2",
-            "v2_alpha",
-            "hyb_act",
-            "quantizer",
-            "adapter",
-            "rotation",
-            "device",
-            "offload_to_disk",
-            "offload_to_disk_path",
-            "mock_quantization",
-            "pack_impl",
-            "parallel_packing",
-            "use_marlin",
-        ],
-    )?;
+    block.known(&GPTQ)?;
     let bits = match block.int("bits")? {
         Some(b @ (2 | 3 | 4 | 8)) => b as u64,
         Some(b) => {
@@ -557,28 +705,7 @@ fn group_text(group: Option<u64>) -> String {
 
 /// AWQ GEMM, as AutoAWQ writes it and vLLM's `awq.py` loads it.
 fn awq(block: &Block<'_>) -> Result<(String, Rule), HfError> {
-    block.known(
-        "AWQ",
-        &[
-            "quant_method",
-            "bits",
-            "w_bit",
-            "group_size",
-            "q_group_size",
-            "zero_point",
-            "version",
-            "format",
-            "modules_to_not_convert",
-        ],
-        &[
-            "backend",
-            "do_fuse",
-            "fuse_max_seq_len",
-            "exllama_config",
-            "sym",
-            "desc_act",
-        ],
-    )?;
+    block.known(&AWQ)?;
     let bits = block.int("bits")?.or(block.int("w_bit")?);
     if bits != Some(4) {
         return Err(block.refused(
@@ -663,22 +790,7 @@ fn hf_skips(block: &Block<'_>, key: &str) -> Result<(Vec<Pattern>, bool), HfErro
 /// Fine-grained FP8 (`quant_method: fp8`): DeepSeek's block scales and the per-tensor
 /// variant, as transformers' `finegrained_fp8.py` and vLLM's `fp8.py` lay them out.
 fn fp8(block: &Block<'_>) -> Result<(String, Rule), HfError> {
-    block.known(
-        "fp8",
-        &[
-            "quant_method",
-            "activation_scheme",
-            "weight_block_size",
-            "modules_to_not_convert",
-            "ignored_layers",
-            "scale_fmt",
-            "expert_dtype",
-            "modules_to_convert",
-            "fmt",
-            "kv_cache_scheme",
-        ],
-        &["dequantize"],
-    )?;
+    block.known(&FP8)?;
     let static_act = match block.text("activation_scheme")?.unwrap_or("dynamic") {
         "dynamic" => false,
         "static" => true,
@@ -814,11 +926,7 @@ fn kv_scales(block: &Block<'_>, key: &str) -> HfError {
 /// FBGEMM FP8 (`quant_method: fbgemm_fp8`), per output channel (transformers'
 /// `fbgemm_fp8.py`).
 fn fbgemm(block: &Block<'_>) -> Result<(String, Rule), HfError> {
-    block.known(
-        "fbgemm_fp8",
-        &["quant_method", "modules_to_not_convert"],
-        &["activation_scale_ub"],
-    )?;
+    block.known(&FBGEMM_FP8)?;
     let (skip, lm_head) = hf_skips(block, "modules_to_not_convert")?;
     let layout = Layout {
         tensors: vec![
@@ -849,11 +957,7 @@ fn fbgemm(block: &Block<'_>) -> Result<(String, Rule), HfError> {
 /// MXFP4 (`quant_method: mxfp4`): gpt-oss's experts, as transformers' `mxfp4.py` stores
 /// them (`<param>_blocks`, `<param>_scales`); only the routed experts are converted.
 fn mxfp4(block: &Block<'_>) -> Result<(String, Rule), HfError> {
-    block.known(
-        "mxfp4",
-        &["quant_method", "modules_to_not_convert"],
-        &["dequantize"],
-    )?;
+    block.known(&MXFP4)?;
     let (skip, _) = hf_skips(block, "modules_to_not_convert")?;
     let layout = Layout {
         tensors: vec![
@@ -937,22 +1041,7 @@ enum Calibration {
 }
 
 fn args(block: &Block<'_>) -> Result<Args, HfError> {
-    block.known(
-        "compressed-tensors quantization args",
-        &[
-            "num_bits",
-            "type",
-            "symmetric",
-            "group_size",
-            "strategy",
-            "block_structure",
-            "dynamic",
-            "actorder",
-            "scale_dtype",
-            "zp_dtype",
-        ],
-        &["observer", "observer_kwargs"],
-    )?;
+    block.known(&COMPRESSED_TENSORS_QUANTIZATION_ARGS)?;
     let bits = match block.int("num_bits")?.unwrap_or(8) {
         b @ 1..=8 => b as u64,
         b => return Err(block.refused("num_bits", format!("is {b}: 1 to 8 bits are modelled"))),
@@ -1053,26 +1142,7 @@ fn args(block: &Block<'_>) -> Result<Args, HfError> {
 /// compressed-tensors, as its compressors write each format (`compressors/*/base.py`) and
 /// vLLM's `compressed_tensors` schemes load it.
 fn compressed_tensors(block: &Block<'_>, stored: Dtype) -> Result<(String, Rule), HfError> {
-    block.known(
-        "compressed-tensors",
-        &[
-            "quant_method",
-            "config_groups",
-            "format",
-            "ignore",
-            "kv_cache_scheme",
-            "quantization_status",
-            "sparsity_config",
-            "transform_config",
-            "moe_sparsity_config",
-        ],
-        &[
-            "global_compression_ratio",
-            "version",
-            "total_num_heads",
-            "total_num_kv_heads",
-        ],
-    )?;
+    block.known(&COMPRESSED_TENSORS)?;
     if block.get("kv_cache_scheme").is_some() {
         return Err(kv_scales(block, "kv_cache_scheme"));
     }
@@ -1114,17 +1184,7 @@ fn compressed_tensors(block: &Block<'_>, stored: Dtype) -> Result<(String, Rule)
             path: groups.key(name),
             map,
         };
-        group.known(
-            "compressed-tensors scheme",
-            &[
-                "targets",
-                "weights",
-                "input_activations",
-                "output_activations",
-                "format",
-            ],
-            &[],
-        )?;
+        group.known(&COMPRESSED_TENSORS_SCHEME)?;
         let format = group.text("format")?.or(global_format).ok_or_else(|| {
             group.refused(
                 "format",
@@ -1389,19 +1449,7 @@ fn ct_layout(group: &Block<'_>, format: &str, stored: Dtype) -> Result<(Layout, 
 /// NVIDIA ModelOpt, from `hf_quant_config.json`'s `quantization` or a `quantization_config`
 /// with `quant_method: modelopt` (vLLM `modelopt.py`).
 fn modelopt(origin: &str, key: &str, block: &Block<'_>) -> Result<Scheme, HfError> {
-    block.known(
-        "ModelOpt",
-        &[
-            "quant_method",
-            "quant_algo",
-            "group_size",
-            "exclude_modules",
-            "ignore",
-            "kv_cache_quant_algo",
-            "kv_cache_scheme",
-        ],
-        &["producer", "config_groups", "quantized_layers"],
-    )?;
+    block.known(&MODELOPT_2)?;
     for k in ["kv_cache_quant_algo", "kv_cache_scheme"] {
         if block.get(k).is_some() {
             return Err(kv_scales(block, k));
