@@ -495,6 +495,38 @@ mod tests {
         b.decl().clone()
     }
 
+    /// DeepSeek-R1's block: its MTP layer's eh_proj and shared_head.head stay bf16 whatever op
+    /// the emitter gives them, the router is never a candidate, the projections are.
+    #[test]
+    fn deepseek_fp8_keeps_the_mtp_projection_and_head_unquantized() {
+        let quant = serde_json::json!({"activation_scheme": "dynamic", "fmt": "e4m3",
+            "quant_method": "fp8", "weight_block_size": [128, 128]});
+        let scheme = scheme::parse(
+            "deepseek-r1/config.json",
+            "quantization_config",
+            quant.as_object().unwrap(),
+            None,
+            Dtype::Bfloat16,
+        )
+        .unwrap();
+        for (name, kind) in [
+            ("model.layers.61.eh_proj", Kind::Linear),
+            ("model.layers.61.shared_head.head", Kind::Linear),
+            ("model.layers.61.shared_head.head", Kind::LmHead),
+            ("lm_head", Kind::LmHead),
+            ("model.layers.3.mlp.gate", Kind::Router),
+        ] {
+            assert!(scheme.layout(name, kind).is_none(), "{name}");
+        }
+        for (name, kind) in [
+            ("model.layers.61.self_attn.kv_b_proj", Kind::Linear),
+            ("model.layers.61.mlp.experts.255.down_proj", Kind::Expert),
+            ("model.layers.0.mlp.down_proj", Kind::Linear),
+        ] {
+            assert!(scheme.layout(name, kind).is_some(), "{name}");
+        }
+    }
+
     #[test]
     fn mxfp4_blocks_and_scales_of_gpt_oss_20b() {
         let quant = serde_json::json!({

@@ -5,7 +5,7 @@
 //! `regex` crate cannot compile with the tool's meaning (a Python look-around, say) is an
 //! error naming it, never a pattern that silently matches nothing.
 
-use regex::Regex;
+use regex::{Regex, RegexSet, RegexSetBuilder};
 use wildmatch::WildMatch;
 
 /// One pattern of an `ignore`, `targets`, `modules_to_not_convert` or `exclude_modules` list.
@@ -116,6 +116,52 @@ impl Pattern {
     }
 }
 
+/// A list of patterns matched together: any one matching is a match. Long lists (Qwen's FP8
+/// configs name hundreds of modules) over thousands of expert names would be slow one
+/// pattern and one prefix at a time: one [`RegexSet`] pass tells whether any transformers key
+/// matches some prefix of the name at all, which no expert name but the few listed does, and
+/// only then are the keys tried one by one.
+#[derive(Debug, Clone)]
+pub(crate) struct Patterns {
+    list: Vec<Pattern>,
+    /// `^(?:key)` of every transformers key in `list`.
+    prefixes: Option<RegexSet>,
+}
+
+impl Patterns {
+    pub(crate) fn new(list: Vec<Pattern>) -> Patterns {
+        let sources: Vec<String> = list
+            .iter()
+            .filter_map(|p| match p {
+                Pattern::HfKey { key, .. } => Some(format!("^(?:{key})")),
+                _ => None,
+            })
+            .collect();
+        // A set that cannot be built (too large) leaves every key to be tried on its own.
+        let prefixes = (!sources.is_empty())
+            .then(|| {
+                RegexSetBuilder::new(&sources)
+                    .size_limit(1 << 26)
+                    .dfa_size_limit(1 << 26)
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        Patterns { list, prefixes }
+    }
+
+    /// Whether any pattern matches the linear module `name`.
+    pub(crate) fn any(&self, name: &str) -> bool {
+        // A key whose regex matches no prefix of the name cannot match one that ends at a
+        // boundary; the suffix rule is checked apart.
+        let keys_possible = self.prefixes.as_ref().is_none_or(|s| s.is_match(name));
+        self.list.iter().any(|p| match p {
+            Pattern::HfKey { key, .. } if !keys_possible => name.ends_with(key.as_str()),
+            _ => p.matches(name, true),
+        })
+    }
+}
+
 /// The ends `p` of prefixes `name[..p]` that sit at a module boundary.
 fn boundaries(name: &str) -> impl Iterator<Item = usize> + '_ {
     let bytes = name.as_bytes();
@@ -162,6 +208,41 @@ mod tests {
             "names a module class other than `Linear`, which is not modelled"
         );
         assert!(Pattern::compressed_tensors("re:(?<=x)y").is_err());
+    }
+
+    #[test]
+    fn a_set_matches_as_its_patterns_do() {
+        let keys = [
+            "lm_head",
+            "model.layers.1",
+            "mlp.gate",
+            "model.layers.*.self_attn",
+        ];
+        let list: Vec<Pattern> = keys
+            .iter()
+            .map(|k| Pattern::transformers(k).unwrap())
+            .collect();
+        let set = Patterns::new(list.clone());
+        for name in [
+            "lm_head",
+            "model.layers.1.mlp.up_proj",
+            "model.layers.11.mlp.up_proj",
+            "model.layers.3.mlp.gate",
+            "model.layers.3.mlp.gate_proj",
+            "model.layers.3.self_attn.q_proj",
+        ] {
+            assert_eq!(
+                set.any(name),
+                list.iter().any(|p| p.matches(name, true)),
+                "{name}"
+            );
+        }
+        let ct = Patterns::new(vec![
+            Pattern::compressed_tensors("re:.*mlp.gate$").unwrap(),
+            Pattern::compressed_tensors("lm_head").unwrap(),
+        ]);
+        assert!(ct.any("model.layers.0.mlp.gate") && ct.any("lm_head"));
+        assert!(!ct.any("model.layers.0.mlp.gate_proj"));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 
 use super::layout::{Bias, Layout, Size, Stored};
-use super::pattern::{BadPattern, Pattern};
+use super::pattern::{BadPattern, Pattern, Patterns};
 use crate::error::HfError;
 use crate::options::Dtype;
 
@@ -69,8 +69,8 @@ enum Rule {
     Uniform {
         layout: Layout,
         kinds: Kinds,
-        skip: Vec<Pattern>,
-        only: Option<Vec<Pattern>>,
+        skip: Patterns,
+        only: Option<Patterns>,
     },
     /// compressed-tensors: config groups of targets, each with its layout, and a global
     /// ignore list.
@@ -81,7 +81,7 @@ enum Rule {
         /// `("re:" in target, target)`, then class names.
         targets: Vec<(String, Pattern, usize)>,
         layouts: Vec<Layout>,
-        ignore: Vec<Pattern>,
+        ignore: Patterns,
     },
 }
 
@@ -119,11 +119,11 @@ impl Scheme {
                 skip,
                 only,
             } => {
-                if !kinds.has(kind) || skip.iter().any(|p| p.matches(name, true)) {
+                if !kinds.has(kind) || skip.any(name) {
                     return None;
                 }
                 if let Some(only) = only
-                    && !only.iter().any(|p| p.matches(name, true))
+                    && !only.any(name)
                 {
                     return None;
                 }
@@ -134,7 +134,7 @@ impl Scheme {
                 layouts,
                 ignore,
             } => {
-                if ignore.iter().any(|p| p.matches(name, true)) {
+                if ignore.any(name) {
                     return None;
                 }
                 // Name matches (exact, then regex) before class matches.
@@ -667,8 +667,8 @@ fn gptq(block: &Block<'_>) -> Result<(String, Rule), HfError> {
                 lm_head,
                 router: false,
             },
-            skip: Vec::new(),
-            only,
+            skip: Patterns::new(Vec::new()),
+            only: only.map(Patterns::new),
         },
     ))
 }
@@ -770,7 +770,7 @@ fn awq(block: &Block<'_>) -> Result<(String, Rule), HfError> {
                 lm_head: false,
                 router: true,
             },
-            skip,
+            skip: Patterns::new(skip),
             only: None,
         },
     ))
@@ -842,6 +842,8 @@ fn fp8(block: &Block<'_>) -> Result<(String, Rule), HfError> {
     // DeepSeek-V3's multi-token-prediction projection is a plain torch nn.Linear in vLLM's
     // deepseek_mtp.py (no quant config) and bf16 in DeepSeek's FP8 files.
     skip.push(block.pattern(key, Pattern::transformers("eh_proj"))?);
+    // Its head is a ParallelLMHead there (`SharedHead`), bf16 in the files, like lm_head.
+    skip.push(block.pattern(key, Pattern::transformers("shared_head.head"))?);
     let (layout, summary) = match block.get("weight_block_size") {
         Some(v) => {
             let pair = v
@@ -910,7 +912,7 @@ fn fp8(block: &Block<'_>) -> Result<(String, Rule), HfError> {
                 lm_head,
                 router: false,
             },
-            skip,
+            skip: Patterns::new(skip),
             only: None,
         },
     ))
@@ -948,7 +950,7 @@ fn fbgemm(block: &Block<'_>) -> Result<(String, Rule), HfError> {
                 lm_head,
                 router: false,
             },
-            skip,
+            skip: Patterns::new(skip),
             only: None,
         },
     ))
@@ -980,7 +982,7 @@ fn mxfp4(block: &Block<'_>) -> Result<(String, Rule), HfError> {
                 lm_head: false,
                 router: false,
             },
-            skip,
+            skip: Patterns::new(skip),
             only: None,
         },
     ))
@@ -1221,7 +1223,7 @@ fn compressed_tensors(block: &Block<'_>, stored: Dtype) -> Result<(String, Rule)
         Rule::Groups {
             targets,
             layouts,
-            ignore,
+            ignore: Patterns::new(ignore),
         },
     ))
 }
@@ -1552,7 +1554,7 @@ fn modelopt(origin: &str, key: &str, block: &Block<'_>) -> Result<Scheme, HfErro
                 lm_head: true,
                 router: true,
             },
-            skip,
+            skip: Patterns::new(skip),
             only: None,
         },
     })
