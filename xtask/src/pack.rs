@@ -4,8 +4,8 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use arena_pack::{self as pack, Goal, Limits, Proof, csv};
 use clap::Args;
-use memory_plan::pack::{self, Goal, Limits, Proof, csv};
 
 #[derive(Args, Debug)]
 #[command(

@@ -5,8 +5,8 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use arena_pack::{self as pack, Goal, Limits, csv};
 use clap::Args;
-use memory_plan::pack::{self, Goal, Limits, csv};
 
 use crate::pack::solve_within;
 

@@ -1,5 +1,6 @@
-//! Arena packing: give every buffer an offset so that buffers live at the same time never share
-//! an address (2-D packing, time x address).
+//! Arena packing (dynamic storage allocation): give every buffer an offset so that buffers live
+//! at the same time never share an address (2-D packing, time x address). No dependency on the
+//! planner: a compiler that only needs a packer takes this crate alone (docs/packing.md).
 //!
 //! Invariants shared by every algorithm below:
 //! - A buffer is live on the half-open step interval `[start, end)`. A buffer with `size == 0` or
@@ -9,6 +10,8 @@
 //! - Size arithmetic is checked `u64`: an overflow is a [`PackError`], never a wrap or a panic.
 //! - Nothing reads files, the environment or a clock; the same input gives the same output
 //!   whatever the thread count (the only non-deterministic input is the caller's `stop` poll).
+
+#![warn(missing_docs)]
 
 mod bounds;
 /// The MiniMalloc CSV format: parse problems, write solutions.

@@ -5,7 +5,7 @@
 //! starts, so the cost is O(n log n + overlapping pairs). The first conflict in start order is
 //! reported, naming both buffers with their lifetimes and address ranges.
 
-use super::{Buffer, PlacementError};
+use crate::{Buffer, PlacementError};
 
 /// Checks a placement and returns its height (`max(offset + size)`, 0 if empty).
 ///

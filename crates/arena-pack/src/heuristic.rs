@@ -4,14 +4,14 @@
 //! A buffer goes into the tightest gap (or the lowest gap, in the second policy) left by the
 //! already placed buffers that share a step with it; when no gap is tall enough it goes on top
 //! of them. So every offset is 0 or the end of a placed buffer below it, and no offset exceeds
-//! the sum of all sizes: once [`unshared`](super::unshared) has not overflowed, no addition here
+//! the sum of all sizes: once [`unshared`](crate::unshared) has not overflowed, no addition here
 //! can. Passes are independent (run in parallel); ties between passes go to the lower pass
 //! index, so the result does not depend on the thread count.
 
 use rayon::prelude::*;
 
-use super::overlap::OverlapGraph;
-use super::{Buffer, PackError, Placement, check_intervals, unshared};
+use crate::overlap::OverlapGraph;
+use crate::{Buffer, PackError, Placement, check_intervals, unshared};
 
 /// How a pass picks among the gaps a buffer fits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

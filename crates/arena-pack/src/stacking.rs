@@ -10,8 +10,8 @@
 //! is 0 or the end of a buffer below it that shares a step (as all placements from this module
 //! are, with size-0 buffers at 0); otherwise it lowers buffers that were floating.
 
-use super::overlap::OverlapGraph;
-use super::{Buffer, PackError, Placement};
+use crate::overlap::OverlapGraph;
+use crate::{Buffer, PackError, Placement};
 
 /// The vertical order of a placement, to recompute offsets for new sizes (see the module docs).
 #[derive(Clone, Debug)]

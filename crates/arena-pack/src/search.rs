@@ -40,9 +40,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::Buffer;
-use super::heuristic::{self, Order};
-use super::overlap::OverlapGraph;
+use crate::Buffer;
+use crate::heuristic::{self, Order};
+use crate::overlap::OverlapGraph;
 
 /// Marks "no buffer" in index arrays.
 const NONE: u32 = u32::MAX;

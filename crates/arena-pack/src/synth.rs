@@ -7,7 +7,7 @@
 //! `rows x width x 2 bytes` rounded up to 256; `rows` changes between stages of the model.
 //! Everything is a pure function of `(seed, buffer count)`: same arguments, same buffers.
 
-use super::Buffer;
+use crate::Buffer;
 
 /// The shape of a synthetic transformer workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,11 +8,11 @@
 //! the winner is the lowest-indexed order that concludes, so results and step counts do not
 //! depend on the thread count (only `stop` can make a run end differently).
 
-use super::heuristic::{self, Order};
-use super::partition::{independent_parts, split};
-use super::scale;
-use super::search::{Branch, Outcome, Part, Search, race};
-use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
+use crate::heuristic::{self, Order};
+use crate::partition::{independent_parts, split};
+use crate::scale;
+use crate::search::{Branch, Outcome, Part, Search, race};
+use crate::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
 
 /// What the solver is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,11 +13,11 @@
 //! go in parallel; the lower-indexed success of a round wins, so the result does not depend on
 //! the thread count.
 
-use super::Buffer;
-use super::heuristic::{self, Fit, Order};
-use super::overlap::OverlapGraph;
-use super::search::{Branch, Interrupt, Outcome, Part, Search, race};
-use super::window;
+use crate::Buffer;
+use crate::heuristic::{self, Fit, Order};
+use crate::overlap::OverlapGraph;
+use crate::search::{Branch, Interrupt, Outcome, Part, Search, race};
+use crate::window;
 
 /// A buffer joins the base layer when it is live in more than this fraction of the sections
 /// (and in at least [`MIN_BASE_SECTIONS`]).

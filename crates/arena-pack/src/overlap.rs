@@ -5,7 +5,7 @@
 //! Every neighbour list is in increasing start order (ties by index), so the graph is a
 //! deterministic function of the input.
 
-use super::Buffer;
+use crate::Buffer;
 
 pub(crate) struct OverlapGraph {
     first: Vec<usize>,

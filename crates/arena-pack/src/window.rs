@@ -19,11 +19,11 @@
 //! greedy both respect them); the run is sequential and a deterministic function of its input
 //! and budget (the interrupt only cuts it short, and then the rest is placed greedily).
 
-use super::Buffer;
-use super::heuristic::{self, Fit, Order};
-use super::overlap::OverlapGraph;
-use super::scale::{Layered, base_layer};
-use super::search::{Branch, FREE, Interrupt, Outcome, Part, Search, race};
+use crate::Buffer;
+use crate::heuristic::{self, Fit, Order};
+use crate::overlap::OverlapGraph;
+use crate::scale::{Layered, base_layer};
+use crate::search::{Branch, FREE, Interrupt, Outcome, Part, Search, race};
 
 /// Free buffers a window aims at (cut where the least size crosses, within half of it).
 const WINDOW: usize = 64;
