@@ -17,13 +17,18 @@ mod bounds;
 /// The MiniMalloc CSV format: parse problems, write solutions.
 pub mod csv;
 
+mod base;
 mod heuristic;
-mod overlap;
+mod interval;
+mod params;
+mod part;
 mod partition;
+mod race;
 mod scale;
 mod search;
 mod solve;
 mod stacking;
+mod sweep;
 /// Synthetic transformer workloads for benchmarks and tests.
 pub mod synth;
 
@@ -32,7 +37,8 @@ mod window;
 
 pub use bounds::{lower_bound, unshared};
 pub use heuristic::heuristic;
-pub use solve::{Goal, Limits, Proof, Solution, solve};
+pub use params::Params;
+pub use solve::{Goal, Limits, Proof, Solution, solve, solve_with};
 pub use stacking::Stacking;
 pub use validate::validate;
 
