@@ -38,6 +38,10 @@ pub struct Params {
     /// The first round's node budget of each whole-part run after a failed windowed run
     /// (multiplied by 4 each round).
     pub whole_part_first_round: u64,
+    /// The most (section, buffer) cells one stacking-bound check of the exact search reads
+    /// (the sections a move changed first): a check is a pruning, so a cap only prunes less,
+    /// and keeps a move on long-lived buffers from costing O(sections x live).
+    pub stack_check_cells: usize,
     /// Whole-part runs are made only when the part's buffers cover at most this many
     /// (buffer, section) cells in all (the exact search's tables grow with it).
     pub whole_part_cells: u64,
@@ -60,6 +64,7 @@ impl Default for Params {
             window_min_nodes: 2_000,
             whole_part_first_round: 1 << 16,
             whole_part_cells: 1 << 23,
+            stack_check_cells: 1 << 14,
         }
     }
 }

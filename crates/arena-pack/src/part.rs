@@ -44,6 +44,8 @@ pub(crate) struct Part {
     /// Per section: the hull of the lifetimes of the buffers live there (the sections whose
     /// levels set those buffers' floors).
     pub(crate) reach: Vec<(u32, u32)>,
+    /// Per boundary `b` (between sections `b` and `b + 1`): the buffers live on both sides.
+    pub(crate) crossing: Vec<u32>,
     /// Per section: the hull of `reach` over the sections of its own `reach`.
     pub(crate) reach2: Vec<(u32, u32)>,
 }
@@ -132,7 +134,14 @@ impl Part {
             .iter()
             .map(|&(a, b)| hull((a, b), range_hull(a as usize, b as usize)))
             .collect();
+        let mut crossing = vec![0u32; sections.saturating_sub(1)];
+        for k in 0..local.len() {
+            for c in &mut crossing[low[k] as usize..high[k] as usize - 1] {
+                *c += 1;
+            }
+        }
         Part {
+            crossing,
             points,
             reach,
             reach2,

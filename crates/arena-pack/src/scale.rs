@@ -176,6 +176,7 @@ fn run_one(
 
     let rank = part.ranks([order]).swap_remove(0);
     let mut search = Search::with_floors(&part, capacity, &rank, budget, interrupt, Some(&floors));
+    search.check_cells = params.stack_check_cells;
     search.set_mode(branch);
     search.float_long = true;
     let outcome = search.run();

@@ -8,6 +8,9 @@
 //! the winner is the lowest-indexed order that concludes, so results and step counts do not
 //! depend on the thread count (only `stop` can make a run end differently).
 
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use crate::heuristic::{self, Order};
 use crate::part::Part;
 use crate::partition::{independent_parts, split};
@@ -105,6 +108,7 @@ pub fn solve_with(
     let mut solver = Solver {
         buffers,
         params,
+        groups: HashMap::new(),
         offsets: greedy.offsets,
         steps_left: limits.max_steps,
         attempt_left: limits.max_steps,
@@ -127,9 +131,15 @@ pub fn solve_with(
     })
 }
 
+/// A group's search tables and the static ranks of its portfolio.
+type Group = (Part, Vec<Vec<u32>>);
+
 struct Solver<'a> {
     buffers: &'a [Buffer],
     params: &'a Params,
+    /// The exact search's tables of each group met so far, by (first buffer, length): a
+    /// group is a fixed subset of a part, whatever the capacity tried.
+    groups: HashMap<(u32, usize), Rc<Group>>,
     offsets: Vec<u64>,
     steps_left: u64,
     /// What the current exact attempt may still spend (at most `steps_left`).
@@ -483,8 +493,24 @@ impl Solver<'_> {
         let Some(room) = capacity.checked_sub(base) else {
             return Outcome::Exhausted;
         };
-        let part = Part::new(self.buffers, ids);
-        let ranks = part.ranks(PORTFOLIO.iter().map(|config| config.order));
+        // Every attempt on a part meets the same groups: their tables are built once.
+        let key = (ids[0], ids.len());
+        let cached = match self.groups.get(&key) {
+            Some(group) => Rc::clone(group),
+            None => {
+                // Bounded: at most a few parts' tables are kept.
+                let held: usize = self.groups.keys().map(|&(_, len)| len).sum();
+                if held + ids.len() > 4 * self.params.max_exact_buffers {
+                    self.groups.clear();
+                }
+                let part = Part::new(self.buffers, ids);
+                let ranks = part.ranks(PORTFOLIO.iter().map(|config| config.order));
+                let group = Rc::new((part, ranks));
+                self.groups.insert(key, Rc::clone(&group));
+                group
+            }
+        };
+        let (part, ranks) = &*cached;
         let mut round_budget = (self.attempt_left / 64).clamp(1, self.params.portfolio_first_round);
         loop {
             if self.attempt_left == 0 {
@@ -494,7 +520,8 @@ impl Solver<'_> {
                 .min(self.attempt_left / ranks.len() as u64)
                 .max(1);
             let race = race(ranks.len(), self.stop, None, |index, interrupt| {
-                let mut search = Search::new(&part, room, &ranks[index], per_order, interrupt);
+                let mut search = Search::new(part, room, &ranks[index], per_order, interrupt);
+                search.check_cells = self.params.stack_check_cells;
                 let config = PORTFOLIO[index];
                 search.set_mode(config.branch);
                 search.by_component = config.by_component;

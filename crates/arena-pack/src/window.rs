@@ -20,7 +20,8 @@
 //! Invariants: the offsets returned are a valid placement of all buffers of the part (every
 //! buffer placed once, pins never overlap what is placed around them, since the search and the
 //! greedy both respect them); the run is sequential and a deterministic function of its input
-//! and budget (the interrupt only cuts it short, and then the rest is placed greedily). Memory
+//! and budget (a greedy placement costs search nodes too); when the budget runs out or the
+//! interrupt fires it stops with no placement, and the caller keeps its best one. Memory
 //! is O(buffers + buffers live at once): placed buffers are found through a [`TimeIndex`], and
 //! only the windows a merge can still reach keep their lists of carried buffers.
 
@@ -52,8 +53,8 @@ pub(crate) struct LargeRun {
 
 /// Places the buffers `ids` (live, sorted by start) window by window within `capacity`,
 /// spending at most `budget` search nodes. `Found` when everything fits; otherwise the offsets
-/// (in the order of `ids`) are still a complete valid placement, above the capacity, unless the
-/// base layer alone exceeds it (then they are empty).
+/// (in the order of `ids`) are a complete valid placement above the capacity, or empty (when
+/// the base layer alone exceeds it, or the budget or the interrupt ended the run).
 pub(crate) fn windowed(
     buffers: &[Buffer],
     ids: &[u32],
@@ -110,6 +111,15 @@ pub(crate) fn windowed(
     };
     let mut k = 0;
     while k < windows {
+        if run.out_of_time() {
+            // Placing the rest window by window would cost O(live) per window: give up, the
+            // caller keeps its best placement.
+            return LargeRun {
+                outcome: Outcome::Aborted,
+                steps: run.steps.min(budget),
+                offsets: Vec::new(),
+            };
+        }
         let mut a = k;
         loop {
             let window = Window {
@@ -126,7 +136,13 @@ pub(crate) fn windowed(
                 a -= 1;
                 continue;
             }
-            run.fallback(&window, &mut at);
+            if !run.fallback(&window, &mut at) {
+                return LargeRun {
+                    outcome: Outcome::Aborted,
+                    steps: run.steps.min(budget),
+                    offsets: Vec::new(),
+                };
+            }
             break;
         }
         for j in a..=k {
@@ -382,6 +398,7 @@ impl Run<'_> {
             Some(self.interrupt),
             |index, interrupt| {
                 let mut search = Search::new(&part, room, &ranks[index], nodes, interrupt);
+                search.check_cells = self.params.stack_check_cells;
                 search.set_mode(PORTFOLIO[index].1);
                 let outcome = search.run();
                 (outcome, search.steps.min(nodes), search.offsets)
@@ -404,7 +421,8 @@ impl Run<'_> {
     /// Places the window's free buffers greedily (lowest gap, longest and largest first)
     /// around every placed buffer their whole lifetimes meet: the base buffers there and the
     /// buffers carried into the window. Later windows get room up to the highest of them.
-    fn fallback(&mut self, window: &Window<'_>, at: &mut [u64]) {
+    /// False when the interrupt fired first (nothing is written then).
+    fn fallback(&mut self, window: &Window<'_>, at: &mut [u64]) -> bool {
         let buffers = self.buffers;
         let reach = window
             .free
@@ -431,7 +449,19 @@ impl Run<'_> {
             .into_iter()
             .filter(|&k| k as usize >= placed.len())
             .collect();
-        heuristic::best_fit_onto(&whole, &order, Fit::Lowest, &mut offsets, None);
+        // Charged to the budget like search nodes: a run whose windows keep failing among
+        // thousands of live buffers stops instead of running long.
+        self.steps = self
+            .steps
+            .saturating_add(whole.len() as u64)
+            .saturating_add(placed.len() as u64);
+        let interrupt = self.interrupt;
+        let stop = move || interrupt.fired();
+        if heuristic::best_fit_onto(&whole, &order, Fit::Lowest, &mut offsets, Some(&stop))
+            .is_none()
+        {
+            return false;
+        }
         for (k, &i) in global.iter().enumerate().skip(placed.len()) {
             let o = offsets[k];
             let o = if o == UNPLACED { 0 } else { o };
@@ -442,5 +472,6 @@ impl Run<'_> {
                 self.fits = false;
             }
         }
+        true
     }
 }

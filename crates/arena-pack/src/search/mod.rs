@@ -95,6 +95,10 @@ pub(crate) struct Search<'a> {
     bfloor: Vec<u64>,
     /// Sections whose stacking bound the last move may have changed.
     check: (usize, usize),
+    /// The sections the last move changed itself (checked first).
+    check_core: (usize, usize),
+    /// The most (section, buffer) cells one stacking check reads.
+    pub(crate) check_cells: usize,
     /// The sections the last failed check depends on.
     failed: (u32, u32),
     trail: Vec<Move>,
@@ -148,13 +152,6 @@ impl<'a> Search<'a> {
         let count: Vec<u32> = (0..sections)
             .map(|s| part.cover_first[s + 1] - part.cover_first[s])
             .collect();
-        let mut crossing = vec![0u32; sections.saturating_sub(1)];
-        for k in 0..n {
-            let (low, high) = part.span(k);
-            for c in &mut crossing[low..high - 1] {
-                *c += 1;
-            }
-        }
         let keys: Vec<u128> = (0..sections)
             .map(|s| key(Branch::Leftmost, count[s], floor[s], 0, s))
             .collect();
@@ -169,14 +166,20 @@ impl<'a> Search<'a> {
             remaining: part.totals.clone(),
             count,
             tree: MinTree::new(&keys),
-            bfloor: (0..n)
-                .map(|k| {
-                    let (low, high) = part.span(k);
-                    let floor = floor[low..high].iter().copied().max().unwrap_or(0);
-                    floor.max(part.least[k])
-                })
-                .collect(),
+            bfloor: match floors {
+                // A buffer's floor is the highest level over its lifetime.
+                Some(_) => (0..n)
+                    .map(|k| {
+                        let (low, high) = part.span(k);
+                        let floor = floor[low..high].iter().copied().max().unwrap_or(0);
+                        floor.max(part.least[k])
+                    })
+                    .collect(),
+                None => part.least.clone(),
+            },
             check: (0, 0),
+            check_core: (0, 0),
+            check_cells: usize::MAX,
             failed: (0, 0),
             floor,
             trail: Vec::new(),
@@ -185,7 +188,7 @@ impl<'a> Search<'a> {
             by_component: false,
             prefer_flush: false,
             float_long: false,
-            crossing,
+            crossing: part.crossing.clone(),
             mode: Branch::Leftmost,
             rank: (0..n).map(|k| rank.get(k).copied().unwrap_or(0)).collect(),
             scratch: Vec::new(),

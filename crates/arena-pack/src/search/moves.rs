@@ -111,6 +111,7 @@ impl Search<'_> {
             }
         }
         self.check = (from, to);
+        self.check_core = sections;
         fits
     }
 
@@ -127,12 +128,25 @@ impl Search<'_> {
     /// The stacking bound in every section near `[low, high)` (the sections of the unplaced
     /// buffers live there, whose floors a move there can raise): in a section, the unplaced
     /// buffers whose floor is at least `x` all lie between `x` and the capacity.
+    ///
+    /// The sections the move itself changed come first, then the others; the check stops
+    /// after `Params::stack_check_cells` (section, buffer) cells. A check is only a pruning,
+    /// so stopping early is sound: it only prunes less.
     pub(super) fn stacks_fit(&mut self) -> bool {
         let part = self.part;
         let (from, to) = self.check;
-        for t in from..to {
+        let (core_from, core_to) = self.check_core;
+        let mut cells = 0usize;
+        for t in (core_from..core_to)
+            .chain(from..core_from)
+            .chain(core_to..to)
+        {
             if self.count[t] < 2 {
                 continue;
+            }
+            cells += part.covering(t).len();
+            if cells > self.check_cells {
+                return true;
             }
             let room = self.capacity.saturating_sub(self.remaining[t]);
             let mut highest = 0u64;
