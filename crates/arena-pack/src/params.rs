@@ -27,6 +27,12 @@ pub struct Params {
     pub base_fraction: usize,
     /// See `base_fraction`; a buffer reaching the part's first or last step needs a quarter.
     pub min_base_sections: usize,
+    /// `Goal::Minimize` on a part of more than `4 x window` buffers that the exact search
+    /// takes first makes one layered attempt at its bound, when at least this many nodes are
+    /// left (the planner's small budgets never make it) ...
+    pub layered_first_steps: u64,
+    /// ... with this many nodes per buffer.
+    pub layered_first_nodes_per_buffer: u64,
     /// Free buffers a window of the windowed search aims at.
     pub window: usize,
     /// A window merged with the windows before it stops growing at this many free buffers.
@@ -58,6 +64,8 @@ impl Default for Params {
             max_layered_steps: 16_000_000,
             base_fraction: 16,
             min_base_sections: 256,
+            layered_first_steps: 1_000_000,
+            layered_first_nodes_per_buffer: 512,
             window: 64,
             max_merged: 640,
             window_nodes_per_buffer: 48,

@@ -164,6 +164,8 @@ struct PartState {
     pass_budget: u64,
     /// The gcd of the part's sizes: every height is a multiple of it.
     unit: u64,
+    /// Whether a layered attempt was made on a part small enough for the exact search.
+    tried_layered: bool,
 }
 
 impl Solver<'_> {
@@ -196,6 +198,7 @@ impl Solver<'_> {
                     pass_from: 0,
                     pass_budget: self.params.minimize_first_pass_steps,
                     unit,
+                    tried_layered: false,
                 }
             })
             .collect()
@@ -315,6 +318,20 @@ impl Solver<'_> {
                 return Proof::Unproven;
             };
             let state = &mut parts[index];
+            let len = state.ids.len();
+            if !state.tried_layered
+                && len > 4 * self.params.window
+                && len <= self.params.max_exact_buffers
+                && self.steps_left >= self.params.layered_first_steps
+            {
+                // Long-lived buffers (saved activations) defeat the bottom-up search; one
+                // layered attempt at the bound, with a small budget, often places them.
+                state.tried_layered = true;
+                let budget =
+                    (len as u64).saturating_mul(self.params.layered_first_nodes_per_buffer);
+                self.layered(state, low, budget.min(self.steps_left / 4));
+                continue;
+            }
             if state.ids.len() > self.params.max_exact_buffers {
                 let target = match state.gave_up_at {
                     None => low,

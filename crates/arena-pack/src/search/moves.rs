@@ -169,14 +169,27 @@ impl Search<'_> {
             // Only floors above `room` can fail (the sizes with a floor at least `x` never
             // exceed `remaining`), and only buffers with such floors count towards them.
             self.scratch.clear();
+            let (mut stacked_all, mut least_above) = (0u64, u64::MAX);
             for &w in part.covering(t) {
                 let w = w as usize;
                 if !self.placed[w] {
                     let least = self.least_level(w);
                     if least > room {
                         self.scratch.push((least, part.size[w]));
+                        stacked_all += part.size[w];
+                        least_above = least_above.min(least);
                     }
                 }
+            }
+            // The bound at the k-th highest floor is at most `highest + stacked_all` and, at
+            // the lowest, exactly `least_above + stacked_all`: most sections are decided
+            // without sorting.
+            if least_above.saturating_add(stacked_all) > self.capacity {
+                self.failed = part.reach[t];
+                return false;
+            }
+            if highest.saturating_add(stacked_all) <= self.capacity {
+                continue;
             }
             self.scratch.sort_unstable_by(|a, b| b.cmp(a));
             let mut stacked = 0u64;
