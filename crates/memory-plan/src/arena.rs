@@ -18,8 +18,8 @@ use fuser::{EdgeState, FusionPlan};
 use serde::Serialize;
 
 use crate::error::PlanError;
-use crate::pack::Buffer;
 use crate::workspace::TermLayout;
+use arena_pack::Buffer;
 
 /// What a buffer of the arena holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

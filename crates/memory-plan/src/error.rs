@@ -5,7 +5,7 @@ use circuit_ir::one_line;
 use fuser::FuseError;
 use kernel_families::FamiliesError;
 
-use crate::pack::PackError;
+use arena_pack::PackError;
 
 /// A plan that cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

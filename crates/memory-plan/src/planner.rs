@@ -24,8 +24,8 @@ use serde::Serialize;
 
 use crate::arena::{ArenaShape, BufferSlot};
 use crate::error::PlanError;
-use crate::pack::{self, Buffer, Goal, Limits, Proof, Stacking};
 use crate::workspace::{TermLayout, WorkspaceTerm};
+use arena_pack::{self as pack, Buffer, Goal, Limits, Proof, Stacking};
 
 /// The device and inputs a plan is made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
