@@ -225,6 +225,7 @@ impl<'a> Build<'a> {
         let weight_bytes = self.weight_total()?;
         Ok(Circuit {
             name: decl.name.clone(),
+            origin: self.origin.to_owned(),
             dims: self.dims,
             instances: self.instances,
             nodes: self.nodes,
