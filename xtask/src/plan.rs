@@ -38,6 +38,31 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     pub hf_config: Option<PathBuf>,
 
+    /// With --hf-config: the dtype of unquantized weights, activations and the KV cache:
+    /// auto (the config's torch_dtype), bfloat16, float16 or float32. Quantized tensors keep
+    /// their format's storage.
+    ///
+    /// Example: --dtype bfloat16
+    #[arg(
+        long,
+        value_name = "DTYPE",
+        default_value = "auto",
+        requires = "hf_config"
+    )]
+    pub dtype: String,
+
+    /// With --hf-config: the KV cache's storage: auto (the planned dtype) or fp8 (one byte
+    /// per element, half a 16-bit cache).
+    ///
+    /// Example: --kv-cache-dtype fp8
+    #[arg(
+        long,
+        value_name = "DTYPE",
+        default_value = "auto",
+        requires = "hf_config"
+    )]
+    pub kv_cache_dtype: String,
+
     /// Kernel families TOML file [default: the example's registry].
     ///
     /// Example: --families examples/llama-3.1-8b/families.toml
@@ -141,6 +166,20 @@ pub fn read_file(path: &Path) -> Result<String, CliError> {
     fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()).into())
 }
 
+/// The quantization side files next to a config.json (the library reads no file): kind, path
+/// and text of each that exists.
+fn side_files(config: &Path) -> Result<Vec<(circuit_hf::SideFileKind, String, String)>, CliError> {
+    let dir = config.parent().unwrap_or(Path::new(""));
+    let mut files = Vec::new();
+    for kind in circuit_hf::SideFileKind::ALL {
+        let path = dir.join(kind.file_name());
+        if path.is_file() {
+            files.push((kind, path.display().to_string(), read_file(&path)?));
+        }
+    }
+    Ok(files)
+}
+
 /// A text from a file, or the embedded default, with the name errors should use.
 fn source(
     path: Option<&PathBuf>,
@@ -165,6 +204,47 @@ pub struct Outcome<'a> {
     pub fit_kv: Option<KvFit>,
     /// Keys an imported config.json left out, with the defaults used for them.
     pub config_defaults: Vec<(String, String)>,
+    /// What an imported config is planned in: dtype, KV cache, quantization.
+    pub storage: Option<Storage>,
+}
+
+/// The dtypes and quantization an imported config is planned with.
+#[derive(serde::Serialize)]
+pub struct Storage {
+    /// The dtype of unquantized tensors, activations and the KV cache unless fp8.
+    pub planned: String,
+    /// Where it comes from: `torch_dtype`, the default, or `--dtype`.
+    pub source: String,
+    /// The KV cache's format.
+    pub kv_cache: String,
+    /// The quantization, in one line, when the checkpoint is quantized.
+    pub quantization: Option<String>,
+}
+
+impl Storage {
+    fn of(import: &circuit_hf::Import, asked: &circuit_hf::ImportOptions) -> Storage {
+        let source = if asked.dtype.0.is_some() && import.dtype != import.stored_dtype {
+            format!(
+                "--dtype, converted from the checkpoint's {}",
+                import.stored_dtype
+            )
+        } else if import.defaults.iter().any(|(k, _)| k == "torch_dtype") {
+            "torch_dtype absent: assumed".to_owned()
+        } else {
+            "torch_dtype".to_owned()
+        };
+        Storage {
+            planned: import.dtype.to_string(),
+            source,
+            kv_cache: import.kv_cache_format.clone(),
+            quantization: import.quantization.as_ref().map(|q| {
+                format!(
+                    "{} ({}) on {} of {} linear weights, from {}",
+                    q.method, q.summary, q.quantized, q.linear, q.source
+                )
+            }),
+        }
+    }
 }
 
 pub fn run(args: &PlanArgs) -> Result<(), CliError> {
@@ -179,15 +259,30 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
 
     // The circuit, the families and rules that cover it by default, and the keys an imported
     // config left out (their defaults are reported, never applied silently).
-    let (circuit, registry, config_defaults) = match &args.hf_config {
+    let (circuit, registry, config_defaults, storage) = match &args.hf_config {
         Some(path) => {
             let text = read_file(path)?;
-            let import = circuit_hf::import(&text, &path.display().to_string())?;
+            let mut options = circuit_hf::ImportOptions::default();
+            options.dtype = args.dtype.parse().map_err(|e| format!("--dtype: {e}"))?;
+            options.kv_cache_dtype =
+                (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
+            let side = side_files(path)?;
+            let side: Vec<circuit_hf::SideFile<'_>> = side
+                .iter()
+                .map(|(kind, origin, text)| circuit_hf::SideFile {
+                    kind: *kind,
+                    origin,
+                    text,
+                })
+                .collect();
+            let import =
+                circuit_hf::import_with(&text, &path.display().to_string(), &options, &side)?;
             let registry = [
                 (example::HF_FAMILIES, example::HF_FAMILIES_ORIGIN),
                 (example::HF_RULES, example::HF_RULES_ORIGIN),
             ];
-            (import.circuit, registry, import.defaults)
+            let storage = Storage::of(&import, &options);
+            (import.circuit, registry, import.defaults, Some(storage))
         }
         None => {
             let (text, origin) = source(
@@ -199,7 +294,12 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
                 (example::FAMILIES, example::FAMILIES_ORIGIN),
                 (example::RULES, example::RULES_ORIGIN),
             ];
-            (Circuit::from_toml(&text, &origin)?, registry, Vec::new())
+            (
+                Circuit::from_toml(&text, &origin)?,
+                registry,
+                Vec::new(),
+                None,
+            )
         }
     };
     let (text, origin) = source(args.families.as_ref(), registry[0].0, registry[0].1)?;
@@ -254,6 +354,7 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         fit_rows,
         fit_kv,
         config_defaults,
+        storage,
     };
     let per_node = if args.per_node {
         Some(planner.per_node(largest)?)

@@ -98,6 +98,17 @@ pub fn table(o: &Outcome<'_>, per_node: Option<&NodeTable>) -> String {
         o.device, config.sm_count
     );
     let _ = writeln!(out, "settings  {}", o.planner.settings());
+    if let Some(s) = &o.storage {
+        let quant = s
+            .quantization
+            .as_ref()
+            .map_or(String::new(), |q| format!("; quantized: {q}"));
+        let _ = writeln!(
+            out,
+            "dtype     {} ({}); KV cache {}{quant}",
+            s.planned, s.source, s.kv_cache
+        );
+    }
     if !o.config_defaults.is_empty() {
         let keys: Vec<String> = o
             .config_defaults
@@ -322,6 +333,8 @@ struct Json<'a> {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     config_defaults: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    dtype: Option<&'a crate::plan::Storage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     per_node: Option<PerNodeJson>,
 }
 
@@ -442,6 +455,7 @@ pub fn json(o: &Outcome<'_>, per_node: Option<&NodeTable>) -> Result<String, Cli
             max_kv_tokens: o.fit_kv.as_ref().and_then(|f| f.max_kv_tokens),
         },
         config_defaults: o.config_defaults.iter().cloned().collect(),
+        dtype: o.storage.as_ref(),
         per_node: per_node.map(|t| PerNodeJson {
             rows: t.rows,
             nodes: t

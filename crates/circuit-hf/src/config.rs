@@ -17,14 +17,12 @@ use serde_json::{Map, Value};
 
 use crate::error::HfError;
 use crate::model::{KeyRole, ModelType};
+use crate::options::Dtype;
 
 /// The most layers a config may declare. Published models have under 200; the bound keeps an
 /// absurd value from building millions of per-layer blocks (circuit-ir's block checks grow with
 /// the square of the block count: 65,536 per-layer blocks take about a minute).
 pub(crate) const MAX_LAYERS: u64 = 4096;
-
-/// The dtypes accepted in `torch_dtype` / `dtype`.
-const DTYPES: [&str; 3] = ["bfloat16", "float16", "float32"];
 
 /// A key's value: absent, `null`, or present.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,24 +35,117 @@ pub(crate) enum Got<T> {
     Value(T),
 }
 
-/// Parses the text into the top-level object.
+/// The prefix of the message [`StrictValue`] fails with on a repeated key; [`parse`] turns it
+/// into [`HfError::DuplicateKey`].
+const DUPLICATE: &str = "duplicate key `";
+
+/// Parses the text into the top-level object. A byte-order mark and a key repeated in any
+/// object are refused: JSON readers differ on both (serde_json and Python's `json` keep the
+/// last of two equal keys, so `"quantization_config": {...}` followed by
+/// `"quantization_config": null` would silently plan bf16).
 pub(crate) fn parse(text: &str, origin: &str) -> Result<Map<String, Value>, HfError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        let full = e.to_string();
-        let suffix = format!(" at line {} column {}", e.line(), e.column());
-        HfError::Json {
+    if text.starts_with('\u{feff}') {
+        return Err(HfError::ByteOrderMark {
             origin: origin.to_owned(),
-            line: e.line(),
-            column: e.column(),
-            message: full.strip_suffix(&suffix).unwrap_or(&full).to_owned(),
-        }
-    })?;
+        });
+    }
+    let value = serde_json::from_str::<StrictValue>(text)
+        .map_err(|e| {
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let message = full.strip_suffix(&suffix).unwrap_or(&full);
+            match message
+                .strip_prefix(DUPLICATE)
+                .and_then(|k| k.strip_suffix('`'))
+            {
+                Some(key) => HfError::DuplicateKey {
+                    origin: origin.to_owned(),
+                    key: key.to_owned(),
+                    line: e.line(),
+                    column: e.column(),
+                },
+                None => HfError::Json {
+                    origin: origin.to_owned(),
+                    line: e.line(),
+                    column: e.column(),
+                    message: message.to_owned(),
+                },
+            }
+        })?
+        .0;
     match value {
         Value::Object(map) => Ok(map),
         other => Err(HfError::NotAnObject {
             origin: origin.to_owned(),
             found: describe(&other).to_owned(),
         }),
+    }
+}
+
+/// A JSON value whose objects have no repeated key (serde_json's own `Value` keeps the last).
+struct StrictValue(Value);
+
+impl<'de> serde::Deserialize<'de> for StrictValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StrictValue, D::Error> {
+        d.deserialize_any(StrictVisitor)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = StrictValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::from(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::from(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::from(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::String(v.to_owned())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::String(v)))
+    }
+
+    fn visit_unit<E>(self) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::Null))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<StrictValue, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(StrictValue(Value::Array(items)))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<StrictValue, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!("{DUPLICATE}{key}`")));
+            }
+            let StrictValue(v) = map.next_value()?;
+            object.insert(key, v);
+        }
+        Ok(StrictValue(Value::Object(object)))
     }
 }
 
@@ -91,7 +182,7 @@ fn describe(value: &Value) -> &'static str {
 }
 
 /// A value as JSON, shortened for messages.
-fn render(value: &Value) -> String {
+pub(crate) fn render(value: &Value) -> String {
     let text = serde_json::to_string(value).unwrap_or_else(|_| describe(value).to_owned());
     if text.len() > 60 {
         format!("{}...", &text[..text.floor_char_boundary(57)])
@@ -123,6 +214,17 @@ impl<'a> Config<'a> {
 
     pub(crate) fn model(&self) -> ModelType {
         self.model
+    }
+
+    /// The file, for messages.
+    pub(crate) fn origin(&self) -> &'a str {
+        self.origin
+    }
+
+    /// The raw value of `key`, recorded as read (for blocks parsed elsewhere, such as
+    /// `quantization_config`).
+    pub(crate) fn value(&self, key: &'static str) -> Got<&'a Value> {
+        self.raw(key)
     }
 
     /// Keys read so far, in reading order, each once.
@@ -380,33 +482,47 @@ impl<'a> Config<'a> {
         self.check_architectures()
     }
 
-    fn check_dtype(&self) -> Result<(), HfError> {
-        let mut seen: Option<(&'static str, String)> = None;
+    /// The checkpoint's dtype, `torch_dtype` or its transformers 5 name `dtype`; `None` when
+    /// neither is given.
+    fn check_dtype(&self) -> Result<Option<Dtype>, HfError> {
+        let mut seen: Option<(&'static str, Dtype)> = None;
         for key in ["torch_dtype", "dtype"] {
             let value = match self.raw(key) {
                 Got::Missing | Got::Null => continue,
                 Got::Value(Value::String(s)) => s.clone(),
                 Got::Value(v) => return Err(self.bad(key, "a string", v)),
             };
-            if !DTYPES.contains(&value.as_str()) {
+            let Some(dtype) = Dtype::from_name(&value) else {
                 return Err(self.refused(
                     key,
                     format!(
-                        "is `{value}`, which is not modelled: weights are planned in bf16 (accepted: {})",
-                        DTYPES.join(", ")
+                        "is `{value}`, which is not modelled: a checkpoint's unquantized tensors are bfloat16, float16 or float32 (a quantized one says so in quantization_config)"
                     ),
                 ));
-            }
-            if let Some((first, first_value)) = &seen
-                && *first_value != value
+            };
+            if let Some((first, first_value)) = seen
+                && first_value != dtype
             {
                 return Err(self.contradiction(format!(
                         "`{first}` `{first_value}` and `{key}` `{value}` disagree (they are one setting under two names)"
                     )));
             }
-            seen = Some((key, value));
+            seen = Some((key, dtype));
         }
-        Ok(())
+        Ok(seen.map(|(_, d)| d))
+    }
+
+    /// The dtype the checkpoint stores its unquantized tensors in. Absent, transformers takes
+    /// the dtype of the checkpoint's first floating tensor, which the config does not say:
+    /// `bfloat16` is assumed, and reported as a default.
+    pub(crate) fn stored_dtype(&self) -> Result<Dtype, HfError> {
+        Ok(match self.check_dtype()? {
+            Some(d) => d,
+            None => {
+                self.default_used("torch_dtype", Dtype::Bfloat16);
+                Dtype::Bfloat16
+            }
+        })
     }
 
     fn check_architectures(&self) -> Result<(), HfError> {
@@ -441,10 +557,6 @@ fn refusal(key: &str, value: &Value) -> Option<String> {
         return None;
     }
     Some(match key {
-        "quantization_config" | "compression_config" => {
-            "changes weight bytes and is not modelled; remove it to plan the unquantised bf16 model"
-                .to_owned()
-        }
         "text_config" | "vision_config" | "audio_config" => {
             "holds a nested (multimodal) model configuration, which is not modelled; import the language model's own config.json"
                 .to_owned()

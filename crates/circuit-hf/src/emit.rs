@@ -10,13 +10,15 @@
 //! the true layer index; every layer holds one KV state written by `kv_write` and read by
 //! `attention`, with `window = "window"` on sliding layers. circuit-ir validates the result.
 
+use circuit_ir::CircuitBuilder;
 use circuit_ir::decl::{BlockDecl, NodeDecl, OutDecl, StateDecl, WeightDecl};
-use circuit_ir::{Circuit, CircuitBuilder, CircuitError};
 
 use crate::arch::{Arch, Attn, Layer, MoeNames};
+use crate::error::HfError;
+use crate::quant::{Built, Storage};
 
-/// Builds the circuit named `name`.
-pub(crate) fn circuit(arch: &Arch, name: &str) -> Result<Circuit, CircuitError> {
+/// Builds the circuit named `name`, stored as `storage` says (dtype, quantization).
+pub(crate) fn circuit(arch: &Arch, name: &str, storage: &Storage<'_>) -> Result<Built, HfError> {
     let mut b = CircuitBuilder::new(name);
     dims(&mut b, arch);
     b.input("tokens", "n", "1", "i32");
@@ -33,7 +35,7 @@ pub(crate) fn circuit(arch: &Arch, name: &str) -> Result<Circuit, CircuitError> 
     }
     b.block(head(arch));
     b.output("head.logits");
-    b.build()
+    storage.build(b.decl().clone())
 }
 
 fn dims(b: &mut CircuitBuilder, arch: &Arch) {

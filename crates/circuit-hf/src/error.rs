@@ -31,6 +31,35 @@ pub enum HfError {
         /// The parser's message.
         message: String,
     },
+    /// The text starts with a UTF-8 byte-order mark, which JSON does not allow (RFC 8259
+    /// section 8.1) and Python's `json`, hence transformers, refuses too.
+    #[error(
+        "{}: the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow and transformers refuses; save it without the mark",
+        one_line(.origin)
+    )]
+    ByteOrderMark {
+        /// The file.
+        origin: String,
+    },
+    /// A key repeated in one JSON object: readers keep one of the values, not always the same
+    /// one, so the file is ambiguous.
+    #[error(
+        "{}: line {}, column {}: duplicate key `{}` in one JSON object (JSON readers keep only the last value, silently); remove one of them",
+        one_line(.origin),
+        .line,
+        .column,
+        one_line(.key)
+    )]
+    DuplicateKey {
+        /// The file.
+        origin: String,
+        /// The repeated key.
+        key: String,
+        /// 1-based line of the repetition.
+        line: usize,
+        /// 1-based column of the repetition.
+        column: usize,
+    },
     /// The JSON is not an object.
     #[error(
         "{}: expected a JSON object at the top level, found {}",

@@ -1,13 +1,15 @@
 //! Builds a circuit-ir [`Circuit`] from a Hugging Face `config.json`: the decoder-only
 //! language models of [`ModelType::ALL`] (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Mixtral,
-//! Phi-3, Gemma 2, DeepSeek-V2), with weights in bf16 under their Hugging Face tensor names and
-//! one KV-cache state per layer.
+//! Phi-3, Gemma 2, DeepSeek-V2), with weights under their Hugging Face tensor names, in the
+//! checkpoint's dtype (or the one [`ImportOptions`] asks for) or as its quantization format
+//! stores them, and one KV-cache state per layer.
 //!
-//! Invariants: in bf16 the circuit's weights are 2 bytes per parameter of the published
-//! checkpoint (tied embeddings stored once) and its states hold exactly the KV bytes per token
-//! the architecture caches; every key of the file is read, known to leave memory unchanged, or
-//! refused (an unknown key is refused); every circuit is validated by circuit-ir.
-//! `docs/hf-import.md` lists the tensors, keys and defaults of each model type.
+//! Invariants: the circuit's weights are the bytes of the published checkpoint (tied
+//! embeddings stored once; quantized modules as their format stores them, docs/quantization.md)
+//! and its states hold exactly the KV bytes per token the architecture caches; every key of
+//! the file is read, known to leave memory unchanged, or refused (an unknown key is refused);
+//! every circuit is validated by circuit-ir. `docs/hf-import.md` lists the tensors, keys and
+//! defaults of each model type.
 //!
 //! It depends on circuit-ir only and must not know kernels, fusion or memory plans; it reads
 //! no file (callers hand it the text and an origin name for messages).
@@ -29,6 +31,8 @@ mod config;
 mod emit;
 pub mod error;
 pub mod model;
+pub mod options;
+mod quant;
 
 use std::path::Path;
 
@@ -37,6 +41,8 @@ use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
+pub use options::{Dtype, ImportOptions, KvCacheDtype, RunDtype, SideFile, SideFileKind};
+pub use quant::Quantization;
 
 /// An imported circuit and how the config was read.
 #[derive(Debug, Clone)]
@@ -52,6 +58,17 @@ pub struct Import {
     pub keys_ignored: Vec<String>,
     /// Absent keys whose transformers default was used, with the value used.
     pub defaults: Vec<(String, String)>,
+    /// The dtype unquantized tensors, activations and the KV cache are planned in.
+    pub dtype: Dtype,
+    /// The dtype the checkpoint stores them in (`torch_dtype`, or its default).
+    pub stored_dtype: Dtype,
+    /// The KV cache's storage format (`bf16`, `f16`, `f32` or `fp8`).
+    pub kv_cache_format: String,
+    /// The quantization planned, when the checkpoint is quantized.
+    pub quantization: Option<Quantization>,
+    /// Side files handed in but not read (config.json's own quantization block wins, as in
+    /// vLLM).
+    pub side_files_ignored: Vec<String>,
 }
 
 /// Builds the circuit of a `config.json` text. `origin` names the file in error messages and
@@ -60,21 +77,36 @@ pub fn from_config_json(text: &str, origin: &str) -> Result<Circuit, HfError> {
     import(text, origin).map(|i| i.circuit)
 }
 
-/// Imports a `config.json` text and reports which keys were read, ignored and defaulted.
+/// Imports a `config.json` text and reports which keys were read, ignored and defaulted, with
+/// the default options and no side file.
 pub fn import(text: &str, origin: &str) -> Result<Import, HfError> {
+    import_with(text, origin, &ImportOptions::default(), &[])
+}
+
+/// Imports a `config.json` text with `options`, given the quantization side files that sit
+/// next to it (`quantize_config.json`, `quant_config.json`, `hf_quant_config.json`; the
+/// caller reads them, this crate reads no file).
+pub fn import_with(
+    text: &str,
+    origin: &str,
+    options: &ImportOptions,
+    side_files: &[SideFile<'_>],
+) -> Result<Import, HfError> {
     let map = config::parse(text, origin)?;
     let model_type = config::model_type(&map, origin)?;
     let cfg = config::Config::new(origin, model_type, &map);
     cfg.check_common()?;
+    let stored_dtype = cfg.stored_dtype()?;
+    let dtype = options.dtype.0.unwrap_or(stored_dtype);
+    let (scheme, side_files_ignored) = quant::read_scheme(&cfg, side_files, stored_dtype)?;
     let arch = arch::read(&cfg)?;
-    let circuit = emit::circuit(&arch, &circuit_name(origin, model_type)).map_err(|source| {
-        let origin = origin.to_owned();
-        if overflows(&source.kind) {
-            HfError::TooLarge { origin, source }
-        } else {
-            HfError::Circuit { origin, source }
-        }
-    })?;
+    let storage = quant::Storage {
+        origin,
+        planned: dtype,
+        kv: options.kv_cache_dtype,
+        scheme: scheme.as_ref(),
+    };
+    let built = emit::circuit(&arch, &circuit_name(origin, model_type), &storage)?;
     let read = cfg.keys_read();
     let keys_read = read
         .iter()
@@ -91,13 +123,32 @@ pub fn import(text: &str, origin: &str) -> Result<Import, HfError> {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
+    let kv_cache_format = match options.kv_cache_dtype {
+        KvCacheDtype::Auto => dtype.format().to_owned(),
+        KvCacheDtype::Fp8 => "fp8".to_owned(),
+    };
     Ok(Import {
-        circuit,
+        circuit: built.circuit,
         model_type,
         keys_read,
         keys_ignored,
         defaults,
+        dtype,
+        stored_dtype,
+        kv_cache_format,
+        quantization: built.quantization,
+        side_files_ignored,
     })
+}
+
+/// The error for a circuit circuit-ir refused: too large, or a bug of this crate.
+fn circuit_error(origin: &str, source: circuit_ir::CircuitError) -> HfError {
+    let origin = origin.to_owned();
+    if overflows(&source.kind) {
+        HfError::TooLarge { origin, source }
+    } else {
+        HfError::Circuit { origin, source }
+    }
 }
 
 /// Whether circuit-ir refused the circuit for its size (a byte count or an expression above

@@ -194,19 +194,19 @@ static COMMON: &[KeyInfo] = &[
     ),
     read(
         "torch_dtype",
-        "bfloat16, float16 or float32 accepted (the checkpoint's storage; weights are planned in bf16); any other value is refused",
+        "default bfloat16 (absent, transformers takes the stored tensors' dtype, which the config does not say); bfloat16, float16 or float32: the dtype of unquantized tensors, activations and the KV cache unless --dtype converts; any other value is refused",
     ),
     read(
         "dtype",
         "the transformers 5 name of `torch_dtype`; same rule",
     ),
-    refused(
+    read(
         "quantization_config",
-        "changes weight bytes and is not modelled",
+        "the quantization format (docs/quantization.md): gptq, awq, fp8, fbgemm_fp8, mxfp4, compressed-tensors, modelopt; null or {} plans the unquantized model; other formats are refused",
     ),
-    refused(
+    read(
         "compression_config",
-        "changes weight bytes and is not modelled",
+        "compressed-tensors' older name of `quantization_config`; same rule (both non-null is refused)",
     ),
     refused(
         "text_config",

@@ -60,7 +60,7 @@ fn defaulted(json: &str, key: &str, value: &str, params: u64) -> Import {
     imp
 }
 
-const LLAMA: &str = r#"{"model_type": "llama", "vocab_size": 1000, "hidden_size": 64,
+const LLAMA: &str = r#"{"model_type": "llama", "torch_dtype": "bfloat16", "vocab_size": 1000, "hidden_size": 64,
     "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
     "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
     "tie_word_embeddings": false, "attention_bias": false, "mlp_bias": false}"#;
@@ -86,7 +86,7 @@ fn llama_sizes_default_to_llama_config() {
     defaulted(LLAMA, "intermediate_size", "11008", 4_379_968);
 }
 
-const MISTRAL: &str = r#"{"model_type": "mistral", "vocab_size": 1000, "hidden_size": 64,
+const MISTRAL: &str = r#"{"model_type": "mistral", "torch_dtype": "bfloat16", "vocab_size": 1000, "hidden_size": 64,
     "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
     "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
     "tie_word_embeddings": false, "sliding_window": 512}"#;
@@ -104,7 +104,7 @@ fn mistral_sizes_default_to_mistral_config() {
     defaulted(MISTRAL, "intermediate_size", "14336", 5_657_920);
 }
 
-const QWEN2: &str = r#"{"model_type": "qwen2", "vocab_size": 1000, "hidden_size": 64,
+const QWEN2: &str = r#"{"model_type": "qwen2", "torch_dtype": "bfloat16", "vocab_size": 1000, "hidden_size": 64,
     "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
     "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
     "tie_word_embeddings": false, "use_sliding_window": false}"#;
@@ -127,7 +127,7 @@ fn qwen2_sizes_default_to_qwen2_config() {
     defaulted(QWEN2, "intermediate_size", "22016", 8_607_296);
 }
 
-const QWEN3: &str = r#"{"model_type": "qwen3", "vocab_size": 1000, "hidden_size": 64,
+const QWEN3: &str = r#"{"model_type": "qwen3", "torch_dtype": "bfloat16", "vocab_size": 1000, "hidden_size": 64,
     "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
     "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
     "tie_word_embeddings": false, "attention_bias": false, "use_sliding_window": false}"#;
@@ -153,7 +153,7 @@ fn qwen3_sizes_default_to_qwen3_config() {
 }
 
 /// Layer 0 dense, layer 1 sparse (decoder_sparse_step 2): 16 experts of 32, top 2.
-const QWEN3_MOE: &str = r#"{"model_type": "qwen3_moe", "vocab_size": 1000,
+const QWEN3_MOE: &str = r#"{"model_type": "qwen3_moe", "torch_dtype": "bfloat16", "vocab_size": 1000,
     "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
     "intermediate_size": 128, "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
     "tie_word_embeddings": false, "attention_bias": false, "use_sliding_window": false,
@@ -199,7 +199,7 @@ fn qwen3_moe_sizes_default_to_qwen3_moe_config() {
 }
 
 /// Every layer sparse: 4 experts, top 1.
-const MIXTRAL: &str = r#"{"model_type": "mixtral", "vocab_size": 1000, "hidden_size": 64,
+const MIXTRAL: &str = r#"{"model_type": "mixtral", "torch_dtype": "bfloat16", "vocab_size": 1000, "hidden_size": 64,
     "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
     "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
     "tie_word_embeddings": false, "sliding_window": null, "num_local_experts": 4,
@@ -232,7 +232,7 @@ fn mixtral_sizes_default_to_mixtral_config() {
     assert_eq!(c.dim("experts_per_tok"), Some(2));
 }
 
-const PHI3: &str = r#"{"model_type": "phi3", "vocab_size": 1000, "hidden_size": 64,
+const PHI3: &str = r#"{"model_type": "phi3", "torch_dtype": "bfloat16", "vocab_size": 1000, "hidden_size": 64,
     "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
     "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
     "tie_word_embeddings": false, "sliding_window": null}"#;
@@ -256,7 +256,7 @@ fn phi3_sizes_default_to_phi3_config() {
 }
 
 /// No window (so `layer_types` is not needed); tied.
-const GEMMA2: &str = r#"{"model_type": "gemma2", "vocab_size": 1000, "hidden_size": 64,
+const GEMMA2: &str = r#"{"model_type": "gemma2", "torch_dtype": "bfloat16", "vocab_size": 1000, "hidden_size": 64,
     "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
     "num_key_value_heads": 2, "head_dim": 16, "hidden_activation": "gelu_pytorch_tanh",
     "tie_word_embeddings": true, "attention_bias": false, "sliding_window": null,
@@ -290,7 +290,7 @@ fn gemma2_sizes_default_to_gemma2_config() {
 
 /// MLA without q LoRA (latent 32, nope 16, rope 8, v 16); layer 0 dense, layer 1 sparse with
 /// 8 routed experts of 32 and one shared expert.
-const DEEPSEEK_V2: &str = r#"{"model_type": "deepseek_v2", "vocab_size": 1000,
+const DEEPSEEK_V2: &str = r#"{"model_type": "deepseek_v2", "torch_dtype": "bfloat16", "vocab_size": 1000,
     "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
     "intermediate_size": 128, "hidden_act": "silu", "tie_word_embeddings": false,
     "attention_bias": false, "mlp_bias": false, "q_lora_rank": null, "kv_lora_rank": 32,
@@ -531,6 +531,8 @@ fn an_empty_config_reports_every_default_of_the_class() {
     for (m, extra, defaults) in expect {
         let imp = ok(&format!(r#"{{"model_type": "{m}"{extra}}}"#));
         assert_eq!(imp.model_type, m);
+        // Absent, the dtype is assumed bfloat16 (the common keys come first).
+        let defaults = &[&[("torch_dtype", "bfloat16")], defaults].concat()[..];
         assert_eq!(imp.defaults, pairs(defaults), "{m}");
         // The key table states each value: `default <value>` (or `default (and null):
         // <value>`) in the note, or a derivation for the derived ones.

@@ -94,9 +94,9 @@ fn missing_keys_without_default() {
 fn refused_keys_say_why() {
     assert_eq!(
         err(&llama_with(
-            r#""quantization_config": {"quant_method": "fp8"}"#
+            r#""quantization_config": {"quant_method": "bitsandbytes"}"#
         )),
-        "config.json: `quantization_config` changes weight bytes and is not modelled; remove it to plan the unquantised bf16 model"
+        "config.json: `quantization_config.quant_method` is `bitsandbytes`, which is not modelled: its 4-bit layout stores a variable-length quantization state per weight"
     );
     assert_eq!(
         err(&llama_with(r#""text_config": {"hidden_size": 8}"#)),
@@ -124,11 +124,11 @@ fn refused_keys_say_why() {
 fn dtype_other_than_bf16_f16_f32_is_refused() {
     assert_eq!(
         err(&llama_with(r#""torch_dtype": "float8_e4m3fn""#)),
-        "config.json: `torch_dtype` is `float8_e4m3fn`, which is not modelled: weights are planned in bf16 (accepted: bfloat16, float16, float32)"
+        "config.json: `torch_dtype` is `float8_e4m3fn`, which is not modelled: a checkpoint's unquantized tensors are bfloat16, float16 or float32 (a quantized one says so in quantization_config)"
     );
     assert_eq!(
         err(&llama_with(r#""dtype": "int8""#)),
-        "config.json: `dtype` is `int8`, which is not modelled: weights are planned in bf16 (accepted: bfloat16, float16, float32)"
+        "config.json: `dtype` is `int8`, which is not modelled: a checkpoint's unquantized tensors are bfloat16, float16 or float32 (a quantized one says so in quantization_config)"
     );
     assert_eq!(
         err(&llama_with(
@@ -136,12 +136,13 @@ fn dtype_other_than_bf16_f16_f32_is_refused() {
         )),
         "config.json: `torch_dtype` `bfloat16` and `dtype` `float32` disagree (they are one setting under two names)"
     );
-    for ok in ["bfloat16", "float16", "float32"] {
+    // Each is planned at its size: float32 doubles the weights of the default bfloat16.
+    for (ok, per) in [("bfloat16", 1), ("float16", 1), ("float32", 2)] {
         let c =
             from_config_json(&llama_with(&format!(r#""torch_dtype": "{ok}""#)), "c.json").unwrap();
         assert_eq!(
             c.weight_bytes(),
-            from_config_json(LLAMA, "c.json").unwrap().weight_bytes()
+            per * from_config_json(LLAMA, "c.json").unwrap().weight_bytes()
         );
     }
 }

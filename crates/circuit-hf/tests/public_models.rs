@@ -18,14 +18,21 @@ fn import(name: &str, json: &str) -> Circuit {
     from_config_json(json, &format!("{name}/config.json")).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Weights are exactly 2 bytes per parameter; the KV cache holds `kv_per_token` bytes per
-/// token while no sliding window is full.
+/// Weights are exactly 2 bytes per parameter (4 for a checkpoint stored in float32, as the
+/// Gemma 2 ones are, planned as transformers loads them); the KV cache holds `kv_per_token`
+/// bytes per token at 2 bytes per element (twice that in float32) while no sliding window is
+/// full.
 fn check(name: &str, json: &str, params: u64, kv_per_token: u64) -> Circuit {
     let c = import(name, json);
-    assert_eq!(c.weight_bytes(), 2 * params, "{name}: weights");
+    let per = if json.contains(r#""torch_dtype": "float32""#) {
+        4
+    } else {
+        2
+    };
+    assert_eq!(c.weight_bytes(), per * params, "{name}: weights");
     assert_eq!(
         c.state_bytes(1, 1).unwrap(),
-        kv_per_token,
+        kv_per_token * per / 2,
         "{name}: KV per token"
     );
     c
@@ -231,7 +238,8 @@ fn derived_gemma_2_2b_four_norms_alternating_windows() {
     rounds_to(params, 10_000_000, 261);
     // 13 sliding layers (0, 2, ..., 24) hold at most 4096 tokens per sequence, 13 full ones
     // all of them: 4,096 bytes per token per layer.
-    let per_layer = 2 * 4 * 256 * 2;
+    // float32: 4 bytes per element.
+    let per_layer = 2 * 4 * 256 * 4;
     assert_eq!(
         c.state_bytes(10_000, 1).unwrap(),
         13 * per_layer * 4096 + 13 * per_layer * 10_000

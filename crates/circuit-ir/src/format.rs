@@ -26,6 +26,11 @@ pub enum Format {
     I32,
     /// 64-bit integer, 8 bytes.
     I64,
+    /// 8-bit integer, 1 byte (quantized int8 weights, safetensors `I8`).
+    I8,
+    /// Unsigned byte, 1 byte: packed sub-byte payloads and exponent scales stored as bytes
+    /// (MXFP4 blocks and E8M0 scales, NVFP4's packed pairs; safetensors `U8`).
+    U8,
     /// 8-bit float without scales, 1 byte.
     Fp8,
     /// 8-bit float with one f32 scale per row: `fp8/token`.
@@ -53,8 +58,7 @@ pub enum Format {
 }
 
 /// The formats, as written, for messages and docs.
-pub const FORMAT_NAMES: &str =
-    "bf16, f16, f32, i32, i64, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>";
+pub const FORMAT_NAMES: &str = "bf16, f16, f32, i32, i64, i8, u8, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>";
 
 /// A format that does not parse, or a tensor it cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,7 +132,7 @@ impl Format {
             Format::Bf16 | Format::F16 => elements(2),
             Format::F32 | Format::I32 => elements(4),
             Format::I64 => elements(8),
-            Format::Fp8 => elements(1),
+            Format::I8 | Format::U8 | Format::Fp8 => elements(1),
             Format::Fp8PerToken => width
                 .checked_add(4)
                 .and_then(|row| row.checked_mul(rows))
@@ -167,6 +171,8 @@ impl fmt::Display for Format {
             Format::F32 => f.write_str("f32"),
             Format::I32 => f.write_str("i32"),
             Format::I64 => f.write_str("i64"),
+            Format::I8 => f.write_str("i8"),
+            Format::U8 => f.write_str("u8"),
             Format::Fp8 => f.write_str("fp8"),
             Format::Fp8PerToken => f.write_str("fp8/token"),
             Format::Fp8PerTensor => f.write_str("fp8/tensor"),
@@ -194,6 +200,8 @@ impl FromStr for Format {
             "f32" => Format::F32,
             "i32" => Format::I32,
             "i64" => Format::I64,
+            "i8" => Format::I8,
+            "u8" => Format::U8,
             "fp8" => Format::Fp8,
             "fp8/token" => Format::Fp8PerToken,
             "fp8/tensor" => Format::Fp8PerTensor,
@@ -250,6 +258,8 @@ mod tests {
         assert_eq!(b("f32", 3, 4096), 49_152);
         assert_eq!(b("i32", 5, 1), 20);
         assert_eq!(b("i64", 5, 2), 80);
+        assert_eq!(b("i8", 3, 4096), 12_288);
+        assert_eq!(b("u8", 7, 90), 630);
         assert_eq!(b("fp8", 3, 4096), 12_288);
         assert_eq!(b("fp8/token", 3, 4096), 12_300);
         assert_eq!(b("fp8/tensor", 3, 4096), 12_292);
@@ -269,6 +279,8 @@ mod tests {
             "f32",
             "i32",
             "i64",
+            "i8",
+            "u8",
             "fp8",
             "fp8/token",
             "fp8/tensor",
@@ -287,7 +299,7 @@ mod tests {
         let e = |t: &str| t.parse::<Format>().unwrap_err().to_string();
         assert_eq!(
             e("bf32"),
-            "unknown format `bf32` (known: bf16, f16, f32, i32, i64, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>)"
+            "unknown format `bf32` (known: bf16, f16, f32, i32, i64, i8, u8, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>)"
         );
         assert_eq!(
             e("int4/g0"),

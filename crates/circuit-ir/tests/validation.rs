@@ -206,7 +206,7 @@ fn unread_edge() {
 fn bad_format() {
     assert_eq!(
         error_after("format = \"bf16\" }]", "format = \"bf61\" }]"),
-        "bad.toml: block `layer` instance 0, node `norm`, output `xn`, format: unknown format `bf61` (known: bf16, f16, f32, i32, i64, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>)"
+        "bad.toml: block `layer` instance 0, node `norm`, output `xn`, format: unknown format `bf61` (known: bf16, f16, f32, i32, i64, i8, u8, fp8, fp8/token, fp8/tensor, fp8/block<R>x<C>, int4/g<N>, nvfp4/g<N>)"
     );
 }
 

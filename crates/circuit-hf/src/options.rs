@@ -1,0 +1,174 @@
+//! What the caller chooses about an import ([`ImportOptions`]: the dtype to plan, the KV-cache
+//! dtype) and the files it hands in beside `config.json` ([`SideFile`]).
+//!
+//! Invariants: the options only convert what the checkpoint leaves open (unquantized tensors,
+//! activations, the cache); quantized tensors keep the storage the format gives them. The
+//! struct grows with later options (tensor and pipeline parallelism), so it is
+//! `#[non_exhaustive]`: build it from `ImportOptions::default()` and set fields.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A floating-point model dtype: how `torch_dtype` / `dtype` stores unquantized tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    /// `bfloat16`, 2 bytes.
+    Bfloat16,
+    /// `float16`, 2 bytes.
+    Float16,
+    /// `float32`, 4 bytes.
+    Float32,
+}
+
+impl Dtype {
+    /// Every dtype, in documentation order.
+    pub const ALL: [Dtype; 3] = [Dtype::Bfloat16, Dtype::Float16, Dtype::Float32];
+
+    /// The name transformers and vLLM use (`bfloat16`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::Bfloat16 => "bfloat16",
+            Dtype::Float16 => "float16",
+            Dtype::Float32 => "float32",
+        }
+    }
+
+    /// The circuit-ir format (`bf16`).
+    pub fn format(self) -> &'static str {
+        match self {
+            Dtype::Bfloat16 => "bf16",
+            Dtype::Float16 => "f16",
+            Dtype::Float32 => "f32",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Dtype::Bfloat16 | Dtype::Float16 => 2,
+            Dtype::Float32 => 4,
+        }
+    }
+
+    /// The dtype named `name` (`bfloat16`, `float16`, `float32`).
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        Dtype::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A dtype the caller asks for that is not one of [`Dtype::ALL`] or `auto`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} `{found}` (expected one of: {expected})")]
+pub struct UnknownDtype {
+    /// What was being parsed (`dtype`, `KV-cache dtype`).
+    pub what: &'static str,
+    /// The text given.
+    pub found: String,
+    /// The accepted values.
+    pub expected: &'static str,
+}
+
+/// The dtype to plan unquantized tensors, activations and the KV cache in: `None` plans the
+/// config's own (`torch_dtype` / `dtype`, vLLM's `--dtype auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunDtype(pub Option<Dtype>);
+
+impl FromStr for RunDtype {
+    type Err = UnknownDtype;
+
+    fn from_str(text: &str) -> Result<RunDtype, UnknownDtype> {
+        if text == "auto" {
+            return Ok(RunDtype(None));
+        }
+        Dtype::from_name(text)
+            .map(|d| RunDtype(Some(d)))
+            .ok_or_else(|| UnknownDtype {
+                what: "dtype",
+                found: text.to_owned(),
+                expected: "auto, bfloat16, float16, float32",
+            })
+    }
+}
+
+/// The KV cache's storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvCacheDtype {
+    /// The planned model dtype (vLLM's `--kv-cache-dtype auto`).
+    #[default]
+    Auto,
+    /// One byte per element (vLLM's `fp8`, `fp8_e4m3`, `fp8_e5m2`): half the bytes of a 16-bit
+    /// cache.
+    Fp8,
+}
+
+impl FromStr for KvCacheDtype {
+    type Err = UnknownDtype;
+
+    fn from_str(text: &str) -> Result<KvCacheDtype, UnknownDtype> {
+        match text {
+            "auto" => Ok(KvCacheDtype::Auto),
+            "fp8" | "fp8_e4m3" | "fp8_e5m2" => Ok(KvCacheDtype::Fp8),
+            _ => Err(UnknownDtype {
+                what: "KV-cache dtype",
+                found: text.to_owned(),
+                expected: "auto, fp8, fp8_e4m3, fp8_e5m2",
+            }),
+        }
+    }
+}
+
+/// How to import a config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ImportOptions {
+    /// The dtype unquantized tensors, activations and the cache are planned in.
+    pub dtype: RunDtype,
+    /// The KV cache's storage.
+    pub kv_cache_dtype: KvCacheDtype,
+}
+
+/// The side files some quantization formats keep next to `config.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SideFileKind {
+    /// `quantize_config.json`: AutoGPTQ's (and GPTQModel's) quantization settings.
+    QuantizeConfig,
+    /// `quant_config.json`: AutoAWQ's legacy quantization settings.
+    QuantConfig,
+    /// `hf_quant_config.json`: NVIDIA ModelOpt's export settings.
+    HfQuantConfig,
+}
+
+impl SideFileKind {
+    /// Every kind, in the order a caller should look for them.
+    pub const ALL: [SideFileKind; 3] = [
+        SideFileKind::QuantizeConfig,
+        SideFileKind::QuantConfig,
+        SideFileKind::HfQuantConfig,
+    ];
+
+    /// The file name.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            SideFileKind::QuantizeConfig => "quantize_config.json",
+            SideFileKind::QuantConfig => "quant_config.json",
+            SideFileKind::HfQuantConfig => "hf_quant_config.json",
+        }
+    }
+}
+
+/// A side file's text, handed in by the caller (the library reads no file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SideFile<'a> {
+    /// Which file it is.
+    pub kind: SideFileKind,
+    /// Its name in messages (a path, say).
+    pub origin: &'a str,
+    /// Its text.
+    pub text: &'a str,
+}

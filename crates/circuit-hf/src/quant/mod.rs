@@ -1,0 +1,598 @@
+//! How the checkpoint stores what the emitters declared: the planned dtype, the KV-cache
+//! dtype and the quantization scheme, applied as passes over the emitted declarations before
+//! circuit-ir builds them ([`Storage::build`]). The per-architecture emitters know none of
+//! this: they declare every linear weight `[out, in]` in `bf16` (standing for the model's
+//! dtype) under its Hugging Face tensor name, and every model type gets quantization for
+//! free.
+//!
+//! Invariants: a linear-op weight (`linear`, `expert_linear`, `lm_head`, `router`) is
+//! decided by its real module name, layer and expert index included; when the decision differs
+//! between instances of a repeated block, the block is unrolled into one block per layer, so
+//! the circuit stays exact; when it differs between the experts of one tensor, the config is
+//! refused. A tied `lm_head` is the module `lm_head` and is never quantized silently.
+
+mod layout;
+mod pattern;
+mod scheme;
+
+use circuit_ir::decl::{BlockDecl, CircuitDecl, NodeDecl, WeightDecl};
+use circuit_ir::{Circuit, CircuitBuilder, ExprText};
+use serde_json::Value;
+
+use crate::config::{Config, Got};
+use crate::error::HfError;
+use crate::options::{Dtype, KvCacheDtype, SideFile, SideFileKind};
+use layout::{Bias, Layout, Original, eval_expr, split_tensor};
+use scheme::Kind;
+pub(crate) use scheme::Scheme;
+
+/// A quantization as planned, for the import report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quantization {
+    /// The format (`gptq`, `awq`, `fp8`, `fbgemm_fp8`, `mxfp4`, `compressed-tensors`,
+    /// `modelopt`).
+    pub method: String,
+    /// Where the block was read: `config.json: quantization_config`, or a side file.
+    pub source: String,
+    /// What the quantized modules store, in one line.
+    pub summary: String,
+    /// Linear weights quantized, counted per layer (an expert projection counts once).
+    pub quantized: u64,
+    /// Linear weights in all (the same count, quantized or not).
+    pub linear: u64,
+}
+
+/// Reads the quantization block: `quantization_config` or `compression_config` of the
+/// config, else one side file. `stored` is the checkpoint's dtype.
+pub(crate) fn read_scheme(
+    cfg: &Config<'_>,
+    side_files: &[SideFile<'_>],
+    stored: Dtype,
+) -> Result<(Option<Scheme>, Vec<String>), HfError> {
+    let mut found = None;
+    for key in ["quantization_config", "compression_config"] {
+        match cfg.value(key) {
+            Got::Missing | Got::Null => {}
+            Got::Value(Value::Object(map)) if map.is_empty() => {}
+            Got::Value(Value::Object(map)) => {
+                if let Some((first, _)) = found {
+                    return Err(cfg.contradiction(format!(
+                        "both `{first}` and `{key}` describe a quantization; keep one"
+                    )));
+                }
+                found = Some((key, map));
+            }
+            Got::Value(v) => return Err(cfg.bad(key, "an object or null", v)),
+        }
+    }
+    let side: Vec<String> = side_files.iter().map(|f| f.origin.to_owned()).collect();
+    if let Some((key, map)) = found {
+        let default = (key == "compression_config").then_some("compressed-tensors");
+        let scheme = scheme::parse(cfg.origin(), key, map, default, stored)?;
+        // vLLM's get_quant_config reads config.json's block first and the side files only
+        // without one: they are reported as not read.
+        return Ok((Some(scheme), side));
+    }
+    match side_files {
+        [] => Ok((None, Vec::new())),
+        [file] => {
+            let map = crate::config::parse(file.text, file.origin)?;
+            let default = match file.kind {
+                SideFileKind::QuantizeConfig => Some("gptq"),
+                SideFileKind::QuantConfig => Some("awq"),
+                SideFileKind::HfQuantConfig => None,
+            };
+            let scheme = scheme::parse(file.origin, "", &map, default, stored)?;
+            Ok((Some(scheme), Vec::new()))
+        }
+        [first, second, ..] => Err(HfError::Contradiction {
+            origin: cfg.origin().to_owned(),
+            message: format!(
+                "the config has no quantization_config but two quantization side files sit next to it ({} and {}); which one the checkpoint follows cannot be told",
+                first.origin, second.origin
+            ),
+        }),
+    }
+}
+
+/// The storage passes and the build.
+pub(crate) struct Storage<'a> {
+    pub(crate) origin: &'a str,
+    /// The dtype unquantized tensors, activations and the cache are planned in.
+    pub(crate) planned: Dtype,
+    pub(crate) kv: KvCacheDtype,
+    pub(crate) scheme: Option<&'a Scheme>,
+}
+
+/// A built circuit and its quantization.
+pub(crate) struct Built {
+    pub(crate) circuit: Circuit,
+    pub(crate) quantization: Option<Quantization>,
+}
+
+impl Storage<'_> {
+    /// Applies the dtype and quantization passes to `decl` and builds it.
+    pub(crate) fn build(&self, mut decl: CircuitDecl) -> Result<Built, HfError> {
+        self.dtypes(&mut decl);
+        let quantization = match self.scheme {
+            Some(scheme) => Some(self.quantize(&mut decl, scheme)?),
+            None => None,
+        };
+        let name = decl.name.clone();
+        let circuit = CircuitBuilder::from_decl(decl, format!("circuit `{name}`"))
+            .build()
+            .map_err(|source| crate::circuit_error(self.origin, source))?;
+        Ok(Built {
+            circuit,
+            quantization,
+        })
+    }
+
+    /// `bf16` (the emitters' name for the model dtype) becomes the planned dtype; KV states
+    /// (written by `kv_write`) become `fp8` with an fp8 cache.
+    fn dtypes(&self, decl: &mut CircuitDecl) {
+        let planned = self.planned.format();
+        let model = |format: &mut String| {
+            if format == "bf16" {
+                *format = planned.to_owned();
+            }
+        };
+        for input in &mut decl.inputs {
+            model(&mut input.format);
+        }
+        for block in &mut decl.blocks {
+            let kv_writers: Vec<String> = block
+                .nodes
+                .iter()
+                .filter(|n| n.op == "kv_write")
+                .map(|n| n.id.clone())
+                .collect();
+            for node in &mut block.nodes {
+                node.outputs.iter_mut().for_each(|o| model(&mut o.format));
+                node.weights.iter_mut().for_each(|w| model(&mut w.format));
+            }
+            for state in &mut block.states {
+                if self.kv == KvCacheDtype::Fp8 && kv_writers.contains(&state.writer) {
+                    state.format = "fp8".to_owned();
+                } else {
+                    model(&mut state.format);
+                }
+            }
+        }
+    }
+
+    fn quantize(&self, decl: &mut CircuitDecl, scheme: &Scheme) -> Result<Quantization, HfError> {
+        let dims = evaluate_dims(decl);
+        let embeddings: Vec<String> = decl
+            .blocks
+            .iter()
+            .flat_map(|b| &b.nodes)
+            .filter(|n| n.op == "embed")
+            .flat_map(|n| n.weights.iter().filter_map(|w| w.tensor.clone()))
+            .collect();
+        let cx = Cx {
+            origin: self.origin,
+            scheme,
+            dims: &dims,
+            embeddings: &embeddings,
+        };
+        let mut stats = Stats::default();
+        let mut blocks = Vec::with_capacity(decl.blocks.len());
+        for block in std::mem::take(&mut decl.blocks) {
+            let count = match &block.repeat {
+                Some(r) => match eval_expr(r, &dims) {
+                    Some(c) => Some(c),
+                    // circuit-ir reports the bad repeat when it builds.
+                    None => {
+                        blocks.push(block);
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            match count {
+                None => blocks.push(cx.rewrite(block, &mut stats, 1)?),
+                Some(count) => {
+                    let decisions = (0..count)
+                        .map(|i| cx.decisions(&block, Some(i)))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    if decisions.windows(2).all(|w| w[0] == w[1]) {
+                        let mut block = cx.rewrite(block, &mut stats, count)?;
+                        block.repeat = Some(count.to_string().into());
+                        blocks.push(block);
+                    } else {
+                        // Some pattern singles out some layers: one block per layer, tensor
+                        // names with the true index, as emit.rs does for unlike layers.
+                        for i in 0..count {
+                            let mut once = block.clone();
+                            once.name = format!("{}_{i}", block.name);
+                            once.repeat = None;
+                            for node in &mut once.nodes {
+                                for w in &mut node.weights {
+                                    if let Some(t) = &mut w.tensor {
+                                        *t = t.replace("{i}", &i.to_string());
+                                    }
+                                }
+                                for input in &mut node.inputs {
+                                    *input = input.replace("{i}", &i.to_string());
+                                }
+                            }
+                            blocks.push(cx.rewrite(once, &mut stats, 1)?);
+                        }
+                    }
+                }
+            }
+        }
+        decl.blocks = blocks;
+        Ok(Quantization {
+            method: scheme.method.to_owned(),
+            source: if scheme.key.is_empty() {
+                scheme.origin.clone()
+            } else {
+                format!("{}: {}", scheme.origin, scheme.key)
+            },
+            summary: scheme.summary.clone(),
+            quantized: stats.quantized,
+            linear: stats.linear,
+        })
+    }
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    quantized: u64,
+    linear: u64,
+}
+
+/// The dims of `decl` evaluated in order (a dim that does not evaluate is left out: the
+/// builder reports it).
+fn evaluate_dims(decl: &CircuitDecl) -> Vec<(String, u64)> {
+    let mut dims: Vec<(String, u64)> = Vec::new();
+    for (name, e) in &decl.dims.0 {
+        if let Some(v) = eval_expr(e, &dims) {
+            dims.push((name.clone(), v));
+        }
+    }
+    dims
+}
+
+struct Cx<'a> {
+    origin: &'a str,
+    scheme: &'a Scheme,
+    dims: &'a [(String, u64)],
+    embeddings: &'a [String],
+}
+
+/// A linear weight of a node: its module name (instance index expanded), kind and tiedness.
+struct ModuleRef {
+    name: String,
+    kind: Kind,
+    tied: bool,
+}
+
+impl Cx<'_> {
+    /// The module of weight `w` of `node` in instance `index` (`None`: a once block, names
+    /// final), or `None` when `w` is not a linear weight (a bias, a norm, a 1-D parameter).
+    fn module(&self, node: &NodeDecl, w: &WeightDecl, index: Option<u64>) -> Option<ModuleRef> {
+        let kind = Kind::of_op(&node.op)?;
+        if w.shape.len() < 2 {
+            return None;
+        }
+        let tensor = w.tensor.as_deref()?;
+        let tensor = match index {
+            Some(i) => tensor.replace("{i}", &i.to_string()),
+            None => tensor.to_owned(),
+        };
+        if kind == Kind::LmHead && self.embeddings.contains(&tensor) {
+            return Some(ModuleRef {
+                name: "lm_head".to_owned(),
+                kind,
+                tied: true,
+            });
+        }
+        let (module, _) = split_tensor(&tensor);
+        Some(ModuleRef {
+            name: module.to_owned(),
+            kind,
+            tied: false,
+        })
+    }
+
+    /// The layout chosen for `m`, the same for every expert of its tensor.
+    fn decide(&self, m: &ModuleRef, w: &WeightDecl) -> Result<Option<&Layout>, HfError> {
+        if let Some(why) = self.scheme.unknown(m.kind) {
+            return Err(self.refused(format!("cannot plan `{}`: {why}", m.name)));
+        }
+        if !m.name.contains('*') {
+            let layout = self.scheme.layout(&m.name, m.kind);
+            if layout.is_some() && m.tied {
+                return Err(self.refused(format!(
+                    "quantizes lm_head, which is tied to model.embed_tokens ({}); a quantized tied head is not modelled",
+                    self.scheme.summary
+                )));
+            }
+            return Ok(layout);
+        }
+        let experts = w
+            .count
+            .as_ref()
+            .and_then(|c| eval_expr(c, self.dims))
+            .unwrap_or(1);
+        let first = self.scheme.layout(&m.name.replace('*', "0"), m.kind);
+        for e in 1..experts {
+            let other = self
+                .scheme
+                .layout(&m.name.replacen('*', &e.to_string(), 1), m.kind);
+            if other != first {
+                return Err(self.refused(format!(
+                    "quantizes some experts of `{}` and not others (expert 0 and expert {e} differ); per-expert choices are not modelled",
+                    m.name
+                )));
+            }
+        }
+        Ok(first)
+    }
+
+    fn refused(&self, why: String) -> HfError {
+        HfError::Refused {
+            origin: self.scheme.origin.clone(),
+            key: if self.scheme.key.is_empty() {
+                "quant_method".to_owned()
+            } else {
+                self.scheme.key.clone()
+            },
+            why,
+        }
+    }
+
+    /// The decision for every linear weight of `block` at instance `index`, to tell whether
+    /// instances differ.
+    fn decisions(
+        &self,
+        block: &BlockDecl,
+        index: Option<u64>,
+    ) -> Result<Vec<Option<Layout>>, HfError> {
+        let mut out = Vec::new();
+        for node in &block.nodes {
+            for w in &node.weights {
+                if let Some(m) = self.module(node, w, index) {
+                    out.push(self.decide(&m, w)?.cloned());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `block` with each linear weight replaced by the tensors its format stores. A repeated
+    /// block is rewritten from instance 0's decisions (all instances agree).
+    /// `instances` is the number of instances the block stands for, for the counts.
+    fn rewrite(
+        &self,
+        mut block: BlockDecl,
+        stats: &mut Stats,
+        instances: u64,
+    ) -> Result<BlockDecl, HfError> {
+        let decide_at = block.repeat.as_ref().map(|_| 0);
+        for node in &mut block.nodes {
+            let mut weights: Vec<WeightDecl> = Vec::with_capacity(node.weights.len());
+            // (module, parameter, bias rule, out width) of the quantized weights.
+            let mut quantized: Vec<(String, String, Bias, ExprText, Option<ExprText>)> = Vec::new();
+            for w in &node.weights {
+                let Some(m) = self.module(node, w, decide_at) else {
+                    weights.push(w.clone());
+                    continue;
+                };
+                let layout = self.decide(&m, w)?;
+                stats.linear += instances;
+                if layout.is_some() {
+                    stats.quantized += instances;
+                }
+                let Some(layout) = layout else {
+                    weights.push(w.clone());
+                    continue;
+                };
+                let tensor = w.tensor.as_deref().unwrap_or_default();
+                let eval = |e: &ExprText| eval_expr(e, self.dims);
+                let stored = layout
+                    .apply(&Original {
+                        decl: w,
+                        tensor,
+                        eval: &eval,
+                    })
+                    .map_err(|misfit| HfError::Contradiction {
+                        origin: self.origin.to_owned(),
+                        message: format!(
+                            "{} ({}) cannot store `{}`: {}",
+                            self.scheme.method, self.scheme.summary, m.name, misfit.what
+                        ),
+                    })?;
+                let (module, param) = split_tensor(tensor);
+                if param == "weight" && layout.names_by_parameter() {
+                    return Err(HfError::Contradiction {
+                        origin: self.origin.to_owned(),
+                        message: format!(
+                            "{} stores the fused expert tensors of gpt-oss (`<parameter>_blocks`, `<parameter>_scales`); `{}` is a per-expert `.weight`, which the format as transformers writes it does not cover",
+                            self.scheme.method, m.name
+                        ),
+                    });
+                }
+                let out = w.shape[w.shape.len() - 2].clone();
+                quantized.push((
+                    module.to_owned(),
+                    param.to_owned(),
+                    layout.bias,
+                    out,
+                    w.count.clone(),
+                ));
+                weights.extend(stored);
+            }
+            for (module, param, bias, out, count) in quantized {
+                let names = [format!("{module}.bias"), format!("{module}.{param}_bias")];
+                let existing = weights
+                    .iter_mut()
+                    .find(|w| w.tensor.as_ref().is_some_and(|t| names.contains(t)));
+                match (bias, existing) {
+                    (Bias::Keep, _) | (Bias::As(_), None) => {}
+                    (Bias::As(f) | Bias::Always(f), Some(b)) => b.format = f.to_owned(),
+                    (Bias::Always(f), None) => {
+                        let mut b = WeightDecl::new(format!("{param}_bias"), [out], f)
+                            .tensor(names[0].clone());
+                        b.count = count;
+                        weights.push(b);
+                    }
+                }
+            }
+            node.weights = weights;
+        }
+        Ok(block)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use circuit_ir::decl::{BlockDecl, NodeDecl, OutDecl, WeightDecl};
+
+    use super::*;
+
+    /// gpt-oss-20b's routed experts as the importer declares them (fused `[out, in]` per
+    /// expert, the transformers names of the bf16 checkpoint), with their biases.
+    fn gpt_oss_experts() -> CircuitDecl {
+        let mut b = CircuitBuilder::new("experts");
+        b.dim("hidden", 2880)
+            .dim("moe_ffn", 2880)
+            .dim("experts", 32)
+            .dim("layers", 24)
+            .input("x", "n", "hidden", "bf16");
+        let w = |name: &str, shape: [&str; 2], tensor: &str| {
+            WeightDecl::new(name, shape, "bf16")
+                .tensor(format!("model.layers.{{i}}.mlp.experts.{tensor}"))
+                .count("experts")
+        };
+        let bias = |name: &str, width: &str, tensor: &str| {
+            WeightDecl::new(name, [width], "bf16")
+                .tensor(format!("model.layers.{{i}}.mlp.experts.{tensor}"))
+                .count("experts")
+        };
+        b.block(
+            BlockDecl::repeated("layer", "layers")
+                .stream(Some("x"), Some("y"))
+                .node(
+                    NodeDecl::new("experts_gate_up", "expert_linear")
+                        .reads(["x"])
+                        .writes(OutDecl::new("h", "n", "2 * moe_ffn", "bf16"))
+                        .weight(w("w", ["2 * moe_ffn", "hidden"], "gate_up_proj"))
+                        .weight(bias("b", "2 * moe_ffn", "gate_up_proj_bias")),
+                )
+                .node(
+                    NodeDecl::new("experts_down", "expert_linear")
+                        .reads(["h"])
+                        .writes(OutDecl::new("y", "n", "hidden", "bf16"))
+                        .weight(w("w", ["hidden", "moe_ffn"], "down_proj"))
+                        .weight(bias("b", "hidden", "down_proj_bias")),
+                ),
+        );
+        b.output("layer.23.y");
+        b.decl().clone()
+    }
+
+    /// DeepSeek-R1's block: its MTP layer's eh_proj and shared_head.head stay bf16 whatever op
+    /// the emitter gives them, the router is never a candidate, the projections are.
+    #[test]
+    fn deepseek_fp8_keeps_the_mtp_projection_and_head_unquantized() {
+        let quant = serde_json::json!({"activation_scheme": "dynamic", "fmt": "e4m3",
+            "quant_method": "fp8", "weight_block_size": [128, 128]});
+        let scheme = scheme::parse(
+            "deepseek-r1/config.json",
+            "quantization_config",
+            quant.as_object().unwrap(),
+            None,
+            Dtype::Bfloat16,
+        )
+        .unwrap();
+        for (name, kind) in [
+            ("model.layers.61.eh_proj", Kind::Linear),
+            ("model.layers.61.shared_head.head", Kind::Linear),
+            ("model.layers.61.shared_head.head", Kind::LmHead),
+            ("lm_head", Kind::LmHead),
+            ("model.layers.3.mlp.gate", Kind::Router),
+        ] {
+            assert!(scheme.layout(name, kind).is_none(), "{name}");
+        }
+        for (name, kind) in [
+            ("model.layers.61.self_attn.kv_b_proj", Kind::Linear),
+            ("model.layers.61.mlp.experts.255.down_proj", Kind::Expert),
+            ("model.layers.0.mlp.down_proj", Kind::Linear),
+        ] {
+            assert!(scheme.layout(name, kind).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn mxfp4_blocks_and_scales_of_gpt_oss_20b() {
+        let quant = serde_json::json!({
+            "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                "model.embed_tokens", "lm_head"],
+            "quant_method": "mxfp4"
+        });
+        let scheme = scheme::parse(
+            "gpt-oss-20b/config.json",
+            "quantization_config",
+            quant.as_object().unwrap(),
+            None,
+            Dtype::Bfloat16,
+        )
+        .unwrap();
+        let storage = Storage {
+            origin: "gpt-oss-20b/config.json",
+            planned: Dtype::Bfloat16,
+            kv: KvCacheDtype::Auto,
+            scheme: Some(&scheme),
+        };
+        let built = storage.build(gpt_oss_experts()).unwrap();
+        // transformers mxfp4.py: `<param>_blocks` u8 [E, out, in / 32, 16] and `_scales` u8
+        // [E, out, in / 32]; the biases stay bf16 [E, out]. Per layer: gate_up 32 x 5760 x
+        // (1440 + 90) + 32 x 5760 x 2, down 32 x 2880 x (1440 + 90) + 32 x 2880 x 2:
+        // 282,378,240 + 141,189,120 = 423,567,360; 24 layers: 10,165,616,640, the MXFP4 part
+        // of gpt-oss-20b's 13,761,264,768 bytes (the rest is bf16 attention, router, sinks,
+        // norms, embed_tokens and lm_head: 3,595,648,128).
+        assert_eq!(built.circuit.weight_bytes(), 10_165_616_640);
+        let names: Vec<&str> = built
+            .circuit
+            .tensors()
+            .values()
+            .filter(|t| t.name.starts_with("model.layers.0."))
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "model.layers.0.mlp.experts.gate_up_proj_blocks",
+                "model.layers.0.mlp.experts.gate_up_proj_scales",
+                "model.layers.0.mlp.experts.gate_up_proj_bias",
+                "model.layers.0.mlp.experts.down_proj_blocks",
+                "model.layers.0.mlp.experts.down_proj_scales",
+                "model.layers.0.mlp.experts.down_proj_bias",
+            ]
+        );
+        let q = built.quantization.unwrap();
+        assert_eq!((q.quantized, q.linear), (48, 48));
+    }
+}
+
+#[cfg(test)]
+mod docs {
+    /// docs/quantization.md names every setting the importer reads or ignores.
+    #[test]
+    fn the_doc_lists_every_setting() {
+        let doc = include_str!("../../../../docs/quantization.md");
+        for keys in super::scheme::ALL_KEYS {
+            for key in keys.read.iter().chain(keys.ignored) {
+                assert!(
+                    doc.contains(&format!("`{key}`")),
+                    "{}: `{key}` is not in docs/quantization.md",
+                    keys.format
+                );
+            }
+        }
+    }
+}
