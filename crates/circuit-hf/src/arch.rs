@@ -130,6 +130,7 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::Mixtral => mixtral(cfg, base),
         ModelType::Phi3 => phi3(cfg, base),
         ModelType::Gemma2 => gemma2(cfg, base),
+        ModelType::Gemma3Text => gemma3_text(cfg, base),
         ModelType::DeepseekV2 => deepseek_v2(cfg, base),
     }
 }
@@ -157,6 +158,7 @@ impl Sizes {
             ModelType::Qwen3Moe => (151936, 2048, 24, 32, 6144),
             ModelType::Phi3 => (32064, 3072, 32, 32, 8192),
             ModelType::Gemma2 => (256000, 2304, 26, 8, 9216),
+            ModelType::Gemma3Text => (262208, 2304, 26, 8, 9216),
             ModelType::DeepseekV2 => (102400, 4096, 32, 32, 11008),
         };
         Sizes {
@@ -687,6 +689,42 @@ fn phi3(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
 
 fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     base.check_divisible(cfg)?;
+    // transformers' default: layer i slides when (i + 1) % 2 == 1, i.e. the even layers.
+    let types = Gemma {
+        qk_norm: false,
+        softcap_default: Some("30.0"),
+        sliding_default: "sliding_attention on even layers",
+        slides: &|i| i % 2 == 0,
+    };
+    gemma(cfg, base, types)
+}
+
+/// `gemma3_text` (Gemma3TextConfig): Gemma 2's layout with per-head RMS norms on q and k
+/// (`q_norm`, `k_norm`, `[head_dim]` each), no final softcap by default and one full-attention
+/// layer in every `sliding_window_pattern` (6, the class's backward-compatible default).
+fn gemma3_text(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    let pattern = cfg.int_or("sliding_window_pattern", 1, 6)?;
+    let slides = |i: usize| !(i as u64 + 1).is_multiple_of(pattern);
+    let kind = Gemma {
+        qk_norm: true,
+        softcap_default: None,
+        sliding_default: "sliding_attention unless (i + 1) % sliding_window_pattern == 0",
+        slides: &slides,
+    };
+    gemma(cfg, base, kind)
+}
+
+/// What tells the Gemma generations apart in bytes.
+struct Gemma<'a> {
+    qk_norm: bool,
+    /// `final_logit_softcapping` when absent: `Some(default)` adds the softcap node.
+    softcap_default: Option<&'static str>,
+    /// The default `layer_types`, as reported.
+    sliding_default: &'static str,
+    slides: &'a dyn Fn(usize) -> bool,
+}
+
+fn gemma(cfg: &Config<'_>, base: Base, kind: Gemma<'_>) -> Result<Arch, HfError> {
     // `num_key_value_heads: int = 4`, `head_dim: int = 256`: strict, null refused.
     let defaults = GqaDefaults {
         kv_heads: Fallback::Fixed(4),
@@ -695,20 +733,23 @@ fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         head_dim_null: false,
     };
     let g = gqa(cfg, base, defaults)?;
-    let attn = biased_gqa(cfg, &g, false)?;
+    let attn = biased_gqa(cfg, &g, kind.qk_norm)?;
     let act = act(cfg, "hidden_activation", "gelu_pytorch_tanh")?;
     let tied = cfg.flag("tie_word_embeddings", true)?;
-    let mut arch = base.arch(ModelType::Gemma2, attn, act, tied);
+    let mut arch = base.arch(cfg.model(), attn, act, tied);
     arch.dense = Some(dense(cfg, false, false)?);
     arch.sandwich_norms = true;
     arch.embed_scale = true;
     arch.final_softcap = match cfg.number("final_logit_softcapping")? {
         Got::Value(_) => true,
         Got::Null => false,
-        Got::Missing => {
-            cfg.default_used("final_logit_softcapping", "30.0");
-            true
-        }
+        Got::Missing => match kind.softcap_default {
+            Some(d) => {
+                cfg.default_used("final_logit_softcapping", d);
+                true
+            }
+            None => false,
+        },
     };
     let layers = arch.layers.len();
     let types = layer_types(cfg, layers)?;
@@ -716,12 +757,11 @@ fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     let types = match types {
         Some(t) => t,
         None => {
-            // transformers' default: layer i slides when (i + 1) % 2 == 1, i.e. the even
-            // layers; a default used only when there is a window to slide over.
+            // A default used only when there is a window to slide over.
             if w.is_some() {
-                cfg.default_used("layer_types", "sliding_attention on even layers");
+                cfg.default_used("layer_types", kind.sliding_default);
             }
-            (0..layers).map(|i| i % 2 == 0).collect()
+            (0..layers).map(kind.slides).collect()
         }
     };
     set_windows(&mut arch, w, |i| types[i]);

@@ -28,6 +28,8 @@ pub enum ModelType {
     Phi3,
     /// `gemma2` (Gemma2ForCausalLM).
     Gemma2,
+    /// `gemma3_text` (Gemma3ForCausalLM).
+    Gemma3Text,
     /// `deepseek_v2` (DeepseekV2ForCausalLM).
     DeepseekV2,
 }
@@ -43,6 +45,7 @@ impl ModelType {
         ModelType::Mixtral,
         ModelType::Phi3,
         ModelType::Gemma2,
+        ModelType::Gemma3Text,
         ModelType::DeepseekV2,
     ];
 
@@ -57,6 +60,7 @@ impl ModelType {
             ModelType::Mixtral => "mixtral",
             ModelType::Phi3 => "phi3",
             ModelType::Gemma2 => "gemma2",
+            ModelType::Gemma3Text => "gemma3_text",
             ModelType::DeepseekV2 => "deepseek_v2",
         }
     }
@@ -77,6 +81,7 @@ impl ModelType {
             ModelType::Mixtral => "MixtralForCausalLM",
             ModelType::Phi3 => "Phi3ForCausalLM",
             ModelType::Gemma2 => "Gemma2ForCausalLM",
+            ModelType::Gemma3Text => "Gemma3ForCausalLM",
             ModelType::DeepseekV2 => "DeepseekV2ForCausalLM",
         }
     }
@@ -111,6 +116,7 @@ impl ModelType {
             ModelType::Mixtral => MIXTRAL,
             ModelType::Phi3 => PHI3,
             ModelType::Gemma2 => GEMMA2,
+            ModelType::Gemma3Text => GEMMA3_TEXT,
             ModelType::DeepseekV2 => DEEPSEEK_V2,
         }
     }
@@ -568,6 +574,65 @@ static GEMMA2: &[KeyInfo] = &[
     ignored(
         "sliding_window_size",
         "legacy key; transformers reads sliding_window",
+    ),
+    ignored("use_bidirectional_attention", NO_MEMORY),
+];
+
+static GEMMA3_TEXT: &[KeyInfo] = &[
+    read("vocab_size", "default 262208"),
+    read("hidden_size", "default 2304"),
+    read(
+        "num_hidden_layers",
+        "default 26; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 8"),
+    read("intermediate_size", "default 9216"),
+    read("num_key_value_heads", "default 4"),
+    read("head_dim", "default 256 (Gemma3TextConfig's own)"),
+    read(
+        "hidden_activation",
+        "default gelu_pytorch_tanh (gelu_mul); silu gives silu_mul",
+    ),
+    read(
+        "tie_word_embeddings",
+        "default true: one tensor for embed_tokens and lm_head",
+    ),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    read(
+        "sliding_window",
+        "default 4096; null: no window; sliding layers hold at most this many tokens per sequence",
+    ),
+    read(
+        "sliding_window_pattern",
+        "default 6; without layer_types, layer i is full attention when (i + 1) % pattern == 0",
+    ),
+    read(
+        "layer_types",
+        "full_attention or sliding_attention per layer; default (and null): from sliding_window_pattern",
+    ),
+    read(
+        "final_logit_softcapping",
+        "default null; a number adds a softcap node after lm_head",
+    ),
+    ignored(
+        "hidden_act",
+        "transformers' Gemma 3 reads hidden_activation instead",
+    ),
+    ignored("query_pre_attn_scalar", NO_MEMORY),
+    ignored(
+        "attn_logit_softcapping",
+        "applied inside attention; no memory effect",
+    ),
+    ignored(
+        "cache_implementation",
+        "the window of each layer is modelled from sliding_window and layer_types",
+    ),
+    ignored(
+        "rope_local_base_freq",
+        "the sliding layers' rotary base; no memory effect",
     ),
     ignored("use_bidirectional_attention", NO_MEMORY),
 ];

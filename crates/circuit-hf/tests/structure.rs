@@ -435,6 +435,7 @@ fn ops_per_model_type() {
             }
             ModelType::Phi3 => &["silu_mul", "split"],
             ModelType::Gemma2 => &["gelu_mul", "scale", "softcap"],
+            ModelType::Gemma3Text => &["gelu_mul", "scale"],
             ModelType::Mixtral | ModelType::Qwen3Moe => &[
                 "silu_mul",
                 "router",

@@ -1,0 +1,70 @@
+//! The unquantized checkpoints of `data/checkpoints` whose model types are newer than Llama's
+//! family, byte for byte: their `expect.json` holds the bytes the published safetensors store
+//! and the KV bytes per token; the layouts come from transformers' modeling code (see
+//! docs/hf-import.md), never from these numbers.
+
+use serde_json::Value;
+
+fn checkpoint(name: &str) -> (String, Value) {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/checkpoints")
+        .join(name);
+    let read = |f: &str| {
+        std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"))
+    };
+    (
+        read("config.json"),
+        serde_json::from_str(&read("expect.json")).unwrap(),
+    )
+}
+
+/// Asserts the checkpoint's weight bytes and KV bytes per token; returns the import.
+fn exact(name: &str) -> circuit_hf::Import {
+    let (config, expect) = checkpoint(name);
+    let imp = circuit_hf::import(&config, &format!("{name}/config.json"))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        imp.circuit.weight_bytes(),
+        expect["weights"].as_u64().unwrap(),
+        "{name}: weights"
+    );
+    assert_eq!(
+        imp.circuit.state_bytes(1, 1).unwrap(),
+        expect["kv_per_token"].as_u64().unwrap(),
+        "{name}: KV bytes per token"
+    );
+    imp
+}
+
+fn tensor_bytes(imp: &circuit_hf::Import, name: &str) -> u64 {
+    imp.circuit
+        .tensors()
+        .values()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tensor {name}"))
+        .bytes
+}
+
+#[test]
+fn gemma_3_1b_head_dim_apart_q_k_norms_tied() {
+    let imp = exact("gemma-3-1b-it");
+    // head_dim 256 although 1152 / 4 = 288: q_proj is [4 x 256, 1152].
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.self_attn.q_proj.weight"),
+        2 * 1024 * 1152
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.self_attn.q_norm.weight"),
+        2 * 256
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.self_attn.k_norm.weight"),
+        2 * 256
+    );
+    assert!(
+        !imp.circuit
+            .tensors()
+            .values()
+            .any(|t| t.name == "lm_head.weight")
+    );
+}
