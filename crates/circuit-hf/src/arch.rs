@@ -35,6 +35,9 @@ pub(crate) struct Arch {
     /// Gemma 2: soft-capped final logits.
     pub final_softcap: bool,
     pub tied: bool,
+    /// DeepSeek-V3's multi-token-prediction layers after the last decoder layer, held as
+    /// weights only (`Layer::sparse` says which MLP each has).
+    pub mtp: Vec<Layer>,
 }
 
 /// The attention of every layer.
@@ -109,6 +112,8 @@ pub(crate) struct Moe {
     pub names: MoeNames,
     /// Format of the router logits (transformers computes DeepSeek's in f32).
     pub router_format: &'static str,
+    /// DeepSeek-V3's noaux_tc routing: an f32 `gate.e_score_correction_bias` `[experts]`.
+    pub score_bias: bool,
 }
 
 /// One decoder layer's variant.
@@ -131,7 +136,8 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::Phi3 => phi3(cfg, base),
         ModelType::Gemma2 => gemma2(cfg, base),
         ModelType::Gemma3Text => gemma3_text(cfg, base),
-        ModelType::DeepseekV2 => deepseek_v2(cfg, base),
+        ModelType::DeepseekV2 => deepseek(cfg, base, &DEEPSEEK_V2),
+        ModelType::DeepseekV3 | ModelType::KimiK2 => deepseek(cfg, base, &DEEPSEEK_V3),
     }
 }
 
@@ -160,6 +166,7 @@ impl Sizes {
             ModelType::Gemma2 => (256000, 2304, 26, 8, 9216),
             ModelType::Gemma3Text => (262208, 2304, 26, 8, 9216),
             ModelType::DeepseekV2 => (102400, 4096, 32, 32, 11008),
+            ModelType::DeepseekV3 | ModelType::KimiK2 => (129280, 7168, 61, 128, 18432),
         };
         Sizes {
             vocab,
@@ -213,6 +220,7 @@ impl Base {
             embed_scale: false,
             final_softcap: false,
             tied,
+            mtp: Vec::new(),
         }
     }
 
@@ -571,6 +579,7 @@ fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
                 shared_bias: false,
                 names: MoeNames::Mlp,
                 router_format: "bf16",
+                score_bias: false,
             },
         )?);
     }
@@ -616,6 +625,7 @@ struct MoeSpec {
     shared_bias: bool,
     names: MoeNames,
     router_format: &'static str,
+    score_bias: bool,
 }
 
 /// The sparse MLP: `num_experts_per_tok` and the expert width.
@@ -638,6 +648,7 @@ fn moe(cfg: &Config<'_>, experts: u64, spec: MoeSpec) -> Result<Moe, HfError> {
         shared_bias: spec.shared_bias,
         names: spec.names,
         router_format: spec.router_format,
+        score_bias: spec.score_bias,
     })
 }
 
@@ -659,6 +670,7 @@ fn mixtral(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
             shared_bias: false,
             names: MoeNames::Mixtral,
             router_format: "bf16",
+            score_bias: false,
         },
     )?);
     for layer in &mut arch.layers {
@@ -768,7 +780,42 @@ fn gemma(cfg: &Config<'_>, base: Base, kind: Gemma<'_>) -> Result<Arch, HfError>
     Ok(arch)
 }
 
-fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+/// The defaults that tell DeepSeek-V2 and DeepSeek-V3 (`DeepseekV2Config`,
+/// `DeepseekV3Config`) apart in bytes.
+struct Deepseek {
+    experts: u64,
+    shared_experts: u64,
+    top_k: Option<u64>,
+    moe_ffn: u64,
+    first_dense: u64,
+    /// V2 reads `mlp_bias`; V3 has no such key (no MLP biases).
+    mlp_bias_key: bool,
+    /// V3: the router's f32 `e_score_correction_bias`, and `num_nextn_predict_layers`
+    /// (default 1) MTP layers.
+    v3: bool,
+}
+
+const DEEPSEEK_V2: Deepseek = Deepseek {
+    experts: 64,
+    shared_experts: 2,
+    top_k: None,
+    moe_ffn: 1407,
+    first_dense: 0,
+    mlp_bias_key: true,
+    v3: false,
+};
+
+const DEEPSEEK_V3: Deepseek = Deepseek {
+    experts: 256,
+    shared_experts: 1,
+    top_k: Some(8),
+    moe_ffn: 2048,
+    first_dense: 3,
+    mlp_bias_key: false,
+    v3: true,
+};
+
+fn deepseek(cfg: &Config<'_>, base: Base, d: &Deepseek) -> Result<Arch, HfError> {
     base.check_divisible(cfg)?;
     let bias = cfg.flag("attention_bias", false)?;
     let q_lora_rank = match cfg.int("q_lora_rank", 1, u64::MAX)? {
@@ -789,33 +836,47 @@ fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     };
     let act = act(cfg, "hidden_act", "silu")?;
     let tied = cfg.flag("tie_word_embeddings", false)?;
-    let mut arch = base.arch(ModelType::DeepseekV2, attn, act, tied);
-    let mlp_bias = cfg.flag("mlp_bias", false)?;
+    let mut arch = base.arch(cfg.model(), attn, act, tied);
+    let mlp_bias = d.mlp_bias_key && cfg.flag("mlp_bias", false)?;
 
     let experts = match cfg.int_alias(&["n_routed_experts", "num_experts"], 1)? {
         (Got::Value(v), _) => Some(v),
         // DeepSeek's code: no routed experts, every layer dense.
         (Got::Null, _) => None,
         (Got::Missing, key) => {
-            cfg.default_used(key, 64);
-            Some(64)
+            cfg.default_used(key, d.experts);
+            Some(d.experts)
         }
     };
+    if d.v3 {
+        // DeepSeek's checkpoints store the MTP layers as model.layers.<layers + j>.
+        let mtp = cfg.int_or_in("num_nextn_predict_layers", 0, MAX_LAYERS, 1)?;
+        arch.mtp = vec![
+            Layer {
+                sliding: false,
+                sparse: false,
+            };
+            mtp as usize
+        ];
+    }
     if let Some(experts) = experts {
-        let first_dense = cfg.int_or("first_k_dense_replace", 0, 0)?;
+        let first_dense = cfg.int_or("first_k_dense_replace", 0, d.first_dense)?;
         let freq = cfg.int_or("moe_layer_freq", 1, 1)?;
+        let sparse = |i: u64| i >= first_dense && i.is_multiple_of(freq);
         for (i, layer) in arch.layers.iter_mut().enumerate() {
-            let i = i as u64;
-            layer.sparse = i >= first_dense && i.is_multiple_of(freq);
+            layer.sparse = sparse(i as u64);
         }
-        if arch.layers.iter().any(|l| l.sparse) {
+        for (j, layer) in arch.mtp.iter_mut().enumerate() {
+            layer.sparse = sparse(base.layers + j as u64);
+        }
+        if arch.layers.iter().chain(&arch.mtp).any(|l| l.sparse) {
             // DeepSeek's code: null, no shared experts.
             let shared = match cfg.int("n_shared_experts", 0, u64::MAX)? {
                 Got::Value(v) => v,
                 Got::Null => 0,
                 Got::Missing => {
-                    cfg.default_used("n_shared_experts", 2);
-                    2
+                    cfg.default_used("n_shared_experts", d.shared_experts);
+                    d.shared_experts
                 }
             };
             arch.moe = Some(moe(
@@ -823,17 +884,18 @@ fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
                 experts,
                 MoeSpec {
                     ffn_key: "moe_intermediate_size",
-                    ffn_default: 1407,
-                    top_k_default: None,
+                    ffn_default: d.moe_ffn,
+                    top_k_default: d.top_k,
                     shared_experts: shared,
                     shared_bias: mlp_bias,
                     names: MoeNames::Mlp,
                     router_format: "f32",
+                    score_bias: d.v3,
                 },
             )?);
         }
     }
-    if arch.layers.iter().any(|l| !l.sparse) {
+    if arch.layers.iter().chain(&arch.mtp).any(|l| !l.sparse) {
         arch.dense = Some(dense(cfg, mlp_bias, false)?);
     }
     Ok(arch)

@@ -34,6 +34,10 @@ pub(crate) fn circuit(arch: &Arch, name: &str, storage: &Storage<'_>) -> Result<
         }
     }
     b.block(head(arch));
+    let base = arch.layers.len();
+    for (j, &l) in arch.mtp.iter().enumerate() {
+        b.block(mtp(arch, base + j, l));
+    }
     b.output("head.logits");
     storage.build(b.decl().clone())
 }
@@ -601,18 +605,24 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
             .count("experts")
     };
     let rows = "n * experts_per_tok";
+    let mut router = NodeDecl::new("router", "router")
+        .reads(["hn"])
+        .writes(OutDecl::new(
+            "router_logits",
+            "n",
+            "experts",
+            moe.router_format,
+        ))
+        .weight(WeightDecl::new("w", ["experts", "hidden"], "bf16").tensor(gate));
+    if moe.score_bias {
+        // DeepSeek-V3's noaux_tc bias, kept in f32 by the checkpoints.
+        router = router.weight(
+            WeightDecl::new("score_bias", ["experts"], "f32")
+                .tensor(format!("{p}.mlp.gate.e_score_correction_bias")),
+        );
+    }
     let mut block = block
-        .node(
-            NodeDecl::new("router", "router")
-                .reads(["hn"])
-                .writes(OutDecl::new(
-                    "router_logits",
-                    "n",
-                    "experts",
-                    moe.router_format,
-                ))
-                .weight(WeightDecl::new("w", ["experts", "hidden"], "bf16").tensor(gate)),
-        )
+        .node(router)
         .node(
             NodeDecl::new("top_k", "top_k")
                 .reads(["router_logits"])
@@ -682,4 +692,49 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
             .writes(out("moe_out", "hidden")),
     );
     (block, "moe_out")
+}
+
+/// Separates the op a `weights_only` node's weight stands for from its name (the quantization
+/// passes decide a weight by its op, see [`crate::quant`]).
+pub(crate) const HELD_OP_SEPARATOR: &str = "__";
+
+/// A multi-token-prediction layer `model.layers.<idx>` (DeepSeek's `deepseek_mtp`), held as
+/// weights only: the decoder layer's weights, as [`layer`] declares them, plus its own
+/// `embed_tokens`, `enorm`, `hnorm`, `eh_proj` `[hidden, 2 x hidden]` and `shared_head`
+/// (`norm` and `head`). Each weight is named `<op>__<node>_<weight>` after the node it
+/// comes from; the layer's KV cache and activations are not planned (the step does not run
+/// it).
+fn mtp(arch: &Arch, idx: usize, kind: Layer) -> BlockDecl {
+    let p = format!("model.layers.{idx}");
+    let decoder = layer(arch, BlockDecl::once("mtp_layer"), &idx.to_string(), kind);
+    let held = |op: &str, node: &str, w: WeightDecl| WeightDecl {
+        name: format!("{op}{HELD_OP_SEPARATOR}{node}_{}", w.name),
+        ..w
+    };
+    let mut node = NodeDecl::new("weights", "weights_only");
+    for n in decoder.nodes {
+        for w in n.weights {
+            node = node.weight(held(&n.op, &n.id, w));
+        }
+    }
+    let vector = |name: &str, tensor: &str| {
+        WeightDecl::new(name, ["hidden"], "bf16").tensor(format!("{p}.{tensor}.weight"))
+    };
+    let node = node
+        .weight(
+            WeightDecl::new("embed__embed_table", ["vocab", "hidden"], "bf16")
+                .tensor(format!("{p}.embed_tokens.weight")),
+        )
+        .weight(vector("rms_norm__enorm_w", "enorm"))
+        .weight(vector("rms_norm__hnorm_w", "hnorm"))
+        .weight(
+            WeightDecl::new("linear__eh_proj_w", ["hidden", "2 * hidden"], "bf16")
+                .tensor(format!("{p}.eh_proj.weight")),
+        )
+        .weight(vector("rms_norm__shared_head_norm_w", "shared_head.norm"))
+        .weight(
+            WeightDecl::new("lm_head__shared_head_w", ["vocab", "hidden"], "bf16")
+                .tensor(format!("{p}.shared_head.head.weight")),
+        );
+    BlockDecl::once(format!("mtp_{idx}")).node(node)
 }

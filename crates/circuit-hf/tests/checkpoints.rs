@@ -68,3 +68,33 @@ fn gemma_3_1b_head_dim_apart_q_k_norms_tied() {
             .any(|t| t.name == "lm_head.weight")
     );
 }
+
+#[test]
+fn deepseek_r1_fp8_block_with_its_mtp_layer() {
+    let imp = exact("deepseek-r1");
+    // The noaux_tc router bias in f32, on the 58 sparse layers and the MTP layer.
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.3.mlp.gate.e_score_correction_bias"),
+        4 * 256
+    );
+    // The MTP layer (model.layers.61): its own embedding and head copies and eh_proj stay
+    // bf16; its experts are FP8 with f32 128x128 block scales like the main layers'.
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.61.embed_tokens.weight"),
+        2 * 129280 * 7168
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.61.shared_head.head.weight"),
+        2 * 129280 * 7168
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.61.eh_proj.weight"),
+        2 * 7168 * 14336
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.61.self_attn.kv_b_proj.weight"),
+        128 * 256 * 512
+    );
+    // No KV for the MTP layer: 61 latents of (512 + 64) bf16 elements per token.
+    assert_eq!(imp.circuit.kv_bytes_per_token().unwrap(), 61 * 576 * 2);
+}

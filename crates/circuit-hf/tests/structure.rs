@@ -27,7 +27,7 @@ fn small(model_type: ModelType) -> String {
             r#", "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 48"#
         }
         ModelType::Mixtral => r#", "num_local_experts": 4, "num_experts_per_tok": 2"#,
-        ModelType::DeepseekV2 => {
+        ModelType::DeepseekV2 | ModelType::DeepseekV3 | ModelType::KimiK2 => {
             r#", "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 48,
                "first_k_dense_replace": 1, "q_lora_rank": 96, "kv_lora_rank": 32,
                "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16"#
@@ -451,6 +451,15 @@ fn ops_per_model_type() {
                 "expert_linear",
                 "moe_combine",
             ],
+            ModelType::DeepseekV3 | ModelType::KimiK2 => &[
+                "silu_mul",
+                "split",
+                "router",
+                "top_k",
+                "expert_linear",
+                "moe_combine",
+                "weights_only",
+            ],
             _ => unreachable!(),
         };
         ops.extend(more);
@@ -480,10 +489,11 @@ fn dims_per_model_type() {
         ] {
             assert!(c.dim(dim).is_some(), "{m}: {dim}");
         }
-        let sparse = matches!(
+        let mla = matches!(
             m,
-            ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::DeepseekV2
+            ModelType::DeepseekV2 | ModelType::DeepseekV3 | ModelType::KimiK2
         );
+        let sparse = mla || matches!(m, ModelType::Mixtral | ModelType::Qwen3Moe);
         for dim in ["experts", "experts_per_tok", "moe_ffn"] {
             assert_eq!(c.dim(dim).is_some(), sparse, "{m}: {dim}");
         }
@@ -491,7 +501,7 @@ fn dims_per_model_type() {
         assert_eq!(c.dim("ffn").is_some(), dense, "{m}: ffn");
         assert_eq!(
             c.dim("kv_width").is_some(),
-            m != ModelType::DeepseekV2,
+            !mla,
             "{m}: kv_width"
         );
     }
