@@ -53,6 +53,8 @@ pub(crate) enum Attn {
         fused_qkv: bool,
         /// Qwen3: per-head RMS norms on q and k.
         qk_norm: bool,
+        /// gpt-oss: a learned sink logit per head, `self_attn.sinks` `[heads]`.
+        sinks: bool,
     },
     /// Multi-head latent attention (DeepSeek-V2) with a compressed-latent cache.
     Mla {
@@ -97,6 +99,10 @@ pub(crate) enum MoeNames {
     Mixtral,
     /// `mlp.gate`, `mlp.experts.*.gate_proj/up_proj/down_proj`, `mlp.shared_experts.*`.
     Mlp,
+    /// gpt-oss: `mlp.router` (weight and bias), `mlp.experts.gate_up_proj` and `down_proj`
+    /// stored as one tensor for all experts each, with `_bias` tensors, and the clamped
+    /// SwiGLU on interleaved gate and up.
+    GptOss,
 }
 
 /// The sparse MLP (of the sparse layers).
@@ -138,6 +144,7 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::Gemma3Text => gemma3_text(cfg, base),
         ModelType::DeepseekV2 => deepseek(cfg, base, &DEEPSEEK_V2),
         ModelType::DeepseekV3 | ModelType::KimiK2 => deepseek(cfg, base, &DEEPSEEK_V3),
+        ModelType::GptOss => gpt_oss(cfg, base),
     }
 }
 
@@ -167,6 +174,7 @@ impl Sizes {
             ModelType::Gemma3Text => (262208, 2304, 26, 8, 9216),
             ModelType::DeepseekV2 => (102400, 4096, 32, 32, 11008),
             ModelType::DeepseekV3 | ModelType::KimiK2 => (129280, 7168, 61, 128, 18432),
+            ModelType::GptOss => (201088, 2880, 36, 64, 2880),
         };
         Sizes {
             vocab,
@@ -455,6 +463,7 @@ fn biased_gqa(cfg: &Config<'_>, g: &Gqa, qk_norm: bool) -> Result<Attn, HfError>
         o_bias: bias,
         fused_qkv: false,
         qk_norm,
+        sinks: false,
     })
 }
 
@@ -467,6 +476,7 @@ fn plain_gqa(g: &Gqa, fused_qkv: bool) -> Attn {
         o_bias: false,
         fused_qkv,
         qk_norm: false,
+        sinks: false,
     }
 }
 
@@ -522,6 +532,7 @@ fn qwen(cfg: &Config<'_>, base: Base, qwen3: bool) -> Result<Arch, HfError> {
             o_bias: false,
             fused_qkv: false,
             qk_norm: false,
+            sinks: false,
         }
     };
     let act = act(cfg, "hidden_act", "silu")?;
@@ -774,6 +785,65 @@ fn gemma(cfg: &Config<'_>, base: Base, kind: Gemma<'_>) -> Result<Arch, HfError>
                 cfg.default_used("layer_types", kind.sliding_default);
             }
             (0..layers).map(kind.slides).collect()
+        }
+    };
+    set_windows(&mut arch, w, |i| types[i]);
+    Ok(arch)
+}
+
+/// `gpt_oss` (GptOssConfig, `modeling_gpt_oss.py`): biased attention with a sink logit per
+/// head, every layer sparse (a biased router, fused expert tensors with biases), windows on
+/// the even layers by default.
+fn gpt_oss(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    // `num_key_value_heads: int = 8`, `head_dim: int = 64`: strict, null refused.
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(8),
+        kv_heads_null: false,
+        head_dim: Fallback::Fixed(64),
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
+    let bias = cfg.flag("attention_bias", true)?;
+    let attn = Attn::Gqa {
+        kv_heads: g.kv_heads,
+        head_dim: g.head_dim,
+        qkv_bias: bias,
+        o_bias: bias,
+        fused_qkv: false,
+        qk_norm: false,
+        sinks: true,
+    };
+    let tied = cfg.flag("tie_word_embeddings", false)?;
+    let mut arch = base.arch(ModelType::GptOss, attn, Act::Silu, tied);
+    let experts = experts(cfg, &["num_local_experts", "num_experts"], 1, 128)?;
+    arch.moe = Some(moe(
+        cfg,
+        experts,
+        MoeSpec {
+            ffn_key: "intermediate_size",
+            ffn_default: Sizes::of(ModelType::GptOss).ffn,
+            top_k_default: Some(4),
+            shared_experts: 0,
+            shared_bias: false,
+            names: MoeNames::GptOss,
+            router_format: "bf16",
+            score_bias: false,
+        },
+    )?);
+    for layer in &mut arch.layers {
+        layer.sparse = true;
+    }
+    let layers = arch.layers.len();
+    let types = layer_types(cfg, layers)?;
+    let w = window(cfg, Some(128))?;
+    let types = match types {
+        Some(t) => t,
+        None => {
+            // GptOssConfig: layer i slides when (i + 1) % 2 == 1, i.e. the even layers.
+            if w.is_some() {
+                cfg.default_used("layer_types", "sliding_attention on even layers");
+            }
+            (0..layers).map(|i| i % 2 == 0).collect()
         }
     };
     set_windows(&mut arch, w, |i| types[i]);

@@ -36,6 +36,8 @@ pub enum ModelType {
     DeepseekV3,
     /// `kimi_k2` (Kimi K2: DeepSeek-V3's architecture under DeepseekV3ForCausalLM).
     KimiK2,
+    /// `gpt_oss` (GptOssForCausalLM).
+    GptOss,
 }
 
 impl ModelType {
@@ -53,6 +55,7 @@ impl ModelType {
         ModelType::DeepseekV2,
         ModelType::DeepseekV3,
         ModelType::KimiK2,
+        ModelType::GptOss,
     ];
 
     /// The `model_type` string.
@@ -70,6 +73,7 @@ impl ModelType {
             ModelType::DeepseekV2 => "deepseek_v2",
             ModelType::DeepseekV3 => "deepseek_v3",
             ModelType::KimiK2 => "kimi_k2",
+            ModelType::GptOss => "gpt_oss",
         }
     }
 
@@ -92,6 +96,7 @@ impl ModelType {
             ModelType::Gemma3Text => "Gemma3ForCausalLM",
             ModelType::DeepseekV2 => "DeepseekV2ForCausalLM",
             ModelType::DeepseekV3 | ModelType::KimiK2 => "DeepseekV3ForCausalLM",
+            ModelType::GptOss => "GptOssForCausalLM",
         }
     }
 
@@ -133,6 +138,7 @@ impl ModelType {
             ModelType::Gemma3Text => GEMMA3_TEXT,
             ModelType::DeepseekV2 => DEEPSEEK_V2,
             ModelType::DeepseekV3 | ModelType::KimiK2 => DEEPSEEK_V3,
+            ModelType::GptOss => GPT_OSS,
         }
     }
 }
@@ -798,4 +804,45 @@ static DEEPSEEK_V3: &[KeyInfo] = &[
     ignored("seq_aux", ROUTER),
     ignored("ep_size", "expert parallelism; total memory unchanged"),
     ignored("output_router_logits", ROUTER),
+];
+
+static GPT_OSS: &[KeyInfo] = &[
+    read("vocab_size", "default 201088"),
+    read("hidden_size", "default 2880"),
+    read(
+        "num_hidden_layers",
+        "default 36; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 64"),
+    read(
+        "intermediate_size",
+        "default 2880: the width of each expert",
+    ),
+    read("num_key_value_heads", "default 8"),
+    read("head_dim", "default 64 (GptOssConfig's own)"),
+    read("tie_word_embeddings", TIE_FALSE),
+    read("attention_bias", "default true: q/k/v/o_proj biases"),
+    read(
+        "sliding_window",
+        "default 128; null: no window; sliding layers hold at most this many tokens per sequence",
+    ),
+    read(
+        "layer_types",
+        "full_attention or sliding_attention per layer; default (and null): sliding_attention on even layers",
+    ),
+    read("num_local_experts", "default 128"),
+    read("num_experts", "alias of num_local_experts"),
+    read("num_experts_per_tok", "default 4"),
+    ignored(
+        "experts_per_token",
+        "the original release's name; transformers reads num_experts_per_tok",
+    ),
+    ignored(
+        "hidden_act",
+        "transformers' gpt-oss experts always run their clamped SwiGLU",
+    ),
+    ignored("swiglu_limit", NO_MEMORY),
+    ignored("initial_context_length", NO_MEMORY),
+    ignored("output_router_logits", ROUTER),
+    ignored("router_aux_loss_coef", ROUTER),
 ];

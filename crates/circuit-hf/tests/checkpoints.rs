@@ -98,3 +98,25 @@ fn deepseek_r1_fp8_block_with_its_mtp_layer() {
     // No KV for the MTP layer: 61 latents of (512 + 64) bf16 elements per token.
     assert_eq!(imp.circuit.kv_bytes_per_token().unwrap(), 61 * 576 * 2);
 }
+
+#[test]
+fn gpt_oss_20b_mxfp4_experts_sinks_and_biases() {
+    let imp = exact("gpt-oss-20b");
+    let q = imp.quantization.clone().unwrap();
+    assert_eq!(q.method, "mxfp4");
+    assert_eq!(tensor_bytes(&imp, "model.layers.0.self_attn.sinks"), 2 * 64);
+    assert_eq!(tensor_bytes(&imp, "model.layers.0.mlp.router.bias"), 2 * 32);
+    // e2m1 in blocks of 32 with a byte scale: [32, 5760, 90, 16] u8.
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.mlp.experts.gate_up_proj_blocks"),
+        32 * 5760 * 90 * 16
+    );
+    // Every other layer slides over 128 tokens: 12 windowed caches.
+    let windowed = imp
+        .circuit
+        .states()
+        .values()
+        .filter(|s| s.window.is_some())
+        .count();
+    assert_eq!(windowed, 12);
+}

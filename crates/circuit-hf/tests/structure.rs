@@ -26,7 +26,9 @@ fn small(model_type: ModelType) -> String {
         ModelType::Qwen3Moe => {
             r#", "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 48"#
         }
-        ModelType::Mixtral => r#", "num_local_experts": 4, "num_experts_per_tok": 2"#,
+        ModelType::Mixtral | ModelType::GptOss => {
+            r#", "num_local_experts": 4, "num_experts_per_tok": 2"#
+        }
         ModelType::DeepseekV2 | ModelType::DeepseekV3 | ModelType::KimiK2 => {
             r#", "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 48,
                "first_k_dense_replace": 1, "q_lora_rank": 96, "kv_lora_rank": 32,
@@ -127,9 +129,12 @@ fn every_circuit_round_trips_through_toml() {
                 "{name}: {}",
                 t.name
             );
+            // gpt-oss stores each expert projection as one tensor for all experts.
             assert_eq!(
                 t.name.contains('*'),
-                t.count > 1 || t.name.contains(".experts.")
+                (t.count > 1 || t.name.contains(".experts.")) && name != "gpt_oss",
+                "{name}: {}",
+                t.name
             );
         }
         // The logits are the one output; every layer holds one state.
@@ -451,6 +456,13 @@ fn ops_per_model_type() {
                 "expert_linear",
                 "moe_combine",
             ],
+            ModelType::GptOss => &[
+                "router",
+                "top_k",
+                "expert_linear",
+                "clamped_swiglu",
+                "moe_combine",
+            ],
             ModelType::DeepseekV3 | ModelType::KimiK2 => &[
                 "silu_mul",
                 "split",
@@ -493,17 +505,20 @@ fn dims_per_model_type() {
             m,
             ModelType::DeepseekV2 | ModelType::DeepseekV3 | ModelType::KimiK2
         );
-        let sparse = mla || matches!(m, ModelType::Mixtral | ModelType::Qwen3Moe);
+        let sparse = mla
+            || matches!(
+                m,
+                ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::GptOss
+            );
         for dim in ["experts", "experts_per_tok", "moe_ffn"] {
             assert_eq!(c.dim(dim).is_some(), sparse, "{m}: {dim}");
         }
-        let dense = !matches!(m, ModelType::Mixtral | ModelType::Qwen3Moe);
-        assert_eq!(c.dim("ffn").is_some(), dense, "{m}: ffn");
-        assert_eq!(
-            c.dim("kv_width").is_some(),
-            !mla,
-            "{m}: kv_width"
+        let dense = !matches!(
+            m,
+            ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::GptOss
         );
+        assert_eq!(c.dim("ffn").is_some(), dense, "{m}: ffn");
+        assert_eq!(c.dim("kv_width").is_some(), !mla, "{m}: kv_width");
     }
     let ds = load("deepseek-v2-lite");
     for (dim, value) in [
