@@ -120,3 +120,46 @@ fn gpt_oss_20b_mxfp4_experts_sinks_and_biases() {
         .count();
     assert_eq!(windowed, 12);
 }
+
+#[test]
+fn kimi_k2_reads_as_deepseek_v3_and_mtp_layers_are_counted_per_layer() {
+    let (config, expect) = checkpoint("deepseek-r1");
+    let weights = |text: &str| {
+        circuit_hf::import(text, "k/config.json")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .circuit
+            .weight_bytes()
+    };
+    let kimi = config.replace(
+        r#""model_type": "deepseek_v3""#,
+        r#""model_type": "kimi_k2""#,
+    );
+    assert_ne!(kimi, config);
+    assert_eq!(weights(&kimi), expect["weights"].as_u64().unwrap());
+    // One MTP layer by hand: a sparse MLA layer in FP8 with f32 128x128 block scales, plus
+    // bf16 embed_tokens and shared_head.head [129280, 7168], eh_proj [7168, 14336] and three
+    // [7168] norms.
+    let fp8 = |o: u64, i: u64| o * i + 4 * o.div_ceil(128) * i.div_ceil(128);
+    let (h, e) = (7168, 256);
+    let attn = fp8(1536, h)
+        + 2 * 1536
+        + fp8(128 * 192, 1536)
+        + fp8(576, h)
+        + 2 * 512
+        + fp8(128 * 256, 512)
+        + fp8(h, 128 * 128);
+    let expert = 2 * fp8(2048, h) + fp8(h, 2048);
+    let layer = attn + 2 * 2 * h + (e + 1) * expert + 2 * e * h + 4 * e;
+    let mtp = layer + 2 * (2 * 129280 * h) + 2 * h * 2 * h + 3 * 2 * h;
+    let none = config.replace(
+        r#""num_nextn_predict_layers": 1"#,
+        r#""num_nextn_predict_layers": 0"#,
+    );
+    let two = config.replace(
+        r#""num_nextn_predict_layers": 1"#,
+        r#""num_nextn_predict_layers": 2"#,
+    );
+    assert_ne!(none, config);
+    assert_eq!(weights(&none) + mtp, expect["weights"].as_u64().unwrap());
+    assert_eq!(weights(&two), expect["weights"].as_u64().unwrap() + mtp);
+}
