@@ -35,6 +35,9 @@ pub(crate) struct Arch {
     /// Gemma 2: soft-capped final logits.
     pub final_softcap: bool,
     pub tied: bool,
+    /// DeepSeek-V3's multi-token-prediction layers after the last decoder layer, held as
+    /// weights only (`Layer::sparse` says which MLP each has).
+    pub mtp: Vec<Layer>,
 }
 
 /// The attention of every layer.
@@ -50,6 +53,8 @@ pub(crate) enum Attn {
         fused_qkv: bool,
         /// Qwen3: per-head RMS norms on q and k.
         qk_norm: bool,
+        /// gpt-oss: a learned sink logit per head, `self_attn.sinks` `[heads]`.
+        sinks: bool,
     },
     /// Multi-head latent attention (DeepSeek-V2) with a compressed-latent cache.
     Mla {
@@ -94,6 +99,10 @@ pub(crate) enum MoeNames {
     Mixtral,
     /// `mlp.gate`, `mlp.experts.*.gate_proj/up_proj/down_proj`, `mlp.shared_experts.*`.
     Mlp,
+    /// gpt-oss: `mlp.router` (weight and bias), `mlp.experts.gate_up_proj` and `down_proj`
+    /// stored as one tensor for all experts each, with `_bias` tensors, and the clamped
+    /// SwiGLU on interleaved gate and up.
+    GptOss,
 }
 
 /// The sparse MLP (of the sparse layers).
@@ -109,6 +118,8 @@ pub(crate) struct Moe {
     pub names: MoeNames,
     /// Format of the router logits (transformers computes DeepSeek's in f32).
     pub router_format: &'static str,
+    /// DeepSeek-V3's noaux_tc routing: an f32 `gate.e_score_correction_bias` `[experts]`.
+    pub score_bias: bool,
 }
 
 /// One decoder layer's variant.
@@ -130,7 +141,10 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::Mixtral => mixtral(cfg, base),
         ModelType::Phi3 => phi3(cfg, base),
         ModelType::Gemma2 => gemma2(cfg, base),
-        ModelType::DeepseekV2 => deepseek_v2(cfg, base),
+        ModelType::Gemma3Text => gemma3_text(cfg, base),
+        ModelType::DeepseekV2 => deepseek(cfg, base, &DEEPSEEK_V2),
+        ModelType::DeepseekV3 | ModelType::KimiK2 => deepseek(cfg, base, &DEEPSEEK_V3),
+        ModelType::GptOss => gpt_oss(cfg, base),
     }
 }
 
@@ -157,7 +171,10 @@ impl Sizes {
             ModelType::Qwen3Moe => (151936, 2048, 24, 32, 6144),
             ModelType::Phi3 => (32064, 3072, 32, 32, 8192),
             ModelType::Gemma2 => (256000, 2304, 26, 8, 9216),
+            ModelType::Gemma3Text => (262208, 2304, 26, 8, 9216),
             ModelType::DeepseekV2 => (102400, 4096, 32, 32, 11008),
+            ModelType::DeepseekV3 | ModelType::KimiK2 => (129280, 7168, 61, 128, 18432),
+            ModelType::GptOss => (201088, 2880, 36, 64, 2880),
         };
         Sizes {
             vocab,
@@ -211,6 +228,7 @@ impl Base {
             embed_scale: false,
             final_softcap: false,
             tied,
+            mtp: Vec::new(),
         }
     }
 
@@ -445,6 +463,7 @@ fn biased_gqa(cfg: &Config<'_>, g: &Gqa, qk_norm: bool) -> Result<Attn, HfError>
         o_bias: bias,
         fused_qkv: false,
         qk_norm,
+        sinks: false,
     })
 }
 
@@ -457,6 +476,7 @@ fn plain_gqa(g: &Gqa, fused_qkv: bool) -> Attn {
         o_bias: false,
         fused_qkv,
         qk_norm: false,
+        sinks: false,
     }
 }
 
@@ -512,6 +532,7 @@ fn qwen(cfg: &Config<'_>, base: Base, qwen3: bool) -> Result<Arch, HfError> {
             o_bias: false,
             fused_qkv: false,
             qk_norm: false,
+            sinks: false,
         }
     };
     let act = act(cfg, "hidden_act", "silu")?;
@@ -569,6 +590,7 @@ fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
                 shared_bias: false,
                 names: MoeNames::Mlp,
                 router_format: "bf16",
+                score_bias: false,
             },
         )?);
     }
@@ -614,6 +636,7 @@ struct MoeSpec {
     shared_bias: bool,
     names: MoeNames,
     router_format: &'static str,
+    score_bias: bool,
 }
 
 /// The sparse MLP: `num_experts_per_tok` and the expert width.
@@ -636,6 +659,7 @@ fn moe(cfg: &Config<'_>, experts: u64, spec: MoeSpec) -> Result<Moe, HfError> {
         shared_bias: spec.shared_bias,
         names: spec.names,
         router_format: spec.router_format,
+        score_bias: spec.score_bias,
     })
 }
 
@@ -657,6 +681,7 @@ fn mixtral(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
             shared_bias: false,
             names: MoeNames::Mixtral,
             router_format: "bf16",
+            score_bias: false,
         },
     )?);
     for layer in &mut arch.layers {
@@ -687,6 +712,42 @@ fn phi3(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
 
 fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     base.check_divisible(cfg)?;
+    // transformers' default: layer i slides when (i + 1) % 2 == 1, i.e. the even layers.
+    let types = Gemma {
+        qk_norm: false,
+        softcap_default: Some("30.0"),
+        sliding_default: "sliding_attention on even layers",
+        slides: &|i| i % 2 == 0,
+    };
+    gemma(cfg, base, types)
+}
+
+/// `gemma3_text` (Gemma3TextConfig): Gemma 2's layout with per-head RMS norms on q and k
+/// (`q_norm`, `k_norm`, `[head_dim]` each), no final softcap by default and one full-attention
+/// layer in every `sliding_window_pattern` (6, the class's backward-compatible default).
+fn gemma3_text(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    let pattern = cfg.int_or("sliding_window_pattern", 1, 6)?;
+    let slides = |i: usize| !(i as u64 + 1).is_multiple_of(pattern);
+    let kind = Gemma {
+        qk_norm: true,
+        softcap_default: None,
+        sliding_default: "sliding_attention unless (i + 1) % sliding_window_pattern == 0",
+        slides: &slides,
+    };
+    gemma(cfg, base, kind)
+}
+
+/// What tells the Gemma generations apart in bytes.
+struct Gemma<'a> {
+    qk_norm: bool,
+    /// `final_logit_softcapping` when absent: `Some(default)` adds the softcap node.
+    softcap_default: Option<&'static str>,
+    /// The default `layer_types`, as reported.
+    sliding_default: &'static str,
+    slides: &'a dyn Fn(usize) -> bool,
+}
+
+fn gemma(cfg: &Config<'_>, base: Base, kind: Gemma<'_>) -> Result<Arch, HfError> {
     // `num_key_value_heads: int = 4`, `head_dim: int = 256`: strict, null refused.
     let defaults = GqaDefaults {
         kv_heads: Fallback::Fixed(4),
@@ -695,20 +756,23 @@ fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         head_dim_null: false,
     };
     let g = gqa(cfg, base, defaults)?;
-    let attn = biased_gqa(cfg, &g, false)?;
+    let attn = biased_gqa(cfg, &g, kind.qk_norm)?;
     let act = act(cfg, "hidden_activation", "gelu_pytorch_tanh")?;
     let tied = cfg.flag("tie_word_embeddings", true)?;
-    let mut arch = base.arch(ModelType::Gemma2, attn, act, tied);
+    let mut arch = base.arch(cfg.model(), attn, act, tied);
     arch.dense = Some(dense(cfg, false, false)?);
     arch.sandwich_norms = true;
     arch.embed_scale = true;
     arch.final_softcap = match cfg.number("final_logit_softcapping")? {
         Got::Value(_) => true,
         Got::Null => false,
-        Got::Missing => {
-            cfg.default_used("final_logit_softcapping", "30.0");
-            true
-        }
+        Got::Missing => match kind.softcap_default {
+            Some(d) => {
+                cfg.default_used("final_logit_softcapping", d);
+                true
+            }
+            None => false,
+        },
     };
     let layers = arch.layers.len();
     let types = layer_types(cfg, layers)?;
@@ -716,8 +780,66 @@ fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     let types = match types {
         Some(t) => t,
         None => {
-            // transformers' default: layer i slides when (i + 1) % 2 == 1, i.e. the even
-            // layers; a default used only when there is a window to slide over.
+            // A default used only when there is a window to slide over.
+            if w.is_some() {
+                cfg.default_used("layer_types", kind.sliding_default);
+            }
+            (0..layers).map(kind.slides).collect()
+        }
+    };
+    set_windows(&mut arch, w, |i| types[i]);
+    Ok(arch)
+}
+
+/// `gpt_oss` (GptOssConfig, `modeling_gpt_oss.py`): biased attention with a sink logit per
+/// head, every layer sparse (a biased router, fused expert tensors with biases), windows on
+/// the even layers by default.
+fn gpt_oss(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    // `num_key_value_heads: int = 8`, `head_dim: int = 64`: strict, null refused.
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(8),
+        kv_heads_null: false,
+        head_dim: Fallback::Fixed(64),
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
+    let bias = cfg.flag("attention_bias", true)?;
+    let attn = Attn::Gqa {
+        kv_heads: g.kv_heads,
+        head_dim: g.head_dim,
+        qkv_bias: bias,
+        o_bias: bias,
+        fused_qkv: false,
+        qk_norm: false,
+        sinks: true,
+    };
+    let tied = cfg.flag("tie_word_embeddings", false)?;
+    let mut arch = base.arch(ModelType::GptOss, attn, Act::Silu, tied);
+    let experts = experts(cfg, &["num_local_experts", "num_experts"], 1, 128)?;
+    arch.moe = Some(moe(
+        cfg,
+        experts,
+        MoeSpec {
+            ffn_key: "intermediate_size",
+            ffn_default: Sizes::of(ModelType::GptOss).ffn,
+            top_k_default: Some(4),
+            shared_experts: 0,
+            shared_bias: false,
+            names: MoeNames::GptOss,
+            router_format: "bf16",
+            score_bias: false,
+        },
+    )?);
+    for layer in &mut arch.layers {
+        layer.sparse = true;
+    }
+    let layers = arch.layers.len();
+    let types = layer_types(cfg, layers)?;
+    let w = window(cfg, Some(128))?;
+    let types = match types {
+        Some(t) => t,
+        None => {
+            // GptOssConfig: layer i slides when (i + 1) % 2 == 1, i.e. the even layers.
             if w.is_some() {
                 cfg.default_used("layer_types", "sliding_attention on even layers");
             }
@@ -728,7 +850,42 @@ fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     Ok(arch)
 }
 
-fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+/// The defaults that tell DeepSeek-V2 and DeepSeek-V3 (`DeepseekV2Config`,
+/// `DeepseekV3Config`) apart in bytes.
+struct Deepseek {
+    experts: u64,
+    shared_experts: u64,
+    top_k: Option<u64>,
+    moe_ffn: u64,
+    first_dense: u64,
+    /// V2 reads `mlp_bias`; V3 has no such key (no MLP biases).
+    mlp_bias_key: bool,
+    /// V3: the router's f32 `e_score_correction_bias`, and `num_nextn_predict_layers`
+    /// (default 1) MTP layers.
+    v3: bool,
+}
+
+const DEEPSEEK_V2: Deepseek = Deepseek {
+    experts: 64,
+    shared_experts: 2,
+    top_k: None,
+    moe_ffn: 1407,
+    first_dense: 0,
+    mlp_bias_key: true,
+    v3: false,
+};
+
+const DEEPSEEK_V3: Deepseek = Deepseek {
+    experts: 256,
+    shared_experts: 1,
+    top_k: Some(8),
+    moe_ffn: 2048,
+    first_dense: 3,
+    mlp_bias_key: false,
+    v3: true,
+};
+
+fn deepseek(cfg: &Config<'_>, base: Base, d: &Deepseek) -> Result<Arch, HfError> {
     base.check_divisible(cfg)?;
     let bias = cfg.flag("attention_bias", false)?;
     let q_lora_rank = match cfg.int("q_lora_rank", 1, u64::MAX)? {
@@ -749,33 +906,47 @@ fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     };
     let act = act(cfg, "hidden_act", "silu")?;
     let tied = cfg.flag("tie_word_embeddings", false)?;
-    let mut arch = base.arch(ModelType::DeepseekV2, attn, act, tied);
-    let mlp_bias = cfg.flag("mlp_bias", false)?;
+    let mut arch = base.arch(cfg.model(), attn, act, tied);
+    let mlp_bias = d.mlp_bias_key && cfg.flag("mlp_bias", false)?;
 
     let experts = match cfg.int_alias(&["n_routed_experts", "num_experts"], 1)? {
         (Got::Value(v), _) => Some(v),
         // DeepSeek's code: no routed experts, every layer dense.
         (Got::Null, _) => None,
         (Got::Missing, key) => {
-            cfg.default_used(key, 64);
-            Some(64)
+            cfg.default_used(key, d.experts);
+            Some(d.experts)
         }
     };
+    if d.v3 {
+        // DeepSeek's checkpoints store the MTP layers as model.layers.<layers + j>.
+        let mtp = cfg.int_or_in("num_nextn_predict_layers", 0, MAX_LAYERS, 1)?;
+        arch.mtp = vec![
+            Layer {
+                sliding: false,
+                sparse: false,
+            };
+            mtp as usize
+        ];
+    }
     if let Some(experts) = experts {
-        let first_dense = cfg.int_or("first_k_dense_replace", 0, 0)?;
+        let first_dense = cfg.int_or("first_k_dense_replace", 0, d.first_dense)?;
         let freq = cfg.int_or("moe_layer_freq", 1, 1)?;
+        let sparse = |i: u64| i >= first_dense && i.is_multiple_of(freq);
         for (i, layer) in arch.layers.iter_mut().enumerate() {
-            let i = i as u64;
-            layer.sparse = i >= first_dense && i.is_multiple_of(freq);
+            layer.sparse = sparse(i as u64);
         }
-        if arch.layers.iter().any(|l| l.sparse) {
+        for (j, layer) in arch.mtp.iter_mut().enumerate() {
+            layer.sparse = sparse(base.layers + j as u64);
+        }
+        if arch.layers.iter().chain(&arch.mtp).any(|l| l.sparse) {
             // DeepSeek's code: null, no shared experts.
             let shared = match cfg.int("n_shared_experts", 0, u64::MAX)? {
                 Got::Value(v) => v,
                 Got::Null => 0,
                 Got::Missing => {
-                    cfg.default_used("n_shared_experts", 2);
-                    2
+                    cfg.default_used("n_shared_experts", d.shared_experts);
+                    d.shared_experts
                 }
             };
             arch.moe = Some(moe(
@@ -783,17 +954,18 @@ fn deepseek_v2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
                 experts,
                 MoeSpec {
                     ffn_key: "moe_intermediate_size",
-                    ffn_default: 1407,
-                    top_k_default: None,
+                    ffn_default: d.moe_ffn,
+                    top_k_default: d.top_k,
                     shared_experts: shared,
                     shared_bias: mlp_bias,
                     names: MoeNames::Mlp,
                     router_format: "f32",
+                    score_bias: d.v3,
                 },
             )?);
         }
     }
-    if arch.layers.iter().any(|l| !l.sparse) {
+    if arch.layers.iter().chain(&arch.mtp).any(|l| !l.sparse) {
         arch.dense = Some(dense(cfg, mlp_bias, false)?);
     }
     Ok(arch)

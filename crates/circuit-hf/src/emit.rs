@@ -34,6 +34,10 @@ pub(crate) fn circuit(arch: &Arch, name: &str, storage: &Storage<'_>) -> Result<
         }
     }
     b.block(head(arch));
+    let base = arch.layers.len();
+    for (j, &l) in arch.mtp.iter().enumerate() {
+        b.block(mtp(arch, base + j, l));
+    }
     b.output("head.logits");
     storage.build(b.decl().clone())
 }
@@ -290,6 +294,7 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
         o_bias,
         fused_qkv,
         qk_norm,
+        sinks,
         ..
     } = arch.attn
     else {
@@ -371,6 +376,13 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
     if kind.sliding {
         kv = kv.window("window");
     }
+    let mut attention = NodeDecl::new("attention", "attention")
+        .reads(["q_rot"])
+        .writes(out("attn", "q_width"));
+    if sinks {
+        attention = attention
+            .weight(WeightDecl::new("sinks", ["heads"], "bf16").tensor(format!("{a}.sinks")));
+    }
     let block = block
         .node(
             NodeDecl::new("rope", "rope")
@@ -379,11 +391,7 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
                 .writes(out("k_rot", "kv_width")),
         )
         .node(NodeDecl::new("kv_write", "kv_write").reads(["k_rot", "v"]))
-        .node(
-            NodeDecl::new("attention", "attention")
-                .reads(["q_rot"])
-                .writes(out("attn", "q_width")),
-        )
+        .node(attention)
         .node(linear(
             "o_proj",
             "attn",
@@ -584,6 +592,7 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
     let moe = arch.moe.expect("a sparse layer implies a sparse MLP");
     let act = arch.act.op();
     let (gate, experts, [w_gate, w_up, w_down]) = match moe.names {
+        MoeNames::GptOss => return fused_experts_mlp(block, p),
         MoeNames::Mixtral => (
             format!("{p}.block_sparse_moe.gate.weight"),
             format!("{p}.block_sparse_moe.experts.*"),
@@ -601,18 +610,24 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
             .count("experts")
     };
     let rows = "n * experts_per_tok";
+    let mut router = NodeDecl::new("router", "router")
+        .reads(["hn"])
+        .writes(OutDecl::new(
+            "router_logits",
+            "n",
+            "experts",
+            moe.router_format,
+        ))
+        .weight(WeightDecl::new("w", ["experts", "hidden"], "bf16").tensor(gate));
+    if moe.score_bias {
+        // DeepSeek-V3's noaux_tc bias, kept in f32 by the checkpoints.
+        router = router.weight(
+            WeightDecl::new("score_bias", ["experts"], "f32")
+                .tensor(format!("{p}.mlp.gate.e_score_correction_bias")),
+        );
+    }
     let mut block = block
-        .node(
-            NodeDecl::new("router", "router")
-                .reads(["hn"])
-                .writes(OutDecl::new(
-                    "router_logits",
-                    "n",
-                    "experts",
-                    moe.router_format,
-                ))
-                .weight(WeightDecl::new("w", ["experts", "hidden"], "bf16").tensor(gate)),
-        )
+        .node(router)
         .node(
             NodeDecl::new("top_k", "top_k")
                 .reads(["router_logits"])
@@ -681,5 +696,106 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
             .reads(combine_in)
             .writes(out("moe_out", "hidden")),
     );
+    (block, "moe_out")
+}
+
+/// Separates the op a `weights_only` node's weight stands for from its name (the quantization
+/// passes decide a weight by its op, see [`crate::quant`]).
+pub(crate) const HELD_OP_SEPARATOR: &str = "__";
+
+/// A multi-token-prediction layer `model.layers.<idx>` (DeepSeek's `deepseek_mtp`), held as
+/// weights only: the decoder layer's weights, as [`layer`] declares them, plus its own
+/// `embed_tokens`, `enorm`, `hnorm`, `eh_proj` `[hidden, 2 x hidden]` and `shared_head`
+/// (`norm` and `head`). Each weight is named `<op>__<node>_<weight>` after the node it
+/// comes from; the layer's KV cache and activations are not planned (the step does not run
+/// it).
+fn mtp(arch: &Arch, idx: usize, kind: Layer) -> BlockDecl {
+    let p = format!("model.layers.{idx}");
+    let decoder = layer(arch, BlockDecl::once("mtp_layer"), &idx.to_string(), kind);
+    let held = |op: &str, node: &str, w: WeightDecl| WeightDecl {
+        name: format!("{op}{HELD_OP_SEPARATOR}{node}_{}", w.name),
+        ..w
+    };
+    let mut node = NodeDecl::new("weights", "weights_only");
+    for n in decoder.nodes {
+        for w in n.weights {
+            node = node.weight(held(&n.op, &n.id, w));
+        }
+    }
+    let vector = |name: &str, tensor: &str| {
+        WeightDecl::new(name, ["hidden"], "bf16").tensor(format!("{p}.{tensor}.weight"))
+    };
+    let node = node
+        .weight(
+            WeightDecl::new("embed__embed_table", ["vocab", "hidden"], "bf16")
+                .tensor(format!("{p}.embed_tokens.weight")),
+        )
+        .weight(vector("rms_norm__enorm_w", "enorm"))
+        .weight(vector("rms_norm__hnorm_w", "hnorm"))
+        .weight(
+            WeightDecl::new("linear__eh_proj_w", ["hidden", "2 * hidden"], "bf16")
+                .tensor(format!("{p}.eh_proj.weight")),
+        )
+        .weight(vector("rms_norm__shared_head_norm_w", "shared_head.norm"))
+        .weight(
+            WeightDecl::new("lm_head__shared_head_w", ["vocab", "hidden"], "bf16")
+                .tensor(format!("{p}.shared_head.head.weight")),
+        );
+    BlockDecl::once(format!("mtp_{idx}")).node(node)
+}
+
+/// gpt-oss's sparse MLP (`GptOssMLP`): a router with a bias, each expert projection one
+/// tensor for all experts (`count = experts`, no `*`) with a `_bias` tensor, and the clamped
+/// SwiGLU on the interleaved gate-up output.
+fn fused_experts_mlp(block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
+    let e = format!("{p}.mlp.experts");
+    let r = format!("{p}.mlp.router");
+    let expert_w = |name: &str, shape: Vec<&str>, tensor: &str| {
+        WeightDecl::new(name, shape, "bf16")
+            .tensor(format!("{e}.{tensor}"))
+            .count("experts")
+    };
+    let rows = "n * experts_per_tok";
+    let block = block
+        .node(
+            NodeDecl::new("router", "router")
+                .reads(["hn"])
+                .writes(OutDecl::new("router_logits", "n", "experts", "bf16"))
+                .weight(
+                    WeightDecl::new("w", ["experts", "hidden"], "bf16")
+                        .tensor(format!("{r}.weight")),
+                )
+                .weight(WeightDecl::new("b", ["experts"], "bf16").tensor(format!("{r}.bias"))),
+        )
+        .node(
+            NodeDecl::new("top_k", "top_k")
+                .reads(["router_logits"])
+                .writes(OutDecl::new("topk_w", "n", "experts_per_tok", "f32"))
+                .writes(OutDecl::new("topk_ids", "n", "experts_per_tok", "i32")),
+        )
+        .node(
+            NodeDecl::new("experts_gate_up", "expert_linear")
+                .reads(["hn", "topk_ids"])
+                .writes(OutDecl::new("expert_h", rows, "2 * moe_ffn", "bf16"))
+                .weight(expert_w("w", vec!["2 * moe_ffn", "hidden"], "gate_up_proj"))
+                .weight(expert_w("b", vec!["2 * moe_ffn"], "gate_up_proj_bias")),
+        )
+        .node(
+            NodeDecl::new("experts_act", "clamped_swiglu")
+                .reads(["expert_h"])
+                .writes(OutDecl::new("expert_act", rows, "moe_ffn", "bf16")),
+        )
+        .node(
+            NodeDecl::new("experts_down", "expert_linear")
+                .reads(["expert_act", "topk_ids"])
+                .writes(OutDecl::new("expert_out", rows, "hidden", "bf16"))
+                .weight(expert_w("w", vec!["hidden", "moe_ffn"], "down_proj"))
+                .weight(expert_w("b", vec!["hidden"], "down_proj_bias")),
+        )
+        .node(
+            NodeDecl::new("moe_combine", "moe_combine")
+                .reads(["expert_out", "topk_w", "topk_ids"])
+                .writes(out("moe_out", "hidden")),
+        );
     (block, "moe_out")
 }

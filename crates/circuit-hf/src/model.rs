@@ -28,8 +28,16 @@ pub enum ModelType {
     Phi3,
     /// `gemma2` (Gemma2ForCausalLM).
     Gemma2,
+    /// `gemma3_text` (Gemma3ForCausalLM).
+    Gemma3Text,
     /// `deepseek_v2` (DeepseekV2ForCausalLM).
     DeepseekV2,
+    /// `deepseek_v3` (DeepseekV3ForCausalLM).
+    DeepseekV3,
+    /// `kimi_k2` (Kimi K2: DeepSeek-V3's architecture under DeepseekV3ForCausalLM).
+    KimiK2,
+    /// `gpt_oss` (GptOssForCausalLM).
+    GptOss,
 }
 
 impl ModelType {
@@ -43,7 +51,11 @@ impl ModelType {
         ModelType::Mixtral,
         ModelType::Phi3,
         ModelType::Gemma2,
+        ModelType::Gemma3Text,
         ModelType::DeepseekV2,
+        ModelType::DeepseekV3,
+        ModelType::KimiK2,
+        ModelType::GptOss,
     ];
 
     /// The `model_type` string.
@@ -57,7 +69,11 @@ impl ModelType {
             ModelType::Mixtral => "mixtral",
             ModelType::Phi3 => "phi3",
             ModelType::Gemma2 => "gemma2",
+            ModelType::Gemma3Text => "gemma3_text",
             ModelType::DeepseekV2 => "deepseek_v2",
+            ModelType::DeepseekV3 => "deepseek_v3",
+            ModelType::KimiK2 => "kimi_k2",
+            ModelType::GptOss => "gpt_oss",
         }
     }
 
@@ -77,14 +93,22 @@ impl ModelType {
             ModelType::Mixtral => "MixtralForCausalLM",
             ModelType::Phi3 => "Phi3ForCausalLM",
             ModelType::Gemma2 => "Gemma2ForCausalLM",
+            ModelType::Gemma3Text => "Gemma3ForCausalLM",
             ModelType::DeepseekV2 => "DeepseekV2ForCausalLM",
+            ModelType::DeepseekV3 | ModelType::KimiK2 => "DeepseekV3ForCausalLM",
+            ModelType::GptOss => "GptOssForCausalLM",
         }
     }
 
     /// Every key this model type knows, with its role: the keys common to all types first,
-    /// then the type's own.
+    /// then the type's own. A type's own entry replaces a common one of the same key
+    /// (`num_nextn_predict_layers`, refused in general, is read by DeepSeek-V3).
     pub fn keys(self) -> impl Iterator<Item = &'static KeyInfo> {
-        COMMON.iter().chain(self.own_keys().iter())
+        let own = self.own_keys();
+        COMMON
+            .iter()
+            .filter(move |c| !own.iter().any(|o| o.key == c.key))
+            .chain(own.iter())
     }
 
     /// How this model type treats `key`; `None` for an unknown key. Keys starting with `_`
@@ -111,7 +135,10 @@ impl ModelType {
             ModelType::Mixtral => MIXTRAL,
             ModelType::Phi3 => PHI3,
             ModelType::Gemma2 => GEMMA2,
+            ModelType::Gemma3Text => GEMMA3_TEXT,
             ModelType::DeepseekV2 => DEEPSEEK_V2,
+            ModelType::DeepseekV3 | ModelType::KimiK2 => DEEPSEEK_V3,
+            ModelType::GptOss => GPT_OSS,
         }
     }
 }
@@ -572,6 +599,65 @@ static GEMMA2: &[KeyInfo] = &[
     ignored("use_bidirectional_attention", NO_MEMORY),
 ];
 
+static GEMMA3_TEXT: &[KeyInfo] = &[
+    read("vocab_size", "default 262208"),
+    read("hidden_size", "default 2304"),
+    read(
+        "num_hidden_layers",
+        "default 26; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 8"),
+    read("intermediate_size", "default 9216"),
+    read("num_key_value_heads", "default 4"),
+    read("head_dim", "default 256 (Gemma3TextConfig's own)"),
+    read(
+        "hidden_activation",
+        "default gelu_pytorch_tanh (gelu_mul); silu gives silu_mul",
+    ),
+    read(
+        "tie_word_embeddings",
+        "default true: one tensor for embed_tokens and lm_head",
+    ),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    read(
+        "sliding_window",
+        "default 4096; null: no window; sliding layers hold at most this many tokens per sequence",
+    ),
+    read(
+        "sliding_window_pattern",
+        "default 6; without layer_types, layer i is full attention when (i + 1) % pattern == 0",
+    ),
+    read(
+        "layer_types",
+        "full_attention or sliding_attention per layer; default (and null): from sliding_window_pattern",
+    ),
+    read(
+        "final_logit_softcapping",
+        "default null; a number adds a softcap node after lm_head",
+    ),
+    ignored(
+        "hidden_act",
+        "transformers' Gemma 3 reads hidden_activation instead",
+    ),
+    ignored("query_pre_attn_scalar", NO_MEMORY),
+    ignored(
+        "attn_logit_softcapping",
+        "applied inside attention; no memory effect",
+    ),
+    ignored(
+        "cache_implementation",
+        "the window of each layer is modelled from sliding_window and layer_types",
+    ),
+    ignored(
+        "rope_local_base_freq",
+        "the sliding layers' rotary base; no memory effect",
+    ),
+    ignored("use_bidirectional_attention", NO_MEMORY),
+];
+
 static DEEPSEEK_V2: &[KeyInfo] = &[
     read("vocab_size", "default 102400"),
     read("hidden_size", "default 4096"),
@@ -642,4 +728,121 @@ static DEEPSEEK_V2: &[KeyInfo] = &[
     ignored("seq_aux", ROUTER),
     ignored("ep_size", "expert parallelism; total memory unchanged"),
     ignored("output_router_logits", ROUTER),
+];
+
+static DEEPSEEK_V3: &[KeyInfo] = &[
+    read("vocab_size", "default 129280"),
+    read("hidden_size", "default 7168"),
+    read(
+        "num_hidden_layers",
+        "default 61; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 128"),
+    read(
+        "intermediate_size",
+        "default 18432; read only when a layer is dense (first_k_dense_replace > 0, moe_layer_freq > 1)",
+    ),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q_a_proj (or nothing without q LoRA), kv_a_proj_with_mqa and o_proj biases",
+    ),
+    read(
+        "q_lora_rank",
+        "default 1536; null: one q_proj instead of q_a_proj, q_a_layernorm, q_b_proj",
+    ),
+    read("kv_lora_rank", "default 512"),
+    read("qk_nope_head_dim", "default 128"),
+    read("qk_rope_head_dim", "default 64"),
+    read("v_head_dim", "default 128"),
+    read(
+        "n_routed_experts",
+        "default 256; the router also holds an f32 e_score_correction_bias [experts]",
+    ),
+    read("num_experts", "alias of n_routed_experts"),
+    read(
+        "n_shared_experts",
+        "default 1; null or 0: no shared experts",
+    ),
+    read(
+        "num_experts_per_tok",
+        "default 8; null refused; read only when a layer is sparse",
+    ),
+    read(
+        "moe_intermediate_size",
+        "default 2048; read only when a layer is sparse",
+    ),
+    read(
+        "first_k_dense_replace",
+        "default 3; the first k layers have a dense MLP of intermediate_size",
+    ),
+    read(
+        "moe_layer_freq",
+        "default 1 (DeepSeek's code; transformers 5 ignores it); layer i >= first_k_dense_replace is sparse when i % freq == 0",
+    ),
+    read(
+        "num_nextn_predict_layers",
+        "default 1: multi-token-prediction layers after the last one (model.layers.<num_hidden_layers + j>), each a decoder layer with its own embed_tokens, enorm, hnorm, eh_proj and shared_head (norm and head); held as weights only, no KV cache",
+    ),
+    ignored(
+        "num_key_value_heads",
+        "MLA caches one latent per token; the key has no effect on weights or cache",
+    ),
+    ignored(
+        "head_dim",
+        "transformers overwrites it with qk_rope_head_dim; the head widths come from qk_*_head_dim and v_head_dim",
+    ),
+    ignored("n_group", NO_MEMORY),
+    ignored("topk_group", NO_MEMORY),
+    ignored("topk_method", NO_MEMORY),
+    ignored("norm_topk_prob", NO_MEMORY),
+    ignored("routed_scaling_factor", NO_MEMORY),
+    ignored("scoring_func", NO_MEMORY),
+    ignored("rope_interleave", NO_MEMORY),
+    ignored("aux_loss_alpha", ROUTER),
+    ignored("seq_aux", ROUTER),
+    ignored("ep_size", "expert parallelism; total memory unchanged"),
+    ignored("output_router_logits", ROUTER),
+];
+
+static GPT_OSS: &[KeyInfo] = &[
+    read("vocab_size", "default 201088"),
+    read("hidden_size", "default 2880"),
+    read(
+        "num_hidden_layers",
+        "default 36; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 64"),
+    read(
+        "intermediate_size",
+        "default 2880: the width of each expert",
+    ),
+    read("num_key_value_heads", "default 8"),
+    read("head_dim", "default 64 (GptOssConfig's own)"),
+    read("tie_word_embeddings", TIE_FALSE),
+    read("attention_bias", "default true: q/k/v/o_proj biases"),
+    read(
+        "sliding_window",
+        "default 128; null: no window; sliding layers hold at most this many tokens per sequence",
+    ),
+    read(
+        "layer_types",
+        "full_attention or sliding_attention per layer; default (and null): sliding_attention on even layers",
+    ),
+    read("num_local_experts", "default 128"),
+    read("num_experts", "alias of num_local_experts"),
+    read("num_experts_per_tok", "default 4"),
+    ignored(
+        "experts_per_token",
+        "the original release's name; transformers reads num_experts_per_tok",
+    ),
+    ignored(
+        "hidden_act",
+        "transformers' gpt-oss experts always run their clamped SwiGLU",
+    ),
+    ignored("swiglu_limit", NO_MEMORY),
+    ignored("initial_context_length", NO_MEMORY),
+    ignored("output_router_logits", ROUTER),
+    ignored("router_aux_loss_coef", ROUTER),
 ];

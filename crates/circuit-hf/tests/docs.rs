@@ -32,14 +32,18 @@ fn role(r: KeyRole) -> &'static str {
     }
 }
 
-/// The keys every type shares: those of `llama` that every other type has too.
+/// The keys every type shares: those of `llama`'s that other types hold as the same entry
+/// (the common table; a type may replace one with its own entry, listed in its section, as
+/// DeepSeek-V3 does `num_nextn_predict_layers`), not llama's own.
 fn common() -> Vec<&'static circuit_hf::KeyInfo> {
     ModelType::Llama
         .keys()
         .filter(|k| {
             ModelType::ALL
                 .iter()
-                .all(|m| m.keys().any(|o| std::ptr::eq(o, *k)))
+                .filter(|m| m.keys().any(|o| std::ptr::eq(o, *k)))
+                .count()
+                > 1
         })
         .collect()
 }

@@ -8,6 +8,7 @@ fn json_strings_with_newlines_are_escaped() {
     assert_eq!(
         err,
         "m\\n/config.json: model_type `lla\\nma` is not supported (supported: llama, mistral, \
-         qwen2, qwen3, qwen3_moe, mixtral, phi3, gemma2, deepseek_v2)"
+         qwen2, qwen3, qwen3_moe, mixtral, phi3, gemma2, gemma3_text, deepseek_v2, deepseek_v3, \
+         kimi_k2, gpt_oss)"
     );
 }

@@ -26,8 +26,10 @@ fn small(model_type: ModelType) -> String {
         ModelType::Qwen3Moe => {
             r#", "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 48"#
         }
-        ModelType::Mixtral => r#", "num_local_experts": 4, "num_experts_per_tok": 2"#,
-        ModelType::DeepseekV2 => {
+        ModelType::Mixtral | ModelType::GptOss => {
+            r#", "num_local_experts": 4, "num_experts_per_tok": 2"#
+        }
+        ModelType::DeepseekV2 | ModelType::DeepseekV3 | ModelType::KimiK2 => {
             r#", "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 48,
                "first_k_dense_replace": 1, "q_lora_rank": 96, "kv_lora_rank": 32,
                "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16"#
@@ -127,9 +129,12 @@ fn every_circuit_round_trips_through_toml() {
                 "{name}: {}",
                 t.name
             );
+            // gpt-oss stores each expert projection as one tensor for all experts.
             assert_eq!(
                 t.name.contains('*'),
-                t.count > 1 || t.name.contains(".experts.")
+                (t.count > 1 || t.name.contains(".experts.")) && name != "gpt_oss",
+                "{name}: {}",
+                t.name
             );
         }
         // The logits are the one output; every layer holds one state.
@@ -435,6 +440,7 @@ fn ops_per_model_type() {
             }
             ModelType::Phi3 => &["silu_mul", "split"],
             ModelType::Gemma2 => &["gelu_mul", "scale", "softcap"],
+            ModelType::Gemma3Text => &["gelu_mul", "scale"],
             ModelType::Mixtral | ModelType::Qwen3Moe => &[
                 "silu_mul",
                 "router",
@@ -449,6 +455,22 @@ fn ops_per_model_type() {
                 "top_k",
                 "expert_linear",
                 "moe_combine",
+            ],
+            ModelType::GptOss => &[
+                "router",
+                "top_k",
+                "expert_linear",
+                "clamped_swiglu",
+                "moe_combine",
+            ],
+            ModelType::DeepseekV3 | ModelType::KimiK2 => &[
+                "silu_mul",
+                "split",
+                "router",
+                "top_k",
+                "expert_linear",
+                "moe_combine",
+                "weights_only",
             ],
             _ => unreachable!(),
         };
@@ -479,20 +501,24 @@ fn dims_per_model_type() {
         ] {
             assert!(c.dim(dim).is_some(), "{m}: {dim}");
         }
-        let sparse = matches!(
+        let mla = matches!(
             m,
-            ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::DeepseekV2
+            ModelType::DeepseekV2 | ModelType::DeepseekV3 | ModelType::KimiK2
         );
+        let sparse = mla
+            || matches!(
+                m,
+                ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::GptOss
+            );
         for dim in ["experts", "experts_per_tok", "moe_ffn"] {
             assert_eq!(c.dim(dim).is_some(), sparse, "{m}: {dim}");
         }
-        let dense = !matches!(m, ModelType::Mixtral | ModelType::Qwen3Moe);
-        assert_eq!(c.dim("ffn").is_some(), dense, "{m}: ffn");
-        assert_eq!(
-            c.dim("kv_width").is_some(),
-            m != ModelType::DeepseekV2,
-            "{m}: kv_width"
+        let dense = !matches!(
+            m,
+            ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::GptOss
         );
+        assert_eq!(c.dim("ffn").is_some(), dense, "{m}: ffn");
+        assert_eq!(c.dim("kv_width").is_some(), !mla, "{m}: kv_width");
     }
     let ds = load("deepseek-v2-lite");
     for (dim, value) in [

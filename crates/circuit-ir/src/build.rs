@@ -11,8 +11,8 @@ use cranelift_entity::{EntityRef, PrimaryMap};
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::circuit::{
-    BlockInstance, Circuit, Dep, Edge, EdgeIdx, InstanceIdx, Node, NodeIdx, Rows, State, Tensor,
-    TensorIdx, Weight,
+    BlockInstance, Circuit, Dep, Edge, EdgeIdx, InstanceIdx, Node, NodeIdx, Rows, State, StateKind,
+    Tensor, TensorIdx, Weight,
 };
 use crate::decl::{BlockDecl, CircuitDecl, DimDecls, EdgeDecl, NodeDecl, OutDecl, OutputDecl};
 use crate::error::{CircuitError, CircuitErrorKind as Kind, Place};
@@ -525,9 +525,13 @@ impl<'a> Build<'a> {
         }
         for n in (first_node.index()..self.nodes.len()).map(NodeIdx::new) {
             let node = &self.nodes[n];
-            if node.outputs.is_empty() && node.writes.is_empty() {
-                let place = ctx.place.with(format!("node `{}`", node.local));
-                return Err(self.err(&place, Kind::NoOutput));
+            let place = || ctx.place.with(format!("node `{}`", node.local));
+            if node.op == Op::WeightsOnly {
+                if let Some(what) = weights_only_fault(node) {
+                    return Err(self.err(&place(), Kind::WeightsOnlyEdges { what }));
+                }
+            } else if node.outputs.is_empty() && node.writes.is_empty() {
+                return Err(self.err(&place(), Kind::NoOutput));
             }
         }
         match &block.stream_out {
@@ -863,6 +867,25 @@ impl<'a> Build<'a> {
             }
             None => None,
         };
+        let kind = match (per_token, per_sequence) {
+            (0, 0) | (_, 0) => StateKind::PerToken,
+            (0, _) if window.is_some() => {
+                return Err(self.err(
+                    &place.with("window"),
+                    Kind::WindowWithoutTokens { per_sequence },
+                ));
+            }
+            (0, _) => StateKind::PerSequence,
+            (_, _) => {
+                return Err(self.err(
+                    &place,
+                    Kind::MixedState {
+                        per_token,
+                        per_sequence,
+                    },
+                ));
+            }
+        };
         let format: Format = decl
             .format
             .parse()
@@ -914,6 +937,7 @@ impl<'a> Build<'a> {
         }
         let idx = self.states.push(State {
             id: id.clone(),
+            kind,
             per_token,
             per_sequence,
             window,
@@ -1009,6 +1033,22 @@ impl<'a> Build<'a> {
                 )
             })
     }
+}
+
+/// What a `weights_only` node has beyond weights, if anything.
+fn weights_only_fault(node: &Node) -> Option<String> {
+    let counts = [
+        (node.inputs.len(), "reads", "edge"),
+        (node.outputs.len(), "writes", "edge"),
+        (node.writes.len(), "writes", "state"),
+        (node.reads.len(), "reads", "state"),
+    ];
+    counts
+        .into_iter()
+        .find(|&(count, _, _)| count > 0)
+        .map(|(count, verb, what)| {
+            format!("{verb} {count} {what}{}", if count == 1 { "" } else { "s" })
+        })
 }
 
 fn instance_prefix(block: &str, index: Option<u64>) -> String {

@@ -201,11 +201,26 @@ pub enum EdgeSizeError {
     Format(FormatError),
 }
 
-/// A state (KV cache, recurrent state) held across steps.
+/// What a state holds: a per-token cache, or a fixed amount per sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StateKind {
+    /// A cache of `per_token` elements per token held (a KV cache, a compressed latent): it
+    /// grows with the tokens cached, at most `window` per sequence when windowed.
+    PerToken,
+    /// `per_sequence` elements per sequence, whatever the tokens (a recurrent state, a
+    /// convolution state).
+    PerSequence,
+}
+
+/// A state (KV cache, recurrent state) held across steps: per token or per sequence, never
+/// both (see [`StateKind`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
     /// Instance id, e.g. `layer.3.kv`.
     pub id: String,
+    /// Per token or per sequence: `per_sequence` is 0 for a per-token state, `per_token` (and
+    /// `window`) 0 (and `None`) for a per-sequence one.
+    pub kind: StateKind,
     /// Elements per cached token.
     pub per_token: u64,
     /// Elements per sequence.
@@ -231,16 +246,15 @@ impl State {
     }
 
     /// Bytes held for `kv_tokens` cached tokens (in all) and `sequences` sequences: a
-    /// `tokens_held x per_token` tensor plus a `sequences x per_sequence` tensor in the format.
+    /// `tokens_held x per_token` tensor for a per-token state, a `sequences x per_sequence`
+    /// tensor for a per-sequence one, in the format.
     pub fn bytes(&self, kv_tokens: u64, sequences: u64) -> Result<u64, FormatError> {
-        let held = self.tokens_held(kv_tokens, sequences);
-        let tokens = self.format.bytes(held, self.per_token)?;
-        let seqs = self.format.bytes(sequences, self.per_sequence)?;
-        tokens.checked_add(seqs).ok_or(FormatError::Overflow {
-            format: self.format,
-            rows: kv_tokens.max(sequences),
-            width: self.per_token.max(self.per_sequence),
-        })
+        match self.kind {
+            StateKind::PerToken => self
+                .format
+                .bytes(self.tokens_held(kv_tokens, sequences), self.per_token),
+            StateKind::PerSequence => self.format.bytes(sequences, self.per_sequence),
+        }
     }
 }
 
@@ -376,15 +390,55 @@ impl Circuit {
         self.weight_bytes
     }
 
-    /// Bytes of all states for `kv_tokens` cached tokens and `sequences` sequences.
+    /// Bytes of all states for `kv_tokens` cached tokens and `sequences` sequences: the KV
+    /// cache ([`Self::kv_bytes`]) plus the fixed per-sequence states
+    /// ([`Self::fixed_state_bytes`]).
     pub fn state_bytes(&self, kv_tokens: u64, sequences: u64) -> Result<u64, FormatError> {
+        self.sum_states(|_| true, kv_tokens, sequences)
+    }
+
+    /// Bytes of the per-token states (the KV cache) for `kv_tokens` cached tokens over
+    /// `sequences` sequences (windows cap each sequence).
+    pub fn kv_bytes(&self, kv_tokens: u64, sequences: u64) -> Result<u64, FormatError> {
+        self.sum_states(|k| k == StateKind::PerToken, kv_tokens, sequences)
+    }
+
+    /// Bytes one cached token takes in all per-token states together while no window is full:
+    /// the KV cache bytes per token (a per-sequence state adds nothing here).
+    pub fn kv_bytes_per_token(&self) -> Result<u64, FormatError> {
         let mut total: u64 = 0;
         for state in self.states.values() {
+            if state.kind == StateKind::PerToken {
+                let bytes = state.format.bytes(1, state.per_token)?;
+                total = total.checked_add(bytes).ok_or(FormatError::Overflow {
+                    format: state.format,
+                    rows: 1,
+                    width: state.per_token,
+                })?;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Bytes of the per-sequence states (recurrent and convolution states) for `sequences`
+    /// sequences, whatever the tokens cached.
+    pub fn fixed_state_bytes(&self, sequences: u64) -> Result<u64, FormatError> {
+        self.sum_states(|k| k == StateKind::PerSequence, 0, sequences)
+    }
+
+    fn sum_states(
+        &self,
+        keep: impl Fn(StateKind) -> bool,
+        kv_tokens: u64,
+        sequences: u64,
+    ) -> Result<u64, FormatError> {
+        let mut total: u64 = 0;
+        for state in self.states.values().filter(|s| keep(s.kind)) {
             let bytes = state.bytes(kv_tokens, sequences)?;
             total = total.checked_add(bytes).ok_or(FormatError::Overflow {
                 format: state.format,
-                rows: kv_tokens,
-                width: state.per_token,
+                rows: kv_tokens.max(sequences),
+                width: state.per_token.max(state.per_sequence),
             })?;
         }
         Ok(total)

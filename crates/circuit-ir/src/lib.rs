@@ -62,7 +62,7 @@ pub mod op;
 pub use build::CircuitBuilder;
 pub use circuit::{
     BlockInstance, Circuit, Dep, Edge, EdgeIdx, EdgeSizeError, InstanceIdx, Node, NodeIdx, Rows,
-    State, StateIdx, Tensor, TensorIdx, Weight,
+    State, StateIdx, StateKind, Tensor, TensorIdx, Weight,
 };
 pub use error::{CircuitError, CircuitErrorKind, Place, one_line, quoted};
 pub use expr::{Binding, Expr, ExprError, ExprText, Program, Scope, Trend};

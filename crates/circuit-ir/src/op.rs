@@ -51,7 +51,8 @@ macro_rules! ops {
 ops! {
     /// Token ids to embedding rows (gathers from the embedding table).
     Embed = "embed",
-    /// Root-mean-square normalisation of each row, times a learned scale.
+    /// Root-mean-square normalisation of each row, times a learned scale (none when the node
+    /// has no weight, as Llama 4's query/key norm).
     RmsNorm = "rms_norm",
     /// Layer normalisation of each row (mean and variance), scale and optional bias.
     LayerNorm = "layer_norm",
@@ -61,7 +62,8 @@ ops! {
     Rope = "rope",
     /// Appends keys and values (or a compressed latent) to the KV cache state.
     KvWrite = "kv_write",
-    /// Attention of the rows' queries over the cached keys and values.
+    /// Attention of the rows' queries over the cached keys and values (with a learned
+    /// per-head sink logit in the softmax when the node has a `sinks` weight).
     Attention = "attention",
     /// SiLU of the gate half times the up half (SwiGLU).
     SiluMul = "silu_mul",
@@ -91,6 +93,25 @@ ops! {
     Scale = "scale",
     /// Soft-capping `c * tanh(x / c)` of logits.
     Softcap = "softcap",
+    /// GELU of every element (an ungated MLP's activation).
+    Gelu = "gelu",
+    /// gpt-oss's SwiGLU on interleaved gate and up: both clamped, gate x sigmoid(alpha x gate)
+    /// x (up + 1).
+    ClampedSwiglu = "clamped_swiglu",
+    /// Sigmoid of a gate times a value (an output gate: Qwen3-Next's attention, a shared
+    /// expert's gate).
+    SigmoidMul = "sigmoid_mul",
+    /// Root-mean-square normalisation per head, times a learned scale and SiLU of a gate.
+    GatedRmsNorm = "gated_rms_norm",
+    /// Depthwise causal convolution along the sequence, keeping the last inputs of each
+    /// sequence as its state.
+    CausalConv1d = "causal_conv1d",
+    /// The gated delta rule (linear attention): a fixed-size recurrent state per sequence and
+    /// head, decayed, updated and read by each row.
+    GatedDeltaNet = "gated_delta_net",
+    /// Weights held in memory that the step does not run (a vision tower under a text plan, a
+    /// multi-token-prediction layer): no input, no output.
+    WeightsOnly = "weights_only",
 }
 
 impl fmt::Display for Op {
@@ -135,14 +156,14 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        assert_eq!(Op::ALL.len(), 21);
+        assert_eq!(Op::ALL.len(), 28);
         for &op in Op::ALL {
             assert_eq!(op.name().parse::<Op>(), Ok(op));
             assert!(!op.summary().is_empty());
         }
         assert_eq!(
             Op::RmsNorm.summary(),
-            "Root-mean-square normalisation of each row, times a learned scale."
+            "Root-mean-square normalisation of each row, times a learned scale (none when the node has no weight, as Llama 4's query/key norm)."
         );
     }
 
@@ -152,6 +173,6 @@ mod tests {
         assert!(
             err.starts_with("unknown op `rms_nrom` (known: embed, rms_norm, layer_norm, linear,")
         );
-        assert!(err.ends_with("scale, softcap)"));
+        assert!(err.ends_with("gated_delta_net, weights_only)"));
     }
 }

@@ -30,7 +30,8 @@ fn ids_ops_and_file_names_are_escaped() {
         "dir\\nname.toml: block `b`, node `p`, op: unknown op `co\\npy` (known: embed, rms_norm, \
          layer_norm, linear, rope, kv_write, attention, silu_mul, gelu_mul, residual_add, \
          router, top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, \
-         softcap)"
+         softcap, gelu, clamped_swiglu, sigmoid_mul, gated_rms_norm, causal_conv1d, \
+         gated_delta_net, weights_only)"
     );
 }
 

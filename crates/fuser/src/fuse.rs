@@ -18,7 +18,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use circuit_ir::{Circuit, NodeIdx};
+use circuit_ir::{Circuit, NodeIdx, Op};
 use cranelift_entity::EntityRef;
 
 use crate::intervals::interval_of;
@@ -76,8 +76,10 @@ pub fn fuse(
     let mut placeholders = Vec::new();
     for node in circuit.nodes().keys() {
         if !state.claimed[node.index()] {
-            if !options.placeholders {
-                let op = circuit.nodes()[node].op;
+            let op = circuit.nodes()[node].op;
+            // A weights_only node (weights held, nothing run: an MTP layer, a vision tower)
+            // needs no kernel; it becomes a kernel-less group of its own.
+            if !options.placeholders && op != Op::WeightsOnly {
                 return Err(FuseError::Uncovered {
                     origin: rules.origin().to_owned(),
                     node: circuit.nodes()[node].id.clone(),

@@ -14,7 +14,9 @@ fn load_errors_escape_newlines() {
         Families::from_toml(text, "f.toml").unwrap_err().to_string(),
         "f.toml: family `a\\nb`: ops[0]: unknown op `li\\nnear` (known: embed, rms_norm, \
          layer_norm, linear, rope, kv_write, attention, silu_mul, gelu_mul, residual_add, router, \
-         top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, softcap)"
+         top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, softcap, \
+         gelu, clamped_swiglu, sigmoid_mul, gated_rms_norm, causal_conv1d, gated_delta_net, \
+         weights_only)"
     );
 }
 

@@ -274,7 +274,11 @@ impl Cx<'_> {
     /// The module of weight `w` of `node` in instance `index` (`None`: a once block, names
     /// final), or `None` when `w` is not a linear weight (a bias, a norm, a 1-D parameter).
     fn module(&self, node: &NodeDecl, w: &WeightDecl, index: Option<u64>) -> Option<ModuleRef> {
-        let kind = Kind::of_op(&node.op)?;
+        let op = match node.op.as_str() {
+            "weights_only" => w.name.split(crate::emit::HELD_OP_SEPARATOR).next()?,
+            op => op,
+        };
+        let kind = Kind::of_op(op)?;
         if w.shape.len() < 2 {
             return None;
         }

@@ -1,0 +1,165 @@
+//! The unquantized checkpoints of `data/checkpoints` whose model types are newer than Llama's
+//! family, byte for byte: their `expect.json` holds the bytes the published safetensors store
+//! and the KV bytes per token; the layouts come from transformers' modeling code (see
+//! docs/hf-import.md), never from these numbers.
+
+use serde_json::Value;
+
+fn checkpoint(name: &str) -> (String, Value) {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/checkpoints")
+        .join(name);
+    let read = |f: &str| {
+        std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"))
+    };
+    (
+        read("config.json"),
+        serde_json::from_str(&read("expect.json")).unwrap(),
+    )
+}
+
+/// Asserts the checkpoint's weight bytes and KV bytes per token; returns the import.
+fn exact(name: &str) -> circuit_hf::Import {
+    let (config, expect) = checkpoint(name);
+    let imp = circuit_hf::import(&config, &format!("{name}/config.json"))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        imp.circuit.weight_bytes(),
+        expect["weights"].as_u64().unwrap(),
+        "{name}: weights"
+    );
+    assert_eq!(
+        imp.circuit.state_bytes(1, 1).unwrap(),
+        expect["kv_per_token"].as_u64().unwrap(),
+        "{name}: KV bytes per token"
+    );
+    imp
+}
+
+fn tensor_bytes(imp: &circuit_hf::Import, name: &str) -> u64 {
+    imp.circuit
+        .tensors()
+        .values()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tensor {name}"))
+        .bytes
+}
+
+#[test]
+fn gemma_3_1b_head_dim_apart_q_k_norms_tied() {
+    let imp = exact("gemma-3-1b-it");
+    // head_dim 256 although 1152 / 4 = 288: q_proj is [4 x 256, 1152].
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.self_attn.q_proj.weight"),
+        2 * 1024 * 1152
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.self_attn.q_norm.weight"),
+        2 * 256
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.self_attn.k_norm.weight"),
+        2 * 256
+    );
+    assert!(
+        !imp.circuit
+            .tensors()
+            .values()
+            .any(|t| t.name == "lm_head.weight")
+    );
+}
+
+#[test]
+fn deepseek_r1_fp8_block_with_its_mtp_layer() {
+    let imp = exact("deepseek-r1");
+    // The noaux_tc router bias in f32, on the 58 sparse layers and the MTP layer.
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.3.mlp.gate.e_score_correction_bias"),
+        4 * 256
+    );
+    // The MTP layer (model.layers.61): its own embedding and head copies and eh_proj stay
+    // bf16; its experts are FP8 with f32 128x128 block scales like the main layers'.
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.61.embed_tokens.weight"),
+        2 * 129280 * 7168
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.61.shared_head.head.weight"),
+        2 * 129280 * 7168
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.61.eh_proj.weight"),
+        2 * 7168 * 14336
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.61.self_attn.kv_b_proj.weight"),
+        128 * 256 * 512
+    );
+    // No KV for the MTP layer: 61 latents of (512 + 64) bf16 elements per token.
+    assert_eq!(imp.circuit.kv_bytes_per_token().unwrap(), 61 * 576 * 2);
+}
+
+#[test]
+fn gpt_oss_20b_mxfp4_experts_sinks_and_biases() {
+    let imp = exact("gpt-oss-20b");
+    let q = imp.quantization.clone().unwrap();
+    assert_eq!(q.method, "mxfp4");
+    assert_eq!(tensor_bytes(&imp, "model.layers.0.self_attn.sinks"), 2 * 64);
+    assert_eq!(tensor_bytes(&imp, "model.layers.0.mlp.router.bias"), 2 * 32);
+    // e2m1 in blocks of 32 with a byte scale: [32, 5760, 90, 16] u8.
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.mlp.experts.gate_up_proj_blocks"),
+        32 * 5760 * 90 * 16
+    );
+    // Every other layer slides over 128 tokens: 12 windowed caches.
+    let windowed = imp
+        .circuit
+        .states()
+        .values()
+        .filter(|s| s.window.is_some())
+        .count();
+    assert_eq!(windowed, 12);
+}
+
+#[test]
+fn kimi_k2_reads_as_deepseek_v3_and_mtp_layers_are_counted_per_layer() {
+    let (config, expect) = checkpoint("deepseek-r1");
+    let weights = |text: &str| {
+        circuit_hf::import(text, "k/config.json")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .circuit
+            .weight_bytes()
+    };
+    let kimi = config.replace(
+        r#""model_type": "deepseek_v3""#,
+        r#""model_type": "kimi_k2""#,
+    );
+    assert_ne!(kimi, config);
+    assert_eq!(weights(&kimi), expect["weights"].as_u64().unwrap());
+    // One MTP layer by hand: a sparse MLA layer in FP8 with f32 128x128 block scales, plus
+    // bf16 embed_tokens and shared_head.head [129280, 7168], eh_proj [7168, 14336] and three
+    // [7168] norms.
+    let fp8 = |o: u64, i: u64| o * i + 4 * o.div_ceil(128) * i.div_ceil(128);
+    let (h, e) = (7168, 256);
+    let attn = fp8(1536, h)
+        + 2 * 1536
+        + fp8(128 * 192, 1536)
+        + fp8(576, h)
+        + 2 * 512
+        + fp8(128 * 256, 512)
+        + fp8(h, 128 * 128);
+    let expert = 2 * fp8(2048, h) + fp8(h, 2048);
+    let layer = attn + 2 * 2 * h + (e + 1) * expert + 2 * e * h + 4 * e;
+    let mtp = layer + 2 * (2 * 129280 * h) + 2 * h * 2 * h + 3 * 2 * h;
+    let none = config.replace(
+        r#""num_nextn_predict_layers": 1"#,
+        r#""num_nextn_predict_layers": 0"#,
+    );
+    let two = config.replace(
+        r#""num_nextn_predict_layers": 1"#,
+        r#""num_nextn_predict_layers": 2"#,
+    );
+    assert_ne!(none, config);
+    assert_eq!(weights(&none) + mtp, expect["weights"].as_u64().unwrap());
+    assert_eq!(weights(&two), expect["weights"].as_u64().unwrap() + mtp);
+}
