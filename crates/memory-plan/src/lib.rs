@@ -79,6 +79,7 @@ mod error;
 mod fit;
 pub mod pack;
 mod planner;
+mod ranks;
 mod workspace;
 
 pub use arena::{BufferKind, BufferSlot};
@@ -86,4 +87,5 @@ pub use attribution::{NodeRow, NodeTable};
 pub use error::PlanError;
 pub use fit::{KvFit, RowsFit};
 pub use planner::{ArenaLayout, ArenaSummary, MemoryPlan, PlanConfig, Planner, Totals};
+pub use ranks::{RankMapError, RankPlan, RankPlanError, RankPlans};
 pub use workspace::{WorkspaceTerm, widest, workspace_terms};
