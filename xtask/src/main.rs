@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod example;
 mod pack;
+mod parallel;
 mod plan;
 mod report;
 mod svg;

@@ -150,6 +150,10 @@ pub struct PlanArgs {
     /// Give nodes no rule covers placeholder groups (reported) instead of failing.
     #[arg(long)]
     pub placeholders: bool,
+
+    /// With --hf-config: the parallel layout (vLLM's flags), planned per rank.
+    #[command(flatten)]
+    pub parallel: crate::parallel::ParallelArgs,
 }
 
 /// How results are printed.
@@ -259,6 +263,10 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
 
     // The circuit, the families and rules that cover it by default, and the keys an imported
     // config left out (their defaults are reported, never applied silently).
+    let mut parallel_import = None;
+    if args.parallel.layout().is_some() && args.hf_config.is_none() {
+        return Err("--tensor-parallel-size, --pipeline-parallel-size, --data-parallel-size and --enable-expert-parallel need --hf-config".into());
+    }
     let (circuit, registry, config_defaults, storage) = match &args.hf_config {
         Some(path) => {
             let text = read_file(path)?;
@@ -282,6 +290,16 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
                 (example::HF_RULES, example::HF_RULES_ORIGIN),
             ];
             let storage = Storage::of(&import, &options);
+            if let Some(layout) = args.parallel.layout() {
+                options.parallel = layout;
+                let sharded = circuit_hf::import_parallel(
+                    &text,
+                    &path.display().to_string(),
+                    &options,
+                    &side,
+                )?;
+                parallel_import = Some(sharded);
+            }
             (import.circuit, registry, import.defaults, Some(storage))
         }
         None => {
@@ -333,6 +351,41 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         placeholders: args.placeholders,
         ..PlanConfig::new(sm_count)
     };
+    if let Some(sharded) = &parallel_import {
+        let largest = *rows.last().ok_or("--rows lists no row count")?;
+        let budget = budget.ok_or("a parallel plan needs a budget: --budget or a --device")?;
+        let path = args.hf_config.as_ref().ok_or("--hf-config")?;
+        let text = read_file(path)?;
+        let origin = path.display().to_string();
+        let side = side_files(path)?;
+        let import = |layout| {
+            let side: Vec<circuit_hf::SideFile<'_>> = side
+                .iter()
+                .map(|(kind, origin, text)| circuit_hf::SideFile {
+                    kind: *kind,
+                    origin,
+                    text,
+                })
+                .collect();
+            let mut options = circuit_hf::ImportOptions::default();
+            options.dtype = args.dtype.parse().unwrap_or_default();
+            options.kv_cache_dtype = args.kv_cache_dtype.parse().unwrap_or_default();
+            options.parallel = layout;
+            circuit_hf::import_parallel(&text, &origin, &options, &side)
+        };
+        let ctx = crate::parallel::Context {
+            import: &import,
+            layouts: args.parallel.layouts,
+            families: &families,
+            rules: &rules,
+            settings: &settings,
+            config: &config,
+            rows: largest,
+            budget,
+            device: &device,
+        };
+        return crate::parallel::report(sharded, &ctx, args.format);
+    }
     let planner = Planner::new(&circuit, &families, &rules, settings, config)?;
     let plans = sweep_with_progress(&planner, &rows)?;
     let widest = widest(plans.iter().map(|p| p.workspaces.clone()));

@@ -19,26 +19,70 @@ use crate::quant::{Built, Storage};
 
 /// Builds the circuit named `name`, stored as `storage` says (dtype, quantization).
 pub(crate) fn circuit(arch: &Arch, name: &str, storage: &Storage<'_>) -> Result<Built, HfError> {
+    let whole = Stage {
+        layers: (0, arch.layers.len()),
+        local_experts: None,
+    };
+    stage_circuit(arch, name, storage, &whole)
+}
+
+/// The part of the model one pipeline stage runs: decoder layers `layers.0..layers.1` (the
+/// embedding with the first, the final norm and head with the last; a stage without them
+/// reads `x` and writes its last layer's `y`), holding `local_experts` routed experts per
+/// sparse layer when set (expert parallelism; the router still scores all `experts`).
+pub(crate) struct Stage {
+    pub layers: (usize, usize),
+    pub local_experts: Option<u64>,
+}
+
+/// Builds one stage's circuit (see [`Stage`]); [`circuit`] is the whole model's.
+pub(crate) fn stage_circuit(
+    arch: &Arch,
+    name: &str,
+    storage: &Storage<'_>,
+    stage: &Stage,
+) -> Result<Built, HfError> {
     let mut b = CircuitBuilder::new(name);
     dims(&mut b, arch);
-    b.input("tokens", "n", "1", "i32");
-    b.block(embed(arch));
-    let first = arch.layers[0];
-    if arch.layers.iter().all(|&l| l == first) {
+    if arch.moe.is_some() {
+        match stage.local_experts {
+            Some(n) => b.dim("local_experts", n),
+            None => b.dim("local_experts", "experts"),
+        };
+    }
+    let (start, end) = stage.layers;
+    let first_stage = start == 0;
+    let last_stage = end == arch.layers.len();
+    if first_stage {
+        b.input("tokens", "n", "1", "i32");
+        b.block(embed(arch));
+    } else {
+        b.input("x", "n", "hidden", "bf16");
+    }
+    let kinds = &arch.layers[start..end];
+    let first = kinds[0];
+    // A stage's layers are each their own block so tensor names keep the true index.
+    if first_stage && last_stage && kinds.iter().all(|&l| l == first) {
         let block = BlockDecl::repeated("layer", "layers").stream(Some("x"), Some("y"));
         b.block(layer(arch, block, "{i}", first));
     } else {
-        for (i, &l) in arch.layers.iter().enumerate() {
+        for (i, &l) in kinds.iter().enumerate() {
+            let i = start + i;
             let block = BlockDecl::once(format!("layer_{i}")).stream(Some("x"), Some("y"));
             b.block(layer(arch, block, &i.to_string(), l));
         }
     }
-    b.block(head(arch));
-    let base = arch.layers.len();
-    for (j, &l) in arch.mtp.iter().enumerate() {
-        b.block(mtp(arch, base + j, l));
+    if last_stage {
+        b.block(head(arch));
+        // The multi-token-prediction layers follow the head, on the last stage.
+        let base = arch.layers.len();
+        for (j, &l) in arch.mtp.iter().enumerate() {
+            b.block(mtp(arch, base + j, l));
+        }
+        b.output("head.logits");
+    } else {
+        b.output(format!("layer_{}.y", end - 1));
     }
-    b.output("head.logits");
     storage.build(b.decl().clone())
 }
 
@@ -607,7 +651,7 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
     let expert_w = |name: &str, shape: [&str; 2], tensor: &str| {
         WeightDecl::new(name, shape, "bf16")
             .tensor(format!("{experts}.{tensor}.weight"))
-            .count("experts")
+            .count("local_experts")
     };
     let rows = "n * experts_per_tok";
     let mut router = NodeDecl::new("router", "router")

@@ -128,6 +128,15 @@ pub enum HfError {
         /// The value found, as JSON.
         found: String,
     },
+    /// The parallel layout does not fit the model.
+    #[error("{}: {source}", one_line(.origin))]
+    Parallel {
+        /// The file.
+        origin: String,
+        /// What does not fit.
+        #[source]
+        source: crate::parallel::ParallelError,
+    },
     /// A key that changes memory in a way this crate does not model.
     #[error(
         "{}: `{}` {}",

@@ -32,6 +32,8 @@ mod emit;
 pub mod error;
 pub mod model;
 pub mod options;
+pub mod parallel;
+mod parallel_import;
 mod quant;
 
 use std::path::Path;
@@ -42,6 +44,8 @@ use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
 pub use options::{Dtype, ImportOptions, KvCacheDtype, RunDtype, SideFile, SideFileKind};
+pub use parallel::{Parallel, ParallelError, Rank, RankShape};
+pub use parallel_import::{ParallelImport, import_parallel};
 pub use quant::Quantization;
 
 /// An imported circuit and how the config was read.
@@ -92,6 +96,21 @@ pub fn import_with(
     options: &ImportOptions,
     side_files: &[SideFile<'_>],
 ) -> Result<Import, HfError> {
+    let mut imports = import_shaped(text, origin, options, side_files, |arch, name, storage| {
+        emit::circuit(arch, name, storage).map(|built| vec![built])
+    })?;
+    Ok(imports.remove(0))
+}
+
+/// Reads the config and imports each circuit `emit` builds from its architecture (one for the
+/// whole model; one per distinct rank for a parallel layout), with the same key report.
+pub(crate) fn import_shaped(
+    text: &str,
+    origin: &str,
+    options: &ImportOptions,
+    side_files: &[SideFile<'_>],
+    emit: impl FnOnce(&arch::Arch, &str, &quant::Storage<'_>) -> Result<Vec<quant::Built>, HfError>,
+) -> Result<Vec<Import>, HfError> {
     let map = config::parse(text, origin)?;
     let model_type = config::model_type(&map, origin)?;
     let cfg = config::Config::new(origin, model_type, &map);
@@ -106,19 +125,19 @@ pub fn import_with(
         kv: options.kv_cache_dtype,
         scheme: scheme.as_ref(),
     };
-    let built = emit::circuit(&arch, &circuit_name(origin, model_type), &storage)?;
+    let built = emit(&arch, &circuit_name(origin, model_type), &storage)?;
     let read = cfg.keys_read();
-    let keys_read = read
+    let keys_read: Vec<String> = read
         .iter()
         .filter(|k| cfg.has(k))
         .map(|k| (*k).to_owned())
         .collect();
-    let keys_ignored = map
+    let keys_ignored: Vec<String> = map
         .keys()
         .filter(|k| !read.contains(&k.as_str()))
         .cloned()
         .collect();
-    let defaults = cfg
+    let defaults: Vec<(String, String)> = cfg
         .defaults()
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -127,18 +146,21 @@ pub fn import_with(
         KvCacheDtype::Auto => dtype.format().to_owned(),
         KvCacheDtype::Fp8 => "fp8".to_owned(),
     };
-    Ok(Import {
-        circuit: built.circuit,
-        model_type,
-        keys_read,
-        keys_ignored,
-        defaults,
-        dtype,
-        stored_dtype,
-        kv_cache_format,
-        quantization: built.quantization,
-        side_files_ignored,
-    })
+    Ok(built
+        .into_iter()
+        .map(|b| Import {
+            circuit: b.circuit,
+            model_type,
+            keys_read: keys_read.clone(),
+            keys_ignored: keys_ignored.clone(),
+            defaults: defaults.clone(),
+            dtype,
+            stored_dtype,
+            kv_cache_format: kv_cache_format.clone(),
+            quantization: b.quantization,
+            side_files_ignored: side_files_ignored.clone(),
+        })
+        .collect())
 }
 
 /// The error for a circuit circuit-ir refused: too large, or a bug of this crate.

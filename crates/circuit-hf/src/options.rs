@@ -131,6 +131,11 @@ pub struct ImportOptions {
     pub dtype: RunDtype,
     /// The KV cache's storage.
     pub kv_cache_dtype: KvCacheDtype,
+    /// The parallel layout [`crate::import_parallel`] shards the model for ([`import_with`]
+    /// always imports the whole model).
+    ///
+    /// [`import_with`]: crate::import_with
+    pub parallel: crate::parallel::Parallel,
 }
 
 /// The side files some quantization formats keep next to `config.json`.

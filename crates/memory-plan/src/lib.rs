@@ -78,6 +78,7 @@ mod attribution;
 mod error;
 mod fit;
 mod planner;
+mod ranks;
 mod workspace;
 
 /// The arena packer (the `arena-pack` crate), re-exported so that a user of the planner can
@@ -91,4 +92,5 @@ pub use attribution::{NodeRow, NodeTable};
 pub use error::PlanError;
 pub use fit::{KvFit, RowsFit};
 pub use planner::{ArenaLayout, ArenaSummary, MemoryPlan, PlanConfig, Planner, Totals};
+pub use ranks::{RankMapError, RankPlan, RankPlanError, RankPlans};
 pub use workspace::{WorkspaceTerm, widest, workspace_terms};

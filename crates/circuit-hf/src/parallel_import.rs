@@ -1,0 +1,89 @@
+//! Importing a config for a parallel layout: one circuit per distinct rank shape, each
+//! holding exactly what such a rank holds (its stage's layers, its shard of every tensor), and
+//! the map from every rank to its shape.
+//!
+//! Invariants: `rank_shape.len() == world_size`; every index of `rank_shape` points into
+//! `shapes` and `imports` (same length, same order, shapes sorted); the whole-model import
+//! is the layout `Parallel::SINGLE`, so a single rank reproduces [`crate::import_with`].
+
+use crate::emit::{Stage, stage_circuit};
+use crate::error::HfError;
+use crate::options::{ImportOptions, SideFile};
+use crate::parallel::{Parallel, Rank, RankShape};
+use crate::{Import, import_shaped};
+
+/// The circuits of a parallel layout.
+#[derive(Debug, Clone)]
+pub struct ParallelImport {
+    /// The layout.
+    pub parallel: Parallel,
+    /// The distinct rank shapes, sorted (stage first).
+    pub shapes: Vec<RankShape>,
+    /// One import per shape, in the order of `shapes`.
+    pub imports: Vec<Import>,
+    /// For each global rank (vLLM's order, [`Parallel::rank`]), the index of its shape.
+    pub rank_shape: Vec<usize>,
+}
+
+impl ParallelImport {
+    /// The ranks of shape `index`.
+    pub fn ranks_of(&self, index: usize) -> Vec<Rank> {
+        self.rank_shape
+            .iter()
+            .enumerate()
+            .filter(|&(_, &s)| s == index)
+            .map(|(r, _)| self.parallel.rank(r as u64))
+            .collect()
+    }
+}
+
+/// Imports `text` for `options.parallel`: per distinct rank the circuit of what it holds
+/// (docs/parallel.md). Quantized checkpoints are refused with TP > 1 (their shard shapes
+/// are not modelled).
+pub fn import_parallel(
+    text: &str,
+    origin: &str,
+    options: &ImportOptions,
+    side_files: &[SideFile<'_>],
+) -> Result<ParallelImport, HfError> {
+    let parallel = options.parallel;
+    let mut shapes: Vec<RankShape> = Vec::new();
+    let mut per_rank: Vec<RankShape> = Vec::new();
+    let imports = import_shaped(text, origin, options, side_files, |arch, name, storage| {
+        let fail = |source| HfError::Parallel {
+            origin: origin.to_owned(),
+            source,
+        };
+        if storage.scheme.is_some() && parallel.tp > 1 {
+            return Err(fail(crate::parallel::ParallelError::NotModelled {
+                what: "tensor parallelism of a quantized checkpoint",
+                layout: format!("tp {}", parallel.tp),
+            }));
+        }
+        per_rank = parallel.rank_shapes(arch).map_err(fail)?;
+        shapes = per_rank.clone();
+        shapes.sort();
+        shapes.dedup();
+        shapes
+            .iter()
+            .map(|shape| {
+                let sharded = parallel.shard(arch).map_err(fail)?;
+                let stage = Stage {
+                    layers: (shape.layers.0 as usize, shape.layers.1 as usize),
+                    local_experts: shape.local_experts,
+                };
+                stage_circuit(&sharded, name, storage, &stage)
+            })
+            .collect()
+    })?;
+    let rank_shape = per_rank
+        .iter()
+        .map(|s| shapes.binary_search(s).unwrap_or_default())
+        .collect();
+    Ok(ParallelImport {
+        parallel,
+        shapes,
+        imports,
+        rank_shape,
+    })
+}

@@ -1,0 +1,307 @@
+//! Per-rank weights of parallel layouts, exact to the byte, and against vLLM's own per-rank
+//! figures (`data/vllm/cases.json`).
+//!
+//! The per-rank literals were derived by hand from the sharding rules of docs/parallel.md
+//! (per layer: q, k, v, o split over heads, gate/up/down over the FFN, norms replicated;
+//! embedding and lm_head over the vocab padded to 64). Every layout is also checked to sum
+//! back to the published checkpoint (data/models/README.md) plus exactly what the ranks
+//! replicate, so a rule that drops or duplicates a tensor fails twice.
+
+use circuit_hf::{
+    HfError, ImportOptions, Parallel, ParallelError, ParallelImport, import_parallel,
+};
+
+fn config(name: &str) -> String {
+    let path = format!(
+        "{}/../../data/models/{name}/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn layout(tp: u64, pp: u64, dp: u64, expert_parallel: bool) -> Parallel {
+    Parallel {
+        tp,
+        pp,
+        dp,
+        expert_parallel,
+    }
+}
+
+fn import(name: &str, parallel: Parallel) -> Result<ParallelImport, HfError> {
+    let mut options = ImportOptions::default();
+    options.parallel = parallel;
+    import_parallel(&config(name), &format!("{name}/config.json"), &options, &[])
+}
+
+/// Weight bytes of every rank, in global rank order.
+fn rank_weights(name: &str, parallel: Parallel) -> Vec<u64> {
+    let p = import(name, parallel).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.rank_shape.len() as u64, parallel.world_size().unwrap());
+    p.rank_shape
+        .iter()
+        .map(|&s| p.imports[s].circuit.weight_bytes())
+        .collect()
+}
+
+/// The published checkpoint's bytes.
+const LLAMA_8B: u64 = 16_060_522_496;
+const QWEN_7B: u64 = 15_231_233_024;
+const MIXTRAL: u64 = 93_405_585_408;
+const LLAMA_70B: u64 = 141_107_412_992;
+
+/// Bytes of the RMS norms every TP rank holds whole: two per layer and the final one.
+fn norms(layers: u64, hidden: u64) -> u64 {
+    (2 * layers + 1) * hidden * 2
+}
+
+fn check_tp(name: &str, whole: u64, tp: u64, per_rank: u64, replicated_per_rank: u64) {
+    let w = rank_weights(name, layout(tp, 1, 1, false));
+    assert_eq!(w, vec![per_rank; tp as usize], "{name} TP {tp}");
+    assert_eq!(
+        w.iter().sum::<u64>(),
+        whole + (tp - 1) * replicated_per_rank,
+        "{name} TP {tp}: the ranks sum to the checkpoint plus the replicas"
+    );
+}
+
+#[test]
+fn single_rank_is_the_checkpoint() {
+    assert_eq!(rank_weights("llama-3.1-8b", Parallel::SINGLE), [LLAMA_8B]);
+    assert_eq!(rank_weights("llama-3.1-70b", Parallel::SINGLE), [LLAMA_70B]);
+}
+
+#[test]
+fn llama_8b_tensor_parallel() {
+    check_tp("llama-3.1-8b", LLAMA_8B, 2, 8_030_527_488, norms(32, 4096));
+    check_tp("llama-3.1-8b", LLAMA_8B, 4, 4_015_529_984, norms(32, 4096));
+}
+
+#[test]
+fn qwen_7b_tensor_parallel() {
+    // q/k/v biases split with their projections; 4 KV heads give one per rank at TP 4.
+    check_tp("qwen2.5-7b", QWEN_7B, 2, 7_615_820_800, norms(28, 3584));
+    check_tp("qwen2.5-7b", QWEN_7B, 4, 3_808_114_688, norms(28, 3584));
+}
+
+#[test]
+fn llama_70b_tensor_parallel() {
+    check_tp(
+        "llama-3.1-70b",
+        LLAMA_70B,
+        4,
+        35_278_831_616,
+        norms(80, 8192),
+    );
+    check_tp(
+        "llama-3.1-70b",
+        LLAMA_70B,
+        8,
+        17_640_734_720,
+        norms(80, 8192),
+    );
+}
+
+#[test]
+fn mixtral_tensor_parallel() {
+    // Each expert's w1/w3/w2 split on the intermediate dim; the router (8 x 4096 per layer)
+    // is replicated with the norms.
+    let router = 32 * 8 * 4096 * 2;
+    check_tp(
+        "mixtral-8x7b-v0.1",
+        MIXTRAL,
+        2,
+        46_704_107_520,
+        norms(32, 4096) + router,
+    );
+}
+
+#[test]
+fn llama_8b_pipeline_parallel() {
+    // get_pp_indices(32, r, 2) = 16 + 16; the first stage holds embed_tokens, the last the
+    // final norm and lm_head (4096 bytes of norm apart); nothing is replicated.
+    let two = rank_weights("llama-3.1-8b", layout(1, 2, 1, false));
+    assert_eq!(two, [8_030_257_152, 8_030_265_344]);
+    assert_eq!(two.iter().sum::<u64>(), LLAMA_8B);
+    let four = rank_weights("llama-3.1-8b", layout(1, 4, 1, false));
+    assert_eq!(
+        four,
+        [4_540_465_152, 3_489_792_000, 3_489_792_000, 4_540_473_344]
+    );
+    assert_eq!(four.iter().sum::<u64>(), LLAMA_8B);
+    let p = import("llama-3.1-8b", layout(1, 4, 1, false)).unwrap();
+    assert_eq!(p.shapes.len(), 4);
+    assert_eq!(p.shapes[1].layers, (8, 16));
+    // A middle stage's tensors keep their true layer index.
+    let names: Vec<_> = p.imports[1]
+        .circuit
+        .tensors()
+        .values()
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(names.contains(&"model.layers.8.self_attn.q_proj.weight".to_owned()));
+    assert!(!names.iter().any(|n| n.starts_with("model.layers.7.")));
+}
+
+#[test]
+fn pipeline_remainder_goes_to_the_stages_before_the_last() {
+    // 28 layers over 3 stages: get_pp_indices gives 9, 10, 9.
+    let p = import("qwen2.5-7b", layout(1, 3, 1, false)).unwrap();
+    let layers: Vec<_> = p.shapes.iter().map(|s| s.layers).collect();
+    assert_eq!(layers, [(0, 9), (9, 19), (19, 28)]);
+    let w = rank_weights("qwen2.5-7b", layout(1, 3, 1, false));
+    assert_eq!(w.iter().sum::<u64>(), QWEN_7B);
+}
+
+#[test]
+fn tp_and_pp_combine() {
+    let w = rank_weights("llama-3.1-70b", layout(4, 2, 1, false));
+    assert_eq!(w.len(), 8);
+    // Ranks 0..4 are stage 0, 4..8 stage 1; TP ranks of one stage are alike.
+    assert!(w[..4].iter().all(|&b| b == w[0]) && w[4..].iter().all(|&b| b == w[4]));
+    assert_eq!(
+        w.iter().sum::<u64>(),
+        LLAMA_70B + 3 * norms(80, 8192),
+        "each norm is on one stage, replicated over its 4 TP ranks"
+    );
+}
+
+#[test]
+fn kv_cache_per_rank() {
+    // Llama-3.1-8B: 8 KV heads. TP 2 holds 4 per rank; TP 16 holds one, replicated twice.
+    let kv = |tp| {
+        let p = import("llama-3.1-8b", layout(tp, 1, 1, false)).unwrap();
+        p.imports[0].circuit.state_bytes(1, 1).unwrap()
+    };
+    assert_eq!(kv(1), 131_072);
+    assert_eq!(kv(2), 65_536);
+    assert_eq!(kv(16), 2 * 32 * 128 * 2);
+    // PP 2: each stage caches its own 16 layers.
+    let p = import("llama-3.1-8b", layout(1, 2, 1, false)).unwrap();
+    assert_eq!(p.imports[0].circuit.state_bytes(1, 1).unwrap(), 65_536);
+}
+
+#[test]
+fn expert_parallel_places_whole_experts() {
+    // Mixtral, TP 1 x DP 3 with EP: ranks hold 3, 3 and 2 whole experts (the remainder on
+    // the first ranks); attention and the router are whole on every rank.
+    let p = import("mixtral-8x7b-v0.1", layout(1, 1, 3, true)).unwrap();
+    let held: Vec<_> = p
+        .rank_shape
+        .iter()
+        .map(|&s| p.shapes[s].local_experts)
+        .collect();
+    assert_eq!(held, [Some(3), Some(3), Some(2)]);
+    let expert = 3 * 14_336 * 4096 * 2;
+    let w: Vec<_> = p
+        .rank_shape
+        .iter()
+        .map(|&s| p.imports[s].circuit.weight_bytes())
+        .collect();
+    assert_eq!(w[0] - w[2], 32 * expert);
+    // Every expert on exactly one rank, the rest replicated on all three.
+    let non_expert = MIXTRAL - 32 * 8 * expert;
+    assert_eq!(w.iter().sum::<u64>(), 3 * non_expert + 32 * 8 * expert);
+    // Without EP, DP x TP splits each expert's intermediate dim: three ranks alike.
+    let e = import("mixtral-8x7b-v0.1", layout(2, 1, 2, false)).unwrap();
+    assert_eq!(e.shapes.len(), 1);
+}
+
+#[test]
+fn layouts_that_do_not_fit_are_typed_errors() {
+    let err = |name, p| match import(name, p) {
+        Err(HfError::Parallel { source, .. }) => source,
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(
+        err("qwen2.5-7b", layout(8, 1, 1, false)),
+        ParallelError::NotDivisible {
+            what: "num_attention_heads",
+            value: 28,
+            by: 8,
+            ..
+        }
+    ));
+    assert!(matches!(
+        err("llama-3.1-8b", layout(1, 33, 1, false)),
+        ParallelError::PpExceedsLayers { pp: 33, layers: 32 }
+    ));
+    assert!(matches!(
+        err("llama-3.1-8b", layout(0, 1, 1, false)),
+        ParallelError::Zero {
+            what: "tensor_parallel_size"
+        }
+    ));
+    assert!(matches!(
+        err("mixtral-8x7b-v0.1", layout(1, 1, 16, true)),
+        ParallelError::EpExceedsExperts { ep: 16, experts: 8 }
+    ));
+    let message = import("qwen2.5-7b", layout(8, 1, 1, false))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.starts_with("qwen2.5-7b/config.json: num_attention_heads = 28"),
+        "{message}"
+    );
+}
+
+/// vLLM's "Model loading took X GiB" per rank, from data/vllm/cases.json.
+fn vllm_weights_gib(case_name: &str) -> f64 {
+    let path = format!("{}/../../data/vllm/cases.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let cases: serde_json::Value = serde_json::from_str(&text).unwrap();
+    cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == case_name)
+        .and_then(|c| c["weights_gib"].as_f64())
+        .unwrap_or_else(|| panic!("no case {case_name}"))
+}
+
+/// vLLM's per-rank figure also counts a tensor no checkpoint holds: the rotary embedding's
+/// `cos_sin_cache` buffer (`model_executor/layers/rotary_embedding/base.py`), one per model
+/// (get_rope caches the module), `max_position_embeddings x rotary_dim` in the model dtype.
+/// It is an engine fact, added here explicitly and not to the circuit.
+fn rope_cache(max_positions: u64, head_dim: u64) -> u64 {
+    max_positions * head_dim * 2
+}
+
+fn check_vllm(case_name: &str, circuit_bytes: u64, rope: u64) {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let vllm = vllm_weights_gib(case_name);
+    let with_rope = (circuit_bytes + rope) as f64 / GIB;
+    let bare = circuit_bytes as f64 / GIB;
+    // vLLM prints two decimals of a CUDA memory difference (allocator rounding included).
+    assert!(
+        (with_rope - vllm).abs() / vllm < 0.005,
+        "{case_name}: {with_rope}"
+    );
+    // The checkpoint's share alone is within 0.5% too.
+    assert!((bare - vllm).abs() / vllm < 0.005, "{case_name}: {bare}");
+}
+
+#[test]
+fn vllm_per_rank_weights() {
+    let llama_rope = rope_cache(131_072, 128);
+    let tp2 = rank_weights("llama-3.1-8b", layout(2, 1, 1, false));
+    check_vllm(
+        "meta-llama-llama-3-1-8b---h100-80gb--tp2pp1dp1--8192",
+        tp2[0],
+        llama_rope,
+    );
+    let pp2 = rank_weights("llama-3.1-8b", layout(1, 2, 1, false));
+    for stage in pp2 {
+        check_vllm(
+            "meta-llama-llama-3-1-8b---h100-80gb--tp1pp2dp1--8192",
+            stage,
+            llama_rope,
+        );
+    }
+    let mixtral = rank_weights("mixtral-8x7b-v0.1", layout(2, 1, 1, false));
+    check_vllm(
+        "mistralai-mixtral-8x7b-i--h100-80gb--tp2pp1dp1--8192",
+        mixtral[0],
+        rope_cache(32_768, 128),
+    );
+}
