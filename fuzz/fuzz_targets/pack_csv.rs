@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memory_plan::pack::{self, Goal, Limits, Stacking, csv};
+use arena_pack::{self as pack, Goal, Limits, Stacking, csv};
 
 #[path = "common.rs"]
 mod common;

@@ -1,16 +1,20 @@
 //! `cargo xtask pack`: pack the buffers of a MiniMalloc CSV file into an arena.
+//!
+//! Exit status: 0 when a placement was found (and, with `--capacity`, it fits); 1 on bad input
+//! and when the height exceeds `--capacity` (then `--out` is not written, so a script never
+//! takes a failed fit for a solution).
 
 use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use arena_pack::{self as pack, Goal, Limits, Proof, csv};
 use clap::Args;
-use memory_plan::pack::{self, Goal, Limits, Proof, csv};
 
 #[derive(Args, Debug)]
 #[command(
     about = "Pack the buffers of a MiniMalloc CSV file into an arena",
-    after_help = "Example:\n  cargo xtask pack --capacity 1048576 data/minimalloc/A.1048576.csv --out A.solution.csv\n  cargo xtask pack --minimize --time-limit 10 problem.csv"
+    after_help = "Exit status 1 when the height exceeds --capacity (--out is then not written).\n\nExample:\n  cargo xtask pack --capacity 1048576 data/minimalloc/A.1048576.csv --out A.solution.csv\n  cargo xtask pack --minimize --time-limit 10 problem.csv"
 )]
 pub struct PackArgs {
     /// The problem: a CSV file with the header `id,lower,upper,size` (buffer `id` is live on
@@ -23,28 +27,93 @@ pub struct PackArgs {
     /// Find the lowest placement the limits allow instead of any that fits the capacity.
     #[arg(long)]
     pub minimize: bool,
-    /// Wall-clock limit for the search, in seconds; the best placement so far is kept.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    pub time_limit: f64,
+    /// Wall-clock limit in seconds (above 0, at most 1e9), on the whole run; the best
+    /// placement found by then is kept.
+    #[arg(long, value_name = "SECS", default_value = "60")]
+    pub time_limit: String,
     /// Search-node budget (deterministic limit; the same budget gives the same result).
     #[arg(long, value_name = "NODES", default_value_t = 50_000_000)]
     pub max_steps: u64,
-    /// Write the solution here: the input columns plus `offset`.
+    /// Write the solution here: the input columns plus `offset` (only when it fits).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
 
-/// `pack::solve` with a node budget and a wall-clock limit of `seconds` (the clock is read
-/// here, never in memory-plan); returns the solution and the time it took.
+/// The longest `--time-limit` accepted, in seconds (about 31 years).
+const MAX_SECONDS: f64 = 1e9;
+
+/// A wall-clock limit that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TimeLimitError {
+    /// Not a number.
+    #[error(
+        "{flag} `{value}` is not a number of seconds; give a number above 0 and at most 1000000000, such as 10 or 0.5"
+    )]
+    NotANumber {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// Zero, negative or NaN.
+    #[error(
+        "{flag} {value} is not a positive number of seconds; give a number above 0 and at most 1000000000"
+    )]
+    NotPositive {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// More than [`MAX_SECONDS`] (or infinite).
+    #[error(
+        "{flag} {value} is more than 1000000000 seconds (about 31 years); give at most 1000000000"
+    )]
+    TooLarge {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        value: String,
+    },
+}
+
+/// Parses a `--time-limit`-like flag into a duration.
+pub(crate) fn seconds(flag: &'static str, value: &str) -> Result<Duration, TimeLimitError> {
+    let owned = || value.to_string();
+    let secs: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| TimeLimitError::NotANumber {
+            flag,
+            value: owned(),
+        })?;
+    if secs.is_nan() || secs <= 0.0 {
+        return Err(TimeLimitError::NotPositive {
+            flag,
+            value: owned(),
+        });
+    }
+    if secs > MAX_SECONDS {
+        return Err(TimeLimitError::TooLarge {
+            flag,
+            value: owned(),
+        });
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `pack::solve` with a node budget and a wall-clock limit (the clock is read here, never in
+/// arena-pack); returns the solution and the time it took.
 pub(crate) fn solve_within(
     buffers: &[pack::Buffer],
     goal: Goal,
     max_steps: u64,
-    seconds: f64,
+    limit: Duration,
 ) -> Result<(pack::Solution, Duration), pack::PackError> {
     let started = Instant::now();
-    let deadline = started + Duration::from_secs_f64(seconds);
-    let stop = move || Instant::now() >= deadline;
+    // A limit is at most 1e9 s, so the deadline exists; if not, the run has no deadline.
+    let deadline = started.checked_add(limit);
+    let stop = move || deadline.is_some_and(|d| Instant::now() >= d);
     let limits = Limits {
         max_steps,
         stop: Some(&stop),
@@ -59,19 +128,13 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         (false, Some(capacity)) => Goal::Fit { capacity },
         (false, None) => return Err("give --capacity BYTES, or --minimize".into()),
     };
-    if !(args.time_limit.is_finite() && args.time_limit > 0.0) {
-        return Err(format!(
-            "--time-limit {} is not a positive number of seconds",
-            args.time_limit
-        )
-        .into());
-    }
+    let limit = seconds("--time-limit", &args.time_limit)?;
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let rows = csv::parse(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let buffers: Vec<pack::Buffer> = rows.iter().map(csv::CsvBuffer::buffer).collect();
 
-    let (solution, elapsed) = solve_within(&buffers, goal, args.max_steps, args.time_limit)
+    let (solution, elapsed) = solve_within(&buffers, goal, args.max_steps, limit)
         .map_err(|e| format!("{}: {e}", args.file.display()))?;
     let height = pack::validate(&buffers, &solution.placement.offsets, None)
         .map_err(|e| format!("internal error, the solver returned an invalid placement: {e}"))?;
@@ -82,20 +145,34 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         Proof::DoesNotFit => "does not fit the capacity (proven)",
         _ => "unproven (limit reached)",
     };
+    let fits = args.capacity.is_none_or(|capacity| height <= capacity);
     println!("buffers:     {}", buffers.len());
     println!("height:      {height}");
     println!("lower bound: {}", solution.lower_bound);
     if let Some(capacity) = args.capacity {
-        let verdict = if height <= capacity {
-            "fits"
-        } else {
-            "exceeds"
-        };
+        let verdict = if fits { "fits" } else { "exceeds" };
         println!("capacity:    {capacity} ({verdict})");
     }
     println!("proof:       {proof}");
     println!("steps:       {}", solution.steps);
     println!("time:        {:.3} s", elapsed.as_secs_f64());
+    if let (false, Some(capacity)) = (fits, args.capacity) {
+        let why = if solution.proof == Proof::DoesNotFit {
+            "no placement fits (proven)"
+        } else {
+            "none found within the limits"
+        };
+        let unwritten = args
+            .out
+            .as_ref()
+            .map(|out| format!("; {} not written", out.display()))
+            .unwrap_or_default();
+        return Err(format!(
+            "{}: height {height} exceeds --capacity {capacity}: {why}{unwritten}",
+            args.file.display()
+        )
+        .into());
+    }
     if let Some(out) = &args.out {
         let text = csv::write(&rows, &solution.placement.offsets)?;
         std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;

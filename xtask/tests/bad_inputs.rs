@@ -184,8 +184,9 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("csv-"), 10);
     assert_eq!(count("flag-"), 34);
     assert_eq!(count("file-"), 7);
-    assert_eq!(count("pack-"), 4);
-    assert_eq!(cases.len(), 121);
+    assert_eq!(count("pack-"), 9);
+    assert_eq!(count("bench-"), 2);
+    assert_eq!(cases.len(), 128);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())

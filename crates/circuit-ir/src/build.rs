@@ -30,6 +30,12 @@ pub const MAX_NODES: u64 = 1 << 20;
 /// even when its block has no node.
 pub const MAX_INSTANCES: u64 = MAX_NODES;
 
+/// The most output edges, weights and states a circuit may declare (all block instances
+/// together). Nodes are bounded by [`MAX_NODES`], but one node may list any number of
+/// outputs: without this bound a small file (one node with 1,000 outputs, repeated 2^20 times)
+/// would ask for a billion edges. An edge takes about 0.3 KB once loaded.
+pub const MAX_ITEMS: u64 = 4 * MAX_NODES;
+
 /// Names a dim may not take: they are bound by rows (`n`) and by kernel families (`k`,
 /// `sm_count`).
 pub const RESERVED_NAMES: [&str; 3] = ["n", "k", "sm_count"];
@@ -219,6 +225,7 @@ impl<'a> Build<'a> {
         let weight_bytes = self.weight_total()?;
         Ok(Circuit {
             name: decl.name.clone(),
+            origin: self.origin.to_owned(),
             dims: self.dims,
             instances: self.instances,
             nodes: self.nodes,
@@ -390,6 +397,7 @@ impl<'a> Build<'a> {
         let mut repeats = Vec::with_capacity(blocks.len());
         let mut total_nodes: u64 = 0;
         let mut total_instances: u64 = 0;
+        let mut total_items: u64 = 0;
         let mut names: Vec<&str> = Vec::new();
         for block in blocks {
             let place = Place::root().with(format!("block `{}`", block.name));
@@ -437,6 +445,30 @@ impl<'a> Build<'a> {
                             what: format!("{} instances", repeat.unwrap_or(1)),
                             limit: MAX_INSTANCES,
                             unit: "block instances per circuit",
+                        },
+                    )
+                })?;
+            let per_instance = block
+                .nodes
+                .iter()
+                .map(|n| (n.outputs.len() + n.weights.len()) as u64)
+                .sum::<u64>()
+                + block.states.len() as u64;
+            total_items = repeat
+                .unwrap_or(1)
+                .checked_mul(per_instance)
+                .and_then(|n| n.checked_add(total_items))
+                .filter(|&n| n <= MAX_ITEMS)
+                .ok_or_else(|| {
+                    self.err(
+                        &place,
+                        Kind::TooLarge {
+                            what: format!(
+                                "{} instances of {per_instance} output edges, weights and states",
+                                repeat.unwrap_or(1)
+                            ),
+                            limit: MAX_ITEMS,
+                            unit: "output edges, weights and states per circuit",
                         },
                     )
                 })?;
@@ -561,12 +593,29 @@ impl<'a> Build<'a> {
         let mut inputs = Vec::with_capacity(decl.inputs.len());
         for name in &decl.inputs {
             let name = expand(name, ctx.index);
-            let edge = self.resolve(ctx, &place.with(format!("input `{name}`")), &name)?;
+            let edge = self.resolve(ctx, &place.with(format!("input `{name}`")), &id, &name)?;
             inputs.push(edge);
             let readers = &mut self.edges[edge].readers;
             if readers.last() != Some(&idx) {
                 readers.push(idx);
             }
+        }
+        // One output listed twice, found before any is built so the message shows both
+        // entries as written.
+        let mut expanded: HashMap<String, &str> = HashMap::with_capacity(decl.outputs.len());
+        for out in &decl.outputs {
+            let local = expand(&out.edge, ctx.index);
+            if let Some(first) = expanded.get(&local) {
+                return Err(self.err(
+                    &place.with(format!("output `{local}`")),
+                    Kind::OutputTwice {
+                        edge: format!("{}{local}", ctx.prefix),
+                        first: (*first).to_owned(),
+                        second: out.edge.clone(),
+                    },
+                ));
+            }
+            expanded.insert(local, &out.edge);
         }
         let mut outputs = Vec::with_capacity(decl.outputs.len());
         for out in &decl.outputs {
@@ -611,6 +660,7 @@ impl<'a> Build<'a> {
         &self,
         ctx: &InstanceCtx<'_>,
         place: &Place,
+        reader: &str,
         name: &str,
     ) -> Result<EdgeIdx, CircuitError> {
         if let Some(e) = ctx
@@ -625,13 +675,17 @@ impl<'a> Build<'a> {
                 return Ok(e);
             }
             if let Some(producer) = self.producers.get(id) {
-                return Err(self.err(
-                    place,
+                let kind = if *producer == reader {
+                    Kind::ReadsOwnOutput {
+                        edge: id.to_owned(),
+                    }
+                } else {
                     Kind::ReadBeforeProduced {
                         edge: id.to_owned(),
                         producer: producer.clone(),
-                    },
-                ));
+                    }
+                };
+                return Err(self.err(place, kind));
             }
         }
         Err(self.err(
@@ -664,11 +718,24 @@ impl<'a> Build<'a> {
         }
         let id = format!("{}{local}", ctx.prefix);
         if let Some(&first) = self.edge_ids.get(&id) {
-            let first = match self.edges[first].producer {
-                Some(p) => format!("produced by node `{}`", self.nodes[p].id),
-                None => "a circuit input".to_owned(),
+            // The node being built is not in `nodes` yet: an edge it produced already is one
+            // it lists twice (`y` twice, or `y{i}` and `y0` in instance 0).
+            let kind = match self.edges[first].producer {
+                Some(p) if p == node => Kind::OutputTwice {
+                    edge: id,
+                    first: local.clone(),
+                    second: out.edge.clone(),
+                },
+                Some(p) => Kind::TwoProducers {
+                    edge: id,
+                    first: format!("produced by node `{}`", self.nodes[p].id),
+                },
+                None => Kind::TwoProducers {
+                    edge: id,
+                    first: "a circuit input".to_owned(),
+                },
             };
-            return Err(self.err(&place, Kind::TwoProducers { edge: id, first }));
+            return Err(self.err(&place, kind));
         }
         let rows = self.rows(&place, &out.rows)?;
         let width = self.eval_text(&place.with("width"), &out.width)?;
@@ -728,12 +795,18 @@ impl<'a> Build<'a> {
         if let Some(&existing) = self.tensor_ids.get(&name) {
             let first = &self.tensors[existing];
             if first.shape != shape || first.format != format || first.count != count {
+                // The owner may be this node, not in `nodes` yet (two of its weights name one
+                // tensor).
+                let first_node = match self.nodes.get(first.owner) {
+                    Some(owner) => owner.id.clone(),
+                    None => node_id.to_owned(),
+                };
                 return Err(self.err(
                     place,
                     Kind::TensorConflict {
                         tensor: name,
                         first: render_tensor(&first.shape, first.format, first.count),
-                        first_node: self.nodes[first.owner].id.clone(),
+                        first_node,
                         this: render_tensor(&shape, format, count),
                     },
                 ));
@@ -774,7 +847,20 @@ impl<'a> Build<'a> {
         let per_token = size("per_token", &decl.per_token)?;
         let per_sequence = size("per_sequence", &decl.per_sequence)?;
         let window = match &decl.window {
-            Some(t) => Some(self.eval_text(&place.with("window"), t)?),
+            Some(t) => {
+                let wplace = place.with("window");
+                match self.eval_text(&wplace, t)? {
+                    0 => {
+                        return Err(self.err(
+                            &wplace,
+                            Kind::ZeroWindow {
+                                expr: t.to_string(),
+                            },
+                        ));
+                    }
+                    w => Some(w),
+                }
+            }
             None => None,
         };
         let format: Format = decl
@@ -798,7 +884,24 @@ impl<'a> Build<'a> {
         let mut readers = Vec::with_capacity(decl.readers.len());
         for r in &decl.readers {
             let reader = find("reader", r)?;
-            if reader <= writer {
+            if readers.contains(&reader) {
+                return Err(self.err(
+                    &place.with("readers"),
+                    Kind::DuplicateId {
+                        what: "state reader",
+                        id: self.nodes[reader].local.clone(),
+                    },
+                ));
+            }
+            if reader == writer {
+                return Err(self.err(
+                    &place.with("readers"),
+                    Kind::ReaderIsWriter {
+                        node: self.nodes[reader].local.clone(),
+                    },
+                ));
+            }
+            if reader < writer {
                 return Err(self.err(
                     &place.with("readers"),
                     Kind::ReaderBeforeWriter {

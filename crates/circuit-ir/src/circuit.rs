@@ -257,6 +257,9 @@ pub enum Dep {
 #[derive(Debug, Clone)]
 pub struct Circuit {
     pub(crate) name: String,
+    /// What errors about it are prefixed with: the file name, or `circuit `name`` for a
+    /// builder.
+    pub(crate) origin: String,
     pub(crate) dims: Vec<(String, u64)>,
     pub(crate) instances: PrimaryMap<InstanceIdx, BlockInstance>,
     pub(crate) nodes: PrimaryMap<NodeIdx, Node>,
@@ -286,6 +289,12 @@ impl Circuit {
     /// The circuit's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Where the circuit comes from (its file name, or `circuit `name`` when built in code):
+    /// errors found while planning it name this.
+    pub fn origin(&self) -> &str {
+        &self.origin
     }
 
     /// Dims in declaration order with their values.

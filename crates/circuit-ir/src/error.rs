@@ -48,28 +48,81 @@ impl fmt::Display for Place {
     }
 }
 
+/// The longest message [`one_line`] returns whole, in characters; longer ones keep their start
+/// and end around a note of how much was cut.
+pub const MAX_LINE: usize = 2_000;
+
+/// The longest quoted input [`quoted`] returns whole, in characters.
+pub const MAX_QUOTE: usize = 160;
+
 /// `text` fit for a one-line message: line breaks and other control characters (but tab) are
-/// escaped as in a Rust string literal (`\n`, `\r`, `\u{7f}`); other text is unchanged.
+/// escaped as in a Rust string literal (`\n`, `\r`, `\u{7f}`); other text is unchanged, up to
+/// [`MAX_LINE`] characters (a longer text keeps its start and end, see [`quoted`]).
 ///
 /// Error messages quote what the user wrote (ids, op names, expressions, file names), and a
 /// TOML or JSON string may hold a newline: every error type of the planner's crates passes its
-/// message through this, so a message is always one line.
+/// message through this, so a message is always one line, and a bounded one.
 pub fn one_line(text: &str) -> Cow<'_, str> {
+    elide(escaped(text), MAX_LINE)
+}
+
+/// `text` with line breaks and control characters (but tab) escaped.
+fn escaped(text: &str) -> Cow<'_, str> {
     fn breaks(c: char) -> bool {
         (c.is_control() && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}')
     }
-    if !text.chars().any(breaks) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if breaks(c) {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
+    if text.chars().any(breaks) {
+        let mut out = String::with_capacity(text.len() + 8);
+        for c in text.chars() {
+            if breaks(c) {
+                out.extend(c.escape_debug());
+            } else {
+                out.push(c);
+            }
         }
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(text)
     }
-    Cow::Owned(out)
+}
+
+/// Input quoted in a message (an expression, an id): [`one_line`], and at most [`MAX_QUOTE`]
+/// characters. A longer text keeps its first and last characters around
+/// `[... N characters ...]`, so a 400 KB expression makes a readable line that still shows
+/// where it starts and ends. Every error type quotes expressions through this.
+pub fn quoted(text: &str) -> Cow<'_, str> {
+    elide(escaped(text), MAX_QUOTE)
+}
+
+/// `text` cut to its start and end when longer than `max` characters (a few more, for the note).
+fn elide(text: Cow<'_, str>, max: usize) -> Cow<'_, str> {
+    let count = text.chars().count();
+    if count <= max {
+        return text;
+    }
+    let head = max * 2 / 3;
+    let tail = max / 4;
+    let cut = count - head - tail;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(count - tail)
+        .map_or(text.len(), |(i, _)| i);
+    Cow::Owned(format!(
+        "{}[... {cut} characters ...]{}",
+        &text[..head_end],
+        &text[tail_start..]
+    ))
+}
+
+fn output_twice(edge: &str, first: &str, second: &str) -> String {
+    if first == second {
+        format!("`out` lists edge `{first}` twice; list each output once")
+    } else {
+        format!(
+            "`out` lists `{first}` and `{second}`, which both name edge `{edge}`; list each output once"
+        )
+    }
 }
 
 /// A circuit that cannot be loaded or built.
@@ -102,7 +155,7 @@ pub enum CircuitErrorKind {
     #[error(transparent)]
     Expr(#[from] ExprError),
     /// An expression reading a name that is not a dim.
-    #[error("unknown dim `{name}` in `{expr}` (readable here: {readable})")]
+    #[error("unknown dim `{name}` in `{}` (readable here: {readable})", quoted(.expr))]
     UnknownDim {
         /// The name.
         name: String,
@@ -112,7 +165,10 @@ pub enum CircuitErrorKind {
         readable: String,
     },
     /// A dim whose expression reads a dim declared after it.
-    #[error("`{expr}` uses dim `{name}`, which is declared later; declare `{name}` first")]
+    #[error(
+        "`{}` uses dim `{name}`, which is declared later; declare `{name}` first",
+        quoted(.expr)
+    )]
     DimUsesLaterDim {
         /// The later dim.
         name: String,
@@ -150,6 +206,39 @@ pub enum CircuitErrorKind {
         edge: String,
         /// Who produced it first.
         first: String,
+    },
+    /// A node listing one output edge twice (`y` twice, or `y{i}` and `y0` in instance 0).
+    #[error("{}", output_twice(.edge, .first, .second))]
+    OutputTwice {
+        /// The edge's instance id.
+        edge: String,
+        /// The first entry naming it, as written.
+        first: String,
+        /// The second entry naming it, as written.
+        second: String,
+    },
+    /// A node reading an edge it produces itself.
+    #[error("edge `{edge}` is an output of this node; a node cannot read its own output")]
+    ReadsOwnOutput {
+        /// The edge.
+        edge: String,
+    },
+    /// A state whose writer is listed among its readers.
+    #[error(
+        "node `{node}` writes this state; its readers must be later nodes of the block instance"
+    )]
+    ReaderIsWriter {
+        /// The node.
+        node: String,
+    },
+    /// A sliding window of no token.
+    #[error(
+        "`{}` is 0 tokens: a sliding window holds at least 1 token per sequence (omit `window` to hold every cached token)",
+        quoted(.expr)
+    )]
+    ZeroWindow {
+        /// The window's expression.
+        expr: String,
     },
     /// A read of an edge that nothing produces.
     #[error(

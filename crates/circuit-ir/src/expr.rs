@@ -7,18 +7,25 @@
 //! - A name is resolved when the expression is compiled; a name the scope does not know is an
 //!   error, never 0. Names bound to values are folded into constants at compile time.
 //! - Evaluating a [`Program`] neither parses nor allocates: it runs a fixed-size stack machine.
-//!   Expressions whose evaluation would need a deeper stack than [`MAX_STACK`], or whose tree is
-//!   deeper than [`MAX_DEPTH`], are refused at parse time, so no input can exhaust the stack.
+//!   Expressions whose evaluation would need a deeper stack than [`MAX_STACK`], or that nest
+//!   parentheses and calls deeper than [`MAX_DEPTH`], are refused at parse time, so no input can
+//!   exhaust the stack. Operators of one precedence level form one flat [`Tree::Chain`], so a
+//!   sum of a million terms is one level deep and every walk over it is a loop.
+//! - Parsing, compiling and valuing are linear in the text: a program shares the tree and the
+//!   text of its expression (one `Arc` each) and marks each step by the position of its
+//!   sub-expression in the tree, rendered only to explain a fault.
 //! - Canonical text re-parses to the same tree.
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::one_line;
+use crate::error::{one_line, quoted};
 
-/// Deepest tree the parser builds; keeps recursion over trees bounded for any input.
+/// Deepest nesting of parentheses and function calls the parser accepts; keeps recursion over
+/// trees bounded for any input (a flat chain of operators, however long, is one level).
 pub const MAX_DEPTH: usize = 200;
 /// Deepest evaluation stack a program may need; evaluation uses a fixed array of this size.
 pub const MAX_STACK: usize = 32;
@@ -99,14 +106,17 @@ pub enum Tree {
     Lit(u64),
     /// A name, resolved when the expression is compiled.
     Name(Box<str>),
-    /// `lhs op rhs`.
-    Binary {
-        /// The operator.
-        op: BinOp,
-        /// Left operand.
-        lhs: Box<Tree>,
-        /// Right operand.
-        rhs: Box<Tree>,
+    /// `first op1 t1 op2 t2 ...`: operators of one precedence level, applied left to right.
+    ///
+    /// The parser keeps chains flat and normal: `rest` is never empty, its operators share one
+    /// precedence, and `first` is never itself a chain of that precedence (`(a + b) + c` is the
+    /// chain `a + b + c`), so equal expressions have equal trees. An operand in `rest` may be a
+    /// chain of the same precedence: `a - (b - c)`.
+    Chain {
+        /// The leftmost operand.
+        first: Box<Tree>,
+        /// The operators and their right operands, in order.
+        rest: Vec<(BinOp, Tree)>,
     },
     /// `func(args...)`; arity is checked by the parser.
     Call {
@@ -118,10 +128,38 @@ pub enum Tree {
 }
 
 impl Tree {
+    /// `lhs op rhs`, as a chain: appended to `lhs` when it is a chain of the same precedence,
+    /// so that the tree stays normal.
+    pub fn binary(op: BinOp, lhs: Tree, rhs: Tree) -> Tree {
+        match lhs {
+            Tree::Chain { first, mut rest }
+                if rest.first().map(|(o, _)| o.precedence()) == Some(op.precedence()) =>
+            {
+                rest.push((op, rhs));
+                Tree::Chain { first, rest }
+            }
+            lhs => Tree::Chain {
+                first: Box::new(lhs),
+                rest: vec![(op, rhs)],
+            },
+        }
+    }
+
     fn precedence(&self) -> u8 {
         match self {
-            Tree::Binary { op, .. } => op.precedence(),
+            Tree::Chain { rest, .. } => rest.first().map_or(3, |(op, _)| op.precedence()),
             _ => 3,
+        }
+    }
+
+    /// The direct sub-trees, left to right.
+    fn children(&self) -> Vec<&Tree> {
+        match self {
+            Tree::Lit(_) | Tree::Name(_) => Vec::new(),
+            Tree::Chain { first, rest } => std::iter::once(&**first)
+                .chain(rest.iter().map(|(_, t)| t))
+                .collect(),
+            Tree::Call { args, .. } => args.iter().collect(),
         }
     }
 
@@ -131,28 +169,72 @@ impl Tree {
             Tree::Name(name) => {
                 out.insert(name);
             }
-            Tree::Binary { lhs, rhs, .. } => {
-                lhs.collect_names(out);
-                rhs.collect_names(out);
-            }
-            Tree::Call { args, .. } => args.iter().for_each(|a| a.collect_names(out)),
+            _ => self
+                .children()
+                .into_iter()
+                .for_each(|c| c.collect_names(out)),
         }
     }
 
-    /// Stack slots a postfix evaluation of this tree needs.
+    /// Stack slots a postfix evaluation of this tree needs: the first operand's, and one more
+    /// than each later operand's (the values to its left wait on the stack).
     fn stack_need(&self) -> usize {
         match self {
             Tree::Lit(_) | Tree::Name(_) => 1,
-            Tree::Binary { lhs, rhs, .. } => lhs.stack_need().max(rhs.stack_need() + 1),
-            Tree::Call { args, .. } => {
-                let mut need = args[0].stack_need();
-                for a in &args[1..] {
-                    need = need.max(a.stack_need() + 1);
+            _ => {
+                let children = self.children();
+                let mut need = children[0].stack_need();
+                for c in &children[1..] {
+                    need = need.max(c.stack_need() + 1);
                 }
                 need
             }
         }
     }
+
+    /// The sub-tree at pre-order position `index` (this tree is 0), found with an explicit
+    /// stack; `None` past the end.
+    fn nth(&self, index: usize) -> Option<&Tree> {
+        let mut stack = vec![self];
+        let mut seen = 0;
+        while let Some(t) = stack.pop() {
+            if seen == index {
+                return Some(t);
+            }
+            seen += 1;
+            stack.extend(t.children().into_iter().rev());
+        }
+        None
+    }
+}
+
+/// Writes a chain's first operand and its first `upto` steps: the whole chain, or the
+/// sub-expression a fault at one of its steps is in.
+fn write_chain(
+    f: &mut fmt::Formatter<'_>,
+    first: &Tree,
+    rest: &[(BinOp, Tree)],
+    upto: usize,
+) -> fmt::Result {
+    let Some(p) = rest.first().map(|(op, _)| op.precedence()) else {
+        return write!(f, "{first}");
+    };
+    if first.precedence() < p {
+        write!(f, "({first})")?;
+    } else {
+        write!(f, "{first}")?;
+    }
+    for (op, rhs) in &rest[..upto.min(rest.len())] {
+        write!(f, " {} ", op.symbol())?;
+        // The operators associate to the left: an operand of equal precedence on the right
+        // always gets parentheses.
+        if rhs.precedence() <= p {
+            write!(f, "({rhs})")?;
+        } else {
+            write!(f, "{rhs}")?;
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Display for Tree {
@@ -163,20 +245,7 @@ impl fmt::Display for Tree {
         match self {
             Tree::Lit(v) => write!(f, "{v}"),
             Tree::Name(name) => f.write_str(name),
-            Tree::Binary { op, lhs, rhs } => {
-                let p = op.precedence();
-                if lhs.precedence() < p {
-                    write!(f, "({lhs})")?;
-                } else {
-                    write!(f, "{lhs}")?;
-                }
-                write!(f, " {} ", op.symbol())?;
-                if rhs.precedence() <= p {
-                    write!(f, "({rhs})")
-                } else {
-                    write!(f, "{rhs}")
-                }
-            }
+            Tree::Chain { first, rest } => write_chain(f, first, rest, rest.len()),
             Tree::Call { func, args } => {
                 write!(f, "{}(", func.name())?;
                 for (i, a) in args.iter().enumerate() {
@@ -229,20 +298,24 @@ impl Trend {
             Tree::Lit(_) => Trend::Constant,
             Tree::Name(n) if &**n == name => Trend::Nondecreasing,
             Tree::Name(_) => Trend::Constant,
-            Tree::Binary { op, lhs, rhs } => {
-                let (l, r) = (Trend::of(lhs, name), Trend::of(rhs, name));
-                match op {
-                    BinOp::Add | BinOp::Mul => l.both_up(r),
-                    // Falling in the right operand: `a - b`, `a / b`.
-                    BinOp::Sub | BinOp::Div => l.both_up(r.flip()),
-                    BinOp::Rem => {
-                        if l == Trend::Constant && r == Trend::Constant {
-                            Trend::Constant
-                        } else {
-                            Trend::Unknown
+            Tree::Chain { first, rest } => {
+                let mut acc = Trend::of(first, name);
+                for (op, rhs) in rest {
+                    let r = Trend::of(rhs, name);
+                    acc = match op {
+                        BinOp::Add | BinOp::Mul => acc.both_up(r),
+                        // Falling in the right operand: `a - b`, `a / b`.
+                        BinOp::Sub | BinOp::Div => acc.both_up(r.flip()),
+                        BinOp::Rem => {
+                            if acc == Trend::Constant && r == Trend::Constant {
+                                Trend::Constant
+                            } else {
+                                Trend::Unknown
+                            }
                         }
-                    }
+                    };
                 }
+                acc
             }
             Tree::Call { func, args } => {
                 let trends = args.iter().map(|a| Trend::of(a, name));
@@ -295,7 +368,7 @@ pub enum ExprError {
     /// The text is not an expression.
     #[error(
         "expression `{}`: syntax error at column {}: {}",
-        one_line(.expr),
+        quoted(.expr),
         .column,
         one_line(.message)
     )]
@@ -308,7 +381,7 @@ pub enum ExprError {
         message: String,
     },
     /// A name the scope does not define.
-    #[error("expression `{}`: unknown name `{}`", one_line(.expr), one_line(.name))]
+    #[error("expression `{}`: unknown name `{}`", quoted(.expr), quoted(.name))]
     UnknownName {
         /// The expression text.
         expr: String,
@@ -316,7 +389,7 @@ pub enum ExprError {
         name: String,
     },
     /// A checked arithmetic step failed.
-    #[error("expression `{}`: {} in `{}`", one_line(.expr), .fault, one_line(.at))]
+    #[error("expression `{}`: {} in `{}`", quoted(.expr), .fault, quoted(.at))]
     Eval {
         /// The expression text.
         expr: String,
@@ -328,7 +401,7 @@ pub enum ExprError {
     /// The caller gave fewer slot values than the compiled program reads.
     #[error(
         "expression `{}`: evaluated with {} slot values, needs {}",
-        one_line(.expr),
+        quoted(.expr),
         .given,
         .needed
     )]
@@ -347,8 +420,8 @@ pub enum ExprError {
 /// Equality compares trees, so `2*n` and `2 * n` are equal.
 #[derive(Debug, Clone)]
 pub struct Expr {
-    source: Box<str>,
-    tree: Tree,
+    source: Arc<str>,
+    tree: Arc<Tree>,
 }
 
 impl PartialEq for Expr {
@@ -365,7 +438,7 @@ impl Expr {
         let tree = Parser::new(text).parse()?;
         Ok(Expr {
             source: text.into(),
-            tree,
+            tree: Arc::new(tree),
         })
     }
 
@@ -373,7 +446,7 @@ impl Expr {
     pub fn literal(value: u64) -> Expr {
         Expr {
             source: value.to_string().into(),
-            tree: Tree::Lit(value),
+            tree: Arc::new(Tree::Lit(value)),
         }
     }
 
@@ -420,12 +493,14 @@ impl Expr {
             ops: Vec::new(),
             sites: Vec::new(),
             slot_count: 0,
+            next_node: 0,
         };
         if let Some(value) = c.emit_root(&self.tree)? {
-            c.push(Op::Const(value), String::new());
+            c.push(Op::Const(value), Site::NONE);
         }
         Ok(Program {
             source: self.source.clone(),
+            tree: self.tree.clone(),
             ops: c.ops.into_boxed_slice(),
             sites: c.sites.into_boxed_slice(),
             slot_count: c.slot_count,
@@ -442,7 +517,7 @@ impl fmt::Display for Expr {
 
 impl Serialize for Expr {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.tree {
+        match *self.tree {
             Tree::Lit(v) => s.serialize_u64(v),
             _ => s.serialize_str(&self.canonical()),
         }
@@ -588,13 +663,41 @@ enum Op {
     Apply(Step, Rhs),
 }
 
+/// Which sub-expression an op completes: the tree node at pre-order position `node` (its
+/// first `upto` steps, for a chain). Read only to explain a fault, so a program stores two
+/// numbers per op, never text (text per op was quadratic in a long `max(...)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Site {
+    node: usize,
+    upto: usize,
+}
+
+impl Site {
+    /// The site of an op that cannot fail (a push).
+    const NONE: Site = Site { node: 0, upto: 0 };
+}
+
+/// The text of the sub-expression a site marks.
+struct SiteText<'a>(&'a Tree, usize);
+
+impl fmt::Display for SiteText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Tree::Chain { first, rest } => write_chain(f, first, rest, self.1),
+            tree => tree.fmt(f),
+        }
+    }
+}
+
 /// A compiled expression: a postfix program over constants and slots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
-    source: Box<str>,
+    /// The expression's text and tree, shared with the [`Expr`] it was compiled from.
+    source: Arc<str>,
+    tree: Arc<Tree>,
     ops: Box<[Op]>,
-    /// Canonical text of the sub-expression each op completes; read only to explain a fault.
-    sites: Box<[String]>,
+    /// The sub-expression each op completes, parallel to `ops`.
+    sites: Box<[Site]>,
     slot_count: usize,
 }
 
@@ -653,9 +756,14 @@ impl Program {
 
     #[cold]
     fn fault(&self, at: usize, fault: Fault) -> ExprError {
+        let site = self.sites[at];
         ExprError::Eval {
             expr: self.source.to_string(),
-            at: self.sites[at].clone(),
+            at: self
+                .tree
+                .nth(site.node)
+                .map(|t| SiteText(t, site.upto).to_string())
+                .unwrap_or_default(),
             fault,
         }
     }
@@ -712,8 +820,11 @@ struct Compiler<'a> {
     expr: &'a Expr,
     scope: &'a dyn Scope,
     ops: Vec<Op>,
-    sites: Vec<String>,
+    sites: Vec<Site>,
     slot_count: usize,
+    /// Pre-order position of the next tree node `emit` enters (the numbering `Tree::nth`
+    /// finds a site's node by).
+    next_node: usize,
 }
 
 impl Compiler<'_> {
@@ -721,14 +832,17 @@ impl Compiler<'_> {
         match self.emit(tree)? {
             Emitted::Const(v) => Ok(Some(v)),
             Emitted::Slot(s) => {
-                self.push(Op::Slot(s), String::new());
+                self.push(Op::Slot(s), Site::NONE);
                 Ok(None)
             }
             Emitted::Stacked => Ok(None),
         }
     }
 
+    /// Emits `tree`, entering every node once in pre-order (folded ones too).
     fn emit(&mut self, tree: &Tree) -> Result<Emitted, ExprError> {
+        let node = self.next_node;
+        self.next_node += 1;
         match tree {
             Tree::Lit(v) => Ok(Emitted::Const(*v)),
             Tree::Name(name) => match self.scope.bind(name) {
@@ -742,9 +856,13 @@ impl Compiler<'_> {
                     name: name.to_string(),
                 }),
             },
-            Tree::Binary { op, lhs, rhs } => {
-                let l = self.emit(lhs)?;
-                self.combine(Step::Bin(*op), l, rhs, tree)
+            Tree::Chain { first, rest } => {
+                let mut acc = self.emit(first)?;
+                for (i, (op, rhs)) in rest.iter().enumerate() {
+                    let site = Site { node, upto: i + 1 };
+                    acc = self.combine(Step::Bin(*op), acc, rhs, tree, site)?;
+                }
+                Ok(acc)
             }
             Tree::Call { func, args } => {
                 let step = match func {
@@ -753,24 +871,30 @@ impl Compiler<'_> {
                     Func::Min => Step::Min,
                     Func::Max => Step::Max,
                 };
+                let site = Site { node, upto: 0 };
                 let mut acc = self.emit(&args[0])?;
                 for arg in &args[1..] {
-                    acc = self.combine(step, acc, arg, tree)?;
+                    acc = self.combine(step, acc, arg, tree, site)?;
                 }
                 Ok(acc)
             }
         }
     }
 
-    /// Emits `step(left, right)` where `left` was already emitted (or folded).
+    /// Emits `step(left, right)` where `left` was already emitted (or folded); `tree` and
+    /// `site` name the sub-expression the step completes.
     fn combine(
         &mut self,
         step: Step,
         left: Emitted,
         right: &Tree,
         tree: &Tree,
+        site: Site,
     ) -> Result<Emitted, ExprError> {
-        // A pending left leaf must reach the stack before anything the right side emits.
+        // A pending left leaf must reach the stack before anything the right side emits. (The
+        // insertion below moves only the right operand's ops, and a pending leaf left of a
+        // stacked operand costs a stack slot, so the moves are bounded by MAX_STACK times the
+        // program: compiling stays linear.)
         let mark = self.ops.len();
         let r = self.emit(right)?;
         if let (Emitted::Const(a), Emitted::Const(b)) = (left, r) {
@@ -778,7 +902,7 @@ impl Compiler<'_> {
                 .map(Emitted::Const)
                 .map_err(|fault| ExprError::Eval {
                     expr: self.expr.source.to_string(),
-                    at: tree.to_string(),
+                    at: SiteText(tree, site.upto).to_string(),
                     fault,
                 });
         }
@@ -789,7 +913,7 @@ impl Compiler<'_> {
         };
         if let Some(op) = left_op {
             self.ops.insert(mark, op);
-            self.sites.insert(mark, String::new());
+            self.sites.insert(mark, Site::NONE);
         }
         let rhs = match r {
             Emitted::Const(c) => Rhs::Const(c),
@@ -799,17 +923,15 @@ impl Compiler<'_> {
         if let (Rhs::Const(c), Some(Op::Apply(prev, Rhs::Const(p)))) = (rhs, self.ops.last())
             && let Some(merged) = reassociate(step, *prev, *p, c)
         {
-            {
-                *self.ops.last_mut().expect("checked above") = Op::Apply(step, Rhs::Const(merged));
-                *self.sites.last_mut().expect("one site per op") = tree.to_string();
-                return Ok(Emitted::Stacked);
-            }
+            *self.ops.last_mut().expect("checked above") = Op::Apply(step, Rhs::Const(merged));
+            *self.sites.last_mut().expect("one site per op") = site;
+            return Ok(Emitted::Stacked);
         }
-        self.push(Op::Apply(step, rhs), tree.to_string());
+        self.push(Op::Apply(step, rhs), site);
         Ok(Emitted::Stacked)
     }
 
-    fn push(&mut self, op: Op, site: String) {
+    fn push(&mut self, op: Op, site: Site) {
         self.ops.push(op);
         self.sites.push(site);
     }
@@ -888,19 +1010,22 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Refuses a nesting level (a parenthesis or a call) beyond [`MAX_DEPTH`].
     fn check_depth(&self, depth: usize, start: usize) -> Result<(), ExprError> {
         if depth > MAX_DEPTH {
-            Err(self.error_at(start, &format!("expression deeper than {MAX_DEPTH} levels")))
+            Err(self.error_at(
+                start,
+                &format!("parentheses and calls nested deeper than {MAX_DEPTH} levels"),
+            ))
         } else {
             Ok(())
         }
     }
 
-    /// sum := product (('+' | '-') product)*
+    /// sum := product (('+' | '-') product)*, one flat chain however long (a loop, no
+    /// recursion per term).
     fn sum(&mut self, depth: usize) -> Result<Tree, ExprError> {
-        let start = self.pos;
-        let mut lhs = self.product(depth + 1)?;
-        let mut chain = depth;
+        let mut lhs = self.product(depth)?;
         loop {
             self.skip_space();
             let op = match self.peek() {
@@ -909,22 +1034,14 @@ impl<'a> Parser<'a> {
                 _ => return Ok(lhs),
             };
             self.pos += 1;
-            chain += 1;
-            self.check_depth(chain, start)?;
-            let rhs = self.product(depth + 1)?;
-            lhs = Tree::Binary {
-                op,
-                lhs: Box::new(lhs),
-                rhs: Box::new(rhs),
-            };
+            let rhs = self.product(depth)?;
+            lhs = Tree::binary(op, lhs, rhs);
         }
     }
 
-    /// product := atom (('*' | '/' | '%') atom)*
+    /// product := atom (('*' | '/' | '%') atom)*, one flat chain.
     fn product(&mut self, depth: usize) -> Result<Tree, ExprError> {
-        let start = self.pos;
-        let mut lhs = self.atom(depth + 1)?;
-        let mut chain = depth;
+        let mut lhs = self.atom(depth)?;
         loop {
             self.skip_space();
             let op = match self.peek() {
@@ -934,34 +1051,30 @@ impl<'a> Parser<'a> {
                 _ => return Ok(lhs),
             };
             self.pos += 1;
-            chain += 1;
-            self.check_depth(chain, start)?;
-            let rhs = self.atom(depth + 1)?;
-            lhs = Tree::Binary {
-                op,
-                lhs: Box::new(lhs),
-                rhs: Box::new(rhs),
-            };
+            let rhs = self.atom(depth)?;
+            lhs = Tree::binary(op, lhs, rhs);
         }
     }
 
-    /// atom := number | name | name '(' sum (',' sum)* ')' | '(' sum ')'
+    /// atom := number | name | name '(' sum (',' sum)* ')' | '(' sum ')'; `depth` is the
+    /// nesting of parentheses and calls around it.
     fn atom(&mut self, depth: usize) -> Result<Tree, ExprError> {
         self.skip_space();
         let start = self.pos;
-        self.check_depth(depth, start)?;
         match self.peek() {
             Some(c) if c.is_ascii_digit() => self.number(),
             Some(c) if c == '_' || c.is_ascii_lowercase() => {
                 let name = self.name();
                 self.skip_space();
                 if self.peek() == Some('(') {
-                    self.call(name, start, depth)
+                    self.check_depth(depth + 1, start)?;
+                    self.call(name, start, depth + 1)
                 } else {
                     Ok(Tree::Name(name.into()))
                 }
             }
             Some('(') => {
+                self.check_depth(depth + 1, start)?;
                 self.pos += 1;
                 let inner = self.sum(depth + 1)?;
                 self.skip_space();
@@ -1039,7 +1152,7 @@ impl<'a> Parser<'a> {
             return Err(self.error_at(self.pos, &format!("`{name}` needs arguments")));
         }
         loop {
-            args.push(self.sum(depth + 1)?);
+            args.push(self.sum(depth)?);
             self.skip_space();
             match self.peek() {
                 Some(',') => self.pos += 1,
@@ -1205,21 +1318,83 @@ mod tests {
     #[test]
     fn deep_input_is_refused_not_overflowing_the_stack() {
         let deep = format!("{}n{}", "(".repeat(100_000), ")".repeat(100_000));
-        assert!(matches!(
-            Expr::parse(&deep),
-            Err(ExprError::Syntax { message, .. }) if message.contains("deeper than")
-        ));
-        let long_sum = vec!["n"; 100_000].join(" + ");
-        assert!(Expr::parse(&long_sum).is_err());
+        assert_eq!(
+            Expr::parse(&deep).unwrap_err().to_string(),
+            ExprError::Syntax {
+                expr: deep.clone(),
+                column: 201,
+                message: "parentheses and calls nested deeper than 200 levels".to_owned(),
+            }
+            .to_string()
+        );
+        // 200 levels of parentheses are fine, and fold away.
+        let ok = format!("{}n{}", "(".repeat(200), ")".repeat(200));
+        assert_eq!(Expr::parse(&ok).unwrap().canonical(), "n");
         let right_nested = (0..40).fold("n".to_string(), |acc, _| format!("n - ({acc})"));
         assert_eq!(
             Expr::parse(&right_nested).unwrap_err().to_string(),
             format!(
-                "expression `{right_nested}`: syntax error at column 1: too deeply nested to evaluate (more than 32 pending operands)"
+                "expression `{}`: syntax error at column 1: too deeply nested to evaluate (more than 32 pending operands)",
+                crate::error::quoted(&right_nested)
             )
         );
         let wide = format!("max({})", vec!["n"; 10_000].join(", "));
         assert_eq!(eval(&wide, 5, 0), Ok(5));
+    }
+
+    #[test]
+    fn a_long_flat_chain_is_one_level() {
+        // Terms are not levels: a sum of 100,000 terms parses (as one flat chain), prints,
+        // re-parses, compiles and evaluates.
+        let long_sum = vec!["n"; 100_000].join(" + ");
+        let e = Expr::parse(&long_sum).unwrap();
+        assert_eq!(e.canonical(), long_sum);
+        assert_eq!(Expr::parse(&e.canonical()).unwrap(), e);
+        assert_eq!(eval(&long_sum, 3, 0), Ok(300_000));
+        let mixed = vec!["n * 2 - 1"; 1_000].join(" + ");
+        assert_eq!(eval(&mixed, 5, 0), Ok(9_000));
+        // `(a + b) + c` is the chain `a + b + c`; `a - (b - c)` keeps its parentheses.
+        assert_eq!(
+            Expr::parse("((n + 1) + 2) + k").unwrap(),
+            Expr::parse("n + 1 + 2 + k").unwrap()
+        );
+        assert_eq!(
+            Expr::parse("n - (k - 1)").unwrap().canonical(),
+            "n - (k - 1)"
+        );
+        assert_eq!(
+            Expr::parse("(n * k) + (n * 2)").unwrap().canonical(),
+            "n * k + n * 2"
+        );
+        assert_eq!(
+            Expr::parse("(n + k) * 2").unwrap().canonical(),
+            "(n + k) * 2"
+        );
+    }
+
+    #[test]
+    fn a_fault_in_a_chain_names_the_steps_up_to_it() {
+        assert_eq!(
+            eval("n + 1 - k - 5 + hidden", 1, 1)
+                .unwrap_err()
+                .to_string(),
+            "expression `n + 1 - k - 5 + hidden`: negative result in `n + 1 - k - 5`"
+        );
+        assert_eq!(
+            eval("n * k * 4 + 1", u64::MAX, 2).unwrap_err().to_string(),
+            "expression `n * k * 4 + 1`: overflow in `n * k`"
+        );
+        // Merged constant steps name the longest prefix they cover.
+        assert_eq!(
+            eval("n + 1 + 2", u64::MAX, 0).unwrap_err().to_string(),
+            "expression `n + 1 + 2`: overflow in `n + 1 + 2`"
+        );
+        assert_eq!(
+            eval("max(1, n * k, 3)", u64::MAX, 2)
+                .unwrap_err()
+                .to_string(),
+            "expression `max(1, n * k, 3)`: overflow in `n * k`"
+        );
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub use circuit::{
     BlockInstance, Circuit, Dep, Edge, EdgeIdx, EdgeSizeError, InstanceIdx, Node, NodeIdx, Rows,
     State, StateIdx, Tensor, TensorIdx, Weight,
 };
-pub use error::{CircuitError, CircuitErrorKind, Place, one_line};
+pub use error::{CircuitError, CircuitErrorKind, Place, one_line, quoted};
 pub use expr::{Binding, Expr, ExprError, ExprText, Program, Scope, Trend};
 pub use format::{Format, FormatError};
 pub use op::{Op, UnknownOp};

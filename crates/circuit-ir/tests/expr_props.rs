@@ -32,11 +32,7 @@ fn tree() -> impl Strategy<Value = Tree> {
                 inner.clone(),
                 inner.clone()
             )
-                .prop_map(|(op, l, r)| Tree::Binary {
-                    op,
-                    lhs: Box::new(l),
-                    rhs: Box::new(r)
-                }),
+                .prop_map(|(op, l, r)| Tree::binary(op, l, r)),
             (
                 prop_oneof![Just(Func::CeilDiv), Just(Func::RoundUp)],
                 inner.clone(),
@@ -61,7 +57,8 @@ fn loose_text(t: &Tree) -> String {
     match t {
         Tree::Lit(v) => v.to_string(),
         Tree::Name(n) => n.to_string(),
-        Tree::Binary { op, lhs, rhs } => {
+        // Every step of a chain in its own parentheses: `((a + b) + c)` is the chain `a + b + c`.
+        Tree::Chain { first, rest } => rest.iter().fold(loose_text(first), |acc, (op, rhs)| {
             let sym = match op {
                 BinOp::Add => "+",
                 BinOp::Sub => "-",
@@ -69,8 +66,8 @@ fn loose_text(t: &Tree) -> String {
                 BinOp::Div => "/",
                 BinOp::Rem => "%",
             };
-            format!("( {}{sym}  {})", loose_text(lhs), loose_text(rhs))
-        }
+            format!("( {acc}{sym}  {})", loose_text(rhs))
+        }),
         Tree::Call { func, args } => {
             let args: Vec<String> = args.iter().map(loose_text).collect();
             format!("{} (\t{} )", func.name(), args.join(" ,"))
@@ -110,21 +107,30 @@ fn reference(t: &Tree, env: &[(&str, u64)], faults: &mut Vec<Fault>) -> Option<i
             .iter()
             .find(|(k, _)| k == &&**n)
             .map(|&(_, v)| i128::from(v)),
-        Tree::Binary { op, lhs, rhs } => {
-            let l = reference(lhs, env, faults);
-            let r = reference(rhs, env, faults);
-            let (a, b) = (l?, r?);
-            let v = match op {
-                BinOp::Add => Ok(a + b),
-                BinOp::Sub => Ok(a - b),
-                // Operands are at most 2^64 - 1, so a product beyond i128 is beyond u64 too.
-                BinOp::Mul => Ok(a.checked_mul(b).unwrap_or(i128::MAX)),
-                BinOp::Div if b == 0 => Err(Fault::DivZero),
-                BinOp::Div => Ok(a / b),
-                BinOp::Rem if b == 0 => Err(Fault::ModZero),
-                BinOp::Rem => Ok(a % b),
-            };
-            step(v, faults)
+        Tree::Chain { first, rest } => {
+            // Every operand is evaluated (its faults recorded) even after an earlier failure.
+            let mut acc = reference(first, env, faults);
+            for (op, rhs) in rest {
+                let r = reference(rhs, env, faults);
+                acc = match (acc, r) {
+                    (Some(a), Some(b)) => {
+                        let v = match op {
+                            BinOp::Add => Ok(a + b),
+                            BinOp::Sub => Ok(a - b),
+                            // Operands are at most 2^64 - 1, so a product beyond i128 is
+                            // beyond u64 too.
+                            BinOp::Mul => Ok(a.checked_mul(b).unwrap_or(i128::MAX)),
+                            BinOp::Div if b == 0 => Err(Fault::DivZero),
+                            BinOp::Div => Ok(a / b),
+                            BinOp::Rem if b == 0 => Err(Fault::ModZero),
+                            BinOp::Rem => Ok(a % b),
+                        };
+                        step(v, faults)
+                    }
+                    _ => None,
+                };
+            }
+            acc
         }
         Tree::Call { func, args } => {
             let vals: Vec<Option<i128>> = args.iter().map(|a| reference(a, env, faults)).collect();

@@ -358,3 +358,173 @@ fn many_dims_load_in_linear_time() {
     assert_eq!(circuit.dims().len() as u64, count);
     assert!(elapsed.as_secs() < 10, "{elapsed:?}");
 }
+
+#[test]
+fn a_node_listing_one_output_twice() {
+    // These panicked in the builder (an index past the nodes built so far).
+    assert_eq!(
+        error_after(
+            "out = [{ edge = \"xn\", rows = \"n\", width = \"hidden\", format = \"bf16\" }]",
+            "out = [{ edge = \"xn\", rows = \"n\", width = \"hidden\", format = \"bf16\" }, { edge = \"xn\", rows = \"n\", width = \"hidden\", format = \"bf16\" }]"
+        ),
+        "bad.toml: block `layer` instance 0, node `norm`, output `xn`: `out` lists edge `xn` twice; list each output once"
+    );
+    assert_eq!(
+        error_after(
+            "out = [{ edge = \"xn\", rows = \"n\", width = \"hidden\", format = \"bf16\" }]",
+            "out = [{ edge = \"xn{i}\", rows = \"n\", width = \"hidden\", format = \"bf16\" }, { edge = \"xn0\", rows = \"n\", width = \"hidden\", format = \"bf16\" }]"
+        ),
+        "bad.toml: block `layer` instance 0, node `norm`, output `xn0`: `out` lists `xn{i}` and `xn0`, which both name edge `layer.0.xn0`; list each output once"
+    );
+}
+
+#[test]
+fn a_library_caller_gets_errors_not_panics() {
+    use circuit_ir::CircuitBuilder;
+    use circuit_ir::decl::{BlockDecl, NodeDecl, OutDecl, StateDecl, WeightDecl};
+    let build = |node: NodeDecl, state: Option<StateDecl>| {
+        let mut b = CircuitBuilder::new("lib");
+        let mut block = BlockDecl::once("b")
+            .node(node)
+            .node(NodeDecl::new("w", "kv_write").reads(["x"]));
+        if let Some(s) = state {
+            block = block.state(s);
+        }
+        b.input("x", "n", 8, "bf16").block(block).output("b.y");
+        b.build().unwrap_err().to_string()
+    };
+    let y = || OutDecl::new("y", "n", 8, "bf16");
+    assert_eq!(
+        build(
+            NodeDecl::new("a", "copy")
+                .reads(["x"])
+                .writes(y())
+                .writes(y()),
+            None
+        ),
+        "circuit `lib`: block `b`, node `a`, output `y`: `out` lists edge `y` twice; list each output once"
+    );
+    // Two weights of one node naming one tensor with different shapes.
+    assert_eq!(
+        build(
+            NodeDecl::new("a", "linear")
+                .reads(["x"])
+                .writes(y())
+                .weight(WeightDecl::new("w1", [8, 8], "bf16").tensor("t"))
+                .weight(WeightDecl::new("w2", [8, 4], "bf16").tensor("t")),
+            None
+        ),
+        "circuit `lib`: block `b`, node `a`, weight `w2`: tensor `t` was declared as [8, 8] bf16 x1 by node `b.a`, here as [8, 4] bf16 x1"
+    );
+    assert_eq!(
+        build(
+            NodeDecl::new("a", "copy").reads(["x", "y"]).writes(y()),
+            None
+        ),
+        "circuit `lib`: block `b`, node `a`, input `y`: edge `b.y` is an output of this node; a node cannot read its own output"
+    );
+    let node = || NodeDecl::new("a", "copy").reads(["x"]).writes(y());
+    assert_eq!(
+        build(
+            node(),
+            Some(StateDecl::per_token("kv", 8, "bf16", "w").read_by(["w"]))
+        ),
+        "circuit `lib`: block `b`, state `kv`, readers: node `w` writes this state; its readers must be later nodes of the block instance"
+    );
+}
+
+#[test]
+fn state_readers_and_windows() {
+    assert_eq!(
+        error_after("readers = [\"down\"]", "readers = [\"down\", \"down\"]"),
+        "bad.toml: block `layer` instance 0, state `kv`, readers: duplicate state reader id `down`"
+    );
+    // A window of 0 planned a KV cache of no bytes.
+    assert_eq!(
+        error_after(
+            "per_token = \"ffn\"",
+            "per_token = \"ffn\"\n  window = \"hidden - 64\""
+        ),
+        "bad.toml: block `layer` instance 0, state `kv`, window: `hidden - 64` is 0 tokens: a sliding window holds at least 1 token per sequence (omit `window` to hold every cached token)"
+    );
+}
+
+#[test]
+fn too_many_output_edges() {
+    // One node with 100 outputs in 50,000 instances is 5,000,000 edges from a small file.
+    let outs: Vec<String> = (0..100)
+        .map(|i| format!("{{ edge = \"o{i}\", rows = \"n\", width = 8, format = \"bf16\" }}"))
+        .collect();
+    let text = format!(
+        "schema = 1\nname = \"wide\"\n[[input]]\nid = \"x\"\nrows = \"n\"\nwidth = 8\nformat = \"bf16\"\n\
+         [[block]]\nname = \"b\"\nrepeat = 50_000\n[[block.node]]\nid = \"a\"\nop = \"copy\"\nin = [\"x\"]\nout = [{}]\n",
+        outs.join(", ")
+    );
+    assert_eq!(
+        Circuit::from_toml(&text, "wide.toml")
+            .unwrap_err()
+            .to_string(),
+        "wide.toml: block `b`: 50000 instances of 100 output edges, weights and states exceeds the limit of 4194304 output edges, weights and states per circuit"
+    );
+}
+
+#[test]
+fn toml_messages_place_what_the_reader_does_not() {
+    // The reader's dotted-key limit has no position (it was reported at line 1, column 1).
+    let key = vec!["a"; 81].join(".");
+    assert_eq!(
+        error_after("layers = 2", &format!("layers = 2\n{key} = 1")),
+        "bad.toml: line 8, column 1: a dotted key of 81 parts; keys and table headers nest at most 80 parts deep"
+    );
+    let header = vec!["t"; 90].join(".");
+    assert_eq!(
+        error_after("[[output]]", &format!("[{header}]\n[[output]]")),
+        "bad.toml: line 67, column 2: a dotted key of 90 parts; keys and table headers nest at most 80 parts deep"
+    );
+    // An integer beyond 64 bits is said so, not as an i128.
+    assert_eq!(
+        error_after("layers = 2", "layers = 18446744073709551616"),
+        "bad.toml: line 7, column 10: integer `18446744073709551616` is above 2^64 - 1 (18446744073709551615), the largest 64-bit integer; expected an expression: a string such as \"2*hidden\" or a non-negative integer"
+    );
+}
+
+#[test]
+fn a_byte_order_mark() {
+    // At the very start it is skipped (editors write one), and columns do not count it.
+    let with_bom = format!("\u{feff}{GOOD}");
+    assert_eq!(
+        Circuit::from_toml(&with_bom, "bom.toml").unwrap(),
+        Circuit::from_toml(GOOD, "good.toml").unwrap()
+    );
+    assert_eq!(
+        Circuit::from_toml(
+            &with_bom.replacen("schema = 1", "schema = \"1\"", 1),
+            "bom.toml"
+        )
+        .unwrap_err()
+        .to_string(),
+        "bom.toml: line 1, column 10: invalid type: string \"1\", expected u32"
+    );
+    // Anywhere else it is named.
+    assert_eq!(
+        error_after("layers = 2", "\u{feff}layers = 2"),
+        "bad.toml: line 7, column 1: invalid unquoted key, expected letters, numbers, `-`, `_` (a byte-order mark, U+FEFF, is there: only one at the very start of the file is allowed; remove it)"
+    );
+}
+
+#[test]
+fn a_huge_expression_is_quoted_in_part() {
+    // A 400 KB expression made a 400 KB error line; the quote keeps its two ends.
+    let huge = format!("max({}, n)", vec!["ffn"; 100_000].join(", "));
+    let msg = error_after("layers = 2", &format!("layers = \"{huge}\""));
+    assert_eq!(
+        msg,
+        format!(
+            "bad.toml: dim `layers`: unknown dim `n` in `{}[... {} characters ...]{}` (readable here: hidden, ffn)",
+            &huge[..106],
+            huge.len() - 146,
+            &huge[huge.len() - 40..]
+        )
+    );
+    assert!(msg.len() < 400, "{} bytes", msg.len());
+}

@@ -4,7 +4,9 @@
 
 use kernel_families::Families;
 
-use crate::rules::{ElementDecl, RuleDecl, Rules, RulesDecl, RulesError, SettingValue};
+use crate::rules::{
+    ElementDecl, RuleDecl, Rules, RulesDecl, RulesError, SettingDecl, SettingValue,
+};
 
 /// Collects settings and rules and builds validated [`Rules`].
 ///
@@ -51,7 +53,25 @@ impl RulesBuilder {
     ) -> &mut RulesBuilder {
         self.decl
             .settings
-            .insert(key.into(), SettingValue(default.into()));
+            .insert(key.into(), SettingDecl::new(default));
+        self
+    }
+
+    /// Declares a setting with its default and every value it may take.
+    pub fn setting_values<S: Into<String>>(
+        &mut self,
+        key: impl Into<String>,
+        default: impl Into<String>,
+        values: impl IntoIterator<Item = S>,
+    ) -> &mut RulesBuilder {
+        let values = values.into_iter().map(|v| SettingValue(v.into())).collect();
+        self.decl.settings.insert(
+            key.into(),
+            SettingDecl {
+                default: SettingValue(default.into()),
+                values,
+            },
+        );
         self
     }
 

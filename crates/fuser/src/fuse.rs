@@ -38,10 +38,13 @@ pub struct FuseOptions {
 pub enum FuseError {
     /// A node no applicable rule covers.
     #[error(
-        "node `{node}` ({op}) is covered by no rule at n = {n} with {}; add a rule for `{op}` (or fuse with placeholders)",
+        "{}: node `{node}` ({op}) is covered by no rule at n = {n} with {}; add a rule for `{op}` (or fuse with placeholders)",
+        circuit_ir::one_line(.origin),
         circuit_ir::one_line(.settings)
     )]
     Uncovered {
+        /// The rules' origin (file name).
+        origin: String,
         /// The node's id.
         node: String,
         /// Its op.
@@ -76,6 +79,7 @@ pub fn fuse(
             if !options.placeholders {
                 let op = circuit.nodes()[node].op;
                 return Err(FuseError::Uncovered {
+                    origin: rules.origin().to_owned(),
                     node: circuit.nodes()[node].id.clone(),
                     op: op.to_string(),
                     n,

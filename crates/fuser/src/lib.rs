@@ -72,4 +72,4 @@ pub use builder::RulesBuilder;
 pub use fuse::{FuseError, FuseOptions, fuse};
 pub use intervals::intervals;
 pub use plan::{EdgeState, FusionPlan, Group};
-pub use rules::{Rule, Rules, RulesError, RulesErrorKind, Settings, parse_setting};
+pub use rules::{Rule, Rules, RulesError, RulesErrorKind, SettingDecl, Settings, parse_setting};

@@ -3,8 +3,12 @@
 //!
 //! Invariants:
 //! - Rule ids are unique; every pattern has at least one element and only known ops; every
-//!   `rows = [lo, hi]` has `1 <= lo <= hi`; every `when` key is a declared setting.
-//! - [`Settings`] always hold a value for every declared setting and nothing else.
+//!   `rows` is exactly `[lo, hi]` with `1 <= lo <= hi`; every `when` key is a declared setting,
+//!   and, when the setting lists its values, a `when` value is one of them.
+//! - [`Settings`] always hold a value for every declared setting and nothing else, and each
+//!   value is one the setting allows: one of its declared `values`; without them, for a setting
+//!   some `when` tests, its default or a value a `when` tests (anything else is almost surely a
+//!   typo that would silently match no rule); any value for a setting no rule tests.
 //! - When a kernel registry is given at load, every kernel a rule names is listed by a family.
 
 use std::collections::BTreeMap;
@@ -22,9 +26,9 @@ use wildmatch::WildMatch;
 pub struct RulesDecl {
     /// Format version; 1.
     pub schema: u32,
-    /// Every setting rules may read, with its default.
+    /// Every setting rules may read, with its default (and optionally its values).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub settings: BTreeMap<String, SettingValue>,
+    pub settings: BTreeMap<String, SettingDecl>,
     /// The rules.
     #[serde(default, rename = "rule", skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleDecl>,
@@ -44,7 +48,11 @@ pub struct RuleDecl {
     /// What generates the group's launch (e.g. `cuda`, `triton`, `torch`).
     pub emitter: String,
     /// `[lo, hi]`: the rule applies when `lo <= n <= hi`; absent: every `n`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "row_range"
+    )]
     pub rows: Option<[u64; 2]>,
     /// Settings that must hold.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -101,6 +109,105 @@ impl<'de> Deserialize<'de> for SettingValue {
         }
         d.deserialize_any(Visitor)
     }
+}
+
+/// `rows` as written: exactly two whole numbers. (Read as a fixed array, `[1, 2, 4]` was taken
+/// for `[1, 2]`, the rest, junk or not, dropped unread.)
+fn row_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[u64; 2]>, D::Error> {
+    let values = Vec::<u64>::deserialize(d)?;
+    match values[..] {
+        [lo, hi] => Ok(Some([lo, hi])),
+        _ => Err(serde::de::Error::custom(format!(
+            "rows has {} element{}; write [lo, hi], two whole numbers",
+            values.len(),
+            if values.len() == 1 { "" } else { "s" }
+        ))),
+    }
+}
+
+/// A setting as declared in `[settings]`: `key = default`, or
+/// `key = { default = ..., values = [...] }` to list every value it may take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingDecl {
+    /// The value when `--set` does not give one.
+    pub default: SettingValue,
+    /// Every value the setting may take; empty when not declared.
+    pub values: Vec<SettingValue>,
+}
+
+impl SettingDecl {
+    /// A setting with a default and no declared values.
+    pub fn new(default: impl Into<String>) -> SettingDecl {
+        SettingDecl {
+            default: SettingValue(default.into()),
+            values: Vec::new(),
+        }
+    }
+}
+
+impl Serialize for SettingDecl {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        if self.values.is_empty() {
+            return self.default.serialize(s);
+        }
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("default", &self.default)?;
+        map.serialize_entry("values", &self.values)?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for SettingDecl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SettingDecl, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            default: SettingValue,
+            values: Vec<SettingValue>,
+        }
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SettingDecl;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a default (a string, integer or boolean) or { default = ..., values = [...] }",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SettingDecl, E> {
+                Ok(SettingDecl::new(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SettingDecl, E> {
+                Ok(SettingDecl::new(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SettingDecl, E> {
+                Ok(SettingDecl::new(v.to_string()))
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<SettingDecl, E> {
+                Ok(SettingDecl::new(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<SettingDecl, A::Error> {
+                let t = Table::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(SettingDecl {
+                    default: t.default,
+                    values: t.values,
+                })
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// The values a setting allows (see the module's invariants).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Allowed {
+    /// Sorted, each once; empty: any value.
+    values: Vec<String>,
+    /// The values were declared (not inferred from the default and the `when`s).
+    declared: bool,
 }
 
 /// A validated pattern element.
@@ -200,7 +307,9 @@ impl fmt::Display for Settings {
 /// A validated rule set.
 #[derive(Debug, Clone)]
 pub struct Rules {
+    origin: String,
     defaults: BTreeMap<String, String>,
+    allowed: BTreeMap<String, Allowed>,
     rules: Vec<Rule>,
     decl: RulesDecl,
 }
@@ -268,6 +377,30 @@ pub enum RulesErrorKind {
         /// The declared keys.
         declared: String,
     },
+    /// A `--set` value, or a `when` value, that the setting does not allow.
+    #[error("{}", bad_value(.key, .value, .default, .allowed, *.declared))]
+    BadSettingValue {
+        /// The setting.
+        key: String,
+        /// The value refused.
+        value: String,
+        /// The setting's default.
+        default: String,
+        /// The values it allows, comma-separated.
+        allowed: String,
+        /// The values were declared in `[settings]` (not inferred from the rules).
+        declared: bool,
+    },
+    /// A setting whose default is not among its declared values.
+    #[error("setting `{key}`: default `{default}` is not among its values ({allowed})")]
+    DefaultNotAllowed {
+        /// The setting.
+        key: String,
+        /// Its default.
+        default: String,
+        /// Its declared values, comma-separated.
+        allowed: String,
+    },
     /// A `--set` argument without `=`.
     #[error("`{text}` is not KEY=VALUE")]
     BadSetting {
@@ -324,8 +457,26 @@ impl Rules {
         let defaults: BTreeMap<String, String> = decl
             .settings
             .iter()
-            .map(|(k, v)| (k.clone(), v.0.clone()))
+            .map(|(k, v)| (k.clone(), v.default.0.clone()))
             .collect();
+        let mut allowed: BTreeMap<String, Allowed> = BTreeMap::new();
+        for (key, setting) in &decl.settings {
+            let mut values: Vec<String> = setting.values.iter().map(|v| v.0.clone()).collect();
+            values.sort();
+            values.dedup();
+            let declared = !values.is_empty();
+            if declared && values.binary_search(&setting.default.0).is_err() {
+                return Err(err(
+                    "[settings]: ".to_owned(),
+                    RulesErrorKind::DefaultNotAllowed {
+                        key: key.clone(),
+                        default: setting.default.0.clone(),
+                        allowed: values.join(", "),
+                    },
+                ));
+            }
+            allowed.insert(key.clone(), Allowed { values, declared });
+        }
         let mut rules: Vec<Rule> = Vec::with_capacity(decl.rules.len());
         for r in &decl.rules {
             let place = format!("rule `{}`: ", r.id);
@@ -361,9 +512,21 @@ impl Rules {
                     keep: e.keep,
                 });
             }
-            for key in r.when.keys() {
-                if !defaults.contains_key(key) {
+            for (key, value) in &r.when {
+                let Some(a) = allowed.get(key) else {
                     return Err(err(format!("{place}when: "), undeclared(key, &defaults)));
+                };
+                if a.declared && a.values.binary_search(&value.0).is_err() {
+                    return Err(err(
+                        format!("{place}when: "),
+                        RulesErrorKind::BadSettingValue {
+                            key: key.clone(),
+                            value: value.0.clone(),
+                            default: defaults[key].clone(),
+                            allowed: a.values.join(", "),
+                            declared: true,
+                        },
+                    ));
                 }
             }
             if let Some(registry) = registry {
@@ -390,11 +553,35 @@ impl Rules {
                 priority: r.priority,
             });
         }
+        // A setting without declared values allows its default and the values `when`s test;
+        // one no `when` tests allows anything (every value plans alike).
+        for rule in &rules {
+            for (key, value) in &rule.when {
+                let a = allowed.get_mut(key).expect("checked above");
+                if !a.declared {
+                    a.values.push(value.clone());
+                }
+            }
+        }
+        for (key, a) in &mut allowed {
+            if !a.declared && !a.values.is_empty() {
+                a.values.push(defaults[key].clone());
+                a.values.sort();
+                a.values.dedup();
+            }
+        }
         Ok(Rules {
+            origin: origin.to_owned(),
             defaults,
+            allowed,
             rules,
             decl,
         })
+    }
+
+    /// The name the rules were loaded under (errors at plan time name it).
+    pub fn origin(&self) -> &str {
+        &self.origin
     }
 
     /// The rules in file order.
@@ -427,17 +614,26 @@ impl Rules {
         origin: &str,
     ) -> Result<Settings, RulesError> {
         let mut values = self.defaults.clone();
+        let err = |kind| RulesError {
+            origin: origin.to_owned(),
+            place: String::new(),
+            kind: Box::new(kind),
+        };
         for (k, v) in overrides {
-            match values.get_mut(k) {
-                Some(slot) => *slot = v.to_owned(),
-                None => {
-                    return Err(RulesError {
-                        origin: origin.to_owned(),
-                        place: String::new(),
-                        kind: Box::new(undeclared(k, &self.defaults)),
-                    });
-                }
+            let Some(slot) = values.get_mut(k) else {
+                return Err(err(undeclared(k, &self.defaults)));
+            };
+            let a = &self.allowed[k];
+            if !a.values.is_empty() && a.values.binary_search_by(|x| x.as_str().cmp(v)).is_err() {
+                return Err(err(RulesErrorKind::BadSettingValue {
+                    key: k.to_owned(),
+                    value: v.to_owned(),
+                    default: self.defaults[k].clone(),
+                    allowed: a.values.join(", "),
+                    declared: a.declared,
+                }));
             }
+            *slot = v.to_owned();
         }
         Ok(Settings { values })
     }
@@ -462,6 +658,16 @@ pub fn parse_setting(text: &str) -> Result<(&str, &str), RulesErrorKind> {
         .ok_or_else(|| RulesErrorKind::BadSetting {
             text: text.to_owned(),
         })
+}
+
+fn bad_value(key: &str, value: &str, default: &str, allowed: &str, declared: bool) -> String {
+    if declared {
+        format!("setting `{key}` has no value `{value}` (its values: {allowed})")
+    } else {
+        format!(
+            "setting `{key}` = `{value}` is neither its default nor a value a rule's `when` tests (allowed: {allowed}); a typo would match no rule. To allow it, list the values: {key} = {{ default = \"{default}\", values = [...] }}"
+        )
+    }
 }
 
 fn undeclared(key: &str, defaults: &BTreeMap<String, String>) -> RulesErrorKind {

@@ -263,7 +263,7 @@ fn an_uncovered_node_is_an_error_or_a_placeholder() {
     let err = fuse(&c, &r, &r.defaults(), 7, FuseOptions::default()).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "node `main.b` (linear) is covered by no rule at n = 7 with mode=decode; add a rule for `linear` (or fuse with placeholders)"
+        "rules.toml: node `main.b` (linear) is covered by no rule at n = 7 with mode=decode; add a rule for `linear` (or fuse with placeholders)"
     );
     assert!(matches!(err, FuseError::Uncovered { .. }));
     let plan = fuse(&c, &r, &r.defaults(), 7, FuseOptions { placeholders: true }).unwrap();

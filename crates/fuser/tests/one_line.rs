@@ -45,7 +45,7 @@ fn settings_from_the_command_line_are_escaped() {
         fuse(&circuit, &rules, &settings, 1, FuseOptions::default())
             .unwrap_err()
             .to_string(),
-        "node `b.p` (copy) is covered by no rule at n = 1 with mode=de\\ncode; add a rule for \
+        "r.toml: node `b.p` (copy) is covered by no rule at n = 1 with mode=de\\ncode; add a rule for \
          `copy` (or fuse with placeholders)"
     );
 }

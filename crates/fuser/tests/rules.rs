@@ -150,3 +150,93 @@ fn declarations_round_trip() {
     let again = Rules::from_toml(&r.to_toml().unwrap(), "written", None).unwrap();
     assert_eq!(again, r);
 }
+
+#[test]
+fn rows_are_exactly_two_whole_numbers() {
+    // `[1, 2, 4]` was read as `[1, 2]`, and any junk after two numbers was dropped unread.
+    assert_eq!(
+        error_after("rows = [1, 16]", "rows = [1, 2, 4]"),
+        "rules.toml: line 12, column 8: rows has 3 elements; write [lo, hi], two whole numbers"
+    );
+    assert_eq!(
+        error_after("rows = [1, 16]", "rows = [1, 16, \"junk\"]"),
+        "rules.toml: line 12, column 16: invalid type: string \"junk\", expected u64"
+    );
+    assert_eq!(
+        error_after("rows = [1, 16]", "rows = [16]"),
+        "rules.toml: line 12, column 8: rows has 1 element; write [lo, hi], two whole numbers"
+    );
+    assert_eq!(
+        error_after("rows = [1, 16]", "rows = []"),
+        "rules.toml: line 12, column 8: rows has 0 elements; write [lo, hi], two whole numbers"
+    );
+}
+
+#[test]
+fn a_set_value_a_setting_does_not_allow() {
+    // Without declared values, a setting some `when` tests allows its default and the values
+    // tested: `decod` matched no rule and planned as if every decode rule were absent.
+    let r = Rules::from_toml(GOOD, "rules.toml", None).unwrap();
+    assert_eq!(
+        r.settings([("mode", "decod")], "--set")
+            .unwrap_err()
+            .to_string(),
+        "--set: setting `mode` = `decod` is neither its default nor a value a rule's `when` tests (allowed: decode, prefill); a typo would match no rule. To allow it, list the values: mode = { default = \"prefill\", values = [...] }"
+    );
+    // A setting no `when` tests takes any value (every value plans alike).
+    assert_eq!(
+        r.settings([("tp", "8")], "--set").unwrap().to_string(),
+        "mode=prefill, tp=8"
+    );
+    // Declared values are the ones allowed, in `--set` and in `when`.
+    let declared = GOOD.replacen(
+        "mode = \"prefill\"",
+        "mode = { default = \"prefill\", values = [\"prefill\", \"decode\", \"chunked\"] }",
+        1,
+    );
+    let r = Rules::from_toml(&declared, "rules.toml", None).unwrap();
+    assert_eq!(
+        r.settings([("mode", "chunked")], "--set")
+            .unwrap()
+            .to_string(),
+        "mode=chunked, tp=1"
+    );
+    assert_eq!(
+        r.settings([("mode", "decod")], "--set")
+            .unwrap_err()
+            .to_string(),
+        "--set: setting `mode` has no value `decod` (its values: chunked, decode, prefill)"
+    );
+    assert_eq!(
+        Rules::from_toml(
+            &declared.replacen(
+                "when = { mode = \"decode\" }",
+                "when = { mode = \"decod\" }",
+                1
+            ),
+            "rules.toml",
+            None
+        )
+        .unwrap_err()
+        .to_string(),
+        "rules.toml: rule `norm_gemv`: when: setting `mode` has no value `decod` (its values: chunked, decode, prefill)"
+    );
+    assert_eq!(
+        Rules::from_toml(
+            &declared.replacen("default = \"prefill\"", "default = \"prefil\"", 1),
+            "rules.toml",
+            None
+        )
+        .unwrap_err()
+        .to_string(),
+        "rules.toml: [settings]: setting `mode`: default `prefil` is not among its values (chunked, decode, prefill)"
+    );
+    // Declared values survive a round trip through TOML.
+    let again = Rules::from_toml(&r.to_toml().unwrap(), "again.toml", None).unwrap();
+    assert_eq!(again, r);
+    assert!(
+        again.settings([("mode", "decod")], "--set").is_err(),
+        "{}",
+        r.to_toml().unwrap()
+    );
+}

@@ -19,6 +19,8 @@ use crate::families::{Families, Family, FamilyIdx, Workspace};
 /// registry it was bound from.
 #[derive(Debug, Clone)]
 pub struct BoundFamilies {
+    /// The registry's origin (file name): valuing errors name it.
+    origin: String,
     sm_count: u64,
     families: PrimaryMap<FamilyIdx, BoundFamily>,
 }
@@ -70,6 +72,7 @@ impl BoundFamilies {
             });
         }
         Ok(BoundFamilies {
+            origin: families.origin().to_owned(),
             sm_count,
             families: bound,
         })
@@ -91,7 +94,7 @@ impl BoundFamilies {
         for (index, program) in ws.programs.iter() {
             match program.eval(&slots) {
                 Ok(v) => value = value.max(v),
-                Err(error) => return Err(eval_error(f, ws, *index, error)),
+                Err(error) => return Err(self.eval_error(f, ws, *index, (n, k), error)),
             }
         }
         Ok(value)
@@ -131,17 +134,29 @@ impl BoundFamilies {
     }
 }
 
-#[cold]
-fn eval_error(
-    f: &BoundFamily,
-    ws: &BoundWorkspace,
-    index: usize,
-    error: ExprError,
-) -> WorkspaceError {
-    WorkspaceError::new(WorkspaceErrorKind::Eval {
-        family: f.id.clone(),
-        workspace: ws.name.clone(),
-        index,
-        error,
-    })
+impl BoundFamilies {
+    #[cold]
+    fn eval_error(
+        &self,
+        f: &BoundFamily,
+        ws: &BoundWorkspace,
+        index: usize,
+        (n, k): (u64, u64),
+        error: ExprError,
+    ) -> WorkspaceError {
+        WorkspaceError::new(WorkspaceErrorKind::Eval {
+            origin: self.origin.clone(),
+            family: f.id.clone(),
+            workspace: ws.name.clone(),
+            index,
+            n,
+            k,
+            error,
+        })
+    }
+
+    /// The origin (file name) of the registry these were bound from.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
 }

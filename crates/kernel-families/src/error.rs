@@ -183,14 +183,22 @@ impl WorkspaceError {
 #[non_exhaustive]
 pub enum WorkspaceErrorKind {
     /// An expression failed (overflow, negative result, division by zero).
-    #[error("family `{family}`, workspace `{workspace}`: bytes[{index}]: {error}")]
+    #[error(
+        "{origin}: family `{family}`, workspace `{workspace}` at n = {n}, k = {k}: bytes[{index}]: {error}"
+    )]
     Eval {
+        /// The registry's origin (file name).
+        origin: String,
         /// The family id.
         family: String,
         /// The workspace name.
         workspace: String,
         /// Position in `bytes`.
         index: usize,
+        /// The rows it was valued at.
+        n: u64,
+        /// The node input width it was valued at.
+        k: u64,
         /// The fault; it names the expression and the step.
         error: ExprError,
     },

@@ -40,7 +40,7 @@ fn findings_and_workspace_values_escape_newlines() {
             .workspace_value(family, 0, 2, 8)
             .unwrap_err()
             .to_string(),
-        "family `a\\nb`, workspace `w\\r`: bytes[0]: expression `n *\\n 18446744073709551615`: \
+        "f.toml: family `a\\nb`, workspace `w\\r` at n = 2, k = 8: bytes[0]: expression `n *\\n 18446744073709551615`: \
          overflow in `n * 18446744073709551615`"
     );
 }

@@ -100,7 +100,7 @@ fn faults_name_family_workspace_and_expression() {
     let e = b.workspace_value(attn, 0, 0, 4096).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "family `attn`, workspace `partials`: bytes[0]: expression `4 * n * heads * head_dim * min(ceil_div(2 * sm_count, n * kv_heads), 128)`: division by zero in `ceil_div(2 * sm_count, n * kv_heads)`"
+        "ws.toml: family `attn`, workspace `partials` at n = 0, k = 4096: bytes[0]: expression `4 * n * heads * head_dim * min(ceil_div(2 * sm_count, n * kv_heads), 128)`: division by zero in `ceil_div(2 * sm_count, n * kv_heads)`"
     );
     assert!(matches!(
         e.kind(),
@@ -110,7 +110,7 @@ fn faults_name_family_workspace_and_expression() {
         b.workspace_value(attn, 0, u64::MAX / 2, 4)
             .unwrap_err()
             .to_string(),
-        "family `attn`, workspace `partials`: bytes[0]: expression `4 * n * heads * head_dim * min(ceil_div(2 * sm_count, n * kv_heads), 128)`: overflow in `4 * n`"
+        "ws.toml: family `attn`, workspace `partials` at n = 9223372036854775807, k = 4: bytes[0]: expression `4 * n * heads * head_dim * min(ceil_div(2 * sm_count, n * kv_heads), 128)`: overflow in `4 * n`"
     );
     assert_eq!(
         b.workspace_value(attn, 2, 1, 1).unwrap_err().to_string(),

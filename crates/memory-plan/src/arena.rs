@@ -18,8 +18,8 @@ use fuser::{EdgeState, FusionPlan};
 use serde::Serialize;
 
 use crate::error::PlanError;
-use crate::pack::Buffer;
 use crate::workspace::TermLayout;
+use arena_pack::Buffer;
 
 /// What a buffer of the arena holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -80,6 +80,8 @@ pub(crate) struct ArenaShape {
     profiles: Vec<(Vec<(u32, u64)>, usize)>,
     pub steps: usize,
     align: u64,
+    /// The circuit's origin, which overflow errors name.
+    origin: std::sync::Arc<str>,
 }
 
 impl ArenaShape {
@@ -179,6 +181,7 @@ impl ArenaShape {
             profiles,
             steps,
             align,
+            origin: circuit.origin().into(),
         }
     }
 
@@ -199,6 +202,7 @@ impl ArenaShape {
                     circuit.edges()[e]
                         .bytes_at(n)
                         .map_err(|err| PlanError::EdgeSize {
+                            origin: circuit.origin().to_owned(),
                             edge: circuit.edges()[e].id.clone(),
                             n,
                             detail: err.to_string(),
@@ -217,7 +221,8 @@ impl ArenaShape {
         bytes
             .div_ceil(self.align)
             .checked_mul(self.align)
-            .ok_or(PlanError::Overflow {
+            .ok_or_else(|| PlanError::Overflow {
+                origin: self.origin.to_string(),
                 what: "an aligned buffer size",
                 n,
             })
@@ -237,7 +242,8 @@ impl ArenaShape {
             .try_fold(0u64, |acc, (&count, &size)| {
                 count.checked_mul(size).and_then(|b| acc.checked_add(b))
             })
-            .ok_or(PlanError::Overflow {
+            .ok_or_else(|| PlanError::Overflow {
+                origin: self.origin.to_string(),
                 what: "the sum of the arena's buffers",
                 n,
             })?;

@@ -9,6 +9,11 @@
 //!   bound) to their owners (an edge to its producer, a circuit input to its first reader, an
 //!   arena workspace to the first node of the group using it); what the packing adds above the
 //!   lower bound is the named line "arena fragmentation".
+//!
+//! Every sum is checked: an overflow is [`PlanError::Overflow`] naming the column, never a wrap
+//! (the unchecked sums panicked in debug builds and gave a wrong total in release). Each row's
+//! parts are disjoint shares of the plan's checked total, so a row's [`NodeRow::total`] cannot
+//! overflow.
 
 use circuit_ir::NodeIdx;
 use cranelift_entity::EntityRef;
@@ -33,9 +38,13 @@ pub struct NodeRow {
 }
 
 impl NodeRow {
-    /// The row's sum.
+    /// The row's sum. (Rows from [`Planner::per_node`] are shares of a checked total, so this
+    /// cannot overflow; it saturates rather than wrap for a row built by hand.)
     pub fn total(&self) -> u64 {
-        self.weights + self.activations + self.workspaces + self.states
+        self.weights
+            .saturating_add(self.activations)
+            .saturating_add(self.workspaces)
+            .saturating_add(self.states)
     }
 }
 
@@ -70,33 +79,66 @@ impl Planner<'_> {
                 states: 0,
             })
             .collect();
+        let overflow = |what: &'static str| PlanError::Overflow {
+            origin: circuit.origin().to_owned(),
+            what,
+            n,
+        };
+        let add = |slot: &mut u64, bytes: u64, what: &'static str| {
+            *slot = slot.checked_add(bytes).ok_or_else(|| overflow(what))?;
+            Ok::<(), PlanError>(())
+        };
         for tensor in circuit.tensors().values() {
-            rows[tensor.owner.index()].weights += tensor.bytes;
+            add(
+                &mut rows[tensor.owner.index()].weights,
+                tensor.bytes,
+                "a node's weights",
+            )?;
         }
         for state in circuit.states().values() {
-            rows[state.writer.index()].states += state
+            let bytes = state
                 .bytes(self.config.kv_tokens, self.config.sequences)
                 .map_err(|e| PlanError::States {
+                    origin: circuit.origin().to_owned(),
                     kv_tokens: self.config.kv_tokens,
                     sequences: self.config.sequences,
-                    detail: e.to_string(),
+                    detail: format!("state `{}`: {e}", state.id),
                 })?;
+            add(
+                &mut rows[state.writer.index()].states,
+                bytes,
+                "a node's states",
+            )?;
         }
         let terms = interval
             .terms
             .terms(&scratch.term_values, &scratch.term_owners);
         let mut charged = 0u64;
         for t in terms.iter().filter(|t| !t.arena) {
-            rows[t.owner.index()].workspaces += t.bytes;
-            charged += t.bytes;
+            add(
+                &mut rows[t.owner.index()].workspaces,
+                t.bytes,
+                "a node's workspaces",
+            )?;
+            add(&mut charged, t.bytes, "the workspaces")?;
         }
         let peak = packed.peak_step;
         for (slot, &size) in interval.arena.slots.iter().zip(&scratch.sizes) {
             if slot.start <= peak && peak < slot.end {
-                rows[slot.owner.index()].activations += size;
+                add(
+                    &mut rows[slot.owner.index()].activations,
+                    size,
+                    "a node's activations",
+                )?;
             }
         }
         let totals = self.totals(packed.summary.bytes, charged, n)?;
+        for row in &rows {
+            [row.activations, row.workspaces, row.states]
+                .iter()
+                .try_fold(row.weights, |acc, &b| acc.checked_add(b))
+                .ok_or_else(|| overflow("a node's row"))?;
+        }
         Ok(NodeTable {
             rows: n,
             nodes: rows,

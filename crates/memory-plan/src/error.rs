@@ -1,11 +1,12 @@
-//! The planner's errors: each names what failed (node, edge, family and workspace, term) and
+//! The planner's errors: each names the file it comes from (the circuit's, the kernel
+//! registry's or the rules' origin), what failed (node, edge, family and workspace, term) and
 //! the row count at which it failed.
 
 use circuit_ir::one_line;
 use fuser::FuseError;
 use kernel_families::FamiliesError;
 
-use crate::pack::PackError;
+use arena_pack::PackError;
 
 /// A plan that cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,7 +20,8 @@ pub enum PlanError {
     Fuse(#[from] FuseError),
     /// A workspace expression failed at some node and row count.
     #[error(
-        "family `{}`, workspace `{}`, node `{}` at n = {}: {}",
+        "{}: family `{}`, workspace `{}`, node `{}` at n = {}: {}",
+        one_line(.origin),
         one_line(.family),
         one_line(.workspace),
         one_line(.node),
@@ -27,6 +29,8 @@ pub enum PlanError {
         one_line(.detail)
     )]
     Workspace {
+        /// The kernel registry's origin (file name).
+        origin: String,
         /// Family id.
         family: String,
         /// Workspace name.
@@ -39,8 +43,16 @@ pub enum PlanError {
         detail: String,
     },
     /// An edge's size failed (rows expression fault or overflow).
-    #[error("edge `{}` at n = {}: {}", one_line(.edge), .n, one_line(.detail))]
+    #[error(
+        "{}: edge `{}` at n = {}: {}",
+        one_line(.origin),
+        one_line(.edge),
+        .n,
+        one_line(.detail)
+    )]
     EdgeSize {
+        /// The circuit's origin (file name).
+        origin: String,
         /// Edge id.
         edge: String,
         /// Rows.
@@ -50,12 +62,15 @@ pub enum PlanError {
     },
     /// A state's size overflowed.
     #[error(
-        "states at {} KV tokens and {} sequences: {}",
+        "{}: states at {} KV tokens and {} sequences: {}",
+        one_line(.origin),
         .kv_tokens,
         .sequences,
         one_line(.detail)
     )]
     States {
+        /// The circuit's origin (file name).
+        origin: String,
         /// Cached tokens.
         kv_tokens: u64,
         /// Sequences.
@@ -64,16 +79,20 @@ pub enum PlanError {
         detail: String,
     },
     /// A sum of bytes above `u64::MAX`.
-    #[error("{what} at n = {n} overflows 64-bit bytes")]
+    #[error("{}: {what} at n = {n} overflows 64-bit bytes", one_line(.origin))]
     Overflow {
+        /// The circuit's origin (file name): the sums are of its plan.
+        origin: String,
         /// What was being summed.
         what: &'static str,
         /// Rows.
         n: u64,
     },
     /// The packer could not run.
-    #[error("packing the arena at n = {n}: {error}")]
+    #[error("{}: packing the arena at n = {n}: {error}", one_line(.origin))]
     Pack {
+        /// The circuit's origin (file name).
+        origin: String,
         /// Rows.
         n: u64,
         /// The packer's error.

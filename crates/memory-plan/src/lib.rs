@@ -77,9 +77,14 @@ mod arena;
 mod attribution;
 mod error;
 mod fit;
-pub mod pack;
 mod planner;
 mod workspace;
+
+/// The arena packer (the `arena-pack` crate), re-exported so that a user of the planner can
+/// check or re-pack an [`ArenaLayout`] with the same types. The planner itself uses only
+/// [`pack::heuristic`], [`pack::solve`] (`Goal::Minimize` with a node budget) and
+/// [`pack::Stacking`].
+pub use arena_pack as pack;
 
 pub use arena::{BufferKind, BufferSlot};
 pub use attribution::{NodeRow, NodeTable};

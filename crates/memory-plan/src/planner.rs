@@ -24,8 +24,8 @@ use serde::Serialize;
 
 use crate::arena::{ArenaShape, BufferSlot};
 use crate::error::PlanError;
-use crate::pack::{self, Buffer, Goal, Limits, Proof, Stacking};
 use crate::workspace::{TermLayout, WorkspaceTerm};
+use arena_pack::{self as pack, Buffer, Goal, Limits, Proof, Stacking};
 
 /// The device and inputs a plan is made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -348,7 +348,11 @@ impl<'a> Planner<'a> {
         lower_bound: u64,
         n: u64,
     ) -> Result<(pack::Placement, bool), PlanError> {
-        let pack_err = |error| PlanError::Pack { n, error };
+        let pack_err = |error| PlanError::Pack {
+            origin: self.circuit.origin().to_owned(),
+            n,
+            error,
+        };
         let heuristic = pack::heuristic(buffers).map_err(pack_err)?;
         if heuristic.height <= lower_bound || self.config.search_steps == 0 {
             return Ok((heuristic.clone(), heuristic.height <= lower_bound));
@@ -396,7 +400,11 @@ impl<'a> Planner<'a> {
         let mut height = interval
             .template
             .restack(&scratch.sizes, &mut scratch.offsets)
-            .map_err(|error| PlanError::Pack { n, error })?;
+            .map_err(|error| PlanError::Pack {
+                origin: self.circuit.origin().to_owned(),
+                n,
+                error,
+            })?;
         let mut optimal = height == lower_bound;
         if !optimal {
             interval.arena.buffers(&scratch.sizes, &mut scratch.buffers);
@@ -433,7 +441,8 @@ impl<'a> Planner<'a> {
             .iter()
             .filter(|t| !t.arena)
             .try_fold(0u64, |acc, t| acc.checked_add(t.bytes))
-            .ok_or(PlanError::Overflow {
+            .ok_or_else(|| PlanError::Overflow {
+                origin: self.circuit.origin().to_owned(),
                 what: "the workspaces",
                 n,
             })?;
@@ -458,7 +467,8 @@ impl<'a> Planner<'a> {
         let total = [self.weights, activations, workspaces, self.states]
             .iter()
             .try_fold(0u64, |acc, &b| acc.checked_add(b))
-            .ok_or(PlanError::Overflow {
+            .ok_or_else(|| PlanError::Overflow {
+                origin: self.circuit.origin().to_owned(),
                 what: "the total",
                 n,
             })?;
@@ -498,6 +508,7 @@ pub(crate) fn state_bytes(
     sequences: u64,
 ) -> Result<u64, PlanError> {
     let err = |detail: String| PlanError::States {
+        origin: circuit.origin().to_owned(),
         kv_tokens,
         sequences,
         detail,

@@ -41,7 +41,8 @@ fn a_failing_workspace_is_named_once() {
     assert_eq!(planner.plan(1024).unwrap().totals.workspaces, 0);
     assert_eq!(
         planner.plan(4096).unwrap_err().to_string(),
-        "family `cublaslt_gemm`, workspace `cublaslt_workspace`, node `layer.0.q_proj` at \
+        "families.toml: family `cublaslt_gemm`, workspace `cublaslt_workspace`, node \
+         `layer.0.q_proj` at \
          n = 4096: bytes[0]: expression `1024 - n`: negative result in `1024 - n`"
     );
 }
@@ -61,7 +62,8 @@ fn a_family_id_with_a_newline_stays_on_one_line() {
         Planner::new(&circuit, &families, &rules, settings, PlanConfig::new(132)).unwrap();
     assert_eq!(
         planner.plan(4096).unwrap_err().to_string(),
-        "family `cublaslt\\ngemm`, workspace `cublaslt_workspace`, node `layer.0.q_proj` at \
+        "families.toml: family `cublaslt\\ngemm`, workspace `cublaslt_workspace`, node \
+         `layer.0.q_proj` at \
          n = 4096: bytes[0]: expression `1024 -\\n n`: negative result in `1024 - n`"
     );
 }

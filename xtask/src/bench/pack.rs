@@ -1,45 +1,124 @@
-//! `cargo xtask bench pack`: the packer on the MiniMalloc benchmark and on large synthetic
-//! workloads.
+//! `cargo xtask bench pack`: the packer on the MiniMalloc benchmark, on real-shaped buffer sets
+//! (ResNet-50 and transformer training and inference, a 50,000-buffer fan-in) and on the
+//! planner's hot path; the planner on a 20,000-edge fan-in. Peak memory is the process's
+//! resident high-water mark (`VmHWM`), reset before each case through `/proc/self/clear_refs`.
 
 use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use arena_pack::{self as pack, Buffer, Goal, Limits, csv, synth};
 use clap::Args;
-use memory_plan::pack::{self, Goal, Limits, csv};
 
-use crate::pack::solve_within;
+use crate::pack::{seconds, solve_within};
 
 #[derive(Args, Debug)]
 pub struct BenchPackArgs {
     /// Directory of the MiniMalloc files (`*.csv`, capacity in the file name).
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// Wall-clock limit per instance, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    pub time_limit: f64,
+    /// Wall-clock limit per MiniMalloc file, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "10")]
+    pub time_limit: String,
+    /// Wall-clock limit of `--minimize` on the MiniMalloc files whose bound is below their
+    /// capacity, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "5")]
+    pub minimize_time_limit: String,
     /// Search-node budget per instance.
     #[arg(long, value_name = "NODES", default_value_t = 50_000_000)]
     pub max_steps: u64,
-    /// Sizes (buffer counts) of the synthetic workloads.
+    /// Sizes (buffer counts) of the synthetic inference workloads (`synth::transformer`).
     #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 20_000, 50_000])]
     pub scale: Vec<usize>,
-    /// Seeds of the synthetic workloads (each size is run with each seed).
+    /// Seeds of the synthetic inference workloads (each size is run with each seed).
     #[arg(long, value_delimiter = ',', default_values_t = [1u64, 2])]
     pub seeds: Vec<u64>,
-    /// Wall-clock limit per synthetic workload, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    pub scale_time_limit: f64,
-    /// Only the files whose name contains this.
+    /// Wall-clock limit per synthetic inference workload, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "10")]
+    pub scale_time_limit: String,
+    /// Wall-clock limit per real-shaped set, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "5")]
+    pub real_time_limit: String,
+    /// Also run each real-shaped set at 1, 2 and 4 threads with a node budget of this many
+    /// nodes (no clock) and compare the solutions.
+    #[arg(long, value_name = "NODES")]
+    pub threads_check: Option<u64>,
+    /// Which tables to print (default: all).
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub tables: Vec<Table>,
+    /// Only the MiniMalloc files and real-shaped sets whose name contains this.
     #[arg(long)]
     pub only: Option<String>,
+}
+
+/// The tables of the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Table {
+    /// The 11 MiniMalloc files: fit, minimize, greedy.
+    Minimalloc,
+    /// Heuristic, restack and a 20k-node solve on the planner's arena sizes.
+    HotPath,
+    /// Real-shaped sets: ResNet-50, transformer training and inference, a fan-in.
+    Real,
+    /// `synth::transformer` at the sizes and seeds given.
+    Synth,
+    /// The planner on a circuit with a 20,000-edge fan-in.
+    FanIn,
 }
 
 fn default_data() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/minimalloc")
 }
 
+/// Resets the resident high-water mark (Linux; elsewhere a no-op).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The resident high-water mark in MiB since the last reset, if the system tells it.
+fn peak_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn mib(peak: Option<f64>) -> String {
+    peak.map_or_else(|| "?".to_string(), |p| format!("{p:.0}"))
+}
+
 pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
+    // Every limit is checked before any table runs.
+    for (flag, value) in [
+        ("--time-limit", &args.time_limit),
+        ("--minimize-time-limit", &args.minimize_time_limit),
+        ("--scale-time-limit", &args.scale_time_limit),
+        ("--real-time-limit", &args.real_time_limit),
+    ] {
+        seconds(flag, value)?;
+    }
+    let wants = |t: Table| args.tables.is_empty() || args.tables.contains(&t);
+    if wants(Table::Minimalloc) {
+        minimalloc(args)?;
+    }
+    if wants(Table::HotPath) {
+        hot_path()?;
+    }
+    if wants(Table::Real) {
+        real(args)?;
+    }
+    if wants(Table::Synth) {
+        synthetic(args)?;
+    }
+    if wants(Table::FanIn) {
+        fan_in()?;
+    }
+    Ok(())
+}
+
+fn minimalloc(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
+    let limit = seconds("--time-limit", &args.time_limit)?;
+    let minimize_limit = seconds("--minimize-time-limit", &args.minimize_time_limit)?;
     let dir = args.data.clone().unwrap_or_else(default_data);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| format!("cannot read {}: {e} (pass --data DIR)", dir.display()))?
@@ -59,7 +138,7 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         "file", "buffers", "capacity", "LB", "height", "steps", "time"
     );
     let mut total = Duration::ZERO;
-    let mut heuristic_rows = Vec::new();
+    let mut rows = Vec::new();
     for path in &files {
         let name = path
             .file_stem()
@@ -71,21 +150,18 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             .and_then(|c| c.parse().ok())
             .ok_or_else(|| format!("{}: no capacity in the file name", path.display()))?;
         let text = std::fs::read_to_string(path)?;
-        let buffers: Vec<pack::Buffer> = csv::parse(&text)?
+        let buffers: Vec<Buffer> = csv::parse(&text)?
             .iter()
             .map(csv::CsvBuffer::buffer)
             .collect();
-        let (solution, elapsed) = solve_within(
-            &buffers,
-            Goal::Fit { capacity },
-            args.max_steps,
-            args.time_limit,
-        )?;
+        let (solution, elapsed) =
+            solve_within(&buffers, Goal::Fit { capacity }, args.max_steps, limit)?;
         total += elapsed;
         let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
+        let short = name.split('.').next().unwrap_or("").to_string();
         println!(
             "{:<6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8.3} s  {:?}",
-            name.split('.').next().unwrap_or(""),
+            short,
             buffers.len(),
             capacity,
             solution.lower_bound,
@@ -94,13 +170,37 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             elapsed.as_secs_f64(),
             solution.proof
         );
-        heuristic_rows.push((
-            name.split('.').next().unwrap_or("").to_string(),
-            buffers,
-            capacity,
-        ));
+        rows.push((short, buffers, capacity, solution.lower_bound));
     }
     println!("total {:.3} s", total.as_secs_f64());
+
+    println!();
+    println!(
+        "MiniMalloc, solve(Minimize) where the bound is below the capacity, limit {} s",
+        minimize_limit.as_secs_f64()
+    );
+    println!(
+        "{:<6} {:>9} {:>9} {:>8} {:>9} {:>10}  proof",
+        "file", "LB", "height", "ht/LB", "steps", "time"
+    );
+    for (name, buffers, capacity, lower) in &rows {
+        if lower >= capacity {
+            continue;
+        }
+        let (solution, elapsed) =
+            solve_within(buffers, Goal::Minimize, args.max_steps, minimize_limit)?;
+        let height = pack::validate(buffers, &solution.placement.offsets, None)?;
+        println!(
+            "{:<6} {:>9} {:>9} {:>8.4} {:>9} {:>8.3} s  {:?}",
+            name,
+            lower,
+            height,
+            height as f64 / *lower as f64,
+            solution.steps,
+            elapsed.as_secs_f64(),
+            solution.proof
+        );
+    }
 
     println!();
     println!("MiniMalloc, greedy heuristic alone (best of its passes)");
@@ -108,7 +208,7 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         "{:<6} {:>9} {:>9} {:>10}",
         "file", "height", "/capacity", "time"
     );
-    for (name, buffers, capacity) in &heuristic_rows {
+    for (name, buffers, capacity, _) in &rows {
         let started = Instant::now();
         let placement = pack::heuristic(buffers)?;
         let elapsed = started.elapsed();
@@ -121,15 +221,18 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             elapsed.as_secs_f64() * 1e3
         );
     }
-
     println!();
+    Ok(())
+}
+
+fn hot_path() -> Result<(), Box<dyn Error>> {
     println!("Planner hot path on synthetic arenas: heuristic, and restack for new sizes");
     println!(
         "{:>8} {:>12} {:>10} {:>12} {:>10} {:>16}",
         "buffers", "heuristic", "edges", "restack", "restacks/s", "solve 20k steps"
     );
     for count in [500usize, 2_000] {
-        let buffers = pack::synth::transformer(5, count);
+        let buffers = synth::transformer(5, count);
         let started = Instant::now();
         let placement = pack::heuristic(&buffers)?;
         let heuristic_time = started.elapsed();
@@ -167,32 +270,170 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             solution.proof
         );
     }
-
     println!();
+    Ok(())
+}
+
+/// A real-shaped set: its name and its generator.
+type RealSet = (&'static str, fn() -> Vec<Buffer>);
+
+/// The real-shaped sets.
+fn real_sets() -> Vec<RealSet> {
+    vec![
+        ("resnet50-train", || synth::resnet50(1)),
+        ("gpt-train-25k", || synth::training(1, 25_000, false)),
+        ("gpt-train-25k-rc", || synth::training(2, 25_000, true)),
+        ("gpt-train-100k-rc", || synth::training(3, 100_000, true)),
+        ("gpt-infer-25k", || synth::transformer(11, 25_000)),
+        ("gpt-infer-60k", || synth::transformer(12, 60_000)),
+        ("gpt-infer-100k", || synth::transformer(13, 100_000)),
+        ("co-live-50k", || synth::co_live(1, 50_000)),
+    ]
+}
+
+/// The most buffers live at one step.
+fn max_live(buffers: &[Buffer]) -> usize {
+    let mut events: Vec<(u64, i32)> = buffers
+        .iter()
+        .filter(|b| b.is_live())
+        .flat_map(|b| [(b.start, 1), (b.end, -1)])
+        .collect();
+    events.sort_unstable();
+    let (mut live, mut peak) = (0i64, 0i64);
+    for (_, d) in events {
+        live += i64::from(d);
+        peak = peak.max(live);
+    }
+    peak as usize
+}
+
+fn real(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
+    let limit = seconds("--real-time-limit", &args.real_time_limit)?;
+    let one = Duration::from_secs(1);
     println!(
-        "Synthetic transformer workloads (pack::synth), solve(Minimize), limit {} s each",
-        args.scale_time_limit
+        "Real-shaped sets (arena_pack::synth), solve(Minimize) within {} s; `at 1 s`: the time \
+         to answer and ht/LB with --time-limit 1; memory: peak resident MiB of the run",
+        limit.as_secs_f64()
     );
     println!(
-        "{:>8} {:>5} {:>12} {:>12} {:>8} {:>9} {:>9} {:>10} {:>7}  proof",
-        "buffers", "seed", "LB", "height", "ht/LB", "greedy/LB", "steps", "time", "limit"
+        "{:<18} {:>7} {:>6} {:>12} {:>12} {:>7} {:>9} {:>9} {:>8} {:>6}  {:<9} {:>14}",
+        "set",
+        "buffers",
+        "live",
+        "LB",
+        "height",
+        "ht/LB",
+        "greedy/LB",
+        "steps",
+        "time",
+        "MiB",
+        "proof",
+        "at 1 s"
+    );
+    for (name, generate) in real_sets() {
+        if args
+            .only
+            .as_ref()
+            .is_some_and(|o| !name.contains(o.as_str()))
+        {
+            continue;
+        }
+        let buffers = generate();
+        let live = max_live(&buffers);
+        reset_peak();
+        let greedy = pack::heuristic(&buffers)?;
+        let (solution, elapsed) = solve_within(&buffers, Goal::Minimize, args.max_steps, limit)?;
+        let peak = peak_mib();
+        let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
+        let lb = solution.lower_bound as f64;
+        let (quick, quick_time) = solve_within(&buffers, Goal::Minimize, args.max_steps, one)?;
+        println!(
+            "{:<18} {:>7} {:>6} {:>12} {:>12} {:>7.4} {:>9.4} {:>9} {:>6.2} s {:>6}  {:<9} {:>5.2} s {:.4}",
+            name,
+            buffers.len(),
+            live,
+            solution.lower_bound,
+            height,
+            height as f64 / lb,
+            greedy.height as f64 / lb,
+            solution.steps,
+            elapsed.as_secs_f64(),
+            mib(peak),
+            format!("{:?}", solution.proof),
+            quick_time.as_secs_f64(),
+            quick.placement.height as f64 / lb,
+        );
+        if name.starts_with("resnet") {
+            let (fit, fit_time) = solve_within(
+                &buffers,
+                Goal::Fit {
+                    capacity: solution.lower_bound,
+                },
+                args.max_steps,
+                limit,
+            )?;
+            println!(
+                "{:<18} solve(Fit) at the bound: height {} ({:.4}), {} steps, {:.2} s, {:?}",
+                "",
+                fit.placement.height,
+                fit.placement.height as f64 / lb,
+                fit.steps,
+                fit_time.as_secs_f64(),
+                fit.proof
+            );
+        }
+        if let Some(nodes) = args.threads_check {
+            let limits = Limits {
+                max_steps: nodes,
+                stop: None,
+            };
+            let at = |threads: usize| -> Result<pack::Solution, Box<dyn Error>> {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()?;
+                Ok(pool.install(|| pack::solve(&buffers, Goal::Minimize, &limits))?)
+            };
+            let one = at(1)?;
+            let same = at(2)? == one && at(4)? == one;
+            println!(
+                "{:<18} {} nodes at 1, 2 and 4 threads: height {} ({:.4}), {} steps, {}",
+                "",
+                nodes,
+                one.placement.height,
+                one.placement.height as f64 / lb,
+                one.steps,
+                if same { "identical" } else { "DIFFERENT" }
+            );
+        }
+    }
+    println!();
+    Ok(())
+}
+
+fn synthetic(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
+    let limit = seconds("--scale-time-limit", &args.scale_time_limit)?;
+    println!(
+        "Synthetic transformer inference (synth::transformer), solve(Minimize), limit {} s each",
+        limit.as_secs_f64()
+    );
+    println!(
+        "{:>8} {:>5} {:>12} {:>12} {:>8} {:>9} {:>9} {:>10} {:>6}  proof",
+        "buffers", "seed", "LB", "height", "ht/LB", "greedy/LB", "steps", "time", "MiB"
     );
     for &count in &args.scale {
         for &seed in &args.seeds {
-            let buffers = pack::synth::transformer(seed, count);
+            let buffers = synth::transformer(seed, count);
+            reset_peak();
             let started = Instant::now();
             let greedy = pack::heuristic(&buffers)?;
             let greedy_time = started.elapsed();
-            let (solution, elapsed) = solve_within(
-                &buffers,
-                Goal::Minimize,
-                args.max_steps,
-                args.scale_time_limit,
-            )?;
+            let (solution, elapsed) =
+                solve_within(&buffers, Goal::Minimize, args.max_steps, limit)?;
+            let peak = peak_mib();
             let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
             let lb = solution.lower_bound as f64;
             println!(
-                "{:>8} {:>5} {:>12} {:>12} {:>8.4} {:>9.4} {:>9} {:>8.3} s {:>5.0} s  {:?} (greedy {:.0} ms)",
+                "{:>8} {:>5} {:>12} {:>12} {:>8.4} {:>9.4} {:>9} {:>8.3} s {:>6}  {:?} (greedy {:.0} ms)",
                 buffers.len(),
                 seed,
                 solution.lower_bound,
@@ -201,11 +442,81 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
                 greedy.height as f64 / lb,
                 solution.steps,
                 elapsed.as_secs_f64(),
-                args.scale_time_limit,
+                mib(peak),
                 solution.proof,
                 greedy_time.as_secs_f64() * 1e3
             );
         }
     }
+    println!();
+    Ok(())
+}
+
+/// `plan` on a circuit whose 20,000 edges all reach one node (issue 17): every edge is live at
+/// that node's step, so an all-pairs structure would hold 2 x 10^8 pairs.
+fn fan_in() -> Result<(), Box<dyn Error>> {
+    use circuit_ir::CircuitBuilder;
+    use circuit_ir::decl::{BlockDecl, NodeDecl, OutDecl};
+    use fuser::RulesBuilder;
+    use fuser::rules::{ElementDecl, RuleDecl};
+    use kernel_families::FamiliesBuilder;
+    use kernel_families::decl::FamilyDecl;
+    use memory_plan::{PlanConfig, Planner};
+
+    const EDGES: usize = 20_000;
+    println!("The planner on a {EDGES}-edge fan-in (x -> {EDGES} scale nodes -> one concat)");
+    reset_peak();
+    let started = Instant::now();
+    let mut block = BlockDecl::once("fan");
+    for i in 0..EDGES {
+        block = block.node(
+            NodeDecl::new(format!("s{i}"), "scale")
+                .reads(["x"])
+                .writes(OutDecl::new(format!("y{i}"), "n", "64", "bf16")),
+        );
+    }
+    block = block.node(
+        NodeDecl::new("cat", "concat")
+            .reads((0..EDGES).map(|i| format!("y{i}")))
+            .writes(OutDecl::new("z", "n", (64 * EDGES).to_string(), "bf16")),
+    );
+    let mut circuit = CircuitBuilder::new("fan-in");
+    circuit
+        .input("x", "n", "64", "bf16")
+        .block(block)
+        .output("fan.z");
+    let circuit = circuit.build()?;
+    let mut families = FamiliesBuilder::new("fan-in registry");
+    families.family(FamilyDecl::new("rows", ["scale", "concat"]).kernels(["scale", "concat"]));
+    let families = families.build()?;
+    let mut rules = RulesBuilder::new("fan-in rules");
+    for op in ["scale", "concat"] {
+        rules.rule(
+            RuleDecl::new(op, "cuda")
+                .element(ElementDecl::op(op))
+                .kernels([op]),
+        );
+    }
+    let rules = rules.build(Some(&families))?;
+    let built = started.elapsed();
+    let planner = Planner::new(
+        &circuit,
+        &families,
+        &rules,
+        rules.defaults(),
+        PlanConfig::new(132),
+    )?;
+    let plan = planner.plan(64)?;
+    let elapsed = started.elapsed();
+    println!(
+        "  arena {} bytes (lower bound {}, {} buffers), {:.2} s ({:.2} s to build the inputs), peak {} MiB",
+        plan.arena.bytes,
+        plan.arena.lower_bound,
+        plan.arena.buffers,
+        elapsed.as_secs_f64(),
+        built.as_secs_f64(),
+        mib(peak_mib())
+    );
+    println!();
     Ok(())
 }

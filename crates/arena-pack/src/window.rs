@@ -7,75 +7,72 @@
 //! outputs). A window is a stretch of time cut where little crosses; its own buffers (those
 //! that start in it, lifetimes clipped at its end) are free, the buffers already placed that
 //! are live in it are pinned at their offsets (the search fills around them: see `Part` pins).
-//! When a window cannot be fitted within the target (the pins left by the previous windows
-//! may make it impossible, and the budget of one window is small), it is merged with the
-//! window before it and both are solved again, so a skip connection placed badly a few layers
-//! back is moved; a merge stops at [`MAX_MERGED`] buffers. A window that still fails is placed
-//! greedily around its pins (above the target: the run then reports no fit but returns a
-//! complete placement), and the windows after it get room up to the highest pinned buffer.
+//! Pinned buffers live over the whole window that touch in address are one pin: a staircase of
+//! thousands of kept buffers is one obstacle, so a window's search stays small however many
+//! buffers cross it. When a window cannot be fitted within the target (the pins left by the
+//! previous windows may make it impossible, and the budget of one window is small), it is
+//! merged with the window before it and both are solved again, so a skip connection placed
+//! badly a few layers back is moved; a merge stops at `max_merged` free buffers. A window that
+//! still fails is placed greedily around its pins (above the target: the run then reports no
+//! fit but returns a complete placement), and the windows after it get room up to the highest
+//! pinned buffer.
 //!
 //! Invariants: the offsets returned are a valid placement of all buffers of the part (every
 //! buffer placed once, pins never overlap what is placed around them, since the search and the
 //! greedy both respect them); the run is sequential and a deterministic function of its input
-//! and budget (the interrupt only cuts it short, and then the rest is placed greedily).
+//! and budget (a greedy placement costs search nodes too); when the budget runs out or the
+//! interrupt fires it stops with no placement, and the caller keeps its best one. Memory
+//! is O(buffers + buffers live at once): placed buffers are found through a [`TimeIndex`], and
+//! only the windows a merge can still reach keep their lists of carried buffers.
 
-use super::Buffer;
-use super::heuristic::{self, Fit, Order};
-use super::overlap::OverlapGraph;
-use super::scale::{Layered, base_layer};
-use super::search::{Branch, FREE, Interrupt, Outcome, Part, Search, race};
+use crate::base::BaseLayer;
+use crate::heuristic::{self, Fit, Order, UNPLACED};
+use crate::interval::TimeIndex;
+use crate::part::{FREE, Part};
+use crate::race::{Interrupt, Outcome, race};
+use crate::search::{Branch, Search};
+use crate::{Buffer, Params};
 
-/// Free buffers a window aims at (cut where the least size crosses, within half of it).
-const WINDOW: usize = 64;
+/// The window searches tried in parallel: static candidate order, branching section. On every
+/// `synth` workload we measured (sizes 10k-50k, seeds 1-10) they reach the lower bound.
+const PORTFOLIO: [(Order, Branch); 2] = [
+    (Order::Lifetime, Branch::Rightmost),
+    (Order::Size, Branch::Tightest),
+];
 
-/// A merged window stops growing at this many free buffers.
-const MAX_MERGED: usize = 640;
-
-/// Search nodes per free buffer of one window attempt (and at least [`MIN_NODES`]).
-const NODES_PER_BUFFER: u64 = 48;
-const MIN_NODES: u64 = 2_000;
-
-/// One configuration of a windowed run.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Config {
-    /// Long-lived buffers first as a base layer at the bottom (pinned in every window).
-    pub(crate) with_base: bool,
-    /// The window searches tried in parallel: static candidate order, branching section.
-    pub(crate) portfolio: &'static [(Order, Branch)],
-    /// Allow floating placements (a buffer at its floor over a lower part of the skyline).
-    pub(crate) float: bool,
+/// What a run on a large part did.
+pub(crate) struct LargeRun {
+    /// `Found`, or `Aborted` (budget, stop, or no fit).
+    pub(crate) outcome: Outcome,
+    /// Search nodes used (deterministic for a given input and budget).
+    pub(crate) steps: u64,
+    /// The offset of each buffer of `ids`, in that order: within the capacity on `Found`;
+    /// otherwise a complete placement above it, or empty.
+    pub(crate) offsets: Vec<u64>,
 }
 
 /// Places the buffers `ids` (live, sorted by start) window by window within `capacity`,
 /// spending at most `budget` search nodes. `Found` when everything fits; otherwise the offsets
-/// (in the order of `ids`) are still a complete valid placement, above the capacity, unless the
-/// base layer alone exceeds it (then they are empty).
+/// (in the order of `ids`) are a complete valid placement above the capacity, or empty (when
+/// the base layer alone exceeds it, or the budget or the interrupt ended the run).
 pub(crate) fn windowed(
     buffers: &[Buffer],
     ids: &[u32],
     capacity: u64,
     budget: u64,
     interrupt: &Interrupt<'_>,
-    config: Config,
-) -> Layered {
-    let (base, free, base_offsets) = if config.with_base {
-        base_layer(buffers, ids)
-    } else {
-        (Vec::new(), ids.to_vec(), Vec::new())
-    };
-    let top_of = |i: u32, offset: u64| offset.saturating_add(buffers[i as usize].size);
-    if base
-        .iter()
-        .zip(&base_offsets)
-        .any(|(&i, &o)| top_of(i, o) > capacity)
-    {
-        return Layered {
+    params: &Params,
+) -> LargeRun {
+    let base = BaseLayer::new(buffers, ids, params);
+    if base.exceeds(buffers, capacity) {
+        return LargeRun {
             outcome: Outcome::Aborted,
             steps: 0,
             offsets: Vec::new(),
         };
     }
-    let cuts = cut_points(buffers, &free);
+    let free = &base.rest;
+    let cuts = cut_points(buffers, free, params.window);
     // `first[k]`: the position in `free` of window k's first buffer; one past the end last.
     let mut first: Vec<usize> = cuts
         .iter()
@@ -83,57 +80,51 @@ pub(crate) fn windowed(
         .collect();
     first.push(free.len());
     let windows = cuts.len();
+    // The last window ends where the part does, so buffers kept to the end span it.
+    let part_end = ids
+        .iter()
+        .map(|&i| buffers[i as usize].end)
+        .max()
+        .unwrap_or(0);
+    let end_of = |k: usize| cuts.get(k + 1).copied().unwrap_or(part_end);
 
     // Global offsets, per buffer of the instance (only those of `ids` are used).
     let mut at: Vec<u64> = vec![FREE; buffers.len()];
-    for (&i, &o) in base.iter().zip(&base_offsets) {
+    let mut base_index = TimeIndex::new(buffers);
+    for (&i, &o) in base.ids.iter().zip(&base.offsets) {
         at[i as usize] = o;
+        base_index.enter(i as usize);
     }
-    // Every other buffer lies above the base buffers its lifetime meets (as in the layered
-    // attempt), even where a window clips that lifetime.
-    let mut least: Vec<u64> = vec![0; buffers.len()];
-    if !base.is_empty() {
-        let mut by_start: Vec<(u64, u64, u64)> = base
-            .iter()
-            .zip(&base_offsets)
-            .map(|(&i, &o)| {
-                let b = &buffers[i as usize];
-                (b.start, b.end, top_of(i, o))
-            })
-            .collect();
-        by_start.sort_unstable();
-        for &i in &free {
-            let b = &buffers[i as usize];
-            let reach = by_start.partition_point(|&(start, _, _)| start < b.end);
-            least[i as usize] = by_start[..reach]
-                .iter()
-                .filter(|&&(_, end, _)| end > b.start)
-                .map(|&(_, _, top)| top)
-                .max()
-                .unwrap_or(0);
-        }
-    }
-    // `carried[k]`: placed free buffers from windows before k still live at its start.
+    // `carried[k]`: placed free buffers from windows before k still live at its start; only
+    // the windows a merge can still reach keep theirs.
     let mut carried: Vec<Vec<u32>> = vec![Vec::new(); windows + 1];
     let mut run = Run {
         buffers,
         base: &base,
-        least: &least,
+        base_index: &base_index,
         steps: 0,
         budget,
         interrupt,
-        config,
+        params,
         fits: true,
         room: capacity,
     };
     let mut k = 0;
     while k < windows {
+        if run.out_of_time() {
+            // Placing the rest window by window would cost O(live) per window: give up, the
+            // caller keeps its best placement.
+            return LargeRun {
+                outcome: Outcome::Aborted,
+                steps: run.steps.min(budget),
+                offsets: Vec::new(),
+            };
+        }
         let mut a = k;
         loop {
-            let end = cuts.get(k + 1).copied().unwrap_or(u64::MAX);
             let window = Window {
                 start: cuts[a],
-                end,
+                end: end_of(k),
                 free: &free[first[a]..first[k + 1]],
                 carried: &carried[a],
             };
@@ -141,15 +132,21 @@ pub(crate) fn windowed(
                 break;
             }
             let merged = first[k + 1] - first[a.saturating_sub(1)];
-            if a > 0 && merged <= MAX_MERGED && !run.out_of_time() {
+            if a > 0 && merged <= params.max_merged && !run.out_of_time() {
                 a -= 1;
                 continue;
             }
-            run.fallback(&window, &mut at);
+            if !run.fallback(&window, &mut at) {
+                return LargeRun {
+                    outcome: Outcome::Aborted,
+                    steps: run.steps.min(budget),
+                    offsets: Vec::new(),
+                };
+            }
             break;
         }
         for j in a..=k {
-            let next = cuts.get(j + 1).copied().unwrap_or(u64::MAX);
+            let next = end_of(j);
             let live: Vec<u32> = carried[j]
                 .iter()
                 .chain(&free[first[j]..first[j + 1]])
@@ -157,6 +154,14 @@ pub(crate) fn windowed(
                 .filter(|&i| buffers[i as usize].end > next)
                 .collect();
             carried[j + 1] = live;
+        }
+        // A merge from window k + 1 on never reaches back past `max_merged` free buffers.
+        for j in 0..k {
+            if first[k + 1] - first[j + 1] > 2 * params.max_merged {
+                carried[j] = Vec::new();
+            } else {
+                break;
+            }
         }
         k += 1;
     }
@@ -167,7 +172,7 @@ pub(crate) fn windowed(
             if o == FREE { 0 } else { o }
         })
         .collect();
-    Layered {
+    LargeRun {
         outcome: if run.fits {
             Outcome::Found
         } else {
@@ -178,10 +183,10 @@ pub(crate) fn windowed(
     }
 }
 
-/// The start of every window: the first buffer's start, then one cut per about [`WINDOW`]
+/// The start of every window: the first buffer's start, then one cut per about `window`
 /// buffers, at the start time (among those of the next half to one and a half windows of
 /// buffers) that the least size of free buffers crosses, earliest on ties.
-fn cut_points(buffers: &[Buffer], free: &[u32]) -> Vec<u64> {
+fn cut_points(buffers: &[Buffer], free: &[u32], window: usize) -> Vec<u64> {
     let Some(&head) = free.first() else {
         return Vec::new();
     };
@@ -219,8 +224,8 @@ fn cut_points(buffers: &[Buffer], free: &[u32]) -> Vec<u64> {
     let mut cuts = vec![buffers[head as usize].start];
     let mut position = 0;
     loop {
-        let from = position + WINDOW / 2;
-        let to = (position + WINDOW * 3 / 2).min(free.len());
+        let from = position + window / 2;
+        let to = (position + window * 3 / 2).min(free.len());
         if from >= free.len() || from >= to {
             break;
         }
@@ -257,13 +262,13 @@ struct Window<'w> {
 /// The state of one windowed run.
 struct Run<'r> {
     buffers: &'r [Buffer],
-    base: &'r [u32],
-    /// Per buffer: the lowest offset it may take (above the base buffers it meets).
-    least: &'r [u64],
+    base: &'r BaseLayer,
+    /// The base buffers, by time.
+    base_index: &'r TimeIndex,
     steps: u64,
     budget: u64,
     interrupt: &'r Interrupt<'r>,
-    config: Config,
+    params: &'r Params,
     /// Every window so far fitted within the capacity.
     fits: bool,
     /// The height windows are fitted within: the capacity, or higher after a fallback left a
@@ -271,13 +276,14 @@ struct Run<'r> {
     room: u64,
 }
 
-/// A window's instance: its buffers clipped to its time range, pinned ones with their offset.
+/// A window's instance: pins (clipped to the window, those over all of it that touch merged)
+/// and then the free buffers (clipped).
 struct Instance {
-    /// Global index of each local buffer.
-    global: Vec<u32>,
     clipped: Vec<Buffer>,
     /// Per local buffer: its pin, or [`FREE`].
     pins: Vec<u64>,
+    /// Per local buffer: the global index of a free buffer, `u32::MAX` for a pin.
+    global: Vec<u32>,
     /// Local indices sorted by (start, index).
     order: Vec<u32>,
 }
@@ -287,38 +293,66 @@ impl Run<'_> {
         self.steps >= self.budget || self.interrupt.fired()
     }
 
+    /// The placed buffers live at some step of `[start, end)`: the base buffers there and the
+    /// carried ones.
+    fn placed_in(&self, window: &Window<'_>, start: u64, end: u64) -> Vec<u32> {
+        let mut placed: Vec<u32> = Vec::new();
+        self.base_index.overlapping(start, end, |i| placed.push(i));
+        placed.sort_unstable();
+        placed.extend(
+            window
+                .carried
+                .iter()
+                .copied()
+                .filter(|&i| self.buffers[i as usize].end > start),
+        );
+        placed
+    }
+
     fn instance(&self, window: &Window<'_>, at: &[u64]) -> Instance {
         let buffers = self.buffers;
-        let clip = |i: u32| {
-            let b = &buffers[i as usize];
-            Buffer::new(b.start.max(window.start), b.end.min(window.end), b.size)
-        };
-        let mut global: Vec<u32> = Vec::new();
+        let clip =
+            |b: &Buffer| Buffer::new(b.start.max(window.start), b.end.min(window.end), b.size);
+        let mut clipped: Vec<Buffer> = Vec::new();
         let mut pins: Vec<u64> = Vec::new();
-        let pinned = self
-            .base
-            .iter()
-            .chain(window.carried)
-            .copied()
-            .filter(|&i| {
-                let b = &buffers[i as usize];
-                b.start < window.end && b.end > window.start
-            });
-        for i in pinned {
-            global.push(i);
-            pins.push(at[i as usize]);
+        let mut global: Vec<u32> = Vec::new();
+        // Pins over the whole window, by offset, merged where they touch.
+        let mut whole: Vec<(u64, u64)> = Vec::new();
+        for i in self.placed_in(window, window.start, window.end) {
+            let b = clip(&buffers[i as usize]);
+            let offset = at[i as usize];
+            if b.start == window.start && b.end == window.end {
+                whole.push((offset, b.size));
+            } else {
+                clipped.push(b);
+                pins.push(offset);
+                global.push(u32::MAX);
+            }
+        }
+        whole.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (offset, size) in whole {
+            match merged.last_mut() {
+                Some((o, s)) if *o + *s == offset => *s += size,
+                _ => merged.push((offset, size)),
+            }
+        }
+        for (offset, size) in merged {
+            clipped.push(Buffer::new(window.start, window.end, size));
+            pins.push(offset);
+            global.push(u32::MAX);
         }
         for &i in window.free {
-            global.push(i);
+            clipped.push(clip(&buffers[i as usize]));
             pins.push(FREE);
+            global.push(i);
         }
-        let clipped: Vec<Buffer> = global.iter().map(|&i| clip(i)).collect();
-        let mut order: Vec<u32> = (0..global.len() as u32).collect();
+        let mut order: Vec<u32> = (0..clipped.len() as u32).collect();
         order.sort_unstable_by_key(|&k| (clipped[k as usize].start, k));
         Instance {
-            global,
             clipped,
             pins,
+            global,
             order,
         }
     }
@@ -339,19 +373,20 @@ impl Run<'_> {
             .order
             .iter()
             .map(|&k| {
-                let k = k as usize;
-                if instance.pins[k] == FREE {
-                    self.least[instance.global[k] as usize]
-                } else {
+                let g = instance.global[k as usize];
+                if g == u32::MAX {
                     0
+                } else {
+                    let b = &self.buffers[g as usize];
+                    self.base.least(b.start, b.end)
                 }
             })
             .collect();
         part.set_least(&least);
-        let ranks = part.ranks(self.config.portfolio.iter().map(|&(order, _)| order));
+        let ranks = part.ranks(PORTFOLIO.iter().map(|&(order, _)| order));
         let nodes = (window.free.len() as u64)
-            .saturating_mul(NODES_PER_BUFFER)
-            .max(MIN_NODES)
+            .saturating_mul(self.params.window_nodes_per_buffer)
+            .max(self.params.window_min_nodes)
             .min(self.budget - self.steps.min(self.budget))
             .max(1);
         // The portfolio in parallel; the lowest-indexed conclusive run decides, so the outcome
@@ -363,8 +398,8 @@ impl Run<'_> {
             Some(self.interrupt),
             |index, interrupt| {
                 let mut search = Search::new(&part, room, &ranks[index], nodes, interrupt);
-                search.set_mode(self.config.portfolio[index].1);
-                search.float_long = self.config.float;
+                search.check_cells = self.params.stack_check_cells;
+                search.set_mode(PORTFOLIO[index].1);
                 let outcome = search.run();
                 (outcome, search.steps.min(nodes), search.offsets)
             },
@@ -375,48 +410,61 @@ impl Run<'_> {
         };
         let offsets = &race.runs[w].2;
         for (position, &k) in part.ids.iter().enumerate() {
-            if instance.pins[k as usize] == FREE {
-                at[instance.global[k as usize] as usize] = offsets[position];
+            let g = instance.global[k as usize];
+            if g != u32::MAX {
+                at[g as usize] = offsets[position];
             }
         }
         true
     }
 
     /// Places the window's free buffers greedily (lowest gap, longest and largest first)
-    /// around every buffer placed so far that their whole lifetimes meet: the base layer and
-    /// the buffers carried into the window. Later windows get room up to the highest of them.
-    fn fallback(&mut self, window: &Window<'_>, at: &mut [u64]) {
+    /// around every placed buffer their whole lifetimes meet: the base buffers there and the
+    /// buffers carried into the window. Later windows get room up to the highest of them.
+    /// False when the interrupt fired first (nothing is written then).
+    fn fallback(&mut self, window: &Window<'_>, at: &mut [u64]) -> bool {
         let buffers = self.buffers;
-        let global: Vec<u32> = self
-            .base
+        let reach = window
+            .free
             .iter()
-            .chain(window.carried)
-            .chain(window.free)
-            .copied()
-            .collect();
+            .map(|&i| buffers[i as usize].end)
+            .max()
+            .unwrap_or(window.end);
+        let placed = self.placed_in(window, window.start, reach);
+        let global: Vec<u32> = placed.iter().chain(window.free).copied().collect();
         let whole: Vec<Buffer> = global.iter().map(|&i| buffers[i as usize]).collect();
-        let placed = self.base.len() + window.carried.len();
-        let graph = OverlapGraph::new(&whole);
         let mut offsets: Vec<u64> = global
             .iter()
             .enumerate()
             .map(|(k, &i)| {
-                if k < placed {
+                if k < placed.len() {
                     at[i as usize]
                 } else {
-                    heuristic::UNPLACED
+                    UNPLACED
                 }
             })
             .collect();
-        let congestion = heuristic::congestion(&whole).unwrap_or_else(|_| vec![0; whole.len()]);
+        let congestion = heuristic::congestion(&whole).unwrap_or_default();
         let order: Vec<u32> = heuristic::rank(&whole, Order::Lifetime, &congestion)
             .into_iter()
-            .filter(|&k| k as usize >= placed)
+            .filter(|&k| k as usize >= placed.len())
             .collect();
-        heuristic::best_fit_onto(&whole, &graph, &order, Fit::Lowest, &mut offsets);
-        for (k, &i) in global.iter().enumerate().skip(placed) {
+        // Charged to the budget like search nodes: a run whose windows keep failing among
+        // thousands of live buffers stops instead of running long.
+        self.steps = self
+            .steps
+            .saturating_add(whole.len() as u64)
+            .saturating_add(placed.len() as u64);
+        let interrupt = self.interrupt;
+        let stop = move || interrupt.fired();
+        if heuristic::best_fit_onto(&whole, &order, Fit::Lowest, &mut offsets, Some(&stop))
+            .is_none()
+        {
+            return false;
+        }
+        for (k, &i) in global.iter().enumerate().skip(placed.len()) {
             let o = offsets[k];
-            let o = if o == heuristic::UNPLACED { 0 } else { o };
+            let o = if o == UNPLACED { 0 } else { o };
             at[i as usize] = o;
             let top = o.saturating_add(buffers[i as usize].size);
             if top > self.room {
@@ -424,5 +472,6 @@ impl Run<'_> {
                 self.fits = false;
             }
         }
+        true
     }
 }

@@ -1,13 +1,29 @@
-//! Workloads for benchmarks and tests: synthetic activation buffers shaped like what an ML
-//! compiler emits for a transformer, at any scale.
+//! Workloads for benchmarks and tests: synthetic buffer sets shaped like what an ML compiler
+//! emits, at any scale. Every generator is a pure function of its arguments (a seeded
+//! SplitMix64, no clock): same arguments, same buffers. One op per step; a buffer lives from
+//! the step of the op that produces it to the step of its last reader, inclusive.
 //!
-//! A workload is a stack of transformer layers (attention in head groups, then a gated MLP),
-//! one op per step. The residual stream links consecutive layers, skip connections reach a few
-//! layers ahead, and a few outputs stay live to the end (as cached states do). Sizes follow
-//! `rows x width x 2 bytes` rounded up to 256; `rows` changes between stages of the model.
-//! Everything is a pure function of `(seed, buffer count)`: same arguments, same buffers.
+//! - [`transformer`]: inference of a stack of transformer layers (this module);
+//! - [`training`]: transformer training, forward and backward over micro-batches in a 1F1B
+//!   schedule, with activation recomputation, skip connections and weight-gradient buckets;
+//! - [`resnet50`]: ResNet-50 training at batch 32, forward and backward, ~1,000 buffers;
+//! - [`stress`]: tens of thousands of buffers live at once (a fan-in), to check that the
+//!   packer's cost does not grow with the pairs of overlapping buffers.
+//!
+//! The inference transformer: attention in head groups, then a gated MLP. The residual stream
+//! links consecutive layers, skip connections reach a few layers ahead, and a few outputs stay
+//! live to the end (as cached states do). Sizes follow `rows x width x 2 bytes` rounded up to
+//! 256; `rows` changes between stages of the model.
 
-use super::Buffer;
+mod resnet;
+mod stress;
+mod training;
+
+pub use resnet::resnet50;
+pub use stress::co_live;
+pub use training::{Training, training};
+
+use crate::Buffer;
 
 /// The shape of a synthetic transformer workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,10 +61,10 @@ pub fn transformer(seed: u64, buffers: usize) -> Vec<Buffer> {
 }
 
 /// A small deterministic generator (SplitMix64): no dependency, same stream everywhere.
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -57,7 +73,7 @@ impl SplitMix {
     }
 
     /// Uniform in `[low, high]`.
-    fn between(&mut self, low: u64, high: u64) -> u64 {
+    pub(crate) fn between(&mut self, low: u64, high: u64) -> u64 {
         low + self.next() % (high - low + 1)
     }
 }
@@ -192,6 +208,56 @@ impl Builder {
         for (_, s) in skips {
             self.read(s);
         }
+        self.made
+            .into_iter()
+            .map(|(produced, last_read, size)| Buffer::new(produced, last_read + 1, size))
+            .collect()
+    }
+}
+
+/// A program being recorded: the current step and, per buffer, its producer step, last reader
+/// step (inclusive) and size, rounded up to `align` bytes.
+pub(crate) struct Trace {
+    step: u64,
+    align: u64,
+    made: Vec<(u64, u64, u64)>,
+}
+
+impl Trace {
+    pub(crate) fn new(align: u64) -> Trace {
+        Trace {
+            step: 0,
+            align: align.max(1),
+            made: Vec::new(),
+        }
+    }
+
+    /// The next op.
+    pub(crate) fn op(&mut self) {
+        self.step += 1;
+    }
+
+    /// A buffer of `bytes` produced by the current op.
+    pub(crate) fn produce(&mut self, bytes: u64) -> usize {
+        let size = bytes.div_ceil(self.align) * self.align;
+        self.made.push((self.step, self.step, size));
+        self.made.len() - 1
+    }
+
+    /// The current op reads `buffer`.
+    pub(crate) fn read(&mut self, buffer: usize) {
+        self.made[buffer].1 = self.made[buffer].1.max(self.step);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.made.len()
+    }
+
+    pub(crate) fn size(&self, buffer: usize) -> u64 {
+        self.made[buffer].2
+    }
+
+    pub(crate) fn finish(self) -> Vec<Buffer> {
         self.made
             .into_iter()
             .map(|(produced, last_read, size)| Buffer::new(produced, last_read + 1, size))

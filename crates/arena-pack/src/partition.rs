@@ -4,7 +4,7 @@
 //! height is the largest part height. Parts come in time order; each part lists its buffers in
 //! increasing start order (ties by index).
 
-use super::Buffer;
+use crate::Buffer;
 
 /// The live buffers grouped into parts that no lifetime crosses.
 pub(crate) fn independent_parts(buffers: &[Buffer]) -> Vec<Vec<u32>> {

@@ -1,9 +1,9 @@
 //! Tests of the arena packer. Every placement any test produces is checked by `independent`,
 //! a plain O(n^2) validator written here that shares no code with `pack::validate`.
 
-use memory_plan::pack::csv::{self, CsvBuffer, CsvError};
-use memory_plan::pack::{
-    self, Buffer, Goal, Limits, PackError, Placement, PlacementError, Proof, Stacking,
+use arena_pack::csv::{self, CsvBuffer, CsvError};
+use arena_pack::{
+    self as pack, Buffer, Goal, Limits, PackError, Placement, PlacementError, Proof, Stacking,
 };
 use proptest::prelude::*;
 

@@ -2,14 +2,14 @@
 //! `[lower, upper)`; solutions add a fifth column, `offset`.
 //!
 //! Parsing never panics: every malformed input is a
-//! [`CsvError`](crate::pack::csv::CsvError) naming the line (1-based), the field and the value
+//! [`CsvError`](crate::csv::CsvError) naming the line (1-based), the field and the value
 //! at fault, with how to fix it. Blank lines and a trailing `\r` are
 //! ignored; fields may be surrounded by spaces. Ids are unique unsigned integers.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::Buffer;
+use crate::Buffer;
 
 /// The header a file must start with.
 pub const HEADER: &str = "id,lower,upper,size";

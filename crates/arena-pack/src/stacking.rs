@@ -4,14 +4,22 @@
 //! was built from (a buffer of size 0 counts as lying at the bottom, below every buffer it
 //! shares a step with). The orientation is a total order restricted to those pairs, so it has no
 //! cycle, and the longest path through it gives each buffer an offset above everything oriented
-//! below it: valid for any sizes. Edges implied by a longer path are dropped when the stacking
-//! is built, so a restack touches only the few buffers each one directly rests on.
+//! below it: valid for any sizes.
+//!
+//! The pairs are never listed. Buffers are taken bottom up while a map over time records, per
+//! step, the highest buffer taken so far live there ("painting"); a buffer rests directly on
+//! the buffers its lifetime finds painted, then paints its lifetime. Every buffer below it that
+//! shares a step `t` with it reaches, by induction, the buffer painted at `t`, so the edges keep
+//! every path of the full orientation and the longest paths are the same. Each paint removes
+//! the pieces it covers and adds at most three, so building takes O(n log n) time and the
+//! edges and the map O(n) memory, however many buffers are live at once.
 //! For the sizes it was built with, a restack reproduces the placement exactly when every offset
 //! is 0 or the end of a buffer below it that shares a step (as all placements from this module
 //! are, with size-0 buffers at 0); otherwise it lowers buffers that were floating.
 
-use super::overlap::OverlapGraph;
-use super::{Buffer, PackError, Placement};
+use std::collections::BTreeMap;
+
+use crate::{Buffer, PackError, Placement};
 
 /// The vertical order of a placement, to recompute offsets for new sizes (see the module docs).
 #[derive(Clone, Debug)]
@@ -40,33 +48,43 @@ impl Stacking {
         };
         let mut order: Vec<u32> = (0..buffers.len() as u32).collect();
         order.sort_unstable_by_key(|&i| key(i as usize));
-        let graph = OverlapGraph::by_time(buffers);
         let mut first = Vec::with_capacity(order.len() + 1);
         let mut supports: Vec<u32> = Vec::new();
-        let mut below: Vec<u32> = Vec::new();
-        let mut covered = IntervalUnion::default();
+        // Time pieces `start -> (end, buffer)`: the highest buffer taken so far at those steps.
+        let mut painted: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
+        let mut covered: Vec<(u64, u64, u32)> = Vec::new();
+        let mut seen = vec![u32::MAX; buffers.len()];
         for &i in &order {
             first.push(supports.len() as u32);
-            let i = i as usize;
-            below.clear();
-            below.extend(
-                graph
-                    .neighbours(i)
-                    .iter()
-                    .copied()
-                    .filter(|&n| key(n as usize) < key(i)),
-            );
-            // From the top down: a buffer that shares a step with a higher support lies below
-            // that support, so its edge to `i` is implied by a longer path.
-            below.sort_unstable_by_key(|&n| std::cmp::Reverse(key(n as usize)));
-            covered.clear();
-            for &n in &below {
-                let b = &buffers[n as usize];
-                if !covered.intersects(b.start, b.end) {
-                    supports.push(n);
-                }
-                covered.insert(b.start, b.end);
+            let b = &buffers[i as usize];
+            if b.start >= b.end {
+                continue;
             }
+            covered.clear();
+            if let Some((&start, &(end, j))) = painted.range(..b.start).next_back()
+                && end > b.start
+            {
+                covered.push((start, end, j));
+            }
+            covered.extend(
+                painted
+                    .range(b.start..b.end)
+                    .map(|(&start, &(end, j))| (start, end, j)),
+            );
+            for &(start, end, j) in &covered {
+                painted.remove(&start);
+                if start < b.start {
+                    painted.insert(start, (b.start, j));
+                }
+                if end > b.end {
+                    painted.insert(b.end, (end, j));
+                }
+                if seen[j as usize] != i {
+                    seen[j as usize] = i;
+                    supports.push(j);
+                }
+            }
+            painted.insert(b.start, (b.end, i));
         }
         first.push(supports.len() as u32);
         Stacking {
@@ -119,35 +137,5 @@ impl Stacking {
     /// How many support edges a restack follows (for benchmarks).
     pub fn edge_count(&self) -> usize {
         self.supports.len()
-    }
-}
-
-/// A union of half-open intervals, kept as sorted disjoint runs.
-#[derive(Default)]
-struct IntervalUnion {
-    runs: Vec<(u64, u64)>,
-}
-
-impl IntervalUnion {
-    fn clear(&mut self) {
-        self.runs.clear();
-    }
-
-    fn intersects(&self, start: u64, end: u64) -> bool {
-        // The first run that ends after `start` is the only candidate.
-        let k = self.runs.partition_point(|&(_, e)| e <= start);
-        self.runs.get(k).is_some_and(|&(s, _)| s < end)
-    }
-
-    fn insert(&mut self, start: u64, end: u64) {
-        let low = self.runs.partition_point(|&(_, e)| e < start);
-        let high = self.runs.partition_point(|&(s, _)| s <= end);
-        if low == high {
-            self.runs.insert(low, (start, end));
-        } else {
-            let merged = (start.min(self.runs[low].0), end.max(self.runs[high - 1].1));
-            self.runs.drain(low + 1..high);
-            self.runs[low] = merged;
-        }
     }
 }

@@ -4,14 +4,21 @@
 //! A buffer goes into the tightest gap (or the lowest gap, in the second policy) left by the
 //! already placed buffers that share a step with it; when no gap is tall enough it goes on top
 //! of them. So every offset is 0 or the end of a placed buffer below it, and no offset exceeds
-//! the sum of all sizes: once [`unshared`](super::unshared) has not overflowed, no addition here
+//! the sum of all sizes: once [`unshared`](crate::unshared) has not overflowed, no addition here
 //! can. Passes are independent (run in parallel); ties between passes go to the lower pass
 //! index, so the result does not depend on the thread count.
+//!
+//! Cost: the two passes in start order are a sweep with a free list (`sweep`), O(n log n)
+//! whatever the overlaps, and always run. The others find a buffer's placed neighbours in a
+//! [`TimeIndex`], O(overlapping pairs) in all; they run only when the pairs, counted first in
+//! O(n log n), number at most [`Params::greedy_pairs`](crate::Params) (a deterministic
+//! choice), and stop early when the caller's `stop` fires.
 
 use rayon::prelude::*;
 
-use super::overlap::OverlapGraph;
-use super::{Buffer, PackError, Placement, check_intervals, unshared};
+use crate::interval::{TimeIndex, overlapping_pairs};
+use crate::sweep::sweep;
+use crate::{Buffer, PackError, Params, Placement, check_intervals, unshared};
 
 /// How a pass picks among the gaps a buffer fits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,9 +40,10 @@ pub(crate) enum Order {
     Area,
     /// Earliest start first (then largest).
     Start,
-    /// MiniMalloc's preorders: by lifetime (W), area (A) and congestion (T), in that order of
-    /// precedence, and a permutation.
+    /// MiniMalloc's preorder: by lifetime (W), area (A) and congestion (T), in that order of
+    /// precedence.
     Wat,
+    /// The permutation of [`Order::Wat`] by congestion, area, lifetime.
     Taw,
     /// Most congested lifetime first: the largest sum of sizes live at a step of its lifetime.
     Congestion,
@@ -51,10 +59,24 @@ pub(crate) const ORDERS: [Order; 5] = [
 
 /// Packs the buffers greedily and returns the lowest of several passes.
 pub fn heuristic(buffers: &[Buffer]) -> Result<Placement, PackError> {
+    greedy(buffers, &Params::default(), None)
+}
+
+/// [`heuristic`] with the caller's parameters and `stop` poll (the start-order passes always
+/// complete, so a placement is always returned).
+pub(crate) fn greedy(
+    buffers: &[Buffer],
+    params: &Params,
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+) -> Result<Placement, PackError> {
     check_intervals(buffers)?;
     unshared(buffers)?;
-    let graph = OverlapGraph::new(buffers);
-    let congestion = congestion(buffers)?;
+    let affordable = overlapping_pairs(buffers) <= params.greedy_pairs;
+    let congestion = if affordable {
+        congestion(buffers)?
+    } else {
+        Vec::new()
+    };
     let passes: Vec<(Order, Fit)> = ORDERS
         .iter()
         .flat_map(|&order| [(order, Fit::Tightest), (order, Fit::Lowest)])
@@ -62,10 +84,19 @@ pub fn heuristic(buffers: &[Buffer]) -> Result<Placement, PackError> {
     let best = passes
         .par_iter()
         .enumerate()
-        .map(|(index, &(order, fit))| {
-            let ranked = rank(buffers, order, &congestion);
-            let placement = best_fit(buffers, &graph, &ranked, fit);
-            (placement.height, index, placement)
+        .filter_map(|(index, &(order, fit))| {
+            let placement = if order == Order::Start {
+                let ranked = rank(buffers, order, &[]);
+                let mut offsets = vec![0; buffers.len()];
+                let height = sweep(buffers, &ranked, fit, &mut offsets);
+                Placement { offsets, height }
+            } else if affordable {
+                let ranked = rank(buffers, order, &congestion);
+                best_fit(buffers, &ranked, fit, stop)?
+            } else {
+                return None;
+            };
+            Some((placement.height, index, placement))
         })
         .min_by_key(|(height, index, _)| (*height, *index))
         .map(|(_, _, placement)| placement);
@@ -90,17 +121,17 @@ pub(crate) fn rank(buffers: &[Buffer], order: Order, congestion: &[u64]) -> Vec<
             Order::Wat => (
                 u128::MAX - life128,
                 u128::MAX - area,
-                u128::MAX - u128::from(congestion[i as usize]),
+                u128::MAX - u128::from(congestion.get(i as usize).copied().unwrap_or(0)),
                 i,
             ),
             Order::Taw => (
-                u128::MAX - u128::from(congestion[i as usize]),
+                u128::MAX - u128::from(congestion.get(i as usize).copied().unwrap_or(0)),
                 u128::MAX - area,
                 u128::MAX - life128,
                 i,
             ),
             Order::Congestion => (
-                u128::MAX - u128::from(congestion[i as usize]),
+                u128::MAX - u128::from(congestion.get(i as usize).copied().unwrap_or(0)),
                 u128::MAX - size,
                 u128::MAX - life128,
                 i,
@@ -180,53 +211,58 @@ impl SparseMax {
 }
 
 /// One greedy pass: buffers in `order` (live ones only), each into the best gap among the
-/// placed buffers that overlap it in time.
-pub(crate) fn best_fit(
+/// placed buffers that share a step with it; `None` when `stop` fired first.
+fn best_fit(
     buffers: &[Buffer],
-    graph: &OverlapGraph,
     order: &[u32],
     fit: Fit,
-) -> Placement {
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+) -> Option<Placement> {
     let mut offsets = vec![UNPLACED; buffers.len()];
-    let height = best_fit_onto(buffers, graph, order, fit, &mut offsets);
+    let height = best_fit_onto(buffers, order, fit, &mut offsets, stop)?;
     for offset in offsets.iter_mut().filter(|o| **o == UNPLACED) {
         *offset = 0;
     }
-    Placement { offsets, height }
+    Some(Placement { offsets, height })
 }
 
 /// Marks a buffer not placed yet in [`best_fit_onto`].
 pub(crate) const UNPLACED: u64 = u64::MAX;
 
 /// Places the buffers of `order` around those already placed (`offsets[i] != UNPLACED`, kept
-/// where they are); returns the height of the buffers it placed.
+/// where they are); returns the height of the buffers it placed, or `None` when `stop` fired
+/// (polled every 1024 buffers).
 pub(crate) fn best_fit_onto(
     buffers: &[Buffer],
-    graph: &OverlapGraph,
     order: &[u32],
     fit: Fit,
     offsets: &mut [u64],
-) -> u64 {
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+) -> Option<u64> {
+    let mut index = TimeIndex::new(buffers);
+    for (i, _) in offsets.iter().enumerate().filter(|(_, o)| **o != UNPLACED) {
+        index.enter(i);
+    }
     let mut below: Vec<(u64, u64)> = Vec::new();
     let mut height = 0u64;
-    for &i in order {
+    for (k, &i) in order.iter().enumerate() {
+        if k % 1024 == 1023 && stop.is_some_and(|stop| stop()) {
+            return None;
+        }
         let i = i as usize;
-        let size = buffers[i].size;
+        let b = &buffers[i];
         below.clear();
-        below.extend(
-            graph
-                .neighbours(i)
-                .iter()
-                .map(|&n| n as usize)
-                .filter(|&n| offsets[n] != UNPLACED)
-                .map(|n| (offsets[n], offsets[n] + buffers[n].size)),
-        );
+        index.overlapping(b.start, b.end, |n| {
+            let n = n as usize;
+            below.push((offsets[n], offsets[n] + buffers[n].size));
+        });
         below.sort_unstable();
-        let offset = pick_gap(&below, size, fit);
+        let offset = pick_gap(&below, b.size, fit);
         offsets[i] = offset;
-        height = height.max(offset + size);
+        index.enter(i);
+        height = height.max(offset + b.size);
     }
-    height
+    Some(height)
 }
 
 /// The offset a buffer of `size` gets among the sorted occupied ranges `below`.

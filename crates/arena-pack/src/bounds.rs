@@ -4,7 +4,7 @@
 //! Invariant: `lower_bound <= height of any valid placement <= unshared`, for every input;
 //! both sums are checked and report an overflow instead of wrapping.
 
-use super::{Buffer, PackError, check_intervals};
+use crate::{Buffer, PackError, check_intervals};
 
 /// The largest sum of sizes live at one step: no valid placement is lower.
 pub fn lower_bound(buffers: &[Buffer]) -> Result<u64, PackError> {

@@ -8,11 +8,18 @@
 //! the winner is the lowest-indexed order that concludes, so results and step counts do not
 //! depend on the thread count (only `stop` can make a run end differently).
 
-use super::heuristic::{self, Order};
-use super::partition::{independent_parts, split};
-use super::scale;
-use super::search::{Branch, Outcome, Part, Search, race};
-use super::{Buffer, PackError, Placement, check_intervals, height_of, lower_bound, unshared};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::heuristic::{self, Order};
+use crate::part::Part;
+use crate::partition::{independent_parts, split};
+use crate::race::{Outcome, race};
+use crate::scale;
+use crate::search::{Branch, Search};
+use crate::{
+    Buffer, PackError, Params, Placement, check_intervals, height_of, lower_bound, unshared,
+};
 
 /// What the solver is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,30 +89,26 @@ pub struct Solution {
     pub steps: u64,
 }
 
-/// Parts with more buffers than this go to the layered search of `scale` (a heuristic base
-/// layer of long-lived buffers, the exact search above it).
-pub(crate) const MAX_EXACT_BUFFERS: usize = 1500;
-
-/// Search nodes one exact attempt of `Goal::Minimize` may use (about half a second).
-const MAX_ATTEMPT_STEPS: u64 = 1_000_000;
-
-/// Search nodes per exact attempt in the first pass of `Goal::Fit`.
-const FIT_FIRST_PASS_STEPS: u64 = 256_000;
-
-/// Search nodes per exact attempt in the first bisection pass of `Goal::Minimize`.
-const FIRST_PASS_STEPS: u64 = 16_000;
-
-/// Search nodes one layered attempt may use (a few seconds on two cores).
-const MAX_LAYERED_STEPS: u64 = 16_000_000;
-
 /// Places the buffers for `goal` within `limits`; the placement is always valid.
 pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution, PackError> {
+    solve_with(buffers, goal, limits, &Params::default())
+}
+
+/// [`solve`] with other tuning constants (see [`Params`]).
+pub fn solve_with(
+    buffers: &[Buffer],
+    goal: Goal,
+    limits: &Limits,
+    params: &Params,
+) -> Result<Solution, PackError> {
     check_intervals(buffers)?;
     unshared(buffers)?;
     let lower = lower_bound(buffers)?;
-    let greedy = heuristic::heuristic(buffers)?;
+    let greedy = heuristic::greedy(buffers, params, limits.stop)?;
     let mut solver = Solver {
         buffers,
+        params,
+        groups: HashMap::new(),
         offsets: greedy.offsets,
         steps_left: limits.max_steps,
         attempt_left: limits.max_steps,
@@ -128,8 +131,15 @@ pub fn solve(buffers: &[Buffer], goal: Goal, limits: &Limits) -> Result<Solution
     })
 }
 
+/// A group's search tables and the static ranks of its portfolio.
+type Group = (Part, Vec<Vec<u32>>);
+
 struct Solver<'a> {
     buffers: &'a [Buffer],
+    params: &'a Params,
+    /// The exact search's tables of each group met so far, by (first buffer, length): a
+    /// group is a fixed subset of a part, whatever the capacity tried.
+    groups: HashMap<(u32, usize), Rc<Group>>,
     offsets: Vec<u64>,
     steps_left: u64,
     /// What the current exact attempt may still spend (at most `steps_left`).
@@ -154,6 +164,8 @@ struct PartState {
     pass_budget: u64,
     /// The gcd of the part's sizes: every height is a multiple of it.
     unit: u64,
+    /// Whether a layered attempt was made on a part small enough for the exact search.
+    tried_layered: bool,
 }
 
 impl Solver<'_> {
@@ -184,8 +196,9 @@ impl Solver<'_> {
                     gave_up_at: None,
                     pass_started: false,
                     pass_from: 0,
-                    pass_budget: FIRST_PASS_STEPS,
+                    pass_budget: self.params.minimize_first_pass_steps,
                     unit,
+                    tried_layered: false,
                 }
             })
             .collect()
@@ -205,9 +218,9 @@ impl Solver<'_> {
         }
         let mut parts = self.parts();
         for state in parts.iter_mut().filter(|s| s.best > capacity) {
-            if state.ids.len() > MAX_EXACT_BUFFERS {
+            if state.ids.len() > self.params.max_exact_buffers {
                 // The layered attempt proves nothing when it fails.
-                let budget = self.steps_left.min(MAX_LAYERED_STEPS);
+                let budget = self.steps_left.min(self.params.max_layered_steps);
                 if !self.layered(state, capacity, budget) {
                     return Proof::Unproven;
                 }
@@ -226,7 +239,7 @@ impl Solver<'_> {
         }
     }
 
-    /// Fits one part (of at most [`MAX_EXACT_BUFFERS`] buffers) within `capacity`, in passes
+    /// Fits one part (of at most `max_exact_buffers` buffers) within `capacity`, in passes
     /// with a node budget per attempt that doubles from pass to pass. A pass tries the
     /// capacity, then the part's lower bound, then the middle of the targets between the last
     /// one it gave up on and the capacity, until they meet: any placement at or below the
@@ -242,7 +255,7 @@ impl Solver<'_> {
         // A subset of buffers whose full set did not overflow cannot overflow.
         let mut low = lower_bound(&subset).unwrap_or(0);
         let unit = state.unit;
-        let mut budget = FIT_FIRST_PASS_STEPS;
+        let mut budget = self.params.fit_first_pass_steps;
         loop {
             // The capacity first, then the lower bound, then bisection below the capacity.
             let mut target = capacity;
@@ -305,7 +318,21 @@ impl Solver<'_> {
                 return Proof::Unproven;
             };
             let state = &mut parts[index];
-            if state.ids.len() > MAX_EXACT_BUFFERS {
+            let len = state.ids.len();
+            if !state.tried_layered
+                && len > 4 * self.params.window
+                && len <= self.params.max_exact_buffers
+                && self.steps_left >= self.params.layered_first_steps
+            {
+                // Long-lived buffers (saved activations) defeat the bottom-up search; one
+                // layered attempt at the bound, with a small budget, often places them.
+                state.tried_layered = true;
+                let budget =
+                    (len as u64).saturating_mul(self.params.layered_first_nodes_per_buffer);
+                self.layered(state, low, budget.min(self.steps_left / 4));
+                continue;
+            }
+            if state.ids.len() > self.params.max_exact_buffers {
                 let target = match state.gave_up_at {
                     None => low,
                     // More room than the attempt that ran out of budget.
@@ -319,7 +346,7 @@ impl Solver<'_> {
                 // It gets half of what is left (its windowed run half of that); an attempt
                 // with fewer than eight nodes per buffer rarely places them all, so none is
                 // made (which also keeps the planner's 20k-node call at a few milliseconds).
-                let budget = (self.steps_left / 2).clamp(1, MAX_LAYERED_STEPS);
+                let budget = (self.steps_left / 2).clamp(1, self.params.max_layered_steps);
                 if budget < 8 * state.ids.len() as u64 {
                     return Proof::Unproven;
                 }
@@ -345,11 +372,10 @@ impl Solver<'_> {
                 low
             };
             if from >= high {
-                if state.pass_budget >= MAX_ATTEMPT_STEPS {
-                    // Another pass would repeat the same attempts with the same budgets.
-                    return Proof::Unproven;
-                }
-                state.pass_budget = state.pass_budget.saturating_mul(2).min(MAX_ATTEMPT_STEPS);
+                // The next pass retries from the lower bound with twice the budget, so that a
+                // target one attempt gave up on gets as many nodes as `Goal::Fit` would spend
+                // on it, given time.
+                state.pass_budget = state.pass_budget.saturating_mul(2);
                 state.pass_started = false;
                 continue;
             }
@@ -376,7 +402,14 @@ impl Solver<'_> {
     /// it did. Its placement is kept when it fits, or when it is complete and lower than the
     /// part's current one.
     fn layered(&mut self, state: &mut PartState, capacity: u64, budget: u64) -> bool {
-        let run = scale::layered(self.buffers, &state.ids, capacity, budget, self.stop);
+        let run = scale::layered(
+            self.buffers,
+            &state.ids,
+            capacity,
+            budget,
+            self.stop,
+            self.params,
+        );
         self.steps += run.steps;
         self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
         let height = state
@@ -477,9 +510,25 @@ impl Solver<'_> {
         let Some(room) = capacity.checked_sub(base) else {
             return Outcome::Exhausted;
         };
-        let part = Part::new(self.buffers, ids);
-        let ranks = part.ranks(PORTFOLIO.iter().map(|config| config.order));
-        let mut round_budget = (self.attempt_left / 64).clamp(1, 4_000);
+        // Every attempt on a part meets the same groups: their tables are built once.
+        let key = (ids[0], ids.len());
+        let cached = match self.groups.get(&key) {
+            Some(group) => Rc::clone(group),
+            None => {
+                // Bounded: at most a few parts' tables are kept.
+                let held: usize = self.groups.keys().map(|&(_, len)| len).sum();
+                if held + ids.len() > 4 * self.params.max_exact_buffers {
+                    self.groups.clear();
+                }
+                let part = Part::new(self.buffers, ids);
+                let ranks = part.ranks(PORTFOLIO.iter().map(|config| config.order));
+                let group = Rc::new((part, ranks));
+                self.groups.insert(key, Rc::clone(&group));
+                group
+            }
+        };
+        let (part, ranks) = &*cached;
+        let mut round_budget = (self.attempt_left / 64).clamp(1, self.params.portfolio_first_round);
         loop {
             if self.attempt_left == 0 {
                 return Outcome::Aborted;
@@ -488,7 +537,8 @@ impl Solver<'_> {
                 .min(self.attempt_left / ranks.len() as u64)
                 .max(1);
             let race = race(ranks.len(), self.stop, None, |index, interrupt| {
-                let mut search = Search::new(&part, room, &ranks[index], per_order, interrupt);
+                let mut search = Search::new(part, room, &ranks[index], per_order, interrupt);
+                search.check_cells = self.params.stack_check_cells;
                 let config = PORTFOLIO[index];
                 search.set_mode(config.branch);
                 search.by_component = config.by_component;

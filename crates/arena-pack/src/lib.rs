@@ -1,5 +1,6 @@
-//! Arena packing: give every buffer an offset so that buffers live at the same time never share
-//! an address (2-D packing, time x address).
+//! Arena packing (dynamic storage allocation): give every buffer an offset so that buffers live
+//! at the same time never share an address (2-D packing, time x address). No dependency on the
+//! planner: a compiler that only needs a packer takes this crate alone (docs/packing.md).
 //!
 //! Invariants shared by every algorithm below:
 //! - A buffer is live on the half-open step interval `[start, end)`. A buffer with `size == 0` or
@@ -10,17 +11,24 @@
 //! - Nothing reads files, the environment or a clock; the same input gives the same output
 //!   whatever the thread count (the only non-deterministic input is the caller's `stop` poll).
 
+#![warn(missing_docs)]
+
 mod bounds;
 /// The MiniMalloc CSV format: parse problems, write solutions.
 pub mod csv;
 
+mod base;
 mod heuristic;
-mod overlap;
+mod interval;
+mod params;
+mod part;
 mod partition;
+mod race;
 mod scale;
 mod search;
 mod solve;
 mod stacking;
+mod sweep;
 /// Synthetic transformer workloads for benchmarks and tests.
 pub mod synth;
 
@@ -29,7 +37,8 @@ mod window;
 
 pub use bounds::{lower_bound, unshared};
 pub use heuristic::heuristic;
-pub use solve::{Goal, Limits, Proof, Solution, solve};
+pub use params::Params;
+pub use solve::{Goal, Limits, Proof, Solution, solve, solve_with};
 pub use stacking::Stacking;
 pub use validate::validate;
 

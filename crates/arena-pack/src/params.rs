@@ -1,0 +1,78 @@
+//! The solver's tuning constants, in one place. Every one changes only how the work is spent,
+//! never the validity of a placement or the soundness of a proof; all are node counts or sizes,
+//! so a run stays a deterministic function of its input, its `Params` and its node budget.
+
+/// Tuning constants of [`solve_with`](crate::solve_with) (`Params::default()` is what
+/// [`solve`](crate::solve) and [`heuristic`](crate::heuristic) use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// The greedy passes other than the two in start order run only when at most this many
+    /// pairs of buffers share a step (their cost is linear in the pairs).
+    pub greedy_pairs: u64,
+    /// Independent parts of at most this many buffers go to the exact search; larger ones to
+    /// the windowed search.
+    pub max_exact_buffers: usize,
+    /// Search nodes per exact attempt in the first pass of `Goal::Fit` (doubled each pass).
+    pub fit_first_pass_steps: u64,
+    /// Search nodes per exact attempt in the first bisection pass of `Goal::Minimize`
+    /// (doubled each pass).
+    pub minimize_first_pass_steps: u64,
+    /// The first round's node budget of each portfolio run in an exact attempt (doubled each
+    /// round).
+    pub portfolio_first_round: u64,
+    /// Search nodes one attempt on a large part may use.
+    pub max_layered_steps: u64,
+    /// A buffer of a large part joins its base layer when it is live in more than
+    /// 1/`base_fraction` of the part's sections (and in more than `min_base_sections`).
+    pub base_fraction: usize,
+    /// See `base_fraction`; a buffer reaching the part's first or last step needs a quarter.
+    pub min_base_sections: usize,
+    /// `Goal::Minimize` on a part of more than `4 x window` buffers that the exact search
+    /// takes first makes one layered attempt at its bound, when at least this many nodes are
+    /// left (the planner's small budgets never make it) ...
+    pub layered_first_steps: u64,
+    /// ... with this many nodes per buffer.
+    pub layered_first_nodes_per_buffer: u64,
+    /// Free buffers a window of the windowed search aims at.
+    pub window: usize,
+    /// A window merged with the windows before it stops growing at this many free buffers.
+    pub max_merged: usize,
+    /// Search nodes per free buffer of one window attempt.
+    pub window_nodes_per_buffer: u64,
+    /// ... and at least this many.
+    pub window_min_nodes: u64,
+    /// The first round's node budget of each whole-part run after a failed windowed run
+    /// (multiplied by 4 each round).
+    pub whole_part_first_round: u64,
+    /// The most (section, buffer) cells one stacking-bound check of the exact search reads
+    /// (the sections a move changed first): a check is a pruning, so a cap only prunes less,
+    /// and keeps a move on long-lived buffers from costing O(sections x live).
+    pub stack_check_cells: usize,
+    /// Whole-part runs are made only when the part's buffers cover at most this many
+    /// (buffer, section) cells in all (the exact search's tables grow with it).
+    pub whole_part_cells: u64,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            greedy_pairs: 1 << 24,
+            max_exact_buffers: 1500,
+            fit_first_pass_steps: 256_000,
+            minimize_first_pass_steps: 16_000,
+            portfolio_first_round: 4_000,
+            max_layered_steps: 16_000_000,
+            base_fraction: 16,
+            min_base_sections: 256,
+            layered_first_steps: 1_000_000,
+            layered_first_nodes_per_buffer: 512,
+            window: 64,
+            max_merged: 640,
+            window_nodes_per_buffer: 48,
+            window_min_nodes: 2_000,
+            whole_part_first_round: 1 << 16,
+            whole_part_cells: 1 << 23,
+            stack_check_cells: 1 << 14,
+        }
+    }
+}

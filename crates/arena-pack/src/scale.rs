@@ -1,0 +1,197 @@
+//! Large parts (thousands of buffers in one connected lifetime graph): the windowed run of
+//! `window` first, then, when the part is small enough for the exact search's tables,
+//! whole-part runs of the exact search above the base layer.
+//!
+//! A whole-part run takes each section's space below the highest base buffer live in it and
+//! lets the exact search place the other buffers above, within the capacity asked for, also
+//! allowed to place a buffer at its floor over a lower part of the skyline (skip connections
+//! need it). The base layer is a heuristic choice, so a failure here proves nothing; the caller
+//! keeps its best placement. The whole-part runs go in parallel; the lower-indexed success of a
+//! round wins, so the result does not depend on the thread count.
+
+use crate::base::BaseLayer;
+use crate::heuristic::Order;
+use crate::interval::overlapping_pairs;
+use crate::part::Part;
+use crate::race::{Interrupt, Outcome, race};
+use crate::search::{Branch, Search};
+use crate::window::{LargeRun, windowed};
+use crate::{Buffer, Params};
+
+/// The whole-part runs tried in parallel: (base layer, static order, branching section). Each
+/// reaches the lower bound of some `synth` workloads that the others miss in our measurements
+/// (before the windowed run existed).
+const RUNS: [(bool, Order, Branch); 4] = [
+    (false, Order::Lifetime, Branch::Rightmost),
+    (false, Order::Lifetime, Branch::Leftmost),
+    (true, Order::Lifetime, Branch::Rightmost),
+    (true, Order::Lifetime, Branch::Leftmost),
+];
+
+/// Tries to fit the buffers `ids` (live, sorted by start) within `capacity`, spending at most
+/// `budget` search nodes. The windowed run goes first (with at most half the budget); if it
+/// fails, the runs of [`RUNS`] go in parallel on the whole part in rounds of growing budgets
+/// (so that a later run's quick success does not wait for an earlier run to spend a large
+/// budget), the lowest-indexed success of a round winning (its nodes and those of the runs
+/// before it are counted). When nothing fits, the windowed run's complete placement (above the
+/// capacity) is returned.
+pub(crate) fn layered(
+    buffers: &[Buffer],
+    ids: &[u32],
+    capacity: u64,
+    budget: u64,
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+    params: &Params,
+) -> LargeRun {
+    let interrupt = Interrupt {
+        stop,
+        cancel: None,
+        outer: None,
+    };
+    let windowed = windowed(buffers, ids, capacity, budget / 2, &interrupt, params);
+    if windowed.outcome == Outcome::Found || !affordable(buffers, ids, params) {
+        return windowed;
+    }
+    let mut steps = windowed.steps;
+    let mut round = params.whole_part_first_round;
+    loop {
+        let left = budget.saturating_sub(steps) / RUNS.len() as u64;
+        let per_run = round.min(left);
+        if per_run < ids.len() as u64 || interrupt.fired() {
+            break;
+        }
+        // A run ends `Found` or `Aborted`, so the run that decides is the first success.
+        let race = race(RUNS.len(), stop, None, |index, interrupt| {
+            let run = run_one(
+                buffers,
+                ids,
+                capacity,
+                per_run,
+                interrupt,
+                RUNS[index],
+                params,
+            );
+            (run.outcome, run.steps, run.offsets)
+        });
+        steps += race.counted;
+        if let Some((outcome, _, offsets)) = race.decided.and_then(|w| race.runs.into_iter().nth(w))
+        {
+            return LargeRun {
+                outcome,
+                steps,
+                offsets,
+            };
+        }
+        if per_run < round {
+            break;
+        }
+        round = round.saturating_mul(4);
+    }
+    LargeRun {
+        outcome: Outcome::Aborted,
+        steps,
+        offsets: windowed.offsets,
+    }
+}
+
+/// Whether the exact search's tables for the whole part are small enough: its (buffer,
+/// section) cells and its overlapping pairs within the bounds of `params`.
+fn affordable(buffers: &[Buffer], ids: &[u32], params: &Params) -> bool {
+    if cells(buffers, ids) > params.whole_part_cells {
+        return false;
+    }
+    let part: Vec<Buffer> = ids.iter().map(|&i| buffers[i as usize]).collect();
+    overlapping_pairs(&part) <= params.greedy_pairs
+}
+
+/// The (buffer, section) cells the buffers `ids` cover.
+fn cells(buffers: &[Buffer], ids: &[u32]) -> u64 {
+    let mut points: Vec<u64> = ids
+        .iter()
+        .flat_map(|&i| [buffers[i as usize].start, buffers[i as usize].end])
+        .collect();
+    points.sort_unstable();
+    points.dedup();
+    let section_of = |t: u64| points.partition_point(|&p| p < t) as u64;
+    ids.iter()
+        .map(|&i| {
+            let b = &buffers[i as usize];
+            section_of(b.end) - section_of(b.start)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// One run: the base layer (if asked for), then the search above it with one order and
+/// branching rule; the offsets are in the order of `ids`.
+fn run_one(
+    buffers: &[Buffer],
+    ids: &[u32],
+    capacity: u64,
+    budget: u64,
+    interrupt: &Interrupt<'_>,
+    (with_base, order, branch): (bool, Order, Branch),
+    params: &Params,
+) -> LargeRun {
+    let aborted = |steps| LargeRun {
+        outcome: Outcome::Aborted,
+        steps,
+        offsets: Vec::new(),
+    };
+    let base = with_base.then(|| BaseLayer::new(buffers, ids, params));
+    if base.as_ref().is_some_and(|b| b.exceeds(buffers, capacity)) {
+        return aborted(0);
+    }
+    // Where each buffer of `ids` is (they are sorted by start, then index).
+    let position = |i: u32| {
+        ids.binary_search_by_key(&(buffers[i as usize].start, i), |&j| {
+            (buffers[j as usize].start, j)
+        })
+    };
+    let mut offsets = vec![0u64; ids.len()];
+    if let Some(base) = &base {
+        for (&i, &o) in base.ids.iter().zip(&base.offsets) {
+            if let Ok(p) = position(i) {
+                offsets[p] = o;
+            }
+        }
+    }
+    let rest = base.as_ref().map_or(ids, |b| &b.rest[..]);
+    if rest.is_empty() {
+        return LargeRun {
+            outcome: Outcome::Found,
+            steps: 0,
+            offsets,
+        };
+    }
+
+    // Each section of the rest starts above the highest base buffer live in it.
+    let part = Part::new(buffers, rest);
+    let starts = part.section_starts();
+    let floors: Vec<u64> = (0..part.sections())
+        .map(|s| {
+            base.as_ref()
+                .map_or(0, |b| b.least(starts[s], starts[s + 1]))
+        })
+        .collect();
+
+    let rank = part.ranks([order]).swap_remove(0);
+    let mut search = Search::with_floors(&part, capacity, &rank, budget, interrupt, Some(&floors));
+    search.check_cells = params.stack_check_cells;
+    search.set_mode(branch);
+    search.float_long = true;
+    let outcome = search.run();
+    let steps = search.steps.min(budget);
+    if outcome != Outcome::Found {
+        return aborted(steps);
+    }
+    for (k, &i) in part.ids.iter().enumerate() {
+        if let Ok(p) = position(i) {
+            offsets[p] = search.offsets[k];
+        }
+    }
+    LargeRun {
+        outcome: Outcome::Found,
+        steps,
+        offsets,
+    }
+}
