@@ -596,6 +596,55 @@ impl EngineProfile {
     }
 }
 
+/// Answers to questions the engine cannot answer before booting, from one prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetAnswers {
+    /// The largest max-model-len that starts (the KV tokens of the start-up; the profile run
+    /// does not depend on it).
+    pub largest_max_model_len: u64,
+    /// The smallest gpu-memory-utilization whose KV cache holds `target_kv_tokens` (None when
+    /// even 1.0 does not).
+    pub utilization_for_target: Option<f64>,
+}
+
+impl EngineProfile {
+    /// The largest max-model-len that starts under `run`, and the utilization needed for a KV
+    /// cache of `target_kv_tokens` tokens.
+    pub fn budget_answers(
+        &self,
+        circuit: &Circuit,
+        config: &str,
+        config_origin: &str,
+        run: &RunSettings,
+        target_kv_tokens: u64,
+    ) -> Result<BudgetAnswers, EngineError> {
+        let startup = self.predict(circuit, config, config_origin, run)?;
+        let worker = &startup.workers[0];
+        let block_size = self.file.kv_cache.block_size;
+        let overflow = || EngineError::Overflow {
+            what: "bytes for the target KV tokens".to_owned(),
+        };
+        // Blocks are whole: the target needs ceil(target / block_size) of them.
+        let blocks = target_kv_tokens.div_ceil(block_size);
+        let block_bytes = circuit
+            .state_bytes(1, 1)
+            .ok()
+            .and_then(|b| b.checked_mul(block_size))
+            .ok_or_else(overflow)?;
+        let needed = worker
+            .weights
+            .checked_add(worker.activation_peak)
+            .and_then(|v| v.checked_add(worker.non_torch))
+            .and_then(|v| v.checked_add(blocks.checked_mul(block_bytes)?))
+            .ok_or_else(overflow)?;
+        let utilization = needed as f64 / startup.device_total as f64;
+        Ok(BudgetAnswers {
+            largest_max_model_len: startup.kv_cache_tokens,
+            utilization_for_target: (utilization <= 1.0).then_some(utilization),
+        })
+    }
+}
+
 /// The circuit as the profile run computes it: the head's nodes after the final norm (lm_head,
 /// soft-cap) at `min(n, logits_rows)` rows, the last token of each request.
 fn profile_circuit(circuit: &Circuit, logits_rows: u64) -> Result<Circuit, String> {

@@ -158,3 +158,62 @@ fn bad_engine_file_is_a_typed_error() {
     assert!(matches!(err, EngineError::Toml { .. }));
     assert!(err.to_string().starts_with("e.toml: "), "{err}");
 }
+
+#[test]
+fn budget_answers_are_consistent_with_predictions() {
+    let profile = profile();
+    let path = "models/llama-3.1-8b/config.json";
+    let text = config(path);
+    let circuit = circuit_hf::from_config_json(text, path).unwrap();
+    let mut run = RunSettings {
+        device: "h100-80gb".to_owned(),
+        tensor_parallel_size: 1,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: 0.95,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: Some(8192),
+    };
+    let answers = profile
+        .budget_answers(&circuit, text, path, &run, 100_000)
+        .unwrap();
+    assert_eq!(answers.largest_max_model_len, 476_032);
+    // At the largest max-model-len it starts; one block beyond, it does not.
+    run.max_model_len = Some(476_032);
+    assert_eq!(
+        profile.predict(&circuit, text, path, &run).unwrap().verdict,
+        Verdict::Starts
+    );
+    run.max_model_len = Some(476_033);
+    assert!(matches!(
+        profile.predict(&circuit, text, path, &run).unwrap().verdict,
+        Verdict::MaxModelLenTooLong {
+            kv_tokens: 476_032,
+            max_model_len: 476_033
+        }
+    ));
+    // The utilization found gives at least the target; a hair less gives fewer tokens.
+    run.max_model_len = Some(8192);
+    let util = answers.utilization_for_target.unwrap();
+    run.gpu_memory_utilization = util;
+    assert!(
+        profile
+            .predict(&circuit, text, path, &run)
+            .unwrap()
+            .kv_cache_tokens
+            >= 100_000
+    );
+    run.gpu_memory_utilization = util - 1e-4;
+    assert!(
+        profile
+            .predict(&circuit, text, path, &run)
+            .unwrap()
+            .kv_cache_tokens
+            < 100_000
+    );
+    // A target beyond the device: no utilization.
+    let none = profile
+        .budget_answers(&circuit, text, path, &run, 10_000_000)
+        .unwrap();
+    assert_eq!(none.utilization_for_target, None);
+}
