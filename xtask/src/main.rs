@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod engine;
 mod example;
 mod pack;
 mod parallel;

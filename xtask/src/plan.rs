@@ -154,6 +154,10 @@ pub struct PlanArgs {
     /// With --hf-config: the parallel layout (vLLM's flags), planned per rank.
     #[command(flatten)]
     pub parallel: crate::parallel::ParallelArgs,
+
+    /// An engine's start-up (`--engine vllm`) with the engine's own flags.
+    #[command(flatten)]
+    pub engine: crate::engine::EngineArgs,
 }
 
 /// How results are printed.
@@ -252,6 +256,9 @@ impl Storage {
 }
 
 pub fn run(args: &PlanArgs) -> Result<(), CliError> {
+    if let Some(name) = &args.engine.engine {
+        return crate::engine::run_plan(args, &args.engine, name);
+    }
     let rows = parse_rows(&args.rows)?;
     let align = parse_align(&args.align)?;
     let budget = args.budget.as_deref().map(parse_budget).transpose()?;

@@ -29,6 +29,8 @@ enum Bench {
     Fuse,
     /// Sweeps of 8192 row counts of the 8B example and a 70B-sized circuit, against one plan.
     Sweep,
+    /// The vLLM 0.19 engine profile against the eight start-ups of data/vllm/cases.json.
+    Engine,
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
@@ -37,6 +39,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         Bench::Expr => expr::run(),
         Bench::Fuse => fuse::run(),
         Bench::Sweep => sweep::run(),
+        Bench::Engine => crate::engine::bench(),
     }
 }
 

@@ -1,0 +1,706 @@
+//! Engine profiles as data: an engine's runtime facts (`engines/<engine>/engine.toml`) parsed
+//! into typed values, and the start-up an engine of that profile performs for a circuit:
+//! weights as loaded, the profile run's activation peak, non-torch memory, KV-cache bytes,
+//! blocks, tokens, concurrency at max-model-len and a verdict, per worker.
+//!
+//! Invariants: the core is engine-agnostic (every engine-specific number or expression comes
+//! from the engine file, the families or the rules); the forward's live bytes come from
+//! planning the circuit (memory-plan), never from a closed formula; sizes are checked u64;
+//! it reads no file (callers hand it the texts). docs/engines.md describes the format.
+
+#![warn(missing_docs)]
+
+use circuit_ir::{Circuit, CircuitBuilder, Expr, ExprText};
+use fuser::Rules;
+use kernel_families::Families;
+use memory_plan::{PlanConfig, Planner};
+use serde::Deserialize;
+
+/// What can go wrong reading an engine profile or predicting a start-up.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The engine file is not valid TOML of the expected shape.
+    #[error("{origin}: {message}")]
+    Toml {
+        /// The file.
+        origin: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// An expression of the engine file does not parse or evaluate.
+    #[error("{origin}: {item} = {text:?}: {message}")]
+    Expr {
+        /// The file.
+        origin: String,
+        /// The item (e.g. `profile_run.sampler_live.logits`).
+        item: String,
+        /// The expression.
+        text: String,
+        /// What failed.
+        message: String,
+    },
+    /// The families or rules of the profile do not load.
+    #[error("{origin}: {message}")]
+    Registry {
+        /// The file.
+        origin: String,
+        /// The loader's message.
+        message: String,
+    },
+    /// The model's config.json lacks what the profile needs, or is not JSON.
+    #[error("{origin}: {message}")]
+    Config {
+        /// The file.
+        origin: String,
+        /// What is missing.
+        message: String,
+    },
+    /// Planning the circuit failed.
+    #[error("planning {circuit} at {rows} rows: {message}")]
+    Plan {
+        /// The circuit.
+        circuit: String,
+        /// The row count.
+        rows: u64,
+        /// The planner's message.
+        message: String,
+    },
+    /// A size overflowed u64.
+    #[error("{what} overflows u64")]
+    Overflow {
+        /// What was being computed.
+        what: String,
+    },
+    /// A run setting the profile does not model yet.
+    #[error("{what} = {value}: not modelled yet ({why})")]
+    Unsupported {
+        /// The setting.
+        what: &'static str,
+        /// Its value.
+        value: String,
+        /// Why, and what it waits for.
+        why: &'static str,
+    },
+    /// A run setting out of range.
+    #[error("{what} = {value}: {why}")]
+    BadSetting {
+        /// The setting.
+        what: &'static str,
+        /// Its value.
+        value: String,
+        /// The accepted range.
+        why: &'static str,
+    },
+}
+
+/// One named size expression of the engine file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Term {
+    /// Its name.
+    pub name: String,
+    /// Bytes, an expression over the run's names (see docs/engines.md).
+    pub bytes: String,
+    /// Counted only for circuits with this dim (e.g. `experts_per_tok` for MoE workspaces).
+    #[serde(default)]
+    pub when_dim: Option<String>,
+}
+
+/// A device as CUDA reports it, with the engine's defaults for it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceFacts {
+    /// The planner's device name.
+    pub name: String,
+    /// The name CUDA reports.
+    pub cuda_name: String,
+    /// Total memory as CUDA reports it, bytes.
+    pub cuda_total_bytes: u64,
+    /// The engine's default `max_num_batched_tokens` on it.
+    pub max_num_batched_tokens: u64,
+    /// The engine's default `max_num_seqs` on it.
+    pub max_num_seqs: u64,
+}
+
+/// How the KV cache is sized.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvCacheFacts {
+    /// Tokens per block.
+    pub block_size: u64,
+    /// Whether the CUDA-graph estimate is subtracted from the KV budget.
+    pub subtract_cuda_graph_estimate: bool,
+}
+
+/// The profile run's shape and its non-circuit live bytes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileRunFacts {
+    /// Rows the lm_head computes (an expression).
+    pub logits_rows: String,
+    /// Bytes held across the run.
+    pub persistent: Vec<Term>,
+    /// Bytes live at the sampler, after the forward.
+    pub sampler_live: Vec<Term>,
+}
+
+/// Weights as loaded beyond the circuit's tensors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeightFacts {
+    /// Tensors the engine creates beyond the checkpoint's (rotary caches, absorbed MLA
+    /// projections), per rank.
+    pub created: Vec<Term>,
+}
+
+/// Memory outside torch's allocator.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NonTorchFacts {
+    /// Bytes at tensor-parallel size 1.
+    pub tp1_bytes: u64,
+}
+
+/// The CUDA-graph estimate.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CudaGraphFacts {
+    /// Bytes per captured size (0: not modelled).
+    pub estimate_bytes_per_capture_size: u64,
+}
+
+/// An engine file, typed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineFile {
+    /// Schema version (1).
+    pub schema: u32,
+    /// The engine's name (`vllm`).
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// KV sizing.
+    pub kv_cache: KvCacheFacts,
+    /// Devices.
+    pub device: Vec<DeviceFacts>,
+    /// The profile run.
+    pub profile_run: ProfileRunFacts,
+    /// Weights as loaded.
+    pub weights: WeightFacts,
+    /// Non-torch memory.
+    pub non_torch: NonTorchFacts,
+    /// The CUDA-graph estimate.
+    pub cuda_graph: CudaGraphFacts,
+}
+
+/// An engine profile: its file, kernel families and fusion rules, loaded.
+#[derive(Debug)]
+pub struct EngineProfile {
+    /// The engine file.
+    pub file: EngineFile,
+    origin: String,
+    families: Families,
+    rules: Rules,
+}
+
+/// The texts of an engine folder, with their names for messages.
+pub struct ProfileTexts<'a> {
+    /// engine.toml: (text, origin).
+    pub engine: (&'a str, &'a str),
+    /// families.toml.
+    pub families: (&'a str, &'a str),
+    /// rules.toml.
+    pub rules: (&'a str, &'a str),
+}
+
+/// A start-up to predict, in the engine's own terms.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// The device (a name of the engine file's devices).
+    pub device: String,
+    /// Tensor-parallel size.
+    pub tensor_parallel_size: u64,
+    /// Pipeline-parallel size.
+    pub pipeline_parallel_size: u64,
+    /// Fraction of the device's total the engine may use.
+    pub gpu_memory_utilization: f64,
+    /// Batched tokens of the profile run (None: the device's default).
+    pub max_num_batched_tokens: Option<u64>,
+    /// Sequences (None: the device's default).
+    pub max_num_seqs: Option<u64>,
+    /// Max model length (None: the config's `max_position_embeddings`).
+    pub max_model_len: Option<u64>,
+}
+
+/// What one worker allocates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worker {
+    /// Tensor-parallel rank.
+    pub rank: u64,
+    /// Pipeline stage.
+    pub pp_stage: u64,
+    /// Weights as loaded, bytes.
+    pub weights: u64,
+    /// Torch peak increase of the profile run, bytes.
+    pub activation_peak: u64,
+    /// The forward's planned live bytes (the arena at the profile rows).
+    pub forward_live: u64,
+    /// The sampler's live bytes.
+    pub sampler_live: u64,
+    /// Persistent bytes (workspaces held across the run).
+    pub persistent: u64,
+    /// Non-torch increase, bytes.
+    pub non_torch: u64,
+    /// KV cache bytes (0 when the rest does not fit).
+    pub kv_cache: u64,
+    /// KV blocks.
+    pub blocks: u64,
+}
+
+/// Whether the engine starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// It starts.
+    Starts,
+    /// Weights, activations and non-torch exceed the requested memory.
+    NoKvMemory {
+        /// Bytes short.
+        short_by: u64,
+    },
+    /// The KV cache cannot hold one sequence of max-model-len.
+    MaxModelLenTooLong {
+        /// Tokens the cache holds.
+        kv_tokens: u64,
+        /// The max model length.
+        max_model_len: u64,
+    },
+}
+
+/// A predicted start-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Startup {
+    /// The engine's name.
+    pub engine: String,
+    /// Its version.
+    pub version: String,
+    /// The device total as CUDA reports it.
+    pub device_total: u64,
+    /// ceil(total x utilization).
+    pub requested: u64,
+    /// Batched tokens of the profile run.
+    pub max_num_batched_tokens: u64,
+    /// Sequences.
+    pub max_num_seqs: u64,
+    /// Max model length.
+    pub max_model_len: u64,
+    /// Per worker.
+    pub workers: Vec<Worker>,
+    /// KV tokens (blocks x block size, the minimum over workers).
+    pub kv_cache_tokens: u64,
+    /// Sequences of max-model-len the cache holds.
+    pub max_concurrency: f64,
+    /// The CUDA-graph estimate, bytes.
+    pub cuda_graph_estimate: u64,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+impl EngineProfile {
+    /// Loads an engine profile from the texts of its folder.
+    pub fn from_texts(texts: &ProfileTexts<'_>) -> Result<EngineProfile, EngineError> {
+        let (text, origin) = texts.engine;
+        let file: EngineFile = toml::from_str(text).map_err(|e| EngineError::Toml {
+            origin: origin.to_owned(),
+            message: e.to_string(),
+        })?;
+        if file.schema != 1 {
+            return Err(EngineError::Toml {
+                origin: origin.to_owned(),
+                message: format!("schema = {}: only schema 1 is known", file.schema),
+            });
+        }
+        if file.kv_cache.block_size == 0 {
+            return Err(EngineError::Toml {
+                origin: origin.to_owned(),
+                message: "kv_cache.block_size = 0: must be positive".to_owned(),
+            });
+        }
+        let families = Families::from_toml(texts.families.0, texts.families.1).map_err(|e| {
+            EngineError::Registry {
+                origin: texts.families.1.to_owned(),
+                message: e.to_string(),
+            }
+        })?;
+        let rules =
+            Rules::from_toml(texts.rules.0, texts.rules.1, Some(&families)).map_err(|e| {
+                EngineError::Registry {
+                    origin: texts.rules.1.to_owned(),
+                    message: e.to_string(),
+                }
+            })?;
+        Ok(EngineProfile {
+            file,
+            origin: origin.to_owned(),
+            families,
+            rules,
+        })
+    }
+
+    /// The device facts named `name`.
+    pub fn device(&self, name: &str) -> Result<&DeviceFacts, EngineError> {
+        self.file
+            .device
+            .iter()
+            .find(|d| d.name == name)
+            .ok_or_else(|| EngineError::BadSetting {
+                what: "device",
+                value: name.to_owned(),
+                why: "not a device of the engine file",
+            })
+    }
+
+    /// Evaluates the engine file's expression `text` (item `item`) with `names`.
+    fn eval(&self, item: &str, text: &str, names: &[(&str, u64)]) -> Result<u64, EngineError> {
+        let fail = |message: String| EngineError::Expr {
+            origin: self.origin.clone(),
+            item: item.to_owned(),
+            text: text.to_owned(),
+            message,
+        };
+        let expr = Expr::parse(text).map_err(|e| fail(e.to_string()))?;
+        expr.eval_with(|name| names.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+            .map_err(|e| fail(e.to_string()))
+    }
+
+    fn sum_terms(
+        &self,
+        section: &str,
+        terms: &[Term],
+        names: &[(&str, u64)],
+        circuit: &Circuit,
+    ) -> Result<u64, EngineError> {
+        let applies = |t: &&Term| {
+            t.when_dim
+                .as_deref()
+                .is_none_or(|d| circuit.dim(d).is_some())
+        };
+        terms.iter().filter(applies).try_fold(0u64, |acc, t| {
+            let v = self.eval(&format!("{section}.{}", t.name), &t.bytes, names)?;
+            acc.checked_add(v).ok_or_else(|| EngineError::Overflow {
+                what: format!("{section} total"),
+            })
+        })
+    }
+
+    /// Predicts the start-up of `circuit` (imported from the `config.json` text `config`,
+    /// named `config_origin`) under `run`.
+    pub fn predict(
+        &self,
+        circuit: &Circuit,
+        config: &str,
+        config_origin: &str,
+        run: &RunSettings,
+    ) -> Result<Startup, EngineError> {
+        if run.tensor_parallel_size != 1 {
+            return Err(EngineError::Unsupported {
+                what: "tensor_parallel_size",
+                value: run.tensor_parallel_size.to_string(),
+                why: "per-rank circuits come from circuit-hf's parallel module (branch parallel)",
+            });
+        }
+        if run.pipeline_parallel_size != 1 {
+            return Err(EngineError::Unsupported {
+                what: "pipeline_parallel_size",
+                value: run.pipeline_parallel_size.to_string(),
+                why: "per-stage circuits come from circuit-hf's parallel module (branch parallel)",
+            });
+        }
+        if !(run.gpu_memory_utilization > 0.0 && run.gpu_memory_utilization <= 1.0) {
+            return Err(EngineError::BadSetting {
+                what: "gpu_memory_utilization",
+                value: run.gpu_memory_utilization.to_string(),
+                why: "must be in (0, 1]",
+            });
+        }
+        let device = self.device(&run.device)?;
+        let tokens = run
+            .max_num_batched_tokens
+            .unwrap_or(device.max_num_batched_tokens);
+        let seqs = run.max_num_seqs.unwrap_or(device.max_num_seqs);
+        if tokens == 0 || seqs == 0 {
+            return Err(EngineError::BadSetting {
+                what: "max_num_batched_tokens / max_num_seqs",
+                value: format!("{tokens} / {seqs}"),
+                why: "must be positive",
+            });
+        }
+        let requests = tokens.min(seqs);
+        let cfg = ConfigFacts::read(config, config_origin)?;
+        let max_model_len = run.max_model_len.unwrap_or(cfg.max_position_embeddings);
+
+        let dim = |name: &str| circuit.dim(name);
+        let need = |name: &str| {
+            dim(name).ok_or_else(|| EngineError::Config {
+                origin: config_origin.to_owned(),
+                message: format!("the circuit has no dim `{name}`"),
+            })
+        };
+        let hidden = need("hidden")?;
+        let vocab = need("vocab")?;
+        let head_dim = need("head_dim")?;
+        let rotary_dim = dim("qk_rope_head_dim").unwrap_or(head_dim);
+        let dtype_bytes = model_dtype_bytes(circuit);
+        let mut names: Vec<(&str, u64)> = vec![
+            ("tokens", tokens),
+            ("requests", requests),
+            ("hidden", hidden),
+            ("vocab", vocab),
+            ("dtype_bytes", dtype_bytes),
+            ("rotary_dim", rotary_dim),
+            ("max_position_embeddings", cfg.max_position_embeddings),
+        ];
+        for (n, v) in circuit.dims() {
+            if !names.iter().any(|(k, _)| k == n) {
+                names.push((n.as_str(), *v));
+            }
+        }
+
+        let created = self.sum_terms(
+            "weights.created",
+            &self.file.weights.created,
+            &names,
+            circuit,
+        )?;
+        let weights =
+            circuit
+                .weight_bytes()
+                .checked_add(created)
+                .ok_or_else(|| EngineError::Overflow {
+                    what: "weights".to_owned(),
+                })?;
+
+        let logits_rows = self.eval(
+            "profile_run.logits_rows",
+            &self.file.profile_run.logits_rows,
+            &names,
+        )?;
+        let forward_live = self.forward_live(circuit, tokens, logits_rows)?;
+        let profile_run = &self.file.profile_run;
+        let sampler_live = self.sum_terms(
+            "profile_run.sampler_live",
+            &profile_run.sampler_live,
+            &names,
+            circuit,
+        )?;
+        let persistent = self.sum_terms(
+            "profile_run.persistent",
+            &profile_run.persistent,
+            &names,
+            circuit,
+        )?;
+        let overflow = |what: &str| EngineError::Overflow {
+            what: what.to_owned(),
+        };
+        let activation_peak = persistent
+            .checked_add(forward_live.max(sampler_live))
+            .ok_or_else(|| overflow("activation peak"))?;
+        let non_torch = self.file.non_torch.tp1_bytes;
+
+        let requested = (device.cuda_total_bytes as f64 * run.gpu_memory_utilization).ceil() as u64;
+        let non_kv = weights
+            .checked_add(activation_peak)
+            .and_then(|v| v.checked_add(non_torch))
+            .ok_or_else(|| overflow("non-KV bytes"))?;
+        let kv_cache = requested.saturating_sub(non_kv);
+        let block_size = self.file.kv_cache.block_size;
+        let kv_per_token = circuit.state_bytes(1, 1).map_err(|e| EngineError::Plan {
+            circuit: circuit.name().to_owned(),
+            rows: 1,
+            message: e.to_string(),
+        })?;
+        let block_bytes = kv_per_token
+            .checked_mul(block_size)
+            .ok_or_else(|| overflow("KV block bytes"))?;
+        let blocks = kv_cache.checked_div(block_bytes).unwrap_or(0);
+        let kv_cache_tokens = blocks
+            .checked_mul(block_size)
+            .ok_or_else(|| overflow("KV tokens"))?;
+        let max_concurrency = if max_model_len == 0 {
+            0.0
+        } else {
+            kv_cache_tokens as f64 / max_model_len as f64
+        };
+        let verdict = if non_kv >= requested {
+            Verdict::NoKvMemory {
+                short_by: non_kv - requested,
+            }
+        } else if kv_cache_tokens < max_model_len {
+            Verdict::MaxModelLenTooLong {
+                kv_tokens: kv_cache_tokens,
+                max_model_len,
+            }
+        } else {
+            Verdict::Starts
+        };
+        Ok(Startup {
+            engine: self.file.name.clone(),
+            version: self.file.version.clone(),
+            device_total: device.cuda_total_bytes,
+            requested,
+            max_num_batched_tokens: tokens,
+            max_num_seqs: seqs,
+            max_model_len,
+            workers: vec![Worker {
+                rank: 0,
+                pp_stage: 0,
+                weights,
+                activation_peak,
+                forward_live,
+                sampler_live,
+                persistent,
+                non_torch,
+                kv_cache,
+                blocks,
+            }],
+            kv_cache_tokens,
+            max_concurrency,
+            cuda_graph_estimate: self.file.cuda_graph.estimate_bytes_per_capture_size,
+            verdict,
+        })
+    }
+
+    /// The forward's live bytes at `tokens` rows with the head at `logits_rows` rows: the
+    /// planned activation arena of the circuit as the profile run shapes it.
+    fn forward_live(
+        &self,
+        circuit: &Circuit,
+        tokens: u64,
+        logits_rows: u64,
+    ) -> Result<u64, EngineError> {
+        let plan_err = |message: String| EngineError::Plan {
+            circuit: circuit.name().to_owned(),
+            rows: tokens,
+            message,
+        };
+        let shaped = profile_circuit(circuit, logits_rows).map_err(plan_err)?;
+        let planner = Planner::new(
+            &shaped,
+            &self.families,
+            &self.rules,
+            self.rules.defaults(),
+            PlanConfig::new(132),
+        )
+        .map_err(|e| plan_err(e.to_string()))?;
+        let plan = planner.plan(tokens).map_err(|e| plan_err(e.to_string()))?;
+        Ok(plan.totals.activations)
+    }
+}
+
+/// Answers to questions the engine cannot answer before booting, from one prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetAnswers {
+    /// The largest max-model-len that starts (the KV tokens of the start-up; the profile run
+    /// does not depend on it).
+    pub largest_max_model_len: u64,
+    /// The smallest gpu-memory-utilization whose KV cache holds `target_kv_tokens` (None when
+    /// even 1.0 does not).
+    pub utilization_for_target: Option<f64>,
+}
+
+impl EngineProfile {
+    /// The largest max-model-len that starts under `run`, and the utilization needed for a KV
+    /// cache of `target_kv_tokens` tokens.
+    pub fn budget_answers(
+        &self,
+        circuit: &Circuit,
+        config: &str,
+        config_origin: &str,
+        run: &RunSettings,
+        target_kv_tokens: u64,
+    ) -> Result<BudgetAnswers, EngineError> {
+        let startup = self.predict(circuit, config, config_origin, run)?;
+        let worker = &startup.workers[0];
+        let block_size = self.file.kv_cache.block_size;
+        let overflow = || EngineError::Overflow {
+            what: "bytes for the target KV tokens".to_owned(),
+        };
+        // Blocks are whole: the target needs ceil(target / block_size) of them.
+        let blocks = target_kv_tokens.div_ceil(block_size);
+        let block_bytes = circuit
+            .state_bytes(1, 1)
+            .ok()
+            .and_then(|b| b.checked_mul(block_size))
+            .ok_or_else(overflow)?;
+        let needed = worker
+            .weights
+            .checked_add(worker.activation_peak)
+            .and_then(|v| v.checked_add(worker.non_torch))
+            .and_then(|v| v.checked_add(blocks.checked_mul(block_bytes)?))
+            .ok_or_else(overflow)?;
+        let utilization = needed as f64 / startup.device_total as f64;
+        Ok(BudgetAnswers {
+            largest_max_model_len: startup.kv_cache_tokens,
+            utilization_for_target: (utilization <= 1.0).then_some(utilization),
+        })
+    }
+}
+
+/// The circuit as the profile run computes it: the head's nodes after the final norm (lm_head,
+/// soft-cap) at `min(n, logits_rows)` rows, the last token of each request.
+fn profile_circuit(circuit: &Circuit, logits_rows: u64) -> Result<Circuit, String> {
+    let mut decl = circuit.decl().clone();
+    for block in decl.blocks.iter_mut().filter(|b| b.name == "head") {
+        for node in block.nodes.iter_mut().filter(|n| n.op != "rms_norm") {
+            for out in &mut node.outputs {
+                out.rows = ExprText::from(format!("min({}, {logits_rows})", out.rows.as_str()));
+            }
+        }
+    }
+    CircuitBuilder::from_decl(decl, circuit.name())
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Bytes per element of the circuit's model dtype: the format of its first input's consumer
+/// output, i.e. the embedding's activations.
+fn model_dtype_bytes(circuit: &Circuit) -> u64 {
+    let format = circuit
+        .decl()
+        .blocks
+        .iter()
+        .flat_map(|b| b.nodes.iter())
+        .flat_map(|n| n.outputs.iter())
+        .next()
+        .map(|o| o.format.as_str())
+        .unwrap_or("bf16");
+    match format {
+        "f32" => 4,
+        _ => 2,
+    }
+}
+
+/// What the profile reads from config.json beyond the circuit.
+struct ConfigFacts {
+    max_position_embeddings: u64,
+}
+
+impl ConfigFacts {
+    fn read(text: &str, origin: &str) -> Result<ConfigFacts, EngineError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| EngineError::Config {
+                origin: origin.to_owned(),
+                message: e.to_string(),
+            })?;
+        let root = value.get("text_config").unwrap_or(&value);
+        let max_position_embeddings = root
+            .get("max_position_embeddings")
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| EngineError::Config {
+                origin: origin.to_owned(),
+                message: "max_position_embeddings: absent or not an integer".to_owned(),
+            })?;
+        Ok(ConfigFacts {
+            max_position_embeddings,
+        })
+    }
+}
