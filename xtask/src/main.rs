@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod example;
+mod out;
 mod pack;
 mod plan;
 mod report;
@@ -43,6 +44,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader closed standard output (`| head`): it has what it wanted.
+        Err(e) if e.is::<out::Closed>() => ExitCode::SUCCESS,
         Err(e) => {
             // One line whatever the message quotes (a flag's value may hold a newline).
             eprintln!("error: {}", circuit_ir::one_line(&e.to_string()));

@@ -4,6 +4,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::out::outln;
 use clap::Args;
 use memory_plan::pack::{self, Goal, Limits, Proof, csv};
 
@@ -82,24 +83,24 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         Proof::DoesNotFit => "does not fit the capacity (proven)",
         _ => "unproven (limit reached)",
     };
-    println!("buffers:     {}", buffers.len());
-    println!("height:      {height}");
-    println!("lower bound: {}", solution.lower_bound);
+    outln!("buffers:     {}", buffers.len());
+    outln!("height:      {height}");
+    outln!("lower bound: {}", solution.lower_bound);
     if let Some(capacity) = args.capacity {
         let verdict = if height <= capacity {
             "fits"
         } else {
             "exceeds"
         };
-        println!("capacity:    {capacity} ({verdict})");
+        outln!("capacity:    {capacity} ({verdict})");
     }
-    println!("proof:       {proof}");
-    println!("steps:       {}", solution.steps);
-    println!("time:        {:.3} s", elapsed.as_secs_f64());
+    outln!("proof:       {proof}");
+    outln!("steps:       {}", solution.steps);
+    outln!("time:        {:.3} s", elapsed.as_secs_f64());
     if let Some(out) = &args.out {
         let text = csv::write(&rows, &solution.placement.offsets)?;
         std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-        println!("solution:    {}", out.display());
+        outln!("solution:    {}", out.display());
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use memory_plan::pack::{self, Goal, Limits, csv};
 
+use crate::out::outln;
 use crate::pack::solve_within;
 
 #[derive(Args, Debug)]
@@ -53,10 +54,16 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         })
         .collect();
     files.sort();
-    println!("MiniMalloc, solve(Fit) at the capacity in the file name");
-    println!(
+    outln!("MiniMalloc, solve(Fit) at the capacity in the file name");
+    outln!(
         "{:<6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10}  proof",
-        "file", "buffers", "capacity", "LB", "height", "steps", "time"
+        "file",
+        "buffers",
+        "capacity",
+        "LB",
+        "height",
+        "steps",
+        "time"
     );
     let mut total = Duration::ZERO;
     let mut heuristic_rows = Vec::new();
@@ -83,7 +90,7 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         )?;
         total += elapsed;
         let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
-        println!(
+        outln!(
             "{:<6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8.3} s  {:?}",
             name.split('.').next().unwrap_or(""),
             buffers.len(),
@@ -100,20 +107,23 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             capacity,
         ));
     }
-    println!("total {:.3} s", total.as_secs_f64());
+    outln!("total {:.3} s", total.as_secs_f64());
 
-    println!();
-    println!("MiniMalloc, greedy heuristic alone (best of its passes)");
-    println!(
+    outln!();
+    outln!("MiniMalloc, greedy heuristic alone (best of its passes)");
+    outln!(
         "{:<6} {:>9} {:>9} {:>10}",
-        "file", "height", "/capacity", "time"
+        "file",
+        "height",
+        "/capacity",
+        "time"
     );
     for (name, buffers, capacity) in &heuristic_rows {
         let started = Instant::now();
         let placement = pack::heuristic(buffers)?;
         let elapsed = started.elapsed();
         pack::validate(buffers, &placement.offsets, None)?;
-        println!(
+        outln!(
             "{:<6} {:>9} {:>9.3} {:>8.1} ms",
             name,
             placement.height,
@@ -122,11 +132,16 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         );
     }
 
-    println!();
-    println!("Planner hot path on synthetic arenas: heuristic, and restack for new sizes");
-    println!(
+    outln!();
+    outln!("Planner hot path on synthetic arenas: heuristic, and restack for new sizes");
+    outln!(
         "{:>8} {:>12} {:>10} {:>12} {:>10} {:>16}",
-        "buffers", "heuristic", "edges", "restack", "restacks/s", "solve 20k steps"
+        "buffers",
+        "heuristic",
+        "edges",
+        "restack",
+        "restacks/s",
+        "solve 20k steps"
     );
     for count in [500usize, 2_000] {
         let buffers = pack::synth::transformer(5, count);
@@ -156,7 +171,7 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         let solution = pack::solve(&buffers, Goal::Minimize, &limits)?;
         let solve_time = started.elapsed();
         pack::validate(&buffers, &solution.placement.offsets, None)?;
-        println!(
+        outln!(
             "{:>8} {:>9.2} ms {:>10} {:>9.1} us {:>10.0} {:>10.2} ms ({:?})",
             count,
             heuristic_time.as_secs_f64() * 1e3,
@@ -168,14 +183,22 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         );
     }
 
-    println!();
-    println!(
+    outln!();
+    outln!(
         "Synthetic transformer workloads (pack::synth), solve(Minimize), limit {} s each",
         args.scale_time_limit
     );
-    println!(
+    outln!(
         "{:>8} {:>5} {:>12} {:>12} {:>8} {:>9} {:>9} {:>10} {:>7}  proof",
-        "buffers", "seed", "LB", "height", "ht/LB", "greedy/LB", "steps", "time", "limit"
+        "buffers",
+        "seed",
+        "LB",
+        "height",
+        "ht/LB",
+        "greedy/LB",
+        "steps",
+        "time",
+        "limit"
     );
     for &count in &args.scale {
         for &seed in &args.seeds {
@@ -191,7 +214,7 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             )?;
             let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
             let lb = solution.lower_bound as f64;
-            println!(
+            outln!(
                 "{:>8} {:>5} {:>12} {:>12} {:>8.4} {:>9.4} {:>9} {:>8.3} s {:>5.0} s  {:?} (greedy {:.0} ms)",
                 buffers.len(),
                 seed,
