@@ -11,7 +11,9 @@ use circuit_ir::Circuit;
 use fuser::Rules;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_families::{Devices, Families};
-use memory_plan::{PlanConfig, PlanReport, Planner, ReportError, ReportQuery};
+use memory_plan::{
+    MemoryPlan, PlanConfig, PlanReport, Planner, ReportError, ReportQuery, ReportSummary,
+};
 
 use crate::args::{parse_align, parse_budget, parse_rows, parse_set};
 use crate::{CliError, example, out, report, svg};
@@ -258,15 +260,18 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
     let mut chart = args.svg.as_ref().map(|_| svg::ChartPoints::new(&rows));
     let mut render = report::renderer(args.format, &ctx);
     let mut out = BufWriter::new(io::stdout().lock());
-    render.header(&mut out).map_err(out::error)?;
     let bar = Progress::new(rows.len());
-    let summary = report.run(&|| bar.tick(), |row| -> Result<(), CliError> {
-        render.row(&mut out, row).map_err(out::error)?;
-        if let Some(points) = &mut chart {
-            points.add(row.plan);
-        }
-        Ok(())
-    });
+    let summary = stream(
+        &mut report,
+        render.as_mut(),
+        &mut out,
+        &|| bar.tick(),
+        |plan| {
+            if let Some(points) = &mut chart {
+                points.add(plan);
+            }
+        },
+    );
     bar.finish();
     let summary = summary?;
     let per_node = if args.per_node {
@@ -285,6 +290,23 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         .map_err(out::error)?;
     out.flush().map_err(out::error)?;
     Ok(())
+}
+
+/// Plans every row of `report`, writing the header and each row to `out` as it comes (`each`
+/// sees every plan too); returns the summary, not yet written.
+pub fn stream(
+    report: &mut PlanReport<'_, '_>,
+    render: &mut dyn report::Render,
+    out: &mut dyn Write,
+    progress: &(dyn Fn() + Sync),
+    mut each: impl FnMut(&MemoryPlan),
+) -> Result<ReportSummary, CliError> {
+    render.header(out).map_err(out::error)?;
+    report.run(progress, |row| -> Result<(), CliError> {
+        render.row(out, row).map_err(out::error)?;
+        each(row.plan);
+        Ok(())
+    })
 }
 
 /// The library's refusal of zero sequences, in terms of the flag.
