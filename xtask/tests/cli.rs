@@ -287,7 +287,7 @@ fn bad_inputs_give_one_line_and_exit_1() {
     );
     assert_eq!(
         failure(&["plan", "--device", "h100-nvl"]),
-        "error: kernel-families/devices.toml: unknown device `h100-nvl` (known: h100-sxm, h100-pcie, h200, b200, a100-80gb, a100-40gb, l40s, l4, rtx4090); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
+        "error: kernel-families/devices.toml: unknown device `h100-nvl` (known: h100-sxm, h100-pcie, h200, b200, a100-80gb, a100-40gb, l40s, l4, rtx4090, mi300x); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
     );
     assert_eq!(
         failure(&["plan", "--rows", "0"]),
