@@ -110,7 +110,10 @@ fn the_sweep_chart_shows_every_term_the_budget_and_the_fit() {
         let pixels = count(&png, CHART_PLOT_WIDTH, over_white(colour, 0.85));
         assert!(pixels > 2000, "the {name} band covers {pixels} pixels");
     }
-    assert!(count(&png, CHART_PLOT_WIDTH, BUDGET) > 300, "no budget line");
+    assert!(
+        count(&png, CHART_PLOT_WIDTH, BUDGET) > 300,
+        "no budget line"
+    );
     assert!(count(&png, CHART_PLOT_WIDTH, FIT) > 200, "no fit marker");
     // The legend's text is drawn (a font was found and used).
     assert!(dark(&png, CHART_PLOT_WIDTH) > 300, "the legend has no text");
@@ -137,8 +140,14 @@ fn the_arena_map_shows_both_kinds_of_buffer_and_a_legend() {
     let png = draw("arena", "--arena-svg", &["--rows", "1..=64:x4"]);
     let activations = count(&png, ARENA_PLOT_WIDTH, over_white(ACTIVATION, 0.86));
     let workspaces = count(&png, ARENA_PLOT_WIDTH, over_white(WORKSPACE, 0.86));
-    assert!(activations > 5000, "activation buffers cover {activations} pixels");
+    assert!(
+        activations > 5000,
+        "activation buffers cover {activations} pixels"
+    );
     assert!(workspaces > 200, "workspaces cover {workspaces} pixels");
-    assert!(count(&png, ARENA_PLOT_WIDTH, BUDGET) > 300, "no lower-bound line");
+    assert!(
+        count(&png, ARENA_PLOT_WIDTH, BUDGET) > 300,
+        "no lower-bound line"
+    );
     assert!(dark(&png, ARENA_PLOT_WIDTH) > 300, "the legend has no text");
 }
