@@ -72,8 +72,8 @@ pub enum ReportError {
         query: String,
         /// The row count.
         n: u64,
-        /// The planner's error.
-        error: PlanError,
+        /// The planner's error (boxed: it would make every `Result` of the report large).
+        error: Box<PlanError>,
     },
     /// No row count to plan.
     #[error("no row count to plan")]
@@ -460,7 +460,7 @@ fn query_error(rows: &[u64], query: String, f: FitFailure) -> ReportError {
         ReportError::Unasked {
             query,
             n: f.n,
-            error: f.error,
+            error: Box::new(f.error),
         }
     }
 }
