@@ -123,12 +123,13 @@ impl fmt::Display for Budget {
     }
 }
 
-/// Parses `--budget`: `85899345920`, `80GiB`, `141GB`, `1.5TiB`, or a fraction of the device
-/// such as `0.9`.
+/// Parses `--budget`: a size with a unit (`80GiB`, `141GB`, `1.5TiB`, `85899345920B`), or a
+/// fraction of the device in (0, 1] written with a decimal point (`0.9`, `1.0`). A bare whole
+/// number is refused: `1` could mean one byte or the whole device.
 pub fn parse_budget(text: &str) -> Result<Budget, String> {
     let bad = |why: &str| {
         format!(
-            "--budget `{text}`: {why}; write bytes (`85899345920`), a size (`80GiB`, `141GB`) or a fraction of the device (`0.9`)"
+            "--budget `{text}`: {why}; write a size with a unit (`80GiB`, `141GB`, `85899345920B`) or a fraction of the device with a decimal point (`0.9`, `1.0`)"
         )
     };
     let t = text.trim().replace('_', "");
@@ -137,7 +138,7 @@ pub fn parse_budget(text: &str) -> Result<Budget, String> {
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let unit = unit.trim();
-    if number.is_empty() {
+    if number.is_empty() || number == "." {
         return Err(bad("no number"));
     }
     let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
@@ -159,7 +160,8 @@ pub fn parse_budget(text: &str) -> Result<Budget, String> {
             }
             return Ok(Budget::Fraction { numerator, scale });
         }
-        "" | "B" => 1,
+        "" => return Err(bad("a bare number is ambiguous (bytes, or the device?)")),
+        "B" => 1,
         "KB" | "kB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
@@ -174,11 +176,12 @@ pub fn parse_budget(text: &str) -> Result<Budget, String> {
             )));
         }
     };
-    let bytes = digits
+    let scaled = digits
         .checked_mul(multiplier)
-        .map(|b| b / 10u128.pow(scale))
-        .and_then(|b| u64::try_from(b).ok())
         .ok_or_else(|| bad("more than 2^64 - 1 bytes"))?;
+    // A decimal size rounds down to whole bytes (`1.1GiB` is 1181116006 bytes).
+    let bytes =
+        u64::try_from(scaled / 10u128.pow(scale)).map_err(|_| bad("more than 2^64 - 1 bytes"))?;
     Ok(Budget::Bytes(bytes))
 }
 
@@ -235,13 +238,30 @@ mod tests {
 
     #[test]
     fn budgets() {
+        let e = |t: &str| parse_budget(t).unwrap_err();
         assert_eq!(parse_budget("80GiB").unwrap(), Budget::Bytes(80 << 30));
         assert_eq!(
             parse_budget("141GB").unwrap(),
             Budget::Bytes(141_000_000_000)
         );
         assert_eq!(parse_budget("1.5 KiB").unwrap(), Budget::Bytes(1536));
-        assert_eq!(parse_budget("1024").unwrap(), Budget::Bytes(1024));
+        assert_eq!(parse_budget("1024B").unwrap(), Budget::Bytes(1024));
+        assert_eq!(
+            parse_budget("1").unwrap_err(),
+            "--budget `1`: a bare number is ambiguous (bytes, or the device?); write a size with a unit (`80GiB`, `141GB`, `85899345920B`) or a fraction of the device with a decimal point (`0.9`, `1.0`)"
+        );
+        assert_eq!(
+            parse_budget("1.1GiB").unwrap(),
+            Budget::Bytes(1_181_116_006)
+        );
+        assert!(e(".").contains("no number"));
+        assert_eq!(
+            parse_budget(".5").unwrap(),
+            Budget::Fraction {
+                numerator: 5,
+                scale: 1
+            }
+        );
         assert_eq!(
             parse_budget("0.9").unwrap(),
             Budget::Fraction {
@@ -260,7 +280,6 @@ mod tests {
             parse_budget("1.0").unwrap().bytes(Some(1000)).unwrap(),
             1000
         );
-        let e = |t: &str| parse_budget(t).unwrap_err();
         assert!(e("lots").contains("no number"));
         assert!(e("1.5").contains("at most 1"));
         assert!(e("0.0").contains("above 0"));

@@ -8,6 +8,7 @@ use std::path::Path;
 use engine_profile::{EngineProfile, ProfileTexts, RunSettings, Startup, Verdict};
 
 use crate::CliError;
+use crate::out::outln;
 use crate::plan::{OutputFormat, PlanArgs, read_file};
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -32,10 +33,6 @@ pub struct EngineArgs {
     /// With --engine: sequences per step [default: as the engine picks for the device].
     #[arg(long)]
     pub max_num_seqs: Option<u64>,
-
-    /// With --engine: max model length [default: the config's max_position_embeddings].
-    #[arg(long)]
-    pub max_model_len: Option<u64>,
 
     /// With --engine: on-the-fly quantization (none; fp8 is not modelled yet).
     #[arg(long, default_value = "none")]
@@ -90,12 +87,15 @@ pub fn run_plan(args: &PlanArgs, engine: &EngineArgs, name: &str) -> Result<(), 
         gpu_memory_utilization: engine.gpu_memory_utilization,
         max_num_batched_tokens: engine.max_num_batched_tokens,
         max_num_seqs: engine.max_num_seqs,
-        max_model_len: engine.max_model_len,
+        max_model_len: args.max_model_len,
     };
     let startup = profile.predict(&circuit, &text, &origin, &run)?;
     match args.format {
-        OutputFormat::Table => print_table(&origin, &startup),
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&json(&startup))?),
+        OutputFormat::Table => print_table(&origin, &startup)?,
+        OutputFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&startup))?),
+        OutputFormat::Jsonl | OutputFormat::Csv => {
+            return Err(one_record(args.format));
+        }
     }
     Ok(())
 }
@@ -104,22 +104,24 @@ fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / GIB)
 }
 
-fn print_table(origin: &str, s: &Startup) {
-    println!("engine    {} {}", s.engine, s.version);
-    println!("config    {origin}");
-    println!(
+fn print_table(origin: &str, s: &Startup) -> Result<(), CliError> {
+    outln!("engine    {} {}", s.engine, s.version);
+    outln!("config    {origin}");
+    outln!(
         "run       max_num_batched_tokens {}, max_num_seqs {}, max_model_len {}",
-        s.max_num_batched_tokens, s.max_num_seqs, s.max_model_len
+        s.max_num_batched_tokens,
+        s.max_num_seqs,
+        s.max_model_len
     );
-    println!(
+    outln!(
         "memory    total {} (as CUDA reports), requested {}",
         gib(s.device_total),
         gib(s.requested)
     );
-    println!();
-    println!("    rank  stage     weights  activation peak   non-torch    KV cache");
+    outln!();
+    outln!("    rank  stage     weights  activation peak   non-torch    KV cache");
     for w in &s.workers {
-        println!(
+        outln!(
             "{:>8} {:>6} {:>11} {:>16} {:>11} {:>11}",
             w.rank,
             w.pp_stage,
@@ -129,28 +131,30 @@ fn print_table(origin: &str, s: &Startup) {
             gib(w.kv_cache)
         );
     }
-    println!();
-    println!("GPU KV cache size: {} tokens", s.kv_cache_tokens);
-    println!(
+    outln!();
+    outln!("GPU KV cache size: {} tokens", s.kv_cache_tokens);
+    outln!(
         "Maximum concurrency for {} tokens per request: {:.2}x",
-        s.max_model_len, s.max_concurrency
+        s.max_model_len,
+        s.max_concurrency
     );
-    println!(
+    outln!(
         "CUDA graph estimate: not modelled (printed by vLLM 0.19, not subtracted from the KV cache)"
     );
     match &s.verdict {
-        Verdict::Starts => println!("verdict   starts"),
-        Verdict::NoKvMemory { short_by } => println!(
+        Verdict::Starts => outln!("verdict   starts"),
+        Verdict::NoKvMemory { short_by } => outln!(
             "verdict   does not start: weights, activation peak and non-torch exceed the requested memory by {}",
             gib(*short_by)
         ),
         Verdict::MaxModelLenTooLong {
             kv_tokens,
             max_model_len,
-        } => println!(
+        } => outln!(
             "verdict   does not start: the KV cache holds {kv_tokens} tokens, fewer than max_model_len {max_model_len}"
         ),
     }
+    Ok(())
 }
 
 fn json(s: &Startup) -> serde_json::Value {
@@ -178,9 +182,12 @@ pub fn bench() -> Result<(), CliError> {
     let profile = vllm_profile()?;
     let cases_path = Path::new("data/vllm/cases.json");
     let cases: Vec<serde_json::Value> = serde_json::from_str(&read_file(cases_path)?)?;
-    println!(
+    outln!(
         "{:<58} {:>17} {:>17} {:>23}",
-        "case", "weights GiB", "act. peak GiB", "KV tokens"
+        "case",
+        "weights GiB",
+        "act. peak GiB",
+        "KV tokens"
     );
     for case in &cases {
         let name = case["name"].as_str().unwrap_or("?");
@@ -191,7 +198,7 @@ pub fn bench() -> Result<(), CliError> {
         let circuit = circuit_hf::from_config_json(&text, &origin)?;
         let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
         if !case["quantization"].is_null() {
-            println!("{name:<58} pending: on-the-fly --quantization fp8 not modelled");
+            outln!("{name:<58} pending: on-the-fly --quantization fp8 not modelled");
             continue;
         }
         let run = RunSettings {
@@ -210,7 +217,7 @@ pub fn bench() -> Result<(), CliError> {
                 let cell = |p: f64, q: f64, d: usize| {
                     format!("{p:.d$}/{q:.d$} {:+.2}%", (p - q) / q * 100.0)
                 };
-                println!(
+                outln!(
                     "{name:<58} {:>17} {:>17} {:>23}",
                     cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
                     cell(
@@ -221,8 +228,21 @@ pub fn bench() -> Result<(), CliError> {
                     cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
                 );
             }
-            Err(e) => println!("{name:<58} pending: {e}"),
+            Err(e) => outln!("{name:<58} pending: {e}"),
         }
     }
     Ok(())
+}
+
+/// `--format jsonl` and `csv` are one record per row of a sweep; an engine start-up is one
+/// record.
+pub fn one_record(format: OutputFormat) -> CliError {
+    format!(
+        "--format {}: JSON lines and CSV are for sweeps of --rows; this report is one record: give --format json or table",
+        match format {
+            OutputFormat::Jsonl => "jsonl",
+            _ => "csv",
+        }
+    )
+    .into()
 }

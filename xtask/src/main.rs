@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod engine;
 mod example;
+mod out;
 mod pack;
 mod parallel;
 mod plan;
@@ -45,10 +46,48 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader closed standard output (`| head`): it has what it wanted.
+        Err(e) if e.is::<out::Closed>() => ExitCode::SUCCESS,
         Err(e) => {
             // One line whatever the message quotes (a flag's value may hold a newline).
             eprintln!("error: {}", circuit_ir::one_line(&e.to_string()));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{ArgAction, CommandFactory};
+
+    /// The flags come from clap itself, so a new flag is checked without being typed twice:
+    /// `plan --help` names each, and each that takes a value shows an example of it.
+    #[test]
+    fn plan_help_names_every_flag_and_shows_an_example_of_each_value() {
+        let mut cli = super::Cli::command();
+        let plan = cli.find_subcommand_mut("plan").expect("a plan subcommand");
+        let help = plan.render_long_help().to_string();
+        let mut with_values = 0;
+        for arg in plan.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            assert!(help.contains(&format!("--{long}")), "--help omits --{long}");
+            let takes_value = !matches!(
+                arg.get_action(),
+                ArgAction::SetTrue | ArgAction::Help | ArgAction::HelpLong | ArgAction::Version
+            );
+            if takes_value {
+                with_values += 1;
+                let text = arg
+                    .get_long_help()
+                    .or(arg.get_help())
+                    .map(|h| h.to_string());
+                let text = text.unwrap_or_default();
+                assert!(
+                    text.contains("Example"),
+                    "--{long} shows no example: {text}"
+                );
+            }
+        }
+        assert!(with_values >= 16, "{with_values} flags with values");
     }
 }

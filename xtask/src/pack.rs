@@ -8,6 +8,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::out::outln;
 use arena_pack::{self as pack, Goal, Limits, Proof, csv};
 use clap::Args;
 
@@ -146,16 +147,16 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         _ => "unproven (limit reached)",
     };
     let fits = args.capacity.is_none_or(|capacity| height <= capacity);
-    println!("buffers:     {}", buffers.len());
-    println!("height:      {height}");
-    println!("lower bound: {}", solution.lower_bound);
+    outln!("buffers:     {}", buffers.len());
+    outln!("height:      {height}");
+    outln!("lower bound: {}", solution.lower_bound);
     if let Some(capacity) = args.capacity {
         let verdict = if fits { "fits" } else { "exceeds" };
-        println!("capacity:    {capacity} ({verdict})");
+        outln!("capacity:    {capacity} ({verdict})");
     }
-    println!("proof:       {proof}");
-    println!("steps:       {}", solution.steps);
-    println!("time:        {:.3} s", elapsed.as_secs_f64());
+    outln!("proof:       {proof}");
+    outln!("steps:       {}", solution.steps);
+    outln!("time:        {:.3} s", elapsed.as_secs_f64());
     if let (false, Some(capacity)) = (fits, args.capacity) {
         let why = if solution.proof == Proof::DoesNotFit {
             "no placement fits (proven)"
@@ -176,7 +177,7 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
     if let Some(out) = &args.out {
         let text = csv::write(&rows, &solution.placement.offsets)?;
         std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-        println!("solution:    {}", out.display());
+        outln!("solution:    {}", out.display());
     }
     Ok(())
 }

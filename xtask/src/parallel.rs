@@ -9,6 +9,7 @@ use kernel_families::Families;
 use memory_plan::{PlanConfig, RankPlans};
 
 use crate::CliError;
+use crate::out::outln;
 use crate::plan::OutputFormat;
 
 /// vLLM's parallel flags.
@@ -202,10 +203,11 @@ pub fn report(
                 "smallest_tp": smallest_tp,
                 "smallest_tp_pp": smallest_tp_pp.map(|(tp, pp)| serde_json::json!({"tp": tp, "pp": pp})),
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            outln!("{}", serde_json::to_string_pretty(&out)?);
         }
+        OutputFormat::Jsonl | OutputFormat::Csv => return Err(crate::engine::one_record(format)),
         OutputFormat::Table => {
-            println!(
+            outln!(
                 "{} | tp {} x pp {} x dp {}{} | {} rows | budget {} GiB per rank",
                 ctx.device,
                 p.tp,
@@ -215,7 +217,7 @@ pub fn report(
                 ctx.rows,
                 gib(ctx.budget)
             );
-            println!(
+            outln!(
                 "{:<16} {:>9} {:>8} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12}",
                 "ranks",
                 "layers",
@@ -236,7 +238,7 @@ pub fn report(
                     .map(|(r, _)| r.to_string())
                     .collect();
                 let t = plans.plans[s].plan.totals;
-                println!(
+                outln!(
                     "{:<16} {:>9} {:>8} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12}",
                     ranks.join(","),
                     format!("{}..{}", shape.layers.0, shape.layers.1),
@@ -251,23 +253,26 @@ pub fn report(
                     tokens(plans.plans[s].kv.max_kv_tokens),
                 );
             }
-            println!(
+            outln!(
                 "(GiB) KV capacity of the layout, the minimum over ranks: {} tokens",
                 tokens(plans.kv_tokens())
             );
             if let Some(q) = &query {
-                println!(
+                outln!(
                     "\nlayouts (dp 1), KV tokens under the budget at {} rows:",
                     ctx.rows
                 );
-                println!(
+                outln!(
                     "{:>4} {:>4} {:>14} {:>14}",
-                    "tp", "pp", "max rank GiB", "kv tokens"
+                    "tp",
+                    "pp",
+                    "max rank GiB",
+                    "kv tokens"
                 );
                 for r in q {
                     match &r.error {
-                        Some(e) => println!("{:>4} {:>4}  does not shard: {e}", r.tp, r.pp),
-                        None => println!(
+                        Some(e) => outln!("{:>4} {:>4}  does not shard: {e}", r.tp, r.pp),
+                        None => outln!(
                             "{:>4} {:>4} {:>14} {:>14}",
                             r.tp,
                             r.pp,
@@ -278,14 +283,14 @@ pub fn report(
                 }
                 let kv = ctx.config.kv_tokens;
                 match smallest_tp {
-                    Some(tp) => println!("smallest TP holding {kv} KV tokens: {tp}"),
-                    None => println!("no TP of 1, 2, 4, 8 holds {kv} KV tokens"),
+                    Some(tp) => outln!("smallest TP holding {kv} KV tokens: {tp}"),
+                    None => outln!("no TP of 1, 2, 4, 8 holds {kv} KV tokens"),
                 }
                 match smallest_tp_pp {
                     Some((tp, pp)) => {
-                        println!("smallest TP x PP holding {kv} KV tokens: tp {tp} x pp {pp}")
+                        outln!("smallest TP x PP holding {kv} KV tokens: tp {tp} x pp {pp}")
                     }
-                    None => println!("no TP x PP listed holds {kv} KV tokens"),
+                    None => outln!("no TP x PP listed holds {kv} KV tokens"),
                 }
             }
         }

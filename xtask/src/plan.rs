@@ -1,9 +1,8 @@
 //! `cargo xtask plan`: loads a circuit, its kernel families and fusion rules (files, or the
 //! embedded Llama-3.1-8B example), plans it at every requested row count and reports the bytes.
 
-use std::collections::BTreeMap;
 use std::fs;
-use std::io::IsTerminal;
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -12,10 +11,12 @@ use circuit_ir::Circuit;
 use fuser::Rules;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_families::{Devices, Families};
-use memory_plan::{KvFit, MemoryPlan, PlanConfig, Planner, RowsFit, widest};
+use memory_plan::{
+    MemoryPlan, PlanConfig, PlanReport, Planner, ReportError, ReportQuery, ReportSummary,
+};
 
 use crate::args::{parse_align, parse_budget, parse_rows, parse_set};
-use crate::{CliError, example, report, svg};
+use crate::{CliError, example, out, report, svg};
 
 /// Arguments of `cargo xtask plan`.
 #[derive(Debug, clap::Args)]
@@ -75,7 +76,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
 
-    /// Device from the built-in table (its SM count and memory) [default: h100-sxm].
+    /// Device from the built-in table (its SM count and memory), any case, or an alias such
+    /// as h100 [default: h100-sxm].
     ///
     /// Example: --device a100-80gb
     #[arg(long, value_name = "NAME", conflicts_with = "sm_count")]
@@ -106,18 +108,26 @@ pub struct PlanArgs {
     pub kv_tokens: u64,
 
     /// Sequences the KV tokens belong to (sliding-window layers hold at most window x
-    /// sequences tokens).
+    /// sequences tokens); at least 1 when tokens are cached or a state holds bytes per
+    /// sequence.
     ///
     /// Example: --sequences 64
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub sequences: u64,
 
-    /// Memory budget for the fit line and headroom: bytes, a size, or a fraction of the
-    /// device's memory [default: the device's memory].
+    /// Memory budget for the fit, headroom and serving answers: a size with a unit, or a
+    /// fraction of the device's memory with a decimal point [default: the device's memory].
     ///
-    /// Examples: --budget 80GiB   --budget 141GB   --budget 0.9
-    #[arg(long, value_name = "BYTES")]
+    /// Examples: --budget 80GiB   --budget 141GB   --budget 85899345920B   --budget 0.9
+    #[arg(long, value_name = "SIZE")]
     pub budget: Option<String>,
+
+    /// A context length (tokens per sequence): also answer how many sequences of it fit
+    /// beside the plan (the maximum concurrency) at the largest n that fits.
+    ///
+    /// Example: --max-model-len 8192
+    #[arg(long, value_name = "TOKENS")]
+    pub max_model_len: Option<u64>,
 
     /// Alignment of every buffer in the activation arena, in bytes.
     ///
@@ -125,9 +135,10 @@ pub struct PlanArgs {
     #[arg(long, value_name = "BYTES", default_value = "256")]
     pub align: String,
 
-    /// Output: a human table, or one JSON object with exact bytes.
+    /// Output: a human table, one JSON object with exact bytes, JSON lines (a header, one
+    /// line per row count, a summary) or CSV (one line per row count); docs/output.md.
     ///
-    /// Example: --format json
+    /// Example: --format jsonl
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
 
@@ -167,6 +178,10 @@ pub enum OutputFormat {
     Table,
     /// One JSON object with exact bytes.
     Json,
+    /// JSON lines: a header record, one record per row count, a summary record.
+    Jsonl,
+    /// CSV: a header line and one line per row count.
+    Csv,
 }
 
 /// Reads a file the user named, with an error that names it.
@@ -198,22 +213,6 @@ fn source(
         Some(p) => Ok((read_file(p)?, p.display().to_string())),
         None => Ok((text.to_owned(), origin.to_owned())),
     }
-}
-
-/// Everything the reports need.
-pub struct Outcome<'a> {
-    pub planner: &'a Planner<'a>,
-    pub device: String,
-    pub device_memory: Option<u64>,
-    pub budget: Option<u64>,
-    pub plans: Vec<MemoryPlan>,
-    pub widest: Vec<memory_plan::WorkspaceTerm>,
-    pub fit_rows: Option<RowsFit>,
-    pub fit_kv: Option<KvFit>,
-    /// Keys an imported config.json left out, with the defaults used for them.
-    pub config_defaults: Vec<(String, String)>,
-    /// What an imported config is planned in: dtype, KV cache, quantization.
-    pub storage: Option<Storage>,
 }
 
 /// The dtypes and quantization an imported config is planned with.
@@ -262,6 +261,12 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
     let rows = parse_rows(&args.rows)?;
     let align = parse_align(&args.align)?;
     let budget = args.budget.as_deref().map(parse_budget).transpose()?;
+    if args.max_model_len == Some(0) {
+        return Err(
+            "--max-model-len 0: a sequence holds at least 1 token; write e.g. --max-model-len 8192"
+                .into(),
+        );
+    }
     let overrides = args
         .set
         .iter()
@@ -394,76 +399,120 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         return crate::parallel::report(sharded, &ctx, args.format);
     }
     let planner = Planner::new(&circuit, &families, &rules, settings, config)?;
-    let plans = sweep_with_progress(&planner, &rows)?;
-    let widest = widest(plans.iter().map(|p| p.workspaces.clone()));
-    let largest = *rows.last().ok_or("--rows lists no row count")?;
-    let (fit_rows, fit_kv) = match budget {
-        Some(b) => (
-            Some(planner.max_rows(rows[0]..=largest, b)?),
-            Some(planner.max_kv_tokens(largest, b)?),
-        ),
-        None => (None, None),
+    let query = ReportQuery {
+        max_model_len: args.max_model_len,
+        ..ReportQuery::new(budget)
     };
-    let outcome = Outcome {
+    let mut report = PlanReport::new(&planner, &rows, query).map_err(sequences_flag)?;
+    let ctx = report::Context {
         planner: &planner,
         device,
         device_memory,
         budget,
-        plans,
-        widest,
-        fit_rows,
-        fit_kv,
+        max_model_len: args.max_model_len,
         config_defaults,
         storage,
+        rows: &rows,
+        node_lists: report.node_lists().to_vec(),
     };
+    let largest = rows[rows.len() - 1];
+    let mut chart = args.svg.as_ref().map(|_| svg::ChartPoints::new(&rows));
+    let mut render = report::renderer(args.format, &ctx);
+    let mut out = BufWriter::new(io::stdout().lock());
+    let bar = Progress::new(rows.len());
+    let summary = stream(
+        &mut report,
+        render.as_mut(),
+        &mut out,
+        &|| bar.tick(),
+        |plan| {
+            if let Some(points) = &mut chart {
+                points.add(plan);
+            }
+        },
+    );
+    bar.finish();
+    let summary = summary?;
     let per_node = if args.per_node {
         Some(planner.per_node(largest)?)
     } else {
         None
     };
-    if let Some(path) = &args.svg {
-        svg::write_chart(path, &outcome)?;
+    if let (Some(path), Some(points)) = (&args.svg, &chart) {
+        svg::write_chart(path, &ctx, points, &summary)?;
     }
     if let Some(path) = &args.arena_svg {
-        svg::write_arena(path, &planner.arena_layout(largest)?, planner.circuit())?;
+        svg::write_arena(path, &report.arena_layout(largest)?, planner.circuit())?;
     }
-    match args.format {
-        OutputFormat::Table => print!("{}", report::table(&outcome, per_node.as_ref())),
-        OutputFormat::Json => println!("{}", report::json(&outcome, per_node.as_ref())?),
-    }
+    render
+        .summary(&mut out, &summary, per_node.as_ref())
+        .map_err(out::error)?;
+    out.flush().map_err(out::error)?;
     Ok(())
 }
 
-/// Sweeps with a progress bar on stderr, shown only on a terminal and only once the sweep has
-/// run for a second.
-fn sweep_with_progress(planner: &Planner<'_>, rows: &[u64]) -> Result<Vec<MemoryPlan>, CliError> {
-    let bar = ProgressBar::with_draw_target(Some(rows.len() as u64), ProgressDrawTarget::hidden());
-    bar.set_style(
-        ProgressStyle::with_template("planning {pos}/{len} row counts {wide_bar} {eta} left")
-            .expect("a valid progress template"),
-    );
-    let on_terminal = std::io::stderr().is_terminal();
-    let shown = AtomicBool::new(false);
-    let start = Instant::now();
-    let done = || {
-        bar.inc(1);
-        if on_terminal
-            && start.elapsed() > Duration::from_secs(1)
-            && !shown.swap(true, Ordering::Relaxed)
-        {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
-        }
-    };
-    let plans = planner.sweep(rows, &done);
-    bar.finish_and_clear();
-    Ok(plans?)
+/// Plans every row of `report`, writing the header and each row to `out` as it comes (`each`
+/// sees every plan too); returns the summary, not yet written.
+pub fn stream(
+    report: &mut PlanReport<'_, '_>,
+    render: &mut dyn report::Render,
+    out: &mut dyn Write,
+    progress: &(dyn Fn() + Sync),
+    mut each: impl FnMut(&MemoryPlan),
+) -> Result<ReportSummary, CliError> {
+    render.header(out).map_err(out::error)?;
+    report.run(progress, |row| -> Result<(), CliError> {
+        render.row(out, row).map_err(out::error)?;
+        each(row.plan);
+        Ok(())
+    })
 }
 
-/// The settings as a map, for reports.
-pub fn settings_map(planner: &Planner<'_>) -> BTreeMap<String, String> {
-    planner
-        .settings()
-        .iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+/// The library's refusal of zero sequences, in terms of the flag.
+fn sequences_flag(e: ReportError) -> CliError {
+    match e {
+        ReportError::NoSequences { why } => {
+            format!("--sequences 0: {why}; give --sequences 1 or more").into()
+        }
+        e => e.into(),
+    }
+}
+
+/// A progress bar on stderr, shown only on a terminal and only once planning has run for a
+/// second.
+struct Progress {
+    bar: ProgressBar,
+    on_terminal: bool,
+    shown: AtomicBool,
+    start: Instant,
+}
+
+impl Progress {
+    fn new(rows: usize) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(rows as u64), ProgressDrawTarget::hidden());
+        bar.set_style(
+            ProgressStyle::with_template("planning {pos}/{len} row counts {wide_bar} {eta} left")
+                .expect("a valid progress template"),
+        );
+        Progress {
+            bar,
+            on_terminal: std::io::stderr().is_terminal(),
+            shown: AtomicBool::new(false),
+            start: Instant::now(),
+        }
+    }
+
+    fn tick(&self) {
+        self.bar.inc(1);
+        if self.on_terminal
+            && self.start.elapsed() > Duration::from_secs(1)
+            && !self.shown.swap(true, Ordering::Relaxed)
+        {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }

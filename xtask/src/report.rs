@@ -1,21 +1,31 @@
-//! The plan's reports: the human table and the JSON object (SPEC section 8).
+//! Rendering a [`PlanReport`](memory_plan::PlanReport) as it streams: the human table, one
+//! JSON object, JSON lines or CSV (docs/output.md gives the schemas).
 //!
-//! Invariants: JSON carries exact bytes with a stable key order (struct field order); the
-//! table shows MiB or GiB with one decimal; node lists fold repeated block instances into
+//! Invariants: a renderer writes a header before any row, each row as it arrives (nothing per
+//! row is kept), then the summary; JSON and JSONL carry exact bytes with a stable key order
+//! (struct field order) and refer to nodes and node lists by index into tables written once;
+//! the table shows MiB or GiB with one decimal and folds repeated block instances into
 //! `layer.*.q_proj x32`; the per-node table sums to the plan's total.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::sync::Arc;
 
 use circuit_ir::{Circuit, NodeIdx};
-use memory_plan::{MemoryPlan, NodeTable, WorkspaceTerm};
+use memory_plan::{
+    Breach, NodeTable, Planner, ReportSummary, RowReport, Term, Totals, Verdict, WorkspaceTerm,
+};
 use serde::Serialize;
 
-use crate::CliError;
-use crate::plan::{Outcome, settings_map};
+use crate::plan::OutputFormat;
+
+/// JSON and JSONL schema version: 2 added the node tables, `schema`, headroom, serving answers
+/// and the verdict (1 repeated every node list in every row).
+pub const SCHEMA: u32 = 2;
 
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
+const KIB: u64 = 1 << 10;
 
 /// Bytes in MiB below 1 GiB, GiB above, one decimal.
 pub fn human(bytes: u64) -> String {
@@ -23,6 +33,68 @@ pub fn human(bytes: u64) -> String {
         format!("{:.1} GiB", bytes as f64 / GIB as f64)
     } else {
         format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    }
+}
+
+/// Small sizes too: KiB below 1 MiB.
+fn human_small(bytes: u64) -> String {
+    if bytes < MIB {
+        format!("{:.1} KiB", bytes as f64 / KIB as f64)
+    } else {
+        human(bytes)
+    }
+}
+
+/// Everything a renderer needs besides the rows: what was planned, where, against what.
+pub struct Context<'a> {
+    /// The planner.
+    pub planner: &'a Planner<'a>,
+    /// The device's name (or `N SMs`).
+    pub device: String,
+    /// The device's memory, when known.
+    pub device_memory: Option<u64>,
+    /// The budget in bytes.
+    pub budget: Option<u64>,
+    /// The context length asked for the concurrency answer.
+    pub max_model_len: Option<u64>,
+    /// Keys an imported config.json left out, with the defaults used for them.
+    pub config_defaults: Vec<(String, String)>,
+    /// What an imported config is planned in: dtype, KV cache, quantization.
+    pub storage: Option<crate::plan::Storage>,
+    /// The rows asked (ascending).
+    pub rows: &'a [u64],
+    /// The node lists table of the report.
+    pub node_lists: Vec<Arc<[NodeIdx]>>,
+}
+
+impl Context<'_> {
+    fn circuit(&self) -> &Circuit {
+        self.planner.circuit()
+    }
+}
+
+/// A renderer: a header, each row as it comes, then the summary.
+pub trait Render {
+    /// Before the first row.
+    fn header(&mut self, out: &mut dyn Write) -> io::Result<()>;
+    /// One planned row.
+    fn row(&mut self, out: &mut dyn Write, row: &RowReport<'_>) -> io::Result<()>;
+    /// After the last row.
+    fn summary(
+        &mut self,
+        out: &mut dyn Write,
+        summary: &ReportSummary,
+        per_node: Option<&NodeTable>,
+    ) -> io::Result<()>;
+}
+
+/// The renderer of `format`.
+pub fn renderer<'a>(format: OutputFormat, ctx: &'a Context<'a>) -> Box<dyn Render + 'a> {
+    match format {
+        OutputFormat::Table => Box::new(Table { ctx }),
+        OutputFormat::Json => Box::new(Json { ctx, rows: 0 }),
+        OutputFormat::Jsonl => Box::new(Jsonl { ctx }),
+        OutputFormat::Csv => Box::new(Csv),
     }
 }
 
@@ -83,75 +155,106 @@ fn fold_short(circuit: &Circuit, nodes: &[NodeIdx], max: usize) -> String {
     }
 }
 
-/// The human report.
-pub fn table(o: &Outcome<'_>, per_node: Option<&NodeTable>) -> String {
-    let circuit = o.planner.circuit();
-    let config = o.planner.config();
-    let mut out = String::new();
-    let memory = o
-        .device_memory
-        .map_or(String::new(), |m| format!(", {}", human(m)));
-    let _ = writeln!(out, "circuit   {}", circuit.name());
-    let _ = writeln!(
-        out,
-        "device    {} ({} SMs{memory})",
-        o.device, config.sm_count
-    );
-    let _ = writeln!(out, "settings  {}", o.planner.settings());
-    if let Some(s) = &o.storage {
-        let quant = s
-            .quantization
-            .as_ref()
-            .map_or(String::new(), |q| format!("; quantized: {q}"));
-        let _ = writeln!(
+/// The human table.
+struct Table<'a> {
+    ctx: &'a Context<'a>,
+}
+
+/// `budget - total` as the table shows it.
+fn signed_human(headroom: i128) -> String {
+    let bytes = u64::try_from(headroom.unsigned_abs()).unwrap_or(u64::MAX);
+    if headroom >= 0 {
+        human(bytes)
+    } else {
+        format!("-{}", human(bytes))
+    }
+}
+
+impl Render for Table<'_> {
+    fn header(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        let ctx = self.ctx;
+        let config = ctx.planner.config();
+        let memory = ctx
+            .device_memory
+            .map_or(String::new(), |m| format!(", {}", human(m)));
+        writeln!(out, "circuit   {}", ctx.circuit().name())?;
+        writeln!(
             out,
-            "dtype     {} ({}); KV cache {}{quant}",
-            s.planned, s.source, s.kv_cache
-        );
-    }
-    if !o.config_defaults.is_empty() {
-        let keys: Vec<String> = o
-            .config_defaults
-            .iter()
-            .map(|(k, v)| format!("{k} = {v}"))
-            .collect();
-        let _ = writeln!(
+            "device    {} ({} SMs{memory})",
+            ctx.device, config.sm_count
+        )?;
+        writeln!(out, "settings  {}", ctx.planner.settings())?;
+        if let Some(s) = &ctx.storage {
+            let quant = s
+                .quantization
+                .as_ref()
+                .map_or(String::new(), |q| format!("; quantized: {q}"));
+            writeln!(
+                out,
+                "dtype     {} ({}); KV cache {}{quant}",
+                s.planned, s.source, s.kv_cache
+            )?;
+        }
+        if !ctx.config_defaults.is_empty() {
+            let keys: Vec<String> = ctx
+                .config_defaults
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            writeln!(
+                out,
+                "defaults  {} (absent from the config: the model type's transformers defaults)",
+                keys.join(", ")
+            )?;
+        }
+        writeln!(
             out,
-            "defaults  {} (absent from the config: the model type's transformers defaults)",
-            keys.join(", ")
-        );
+            "budget    {}",
+            ctx.budget.map_or("none (give --budget)".to_owned(), human)
+        )?;
+        writeln!(
+            out,
+            "kv cache  {} tokens over {} sequence{}; arena alignment {} bytes",
+            config.kv_tokens,
+            config.sequences,
+            if config.sequences == 1 { "" } else { "s" },
+            config.align
+        )?;
+        let (first, last) = (ctx.rows[0], ctx.rows[ctx.rows.len() - 1]);
+        let count = match ctx.rows.len() {
+            1 => "1 row count".to_owned(),
+            c => format!("{c} row counts from {first} to {last}"),
+        };
+        writeln!(
+            out,
+            "rows      n = tokens one step processes (batch x tokens per sequence); {count}"
+        )?;
+        writeln!(out)?;
+        write!(
+            out,
+            "{:>8} {:>7} {:>10} {:>24} {:>11} {:>10} {:>10}",
+            "rows",
+            "groups",
+            "weights",
+            "activations (lower bound)",
+            "workspaces",
+            "states",
+            "total"
+        )?;
+        if ctx.budget.is_some() {
+            write!(out, " {:>11}", "headroom")?;
+        }
+        writeln!(out)
     }
-    let _ = writeln!(
-        out,
-        "budget    {}",
-        o.budget.map_or("none (give --budget)".to_owned(), human)
-    );
-    let _ = writeln!(
-        out,
-        "kv cache  {} tokens over {} sequence{}; arena alignment {} bytes",
-        config.kv_tokens,
-        config.sequences,
-        if config.sequences == 1 { "" } else { "s" },
-        config.align
-    );
-    let _ = writeln!(out);
-    let headroom = o.budget.is_some();
-    let _ = write!(
-        out,
-        "{:>8} {:>7} {:>10} {:>24} {:>11} {:>10} {:>10}",
-        "rows", "groups", "weights", "activations (lower bound)", "workspaces", "states", "total"
-    );
-    if headroom {
-        let _ = write!(out, " {:>11}", "headroom");
-    }
-    let _ = writeln!(out);
-    for p in &o.plans {
+
+    fn row(&mut self, out: &mut dyn Write, row: &RowReport<'_>) -> io::Result<()> {
+        let p = row.plan;
         let acts = format!(
             "{} ({})",
             human(p.totals.activations),
             human(p.arena.lower_bound)
         );
-        let _ = write!(
+        write!(
             out,
             "{:>8} {:>7} {:>10} {:>24} {:>11} {:>10} {:>10}",
             p.rows,
@@ -161,89 +264,171 @@ pub fn table(o: &Outcome<'_>, per_node: Option<&NodeTable>) -> String {
             human(p.totals.workspaces),
             human(p.totals.states),
             human(p.totals.total)
-        );
-        if let Some(b) = o.budget {
-            let room = if b >= p.totals.total {
-                human(b - p.totals.total)
-            } else {
-                format!("-{}", human(p.totals.total - b))
-            };
-            let _ = write!(out, " {room:>11}");
+        )?;
+        if let Some(room) = row.headroom {
+            write!(out, " {:>11}", signed_human(room))?;
         }
-        let _ = writeln!(out);
+        writeln!(out)
     }
-    let placeholders: usize = o.plans.iter().map(|p| p.placeholders).max().unwrap_or(0);
-    if placeholders > 0 {
-        let _ = writeln!(
-            out,
-            "note: up to {placeholders} nodes no rule covers were planned as placeholder groups"
-        );
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(out, "widest workspaces (largest over the rows planned)");
-    let _ = writeln!(
-        out,
-        "  {:<20} {:<20} {:<6} {:>10}  nodes",
-        "family", "workspace", "arena", "bytes"
-    );
-    for t in &o.widest {
-        let _ = writeln!(
-            out,
-            "  {:<20} {:<20} {:<6} {:>10}  {}",
-            t.family,
-            t.name,
-            if t.arena { "yes" } else { "no" },
-            human(t.bytes),
-            fold_short(circuit, &t.nodes, 4)
-        );
-    }
-    if o.widest.is_empty() {
-        let _ = writeln!(out, "  (no family declares a workspace for this plan)");
-    }
-    let _ = writeln!(out);
-    match (&o.fit_rows, &o.fit_kv) {
-        (Some(rows), Some(kv)) => {
-            let largest = match rows.max_rows {
-                Some(n) => format!(
-                    "largest n in {}..={} that fits {}: {n} (total {})",
-                    rows.range.start(),
-                    rows.range.end(),
-                    human(rows.budget),
-                    human(rows.total.unwrap_or(0))
-                ),
-                None => format!(
-                    "no n in {}..={} fits {}",
-                    rows.range.start(),
-                    rows.range.end(),
-                    human(rows.budget)
-                ),
-            };
-            let tokens = match kv.max_kv_tokens {
-                Some(u64::MAX) => "the KV cache never fills it".to_owned(),
-                Some(t) => format!("{t} KV tokens fit"),
-                None => "no KV cache fits".to_owned(),
-            };
-            let _ = writeln!(out, "fit       {largest}; at n = {}, {tokens}", kv.rows);
-            if let Some(note) = &rows.note {
-                let _ = writeln!(out, "          totals are not monotone in n: {note}");
-            }
-        }
-        _ => {
-            let _ = writeln!(
+
+    fn summary(
+        &mut self,
+        out: &mut dyn Write,
+        s: &ReportSummary,
+        per_node: Option<&NodeTable>,
+    ) -> io::Result<()> {
+        let ctx = self.ctx;
+        let circuit = ctx.circuit();
+        if s.placeholders > 0 {
+            writeln!(
                 out,
-                "fit       no budget: give --budget or a --device with memory"
-            );
+                "note: up to {} nodes no rule covers were planned as placeholder groups",
+                s.placeholders
+            )?;
+        }
+        writeln!(out)?;
+        writeln!(out, "widest workspaces (largest over the rows planned)")?;
+        writeln!(
+            out,
+            "  {:<20} {:<20} {:<6} {:>10}  nodes",
+            "family", "workspace", "arena", "bytes"
+        )?;
+        for t in &s.widest {
+            writeln!(
+                out,
+                "  {:<20} {:<20} {:<6} {:>10}  {}",
+                t.family,
+                t.name,
+                if t.arena { "yes" } else { "no" },
+                human(t.bytes),
+                fold_short(circuit, &t.nodes, 4)
+            )?;
+        }
+        if s.widest.is_empty() {
+            writeln!(out, "  (no family declares a workspace for this plan)")?;
+        }
+        writeln!(out)?;
+        for line in serving_lines(s) {
+            writeln!(out, "{line}")?;
+        }
+        if let Some(table) = per_node {
+            writeln!(out)?;
+            write!(out, "{}", per_node_table(circuit, table))?;
+        }
+        Ok(())
+    }
+}
+
+/// The fit, capacity and verdict lines of the table.
+fn serving_lines(s: &ReportSummary) -> Vec<String> {
+    let mut lines = Vec::new();
+    let (Some(fit), Some(verdict)) = (&s.fit, &s.verdict) else {
+        lines.push("fit       no budget: give --budget or a --device with memory".to_owned());
+        return lines;
+    };
+    let range = format!("{}..={}", fit.range.start(), fit.range.end());
+    let budget = human(fit.budget);
+    lines.push(match (fit.max_rows, &fit.unresolved) {
+        (Some(n), None) => format!(
+            "fit       largest n in {range} that fits {budget}: {n} (total {})",
+            human(fit.total.unwrap_or(0))
+        ),
+        (None, None) => format!("fit       no n in {range} fits {budget}"),
+        (found, Some(open)) => format!(
+            "fit       gave up after {} plans: the largest n in {range} that fits {budget} is in {}..={}{}",
+            fit.plans,
+            found.map_or(*open.start(), |n| n),
+            open.end(),
+            found.map_or(" or none".to_owned(), |n| format!(" ({n} fits)"))
+        ),
+    });
+    if s.note_matters
+        && let Some(note) = &fit.note
+    {
+        lines.push(format!(
+            "          not every n below it fits (totals are not monotone in n): {note}"
+        ));
+    }
+    if let Some(kv) = &s.kv {
+        let tokens = match kv.max_kv_tokens {
+            Some(u64::MAX) => "the KV cache never fills the budget".to_owned(),
+            Some(t) => match kv.bytes_per_token {
+                Some(per) if per > 0 => format!("{t} KV tokens ({} each)", human_small(per)),
+                _ => format!("{t} KV tokens"),
+            },
+            None => "no KV cache fits".to_owned(),
+        };
+        let mut line = format!("capacity  at n = {}: {tokens}", kv.rows);
+        if let Some(c) = &s.context
+            && c.max_context.is_some_and(|t| t != u64::MAX)
+        {
+            let context = c.max_context.unwrap_or(0);
+            line.push_str(&match c.sequences {
+                1 => format!(", so 1 sequence of up to {context} tokens"),
+                n => format!(", so {n} sequences of up to {context} tokens each"),
+            });
+        }
+        lines.push(line);
+    }
+    if let Some(c) = &s.concurrency {
+        let many = match c.max_sequences {
+            u64::MAX => "any number of sequences (the states never fill the budget)".to_owned(),
+            1 => "1 sequence".to_owned(),
+            n => format!("{n} sequences"),
+        };
+        lines.push(format!(
+            "          or at {} tokens per sequence (--max-model-len): {many}",
+            c.context
+        ));
+    }
+    lines.push(format!("verdict   {}", verdict_text(verdict, s)));
+    lines
+}
+
+/// One sentence: fits or not, and the term that breaks it.
+fn verdict_text(v: &Verdict, s: &ReportSummary) -> String {
+    let budget = human(v.budget);
+    let rows = match v.rows {
+        1 => "the row count".to_owned(),
+        n => format!("all {n} row counts"),
+    };
+    let breach = |b: &Breach| {
+        format!(
+            "at n = {} the {} ({}) take the total to {}, {} over",
+            b.rows,
+            b.term.name(),
+            human(b.term_bytes),
+            human(b.total),
+            human(b.over)
+        )
+    };
+    match &v.first_breach {
+        None => {
+            let (n, total) = s.largest_total.unwrap_or((0, 0));
+            format!(
+                "fits: {rows} planned fit {budget} (the largest total: {} at n = {n})",
+                human(total)
+            )
+        }
+        Some(b) if v.fitting > 0 => format!(
+            "fits {} of {} row counts planned: {}",
+            v.fitting,
+            v.rows,
+            breach(b)
+        ),
+        Some(b) => {
+            let what = match b.term {
+                Term::Weights => "the weights alone exceed it".to_owned(),
+                _ => breach(b),
+            };
+            format!("does not fit {budget}: {what}")
         }
     }
-    if let Some(table) = per_node {
-        out.push('\n');
-        out.push_str(&per_node_table(circuit, table));
-    }
-    out
 }
 
 /// The per-node table folded by block.
 pub fn per_node_table(circuit: &Circuit, table: &NodeTable) -> String {
+    use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(out, "per node at n = {} (folded by block)", table.rows);
     let _ = writeln!(
@@ -317,8 +502,14 @@ pub fn per_node_table(circuit: &Circuit, table: &NodeTable) -> String {
     out
 }
 
+// ---- JSON and JSON lines -------------------------------------------------------------------
+
+/// The fields before the plans: what was planned, where, and the node tables.
 #[derive(Serialize)]
-struct Json<'a> {
+struct HeaderJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<&'static str>,
+    schema: u32,
     circuit: &'a str,
     device: &'a str,
     sm_count: u64,
@@ -327,56 +518,140 @@ struct Json<'a> {
     kv_tokens: u64,
     sequences: u64,
     align: u64,
-    plans: Vec<PlanJson<'a>>,
-    widest: Vec<TermJson>,
-    fit: FitJson,
+    budget: Option<u64>,
+    max_model_len: Option<u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    config_defaults: BTreeMap<String, String>,
+    config_defaults: BTreeMap<&'a str, &'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dtype: Option<&'a crate::plan::Storage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    per_node: Option<PerNodeJson>,
+    nodes: Vec<&'a str>,
+    node_lists: Vec<Vec<u32>>,
+}
+
+fn header_json<'a>(ctx: &'a Context<'a>, record: Option<&'static str>) -> HeaderJson<'a> {
+    let circuit = ctx.circuit();
+    let config = ctx.planner.config();
+    HeaderJson {
+        record,
+        schema: SCHEMA,
+        circuit: circuit.name(),
+        device: &ctx.device,
+        sm_count: config.sm_count,
+        memory: ctx.device_memory,
+        settings: ctx
+            .planner
+            .settings()
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        kv_tokens: config.kv_tokens,
+        sequences: config.sequences,
+        align: config.align,
+        budget: ctx.budget,
+        max_model_len: ctx.max_model_len,
+        config_defaults: ctx
+            .config_defaults
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
+        dtype: ctx.storage.as_ref(),
+        nodes: circuit.nodes().values().map(|n| n.id.as_str()).collect(),
+        node_lists: ctx
+            .node_lists
+            .iter()
+            .map(|l| l.iter().map(|n| n.as_u32()).collect())
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]
 struct PlanJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<&'static str>,
     rows: u64,
     digest: &'a str,
     groups: usize,
     placeholders: usize,
-    totals: memory_plan::Totals,
-    arena: ArenaJson,
-    workspaces: Vec<TermJson>,
+    totals: &'a Totals,
+    headroom: Option<i128>,
+    arena: &'a memory_plan::ArenaSummary,
+    workspaces: Vec<TermJson<'a>>,
 }
 
 #[derive(Serialize)]
-struct ArenaJson {
-    bytes: u64,
-    lower_bound: u64,
-    unshared: u64,
-    optimal: bool,
-    buffers: usize,
-}
-
-#[derive(Serialize)]
-struct TermJson {
-    family: String,
-    name: String,
+struct TermJson<'a> {
+    family: &'a str,
+    name: &'a str,
     bytes: u64,
     arena: bool,
-    nodes: Vec<String>,
-    owner: String,
+    /// Index into `node_lists`.
+    nodes: usize,
+    /// Index into `nodes`.
+    owner: u32,
+}
+
+fn term_json(t: &WorkspaceTerm, list: usize) -> TermJson<'_> {
+    TermJson {
+        family: &t.family,
+        name: &t.name,
+        bytes: t.bytes,
+        arena: t.arena,
+        nodes: list,
+        owner: t.owner.as_u32(),
+    }
+}
+
+fn plan_json<'a>(row: &'a RowReport<'a>, record: Option<&'static str>) -> PlanJson<'a> {
+    let p = row.plan;
+    PlanJson {
+        record,
+        rows: p.rows,
+        digest: &p.digest,
+        groups: p.groups,
+        placeholders: p.placeholders,
+        totals: &p.totals,
+        headroom: row.headroom,
+        arena: &p.arena,
+        workspaces: p
+            .workspaces
+            .iter()
+            .zip(row.node_lists)
+            .map(|(t, &l)| term_json(t, l))
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]
 struct FitJson {
     budget: Option<u64>,
+    range: Option<[u64; 2]>,
     max_rows: Option<u64>,
     total_at_max_rows: Option<u64>,
     monotone: Option<bool>,
     note: Option<String>,
+    note_changes_answer: bool,
+    unresolved: Option<[u64; 2]>,
+    scan_plans: Option<u64>,
     kv_rows: Option<u64>,
     max_kv_tokens: Option<u64>,
+    bytes_per_token: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct ServingJson {
+    rows: Option<u64>,
+    sequences: u64,
+    max_context: Option<u64>,
+    max_model_len: Option<u64>,
+    max_concurrency: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct VerdictJson {
+    fits: bool,
+    rows: u64,
+    fitting: u64,
+    first_breach: Option<Breach>,
 }
 
 #[derive(Serialize)]
@@ -389,7 +664,7 @@ struct PerNodeJson {
 
 #[derive(Serialize)]
 struct NodeJson {
-    node: String,
+    node: u32,
     op: String,
     weights: u64,
     activations: u64,
@@ -397,72 +672,69 @@ struct NodeJson {
     states: u64,
 }
 
-fn term_json(circuit: &Circuit, t: &WorkspaceTerm) -> TermJson {
-    TermJson {
-        family: t.family.to_string(),
-        name: t.name.to_string(),
-        bytes: t.bytes,
-        arena: t.arena,
-        nodes: t
-            .nodes
+/// The fields after the plans.
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<&'static str>,
+    widest: Vec<TermJson<'a>>,
+    fit: FitJson,
+    serving: ServingJson,
+    verdict: Option<VerdictJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    per_node: Option<PerNodeJson>,
+}
+
+fn summary_json<'a>(
+    ctx: &Context<'_>,
+    s: &'a ReportSummary,
+    per_node: Option<&NodeTable>,
+    record: Option<&'static str>,
+) -> SummaryJson<'a> {
+    let fit = s.fit.as_ref();
+    let circuit = ctx.circuit();
+    SummaryJson {
+        record,
+        widest: s
+            .widest
             .iter()
-            .map(|&n| circuit.nodes()[n].id.clone())
+            .zip(&s.widest_lists)
+            .map(|(t, &l)| term_json(t, l))
             .collect(),
-        owner: circuit.nodes()[t.owner].id.clone(),
-    }
-}
-
-fn plan_json<'a>(circuit: &Circuit, p: &'a MemoryPlan) -> PlanJson<'a> {
-    PlanJson {
-        rows: p.rows,
-        digest: &p.digest,
-        groups: p.groups,
-        placeholders: p.placeholders,
-        totals: p.totals,
-        arena: ArenaJson {
-            bytes: p.arena.bytes,
-            lower_bound: p.arena.lower_bound,
-            unshared: p.arena.unshared,
-            optimal: p.arena.optimal,
-            buffers: p.arena.buffers,
-        },
-        workspaces: p.workspaces.iter().map(|t| term_json(circuit, t)).collect(),
-    }
-}
-
-/// The JSON report.
-pub fn json(o: &Outcome<'_>, per_node: Option<&NodeTable>) -> Result<String, CliError> {
-    let circuit = o.planner.circuit();
-    let config = o.planner.config();
-    let report = Json {
-        circuit: circuit.name(),
-        device: &o.device,
-        sm_count: config.sm_count,
-        memory: o.device_memory,
-        settings: settings_map(o.planner),
-        kv_tokens: config.kv_tokens,
-        sequences: config.sequences,
-        align: config.align,
-        plans: o.plans.iter().map(|p| plan_json(circuit, p)).collect(),
-        widest: o.widest.iter().map(|t| term_json(circuit, t)).collect(),
         fit: FitJson {
-            budget: o.budget,
-            max_rows: o.fit_rows.as_ref().and_then(|f| f.max_rows),
-            total_at_max_rows: o.fit_rows.as_ref().and_then(|f| f.total),
-            monotone: o.fit_rows.as_ref().map(|f| f.monotone),
-            note: o.fit_rows.as_ref().and_then(|f| f.note.clone()),
-            kv_rows: o.fit_kv.as_ref().map(|f| f.rows),
-            max_kv_tokens: o.fit_kv.as_ref().and_then(|f| f.max_kv_tokens),
+            budget: ctx.budget,
+            range: fit.map(|f| [*f.range.start(), *f.range.end()]),
+            max_rows: fit.and_then(|f| f.max_rows),
+            total_at_max_rows: fit.and_then(|f| f.total),
+            monotone: fit.map(|f| f.monotone),
+            note: fit.and_then(|f| f.note.clone()),
+            note_changes_answer: s.note_matters,
+            unresolved: fit.and_then(|f| f.unresolved.as_ref().map(|r| [*r.start(), *r.end()])),
+            scan_plans: fit.map(|f| f.plans),
+            kv_rows: s.kv.as_ref().map(|k| k.rows),
+            max_kv_tokens: s.kv.as_ref().and_then(|k| k.max_kv_tokens),
+            bytes_per_token: s.kv.as_ref().and_then(|k| k.bytes_per_token),
         },
-        config_defaults: o.config_defaults.iter().cloned().collect(),
-        dtype: o.storage.as_ref(),
+        serving: ServingJson {
+            rows: s.kv.as_ref().map(|k| k.rows),
+            sequences: ctx.planner.config().sequences,
+            max_context: s.context.and_then(|c| c.max_context),
+            max_model_len: ctx.max_model_len,
+            max_concurrency: s.concurrency.map(|c| c.max_sequences),
+        },
+        verdict: s.verdict.map(|v| VerdictJson {
+            fits: v.fits(),
+            rows: v.rows,
+            fitting: v.fitting,
+            first_breach: v.first_breach,
+        }),
         per_node: per_node.map(|t| PerNodeJson {
             rows: t.rows,
             nodes: t
                 .nodes
                 .iter()
                 .map(|r| NodeJson {
-                    node: circuit.nodes()[r.node].id.clone(),
+                    node: r.node.as_u32(),
                     op: circuit.nodes()[r.node].op.to_string(),
                     weights: r.weights,
                     activations: r.activations,
@@ -473,6 +745,148 @@ pub fn json(o: &Outcome<'_>, per_node: Option<&NodeTable>) -> Result<String, Cli
             fragmentation: t.fragmentation,
             total: t.total,
         }),
+    }
+}
+
+/// Writes `value` as compact JSON.
+fn compact(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value).map_err(io::Error::from)
+}
+
+/// Writes the fields of a JSON object `value` (without its braces), one `"key": value` per
+/// line, each value compact.
+fn fields(out: &mut dyn Write, value: &impl Serialize, last: bool) -> io::Result<()> {
+    let serde_json::Value::Object(map) = serde_json::to_value(value).map_err(io::Error::from)?
+    else {
+        return Ok(());
     };
-    Ok(serde_json::to_string_pretty(&report)?)
+    let count = map.len();
+    for (i, (key, v)) in map.into_iter().enumerate() {
+        compact(out, &key)?;
+        write!(out, ": ")?;
+        match (&key[..], v) {
+            // The node lists are long: one per line.
+            ("node_lists", serde_json::Value::Array(lists)) if !lists.is_empty() => {
+                writeln!(out, "[")?;
+                let n = lists.len();
+                for (j, l) in lists.into_iter().enumerate() {
+                    write!(out, "    ")?;
+                    compact(out, &l)?;
+                    writeln!(out, "{}", if j + 1 < n { "," } else { "" })?;
+                }
+                write!(out, "  ]")?;
+            }
+            (_, v) => compact(out, &v)?,
+        }
+        if i + 1 < count || !last {
+            writeln!(out, ",")?;
+            write!(out, "  ")?;
+        }
+    }
+    Ok(())
+}
+
+/// One JSON object: the header's fields, `plans` with one compact plan per line, the summary.
+struct Json<'a> {
+    ctx: &'a Context<'a>,
+    rows: usize,
+}
+
+impl Render for Json<'_> {
+    fn header(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        write!(out, "{{\n  ")?;
+        fields(out, &header_json(self.ctx, None), false)?;
+        write!(out, "\"plans\": [")
+    }
+
+    fn row(&mut self, out: &mut dyn Write, row: &RowReport<'_>) -> io::Result<()> {
+        write!(out, "{}\n    ", if self.rows == 0 { "" } else { "," })?;
+        self.rows += 1;
+        compact(out, &plan_json(row, None))
+    }
+
+    fn summary(
+        &mut self,
+        out: &mut dyn Write,
+        s: &ReportSummary,
+        per_node: Option<&NodeTable>,
+    ) -> io::Result<()> {
+        write!(out, "\n  ],\n  ")?;
+        fields(out, &summary_json(self.ctx, s, per_node, None), true)?;
+        writeln!(out, "\n}}")
+    }
+}
+
+/// JSON lines: a header record, one plan record per row, a summary record.
+struct Jsonl<'a> {
+    ctx: &'a Context<'a>,
+}
+
+impl Render for Jsonl<'_> {
+    fn header(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        compact(out, &header_json(self.ctx, Some("header")))?;
+        writeln!(out)
+    }
+
+    fn row(&mut self, out: &mut dyn Write, row: &RowReport<'_>) -> io::Result<()> {
+        compact(out, &plan_json(row, Some("plan")))?;
+        writeln!(out)
+    }
+
+    fn summary(
+        &mut self,
+        out: &mut dyn Write,
+        s: &ReportSummary,
+        per_node: Option<&NodeTable>,
+    ) -> io::Result<()> {
+        compact(out, &summary_json(self.ctx, s, per_node, Some("summary")))?;
+        writeln!(out)
+    }
+}
+
+/// CSV: a header line and one line per row; the summary is not part of it.
+struct Csv;
+
+/// The CSV columns.
+pub const CSV_COLUMNS: &str = "rows,groups,placeholders,digest,weights,activations,lower_bound,unshared,optimal,buffers,workspaces,states,total,headroom,fits";
+
+impl Render for Csv {
+    fn header(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{CSV_COLUMNS}")
+    }
+
+    fn row(&mut self, out: &mut dyn Write, row: &RowReport<'_>) -> io::Result<()> {
+        let p = row.plan;
+        let (t, a) = (&p.totals, &p.arena);
+        let (headroom, fits) = match row.headroom {
+            Some(h) => (h.to_string(), (h >= 0).to_string()),
+            None => (String::new(), String::new()),
+        };
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{headroom},{fits}",
+            p.rows,
+            p.groups,
+            p.placeholders,
+            p.digest,
+            t.weights,
+            t.activations,
+            a.lower_bound,
+            a.unshared,
+            a.optimal,
+            a.buffers,
+            t.workspaces,
+            t.states,
+            t.total
+        )
+    }
+
+    fn summary(
+        &mut self,
+        _: &mut dyn Write,
+        _: &ReportSummary,
+        _: Option<&NodeTable>,
+    ) -> io::Result<()> {
+        Ok(())
+    }
 }

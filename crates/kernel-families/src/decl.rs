@@ -137,4 +137,7 @@ pub struct DeviceDecl {
     pub memory_bytes: u64,
     /// Where the figures come from.
     pub source: String,
+    /// Other names it is known by (`h100` for `h100-sxm`); look-up ignores case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }

@@ -3,8 +3,9 @@
 //! `devices.toml` beside this crate's manifest, is compiled in ([`Devices::builtin`]); another
 //! can be loaded from text ([`Devices::from_toml`]).
 //!
-//! Invariants: names are unique and non-empty; `sm_count` and `memory_bytes` are above 0;
-//! every device says where its figures come from. Devices keep file order.
+//! Invariants: names and aliases are non-empty and unique ignoring case (look-up ignores case:
+//! `H100` finds `h100-sxm` through its alias `h100`); `sm_count` and `memory_bytes` are above
+//! 0; every device says where its figures come from. Devices keep file order.
 
 use std::sync::LazyLock;
 
@@ -31,6 +32,17 @@ pub struct Device {
     pub memory_bytes: u64,
     /// Where the figures come from.
     pub source: String,
+    /// Other names it is known by.
+    pub aliases: Vec<String>,
+}
+
+impl Device {
+    /// Whether `name` (any case) is this device's name or one of its aliases.
+    pub fn is_named(&self, name: &str) -> bool {
+        std::iter::once(&self.name)
+            .chain(&self.aliases)
+            .any(|n| n.eq_ignore_ascii_case(name.trim()))
+    }
 }
 
 /// A validated device table, in file order.
@@ -78,8 +90,23 @@ impl Devices {
                     what: "`name`".into(),
                 });
             }
-            if devices.iter().any(|e| e.name == d.name) {
-                return fail(Kind::DuplicateDevice { name: d.name });
+            for name in std::iter::once(&d.name).chain(&d.aliases) {
+                if name.trim().is_empty() {
+                    return fail(Kind::EmptyName {
+                        what: "an alias".into(),
+                    });
+                }
+                let earlier = devices.iter().any(|e| e.is_named(name));
+                let twice = d
+                    .aliases
+                    .iter()
+                    .filter(|a| a.eq_ignore_ascii_case(name))
+                    .count()
+                    + usize::from(d.name.eq_ignore_ascii_case(name))
+                    > 1;
+                if earlier || twice {
+                    return fail(Kind::DuplicateDevice { name: name.clone() });
+                }
             }
             if d.sm_count == 0 {
                 return fail(Kind::Zero { field: "sm_count" });
@@ -97,6 +124,7 @@ impl Devices {
                 sm_count: d.sm_count,
                 memory_bytes: d.memory_bytes,
                 source: d.source,
+                aliases: d.aliases,
             });
         }
         Ok(Devices {
@@ -105,18 +133,22 @@ impl Devices {
         })
     }
 
-    /// The device named `name`; an unknown name is an error listing the known ones.
+    /// The device named `name` or with the alias `name`, ignoring case; an unknown name is an
+    /// error listing the known ones.
     pub fn get(&self, name: &str) -> Result<&Device, FamiliesError> {
-        self.devices.iter().find(|d| d.name == name).ok_or_else(|| {
-            FamiliesError::new(
-                &self.origin,
-                Place::root(),
-                Kind::UnknownDevice {
-                    name: name.to_owned(),
-                    known: self.names().join(", "),
-                },
-            )
-        })
+        self.devices
+            .iter()
+            .find(|d| d.is_named(name))
+            .ok_or_else(|| {
+                FamiliesError::new(
+                    &self.origin,
+                    Place::root(),
+                    Kind::UnknownDevice {
+                        name: name.to_owned(),
+                        known: self.names().join(", "),
+                    },
+                )
+            })
     }
 
     /// Every device, in file order.

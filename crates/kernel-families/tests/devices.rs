@@ -17,6 +17,7 @@ fn builtin_table_loads_with_the_spec_devices() {
         ("h100-pcie", 114, 81_559 * MIB),
         ("a100-40gb", 108, 40_960 * MIB),
         ("l4", 58, 23_034 * MIB),
+        ("mi300x", 304, 196_608 * MIB),
     ];
     for (name, sm, mem) in expect {
         let dev = d.get(name).unwrap();
@@ -39,12 +40,53 @@ fn builtin_table_loads_with_the_spec_devices() {
 
 #[test]
 fn an_unknown_device_lists_the_known_names() {
-    let e = Devices::builtin().unwrap().get("h100").unwrap_err();
+    let e = Devices::builtin().unwrap().get("h100-nvl").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "kernel-families/devices.toml: unknown device `h100` (known: h100-sxm, h100-pcie, h200, b200, a100-80gb, a100-40gb, l40s, l4, rtx4090); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
+        "kernel-families/devices.toml: unknown device `h100-nvl` (known: h100-sxm, h100-pcie, h200, b200, a100-80gb, a100-40gb, l40s, l4, rtx4090, mi300x); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
     );
     assert!(matches!(*e.kind, FamiliesErrorKind::UnknownDevice { .. }));
+}
+
+#[test]
+fn names_ignore_case_and_aliases_name_the_common_cards() {
+    let d = Devices::builtin().unwrap();
+    for (asked, found) in [
+        ("h100", "h100-sxm"),
+        ("H100", "h100-sxm"),
+        ("H100-SXM", "h100-sxm"),
+        ("h200", "h200"),
+        ("B200", "b200"),
+        ("a100-40gb", "a100-40gb"),
+        ("A100-SXM4-80GB", "a100-80gb"),
+        ("l40s", "l40s"),
+        ("L40S", "l40s"),
+        ("mi300x", "mi300x"),
+        ("MI300X", "mi300x"),
+        ("4090", "rtx4090"),
+    ] {
+        assert_eq!(d.get(asked).unwrap().name, found, "{asked}");
+    }
+    assert_eq!(d.get("mi300x").unwrap().memory_bytes, 206_158_430_208);
+}
+
+#[test]
+fn aliases_are_unique_ignoring_case() {
+    assert_eq!(
+        err(&format!(
+            "schema = 1\n{GPU}aliases = [\"big\"]\n{}",
+            GPU.replace("\"gpu\"", "\"BIG\"")
+        )),
+        "devices.toml: device `BIG`: duplicate device name `BIG`"
+    );
+    assert_eq!(
+        err(&format!("schema = 1\n{GPU}aliases = [\"GPU\"]\n")),
+        "devices.toml: device `gpu`: duplicate device name `gpu`"
+    );
+    assert_eq!(
+        err(&format!("schema = 1\n{GPU}aliases = [\" \"]\n")),
+        "devices.toml: device `gpu`: an alias is empty"
+    );
 }
 
 fn err(text: &str) -> String {
@@ -104,7 +146,7 @@ fn bad_tables_are_refused_naming_the_device() {
     );
     assert_eq!(
         err(&format!("schema = 1\n{}memory_gib = 80\n", GPU)),
-        "devices.toml: device `gpu`: line 7, column 1: unknown field `memory_gib`, expected one of `name`, `sm_count`, `memory_bytes`, `source`"
+        "devices.toml: device `gpu`: line 7, column 1: unknown field `memory_gib`, expected one of `name`, `sm_count`, `memory_bytes`, `source`, `aliases`"
     );
     assert_eq!(
         err(&format!(

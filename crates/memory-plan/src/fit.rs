@@ -10,6 +10,11 @@
 //! answer is exact for the planner's own totals; the result says whether the totals were found
 //! monotone over the range.
 //!
+//! Every query has a bound on its work: the downward scan evaluates at most a given number of
+//! plans ([`FIT_SCAN_PLANS`] by default). When that runs out the result says so
+//! ([`RowsFit::unresolved`]) and gives the largest `n` it found to fit by galloping down (at
+//! most 66 more plans), never a hang. The binary searches take at most 64 steps each.
+//!
 //! `max_kv_tokens` solves `fixed + states(kv) <= budget` in closed form when every state grows
 //! linearly with tokens, and by bisection over the (always nondecreasing) state bytes otherwise
 //! (sliding windows, block-scaled formats).
@@ -20,7 +25,10 @@ use circuit_ir::{Format, Trend};
 use serde::Serialize;
 
 use crate::error::PlanError;
-use crate::planner::{IntervalPlan, Planner, Scratch, state_bytes};
+use crate::planner::{IntervalCache, IntervalPlan, Planner, Scratch, state_bytes};
+
+/// Plans the downward scan of [`Planner::max_rows`] may evaluate before it gives up.
+pub const FIT_SCAN_PLANS: u64 = 1024;
 
 /// The largest row count that fits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -29,7 +37,8 @@ pub struct RowsFit {
     pub budget: u64,
     /// The range searched.
     pub range: RangeInclusive<u64>,
-    /// The largest `n` in the range whose total fits; `None` when none does.
+    /// The largest `n` in the range whose total fits; `None` when none does. When the scan gave
+    /// up (`unresolved` is set), the largest `n` found to fit, below `unresolved`.
     pub max_rows: Option<u64>,
     /// The total at `max_rows`.
     pub total: Option<u64>,
@@ -37,6 +46,11 @@ pub struct RowsFit {
     pub monotone: bool,
     /// Why not, when they are not (a drop at an interval edge, or a workspace that shrinks).
     pub note: Option<String>,
+    /// Set when the scan's plan limit ran out: no `n` above this range fits, the `n` in it were
+    /// not all examined, so the largest `n` that fits is in it or is `max_rows`.
+    pub unresolved: Option<RangeInclusive<u64>>,
+    /// Plans the downward scan evaluated (the limit's count).
+    pub plans: u64,
 }
 
 /// The largest KV cache that fits at one row count.
@@ -55,9 +69,48 @@ pub struct KvFit {
     pub bytes_per_token: Option<u64>,
 }
 
+/// A fit query that failed: the row count it was planning, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FitFailure {
+    /// The row count being planned.
+    pub n: u64,
+    /// The planner's error.
+    pub error: PlanError,
+}
+
+/// Attaches the row count being planned to an error.
+fn at(n: u64) -> impl Fn(PlanError) -> FitFailure {
+    move |error| FitFailure { n, error }
+}
+
 impl Planner<'_> {
-    /// The largest `n` in `range` whose total is at most `budget`.
+    /// The largest `n` in `range` whose total is at most `budget`, scanning at most
+    /// [`FIT_SCAN_PLANS`] plans.
     pub fn max_rows(&self, range: RangeInclusive<u64>, budget: u64) -> Result<RowsFit, PlanError> {
+        self.max_rows_within(range, budget, FIT_SCAN_PLANS)
+    }
+
+    /// [`Planner::max_rows`] with the scan limited to `scan_plans` plans.
+    pub fn max_rows_within(
+        &self,
+        range: RangeInclusive<u64>,
+        budget: u64,
+        scan_plans: u64,
+    ) -> Result<RowsFit, PlanError> {
+        let mut cache = IntervalCache::new(self);
+        self.max_rows_cached(&mut cache, range, budget, scan_plans)
+            .map_err(|f| f.error)
+    }
+
+    /// The largest `n` in `range` that fits, with the interval plans of `cache` (built there
+    /// when missing, kept for later queries).
+    pub(crate) fn max_rows_cached(
+        &self,
+        cache: &mut IntervalCache,
+        range: RangeInclusive<u64>,
+        budget: u64,
+        scan_plans: u64,
+    ) -> Result<RowsFit, FitFailure> {
         let mut fit = RowsFit {
             budget,
             range: range.clone(),
@@ -65,25 +118,28 @@ impl Planner<'_> {
             total: None,
             monotone: true,
             note: None,
+            unresolved: None,
+            plans: 0,
         };
         if range.is_empty() {
             return Ok(fit);
         }
         if *range.start() == 0 {
-            return Err(PlanError::ZeroRows);
+            return Err(at(0)(PlanError::ZeroRows));
         }
         let mut scratch = Scratch::default();
         let mut above: Option<(u64, u64)> = None; // (n, total) at the start of the interval above
-        for clipped in self.intervals_in(range) {
-            let interval = self.interval_plan(*clipped.start())?;
+        let mut gave_up_at: Option<u64> = None;
+        for clipped in cache.cuts_in(range.clone()) {
             let (lo, hi) = (*clipped.start(), *clipped.end());
-            let shrinking = self.shrinking_term(&interval);
+            let interval = cache.get_or_build(self, lo).map_err(at(lo))?;
+            let shrinking = self.shrinking_term(interval);
             if let Some(why) = &shrinking {
                 fit.monotone = false;
                 fit.note.get_or_insert_with(|| why.clone());
             }
             // Interval edge: the plan above starts at `above.0 = hi + 1`.
-            let top = self.total_at(&interval, hi, &mut scratch)?;
+            let top = self.total_at(interval, hi, &mut scratch)?;
             if let Some((n_above, t_above)) = above
                 && top > t_above
             {
@@ -94,37 +150,40 @@ impl Planner<'_> {
                     )
                 });
             }
-            let bottom = self.total_at(&interval, lo, &mut scratch)?;
+            let bottom = self.total_at(interval, lo, &mut scratch)?;
             above = Some((lo, bottom));
-            if fit.max_rows.is_some() {
+            if fit.max_rows.is_some() || gave_up_at.is_some() {
                 continue;
             }
             // Largest n whose nondecreasing lower bound fits; nothing above it can fit.
             let mut start_scan = hi;
-            if self.rows_grow(&interval) {
-                let bound = |n: u64, s: &mut Scratch| self.total_lower_bound(&interval, n, s);
+            if self.rows_grow(interval) {
+                let bound =
+                    |n: u64, s: &mut Scratch| self.total_lower_bound(interval, n, s).map_err(at(n));
                 if bound(lo, &mut scratch)? > budget {
                     continue;
                 }
-                let (mut ok, mut bad) = (lo, hi + 1);
-                if bound(hi, &mut scratch)? <= budget {
-                    ok = hi;
-                } else {
-                    bad = hi;
-                }
-                while bad - ok > 1 {
-                    let mid = ok + (bad - ok) / 2;
-                    if bound(mid, &mut scratch)? <= budget {
-                        ok = mid;
-                    } else {
-                        bad = mid;
+                if bound(hi, &mut scratch)? > budget {
+                    let (mut ok, mut bad) = (lo, hi);
+                    while bad - ok > 1 {
+                        let mid = ok + (bad - ok) / 2;
+                        if bound(mid, &mut scratch)? <= budget {
+                            ok = mid;
+                        } else {
+                            bad = mid;
+                        }
                     }
+                    start_scan = ok;
                 }
-                start_scan = ok;
             }
             let mut n = start_scan;
             loop {
-                let total = self.total_at(&interval, n, &mut scratch)?;
+                if fit.plans == scan_plans {
+                    gave_up_at = Some(n);
+                    break;
+                }
+                fit.plans += 1;
+                let total = self.total_at(interval, n, &mut scratch)?;
                 if total <= budget {
                     fit.max_rows = Some(n);
                     fit.total = Some(total);
@@ -136,16 +195,56 @@ impl Planner<'_> {
                 n -= 1;
             }
         }
+        if let Some(stop) = gave_up_at {
+            self.gallop_down(cache, &mut fit, *range.start(), stop, &mut scratch)?;
+        }
         Ok(fit)
+    }
+
+    /// After the scan gave up at `stop` (not examined; everything above it failed or could not
+    /// fit): tries `stop`, `stop - 1`, `stop - 2`, `stop - 4`, ... down to `first` and keeps the first
+    /// `n` that fits, so the answer is bracketed by at most 66 more plans.
+    fn gallop_down(
+        &self,
+        cache: &mut IntervalCache,
+        fit: &mut RowsFit,
+        first: u64,
+        stop: u64,
+        scratch: &mut Scratch,
+    ) -> Result<(), FitFailure> {
+        fit.unresolved = Some(first..=stop);
+        let mut back = 0u64;
+        loop {
+            let n = stop.saturating_sub(back).max(first);
+            let interval = cache.get_or_build(self, n).map_err(at(n))?;
+            let total = self.total_at(interval, n, scratch)?;
+            if total <= fit.budget {
+                fit.max_rows = Some(n);
+                fit.total = Some(total);
+                // Found at `stop` itself, the answer is exact: everything above failed.
+                fit.unresolved = (n < stop).then(|| n + 1..=stop);
+                break;
+            }
+            if n == first {
+                break;
+            }
+            back = back.saturating_mul(2).max(1);
+        }
+        Ok(())
     }
 
     /// The most KV tokens that fit at `n` rows within `budget` (sequences as configured).
     pub fn max_kv_tokens(&self, n: u64, budget: u64) -> Result<KvFit, PlanError> {
         let plan = self.plan(n)?;
         let fixed = plan.totals.total - plan.totals.states;
-        let sequences = self.config.sequences;
+        Ok(self.kv_fit(n, fixed, budget, self.config.sequences))
+    }
+
+    /// The most KV tokens that fit beside `fixed` bytes (everything but the states, at `n`)
+    /// within `budget`, over `sequences` sequences.
+    pub(crate) fn kv_fit(&self, n: u64, fixed: u64, budget: u64, sequences: u64) -> KvFit {
         let states = |kv: u64| state_bytes(self.circuit, kv, sequences).ok();
-        let slope = self.linear_slope();
+        let slope = self.linear_slope(sequences);
         let mut fit = KvFit {
             rows: n,
             budget,
@@ -154,36 +253,40 @@ impl Planner<'_> {
             bytes_per_token: slope.map(|(per_token, _)| per_token),
         };
         let Some(avail) = budget.checked_sub(fixed) else {
-            return Ok(fit);
+            return fit;
         };
         let fits = |kv: u64| states(kv).is_some_and(|s| s <= avail);
         if !fits(0) {
-            return Ok(fit);
+            return fit;
         }
         fit.max_kv_tokens = Some(match slope {
             Some((0, _)) => u64::MAX,
             // Linear states: bytes(kv) = per_token * kv + at_zero.
             Some((per_token, at_zero)) => (avail - at_zero) / per_token,
-            None if fits(u64::MAX) => u64::MAX,
-            None => {
-                let (mut ok, mut bad) = (0u64, u64::MAX);
-                while bad - ok > 1 {
-                    let mid = ok + (bad - ok) / 2;
-                    if fits(mid) {
-                        ok = mid;
-                    } else {
-                        bad = mid;
-                    }
-                }
-                ok
-            }
+            None => largest_true(0, &fits),
         });
-        Ok(fit)
+        fit
+    }
+
+    /// The most sequences of `context` tokens each whose states fit beside `fixed` bytes within
+    /// `budget`: `None` when not even one does, `Some(u64::MAX)` when the states never fill it.
+    pub(crate) fn max_sequences(&self, fixed: u64, context: u64, budget: u64) -> Option<u64> {
+        let avail = budget.checked_sub(fixed)?;
+        let fits = |s: u64| {
+            s.checked_mul(context)
+                .and_then(|kv| state_bytes(self.circuit, kv, s).ok())
+                .is_some_and(|b| b <= avail)
+        };
+        // States never shrink as sequences (and their tokens) grow: a bisection is exact.
+        match largest_true(0, &fits) {
+            0 => None,
+            s => Some(s),
+        }
     }
 
     /// `(bytes per token, bytes at zero tokens)` when every state's bytes are linear in the
     /// tokens it holds and no state is windowed.
-    fn linear_slope(&self) -> Option<(u64, u64)> {
+    fn linear_slope(&self, sequences: u64) -> Option<(u64, u64)> {
         let mut per_token = 0u64;
         for state in self.circuit.states().values() {
             let linear = !matches!(state.format, Format::Fp8Block { .. } | Format::Fp8PerTensor);
@@ -192,7 +295,7 @@ impl Planner<'_> {
             }
             per_token = per_token.checked_add(state.format.bytes(1, state.per_token).ok()?)?;
         }
-        let at_zero = state_bytes(self.circuit, 0, self.config.sequences).ok()?;
+        let at_zero = state_bytes(self.circuit, 0, sequences).ok()?;
         Some((per_token, at_zero))
     }
 
@@ -201,8 +304,12 @@ impl Planner<'_> {
         interval: &IntervalPlan,
         n: u64,
         scratch: &mut Scratch,
-    ) -> Result<u64, PlanError> {
-        Ok(self.plan_in(interval, n, scratch)?.totals.total)
+    ) -> Result<u64, FitFailure> {
+        Ok(self
+            .plan_in(interval, n, scratch)
+            .map_err(at(n))?
+            .totals
+            .total)
     }
 
     /// weights + states + the arena's lower bound + the non-arena workspaces that only grow:
@@ -285,4 +392,22 @@ impl Planner<'_> {
             })
         })
     }
+}
+
+/// The largest `x >= lo` with `holds(x)`, given `holds(lo)` and that `holds` never turns true
+/// again once false: at most 64 probes.
+fn largest_true(lo: u64, holds: &dyn Fn(u64) -> bool) -> u64 {
+    if holds(u64::MAX) {
+        return u64::MAX;
+    }
+    let (mut ok, mut bad) = (lo, u64::MAX);
+    while bad - ok > 1 {
+        let mid = ok + (bad - ok) / 2;
+        if holds(mid) {
+            ok = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    ok
 }

@@ -1,6 +1,7 @@
 //! The byte accounting of a fusion plan (SPEC section 7): weights, activation buffers packed
 //! into one arena, workspaces and states, at any number of row counts (in parallel), with the
-//! owner of every byte, and fit queries against a memory budget.
+//! owner of every byte, fit queries against a memory budget, and the report that answers them
+//! all in serving terms ([`PlanReport`]).
 //!
 //! It knows circuits, kernel families and fusion plans (the crates below it); it must not know
 //! files, flags or terminals: it reads no file, environment or clock, and the same inputs give
@@ -79,6 +80,7 @@ mod error;
 mod fit;
 mod planner;
 mod ranks;
+mod report;
 mod workspace;
 
 /// The arena packer (the `arena-pack` crate), re-exported so that a user of the planner can
@@ -90,7 +92,11 @@ pub use arena_pack as pack;
 pub use arena::{BufferKind, BufferSlot};
 pub use attribution::{NodeRow, NodeTable};
 pub use error::PlanError;
-pub use fit::{KvFit, RowsFit};
+pub use fit::{FIT_SCAN_PLANS, KvFit, RowsFit};
 pub use planner::{ArenaLayout, ArenaSummary, MemoryPlan, PlanConfig, Planner, Totals};
 pub use ranks::{RankMapError, RankPlan, RankPlanError, RankPlans};
+pub use report::{
+    Breach, CHUNK_ROWS, Concurrency, ContextFit, PlanReport, ReportError, ReportQuery,
+    ReportSummary, RowReport, Term, Verdict,
+};
 pub use workspace::{WorkspaceTerm, widest, workspace_terms};

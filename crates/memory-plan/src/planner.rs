@@ -156,6 +156,109 @@ pub(crate) struct Packed {
     pub peak_step: usize,
 }
 
+/// The interval plans of one planner, each built once, when a query first needs it, and kept
+/// for every later query (a sweep, the fit queries, the KV capacity): no interval is fused or
+/// packed twice. The row intervals themselves (`fuser::intervals` over all row counts) are cut
+/// once. Memory grows with the intervals built, which the rules bound, never with the rows.
+pub(crate) struct IntervalCache {
+    /// Every row interval over `1..=u64::MAX`, ascending.
+    cuts: Vec<RangeInclusive<u64>>,
+    /// The interval plans built so far, keyed by interval start.
+    built: BTreeMap<u64, IntervalPlan>,
+}
+
+impl IntervalCache {
+    pub(crate) fn new(planner: &Planner<'_>) -> IntervalCache {
+        IntervalCache {
+            cuts: intervals(planner.rules, &planner.settings, 1..=u64::MAX),
+            built: BTreeMap::new(),
+        }
+    }
+
+    /// The row interval holding `n` (`n..=n` if the cuts miss it, which they never should).
+    pub(crate) fn cut_of(&self, n: u64) -> RangeInclusive<u64> {
+        let at = self.cuts.partition_point(|c| *c.end() < n);
+        match self.cuts.get(at) {
+            Some(c) if c.contains(&n) => c.clone(),
+            _ => n..=n,
+        }
+    }
+
+    /// The row intervals meeting `range`, each clipped to it, highest first.
+    pub(crate) fn cuts_in(&self, range: RangeInclusive<u64>) -> Vec<RangeInclusive<u64>> {
+        let (lo, hi) = (*range.start(), *range.end());
+        if lo > hi {
+            return Vec::new();
+        }
+        let first = self.cuts.partition_point(|c| *c.end() < lo);
+        let mut out: Vec<RangeInclusive<u64>> = self.cuts[first..]
+            .iter()
+            .take_while(|c| *c.start() <= hi)
+            .map(|c| (*c.start()).max(lo)..=(*c.end()).min(hi))
+            .collect();
+        if out.is_empty() {
+            out.push(range);
+        }
+        out.reverse();
+        out
+    }
+
+    /// The interval plans built so far, by interval start.
+    pub(crate) fn built(&self) -> impl Iterator<Item = &IntervalPlan> {
+        self.built.values()
+    }
+
+    /// The built interval plan holding `n`, if any.
+    pub(crate) fn get(&self, n: u64) -> Option<&IntervalPlan> {
+        self.built
+            .range(..=n)
+            .next_back()
+            .map(|(_, ip)| ip)
+            .filter(|ip| ip.rows.contains(&n))
+    }
+
+    /// Builds, in parallel, the interval plans of `rows` not built yet. Each is built at the
+    /// first of `rows` in it, so an error (an uncovered node, say) names a row count the
+    /// caller asked for.
+    pub(crate) fn ensure(&mut self, planner: &Planner<'_>, rows: &[u64]) -> Result<(), PlanError> {
+        if rows.contains(&0) {
+            return Err(PlanError::ZeroRows);
+        }
+        let mut needed: BTreeMap<u64, u64> = BTreeMap::new();
+        for &n in rows {
+            if self.get(n).is_none() {
+                let start = *self.cut_of(n).start();
+                let first = needed.entry(start).or_insert(n);
+                *first = (*first).min(n);
+            }
+        }
+        let built: Vec<Result<IntervalPlan, PlanError>> = needed
+            .into_values()
+            .collect::<Vec<u64>>()
+            .par_iter()
+            .map(|&n| planner.build_interval(n))
+            .collect();
+        for ip in built {
+            let ip = ip?;
+            self.built.insert(*ip.rows.start(), ip);
+        }
+        Ok(())
+    }
+
+    /// The interval plan holding `n`, built at `n` if it is not built yet.
+    pub(crate) fn get_or_build(
+        &mut self,
+        planner: &Planner<'_>,
+        n: u64,
+    ) -> Result<&IntervalPlan, PlanError> {
+        if self.get(n).is_none() {
+            let ip = planner.build_interval(n)?;
+            self.built.insert(*ip.rows.start(), ip);
+        }
+        self.get(n).ok_or(PlanError::ZeroRows)
+    }
+}
+
 /// Plans one circuit on one device with one rule set and settings.
 pub struct Planner<'a> {
     pub(crate) circuit: &'a Circuit,
@@ -242,43 +345,29 @@ impl<'a> Planner<'a> {
         rows: &[u64],
         done: &(dyn Fn() + Sync),
     ) -> Result<Vec<MemoryPlan>, PlanError> {
-        let intervals = self.intervals_of(rows)?;
+        let mut cache = IntervalCache::new(self);
+        cache.ensure(self, rows)?;
+        self.plan_rows(&cache, rows, done)
+    }
+
+    /// Plans `rows` in parallel with the interval plans of `cache` (which must hold every
+    /// interval of `rows`), in the order of `rows`.
+    pub(crate) fn plan_rows(
+        &self,
+        cache: &IntervalCache,
+        rows: &[u64],
+        done: &(dyn Fn() + Sync),
+    ) -> Result<Vec<MemoryPlan>, PlanError> {
         let results: Vec<Result<MemoryPlan, PlanError>> = rows
             .par_iter()
             .map_init(Scratch::default, |scratch, &n| {
-                let interval = intervals
-                    .range(..=n)
-                    .next_back()
-                    .map(|(_, ip)| ip)
-                    .ok_or(PlanError::ZeroRows)?;
+                let interval = cache.get(n).ok_or(PlanError::ZeroRows)?;
                 let plan = self.plan_in(interval, n, scratch);
                 done();
                 plan
             })
             .collect();
         results.into_iter().collect()
-    }
-
-    /// The interval plans covering `rows`, built in parallel, keyed by interval start.
-    pub(crate) fn intervals_of(
-        &self,
-        rows: &[u64],
-    ) -> Result<BTreeMap<u64, IntervalPlan>, PlanError> {
-        if rows.contains(&0) {
-            return Err(PlanError::ZeroRows);
-        }
-        // Each interval is built at the first requested row in it, so an error (an uncovered
-        // node, say) names a row count the caller asked for.
-        let needed: Vec<u64> = intervals(self.rules, &self.settings, 1..=u64::MAX)
-            .into_iter()
-            .filter_map(|i| rows.iter().copied().filter(|n| i.contains(n)).min())
-            .collect();
-        let built: Vec<Result<IntervalPlan, PlanError>> =
-            needed.par_iter().map(|&n| self.build_interval(n)).collect();
-        built
-            .into_iter()
-            .map(|ip| ip.map(|ip| (*ip.rows.start(), ip)))
-            .collect()
     }
 
     /// The interval plan of the row interval holding `n`.
@@ -295,13 +384,6 @@ impl<'a> Planner<'a> {
             .into_iter()
             .find(|i| i.contains(&n))
             .unwrap_or(n..=n))
-    }
-
-    /// The row intervals over `range`, each clipped to it, highest first.
-    pub(crate) fn intervals_in(&self, range: RangeInclusive<u64>) -> Vec<RangeInclusive<u64>> {
-        let mut cut = intervals(self.rules, &self.settings, range);
-        cut.reverse();
-        cut
     }
 
     /// Builds the shared parts of the row interval holding `n`, with the template packed at
@@ -483,9 +565,17 @@ impl<'a> Planner<'a> {
 
     /// The arena at `n`: every buffer's lifetime, offset and size.
     pub fn arena_layout(&self, n: u64) -> Result<ArenaLayout, PlanError> {
-        let interval = self.interval_plan(n)?;
+        self.arena_layout_in(&self.interval_plan(n)?, n)
+    }
+
+    /// The arena at `n`, in the interval plan holding `n`.
+    pub(crate) fn arena_layout_in(
+        &self,
+        interval: &IntervalPlan,
+        n: u64,
+    ) -> Result<ArenaLayout, PlanError> {
         let mut scratch = Scratch::default();
-        let packed = self.pack_at(&interval, n, &mut scratch)?;
+        let packed = self.pack_at(interval, n, &mut scratch)?;
         let terms = interval
             .terms
             .terms(&scratch.term_values, &scratch.term_owners);

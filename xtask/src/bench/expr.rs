@@ -7,6 +7,7 @@ use std::time::Duration;
 use circuit_ir::{Binding, Expr};
 
 use crate::CliError;
+use crate::out::outln;
 
 const TEXT: &str = "max(n * k * 4, ceil_div(2 * sm_count, n) * heads * head_dim * 4)";
 
@@ -30,9 +31,9 @@ pub fn run() -> Result<(), CliError> {
     });
     black_box(sink);
     let per_second = 1.0 / per_call.as_secs_f64();
-    println!("expression   {TEXT}");
-    println!("compiled to  dims and sm_count folded; n and k read per call");
-    println!(
+    outln!("expression   {TEXT}");
+    outln!("compiled to  dims and sm_count folded; n and k read per call");
+    outln!(
         "speed        {:.1} M evaluations/s on one thread ({:.1} ns each; target >= 50 M/s)",
         per_second / 1e6,
         per_call.as_secs_f64() * 1e9

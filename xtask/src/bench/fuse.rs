@@ -8,12 +8,13 @@ use fuser::{FuseOptions, Rules, fuse};
 
 use crate::CliError;
 use crate::example;
+use crate::out::outln;
 
 pub fn run() -> Result<(), CliError> {
     let circuit = Circuit::from_toml(example::CIRCUIT, example::CIRCUIT_ORIGIN)?;
     let rules = Rules::from_toml(example::RULES, example::RULES_ORIGIN, None)?;
     let nodes = circuit.nodes().len();
-    println!("circuit      {} ({nodes} nodes)", circuit.name());
+    outln!("circuit      {} ({nodes} nodes)", circuit.name());
     for (mode, n) in [("decode", 1), ("prefill", 4096)] {
         let settings = rules.settings([("mode", mode)], "bench")?;
         let plan = fuse(&circuit, &rules, &settings, n, FuseOptions::default())?;
@@ -27,7 +28,7 @@ pub fn run() -> Result<(), CliError> {
             ))
             .ok();
         });
-        println!(
+        outln!(
             "{mode:<8} n={n:<5} {} groups in {:.3} ms: {:.0} ns per node (target < 1000)",
             plan.groups().len(),
             per_call.as_secs_f64() * 1e3,

@@ -4,6 +4,7 @@
 mod expr;
 mod fuse;
 pub mod pack;
+mod report;
 mod sweep;
 
 use std::time::{Duration, Instant};
@@ -31,6 +32,9 @@ enum Bench {
     Sweep,
     /// The vLLM 0.19 engine profile against the eight start-ups of data/vllm/cases.json.
     Engine,
+    /// The plan report: fit queries at 5,000 layers, JSON size and time of 8,192 rows of a
+    /// 70B-sized circuit, peak memory streaming 2^16 and 2^20 rows.
+    Report,
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
@@ -40,6 +44,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         Bench::Fuse => fuse::run(),
         Bench::Sweep => sweep::run(),
         Bench::Engine => crate::engine::bench(),
+        Bench::Report => report::run(),
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use arena_pack::{self as pack, Buffer, Goal, Limits, csv, synth};
 use clap::Args;
 
+use crate::out::outln;
 use crate::pack::{seconds, solve_within};
 
 #[derive(Args, Debug)]
@@ -132,10 +133,16 @@ fn minimalloc(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         })
         .collect();
     files.sort();
-    println!("MiniMalloc, solve(Fit) at the capacity in the file name");
-    println!(
+    outln!("MiniMalloc, solve(Fit) at the capacity in the file name");
+    outln!(
         "{:<6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10}  proof",
-        "file", "buffers", "capacity", "LB", "height", "steps", "time"
+        "file",
+        "buffers",
+        "capacity",
+        "LB",
+        "height",
+        "steps",
+        "time"
     );
     let mut total = Duration::ZERO;
     let mut rows = Vec::new();
@@ -159,7 +166,7 @@ fn minimalloc(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         total += elapsed;
         let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
         let short = name.split('.').next().unwrap_or("").to_string();
-        println!(
+        outln!(
             "{:<6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8.3} s  {:?}",
             short,
             buffers.len(),
@@ -172,16 +179,21 @@ fn minimalloc(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         );
         rows.push((short, buffers, capacity, solution.lower_bound));
     }
-    println!("total {:.3} s", total.as_secs_f64());
+    outln!("total {:.3} s", total.as_secs_f64());
 
-    println!();
-    println!(
+    outln!();
+    outln!(
         "MiniMalloc, solve(Minimize) where the bound is below the capacity, limit {} s",
         minimize_limit.as_secs_f64()
     );
-    println!(
+    outln!(
         "{:<6} {:>9} {:>9} {:>8} {:>9} {:>10}  proof",
-        "file", "LB", "height", "ht/LB", "steps", "time"
+        "file",
+        "LB",
+        "height",
+        "ht/LB",
+        "steps",
+        "time"
     );
     for (name, buffers, capacity, lower) in &rows {
         if lower >= capacity {
@@ -190,7 +202,7 @@ fn minimalloc(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         let (solution, elapsed) =
             solve_within(buffers, Goal::Minimize, args.max_steps, minimize_limit)?;
         let height = pack::validate(buffers, &solution.placement.offsets, None)?;
-        println!(
+        outln!(
             "{:<6} {:>9} {:>9} {:>8.4} {:>9} {:>8.3} s  {:?}",
             name,
             lower,
@@ -202,18 +214,21 @@ fn minimalloc(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         );
     }
 
-    println!();
-    println!("MiniMalloc, greedy heuristic alone (best of its passes)");
-    println!(
+    outln!();
+    outln!("MiniMalloc, greedy heuristic alone (best of its passes)");
+    outln!(
         "{:<6} {:>9} {:>9} {:>10}",
-        "file", "height", "/capacity", "time"
+        "file",
+        "height",
+        "/capacity",
+        "time"
     );
     for (name, buffers, capacity, _) in &rows {
         let started = Instant::now();
         let placement = pack::heuristic(buffers)?;
         let elapsed = started.elapsed();
         pack::validate(buffers, &placement.offsets, None)?;
-        println!(
+        outln!(
             "{:<6} {:>9} {:>9.3} {:>8.1} ms",
             name,
             placement.height,
@@ -221,15 +236,20 @@ fn minimalloc(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             elapsed.as_secs_f64() * 1e3
         );
     }
-    println!();
+    outln!();
     Ok(())
 }
 
 fn hot_path() -> Result<(), Box<dyn Error>> {
-    println!("Planner hot path on synthetic arenas: heuristic, and restack for new sizes");
-    println!(
+    outln!("Planner hot path on synthetic arenas: heuristic, and restack for new sizes");
+    outln!(
         "{:>8} {:>12} {:>10} {:>12} {:>10} {:>16}",
-        "buffers", "heuristic", "edges", "restack", "restacks/s", "solve 20k steps"
+        "buffers",
+        "heuristic",
+        "edges",
+        "restack",
+        "restacks/s",
+        "solve 20k steps"
     );
     for count in [500usize, 2_000] {
         let buffers = synth::transformer(5, count);
@@ -259,7 +279,7 @@ fn hot_path() -> Result<(), Box<dyn Error>> {
         let solution = pack::solve(&buffers, Goal::Minimize, &limits)?;
         let solve_time = started.elapsed();
         pack::validate(&buffers, &solution.placement.offsets, None)?;
-        println!(
+        outln!(
             "{:>8} {:>9.2} ms {:>10} {:>9.1} us {:>10.0} {:>10.2} ms ({:?})",
             count,
             heuristic_time.as_secs_f64() * 1e3,
@@ -270,7 +290,7 @@ fn hot_path() -> Result<(), Box<dyn Error>> {
             solution.proof
         );
     }
-    println!();
+    outln!();
     Ok(())
 }
 
@@ -310,12 +330,12 @@ fn max_live(buffers: &[Buffer]) -> usize {
 fn real(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
     let limit = seconds("--real-time-limit", &args.real_time_limit)?;
     let one = Duration::from_secs(1);
-    println!(
+    outln!(
         "Real-shaped sets (arena_pack::synth), solve(Minimize) within {} s; `at 1 s`: the time \
          to answer and ht/LB with --time-limit 1; memory: peak resident MiB of the run",
         limit.as_secs_f64()
     );
-    println!(
+    outln!(
         "{:<18} {:>7} {:>6} {:>12} {:>12} {:>7} {:>9} {:>9} {:>8} {:>6}  {:<9} {:>14}",
         "set",
         "buffers",
@@ -347,7 +367,7 @@ fn real(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
         let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
         let lb = solution.lower_bound as f64;
         let (quick, quick_time) = solve_within(&buffers, Goal::Minimize, args.max_steps, one)?;
-        println!(
+        outln!(
             "{:<18} {:>7} {:>6} {:>12} {:>12} {:>7.4} {:>9.4} {:>9} {:>6.2} s {:>6}  {:<9} {:>5.2} s {:.4}",
             name,
             buffers.len(),
@@ -372,7 +392,7 @@ fn real(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
                 args.max_steps,
                 limit,
             )?;
-            println!(
+            outln!(
                 "{:<18} solve(Fit) at the bound: height {} ({:.4}), {} steps, {:.2} s, {:?}",
                 "",
                 fit.placement.height,
@@ -395,7 +415,7 @@ fn real(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             };
             let one = at(1)?;
             let same = at(2)? == one && at(4)? == one;
-            println!(
+            outln!(
                 "{:<18} {} nodes at 1, 2 and 4 threads: height {} ({:.4}), {} steps, {}",
                 "",
                 nodes,
@@ -406,19 +426,27 @@ fn real(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             );
         }
     }
-    println!();
+    outln!();
     Ok(())
 }
 
 fn synthetic(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
     let limit = seconds("--scale-time-limit", &args.scale_time_limit)?;
-    println!(
+    outln!(
         "Synthetic transformer inference (synth::transformer), solve(Minimize), limit {} s each",
         limit.as_secs_f64()
     );
-    println!(
+    outln!(
         "{:>8} {:>5} {:>12} {:>12} {:>8} {:>9} {:>9} {:>10} {:>6}  proof",
-        "buffers", "seed", "LB", "height", "ht/LB", "greedy/LB", "steps", "time", "MiB"
+        "buffers",
+        "seed",
+        "LB",
+        "height",
+        "ht/LB",
+        "greedy/LB",
+        "steps",
+        "time",
+        "MiB"
     );
     for &count in &args.scale {
         for &seed in &args.seeds {
@@ -432,7 +460,7 @@ fn synthetic(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             let peak = peak_mib();
             let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
             let lb = solution.lower_bound as f64;
-            println!(
+            outln!(
                 "{:>8} {:>5} {:>12} {:>12} {:>8.4} {:>9.4} {:>9} {:>8.3} s {:>6}  {:?} (greedy {:.0} ms)",
                 buffers.len(),
                 seed,
@@ -448,7 +476,7 @@ fn synthetic(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             );
         }
     }
-    println!();
+    outln!();
     Ok(())
 }
 
@@ -464,7 +492,7 @@ fn fan_in() -> Result<(), Box<dyn Error>> {
     use memory_plan::{PlanConfig, Planner};
 
     const EDGES: usize = 20_000;
-    println!("The planner on a {EDGES}-edge fan-in (x -> {EDGES} scale nodes -> one concat)");
+    outln!("The planner on a {EDGES}-edge fan-in (x -> {EDGES} scale nodes -> one concat)");
     reset_peak();
     let started = Instant::now();
     let mut block = BlockDecl::once("fan");
@@ -508,7 +536,7 @@ fn fan_in() -> Result<(), Box<dyn Error>> {
     )?;
     let plan = planner.plan(64)?;
     let elapsed = started.elapsed();
-    println!(
+    outln!(
         "  arena {} bytes (lower bound {}, {} buffers), {:.2} s ({:.2} s to build the inputs), peak {} MiB",
         plan.arena.bytes,
         plan.arena.lower_bound,
@@ -517,6 +545,6 @@ fn fan_in() -> Result<(), Box<dyn Error>> {
         built.as_secs_f64(),
         mib(peak_mib())
     );
-    println!();
+    outln!();
     Ok(())
 }

@@ -12,12 +12,13 @@ use memory_plan::{PlanConfig, Planner};
 
 use crate::CliError;
 use crate::example;
+use crate::out::outln;
 
 pub fn run() -> Result<(), CliError> {
     let families = Families::from_toml(example::FAMILIES, example::FAMILIES_ORIGIN)?;
     let rules = Rules::from_toml(example::RULES, example::RULES_ORIGIN, Some(&families))?;
     let rows: Vec<u64> = (1..=8192).collect();
-    println!("threads      {} (rayon)", rayon_threads());
+    outln!("threads      {} (rayon)", rayon_threads());
     for (name, text) in [
         ("llama-3.1-8b", example::CIRCUIT.to_owned()),
         ("llama-3.1-70b", example::llama_70b()),
@@ -40,7 +41,7 @@ pub fn run() -> Result<(), CliError> {
             }
             sweeps.sort();
             let sweep = sweeps[1];
-            println!(
+            outln!(
                 "{name:<14} {mode:<8} {} nodes: one plan {:>7.2} ms, sweep of 8192 plans {:>7.1} ms, ratio {:>5.1} (target < 20); {optimal}/8192 arenas proven optimal",
                 circuit.nodes().len(),
                 one.as_secs_f64() * 1e3,
