@@ -106,12 +106,12 @@ impl Planner<'_> {
                 if bound(lo, &mut scratch)? > budget {
                     continue;
                 }
-                let (mut ok, mut bad) = (lo, hi + 1);
-                if bound(hi, &mut scratch)? <= budget {
-                    ok = hi;
+                // `hi` may be u64::MAX: the search brackets [lo, hi] without `hi + 1`.
+                let (mut ok, mut bad) = if bound(hi, &mut scratch)? <= budget {
+                    (hi, hi)
                 } else {
-                    bad = hi;
-                }
+                    (lo, hi)
+                };
                 while bad - ok > 1 {
                     let mid = ok + (bad - ok) / 2;
                     if bound(mid, &mut scratch)? <= budget {
