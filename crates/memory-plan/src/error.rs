@@ -104,6 +104,12 @@ pub enum PlanError {
     /// A device with no SMs (an SM count of 0 would zero every workspace that scales with it).
     #[error("sm_count 0: a device has at least one SM")]
     ZeroSmCount,
+    /// No sequences (a sliding-window state holds `window x sequences` tokens, so 0 would
+    /// plan an empty KV cache however many tokens are cached).
+    #[error(
+        "sequences 0: the KV tokens belong to at least one sequence (a sliding window holds window x sequences tokens)"
+    )]
+    ZeroSequences,
     /// A row count of 0.
     #[error("row counts start at 1 (got 0)")]
     ZeroRows,

@@ -183,6 +183,10 @@ impl<'a> Planner<'a> {
         if config.sm_count == 0 {
             return Err(PlanError::ZeroSmCount);
         }
+        if config.sequences == 0 {
+            // A sliding-window state holds window x sequences tokens: 0 would plan no cache.
+            return Err(PlanError::ZeroSequences);
+        }
         let bound = families.bind(circuit, config.sm_count)?;
         let states = state_bytes(circuit, config.kv_tokens, config.sequences)?;
         Ok(Planner {
