@@ -30,7 +30,7 @@ pub enum PlanError {
     )]
     Workspace {
         /// The kernel registry's origin (file name).
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// Family id.
         family: String,
         /// Workspace name.
@@ -52,7 +52,7 @@ pub enum PlanError {
     )]
     EdgeSize {
         /// The circuit's origin (file name).
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// Edge id.
         edge: String,
         /// Rows.
@@ -70,7 +70,7 @@ pub enum PlanError {
     )]
     States {
         /// The circuit's origin (file name).
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// Cached tokens.
         kv_tokens: u64,
         /// Sequences.
@@ -82,7 +82,7 @@ pub enum PlanError {
     #[error("{}: {what} at n = {n} overflows 64-bit bytes", one_line(.origin))]
     Overflow {
         /// The circuit's origin (file name): the sums are of its plan.
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// What was being summed.
         what: &'static str,
         /// Rows.
@@ -92,7 +92,7 @@ pub enum PlanError {
     #[error("{}: packing the arena at n = {n}: {error}", one_line(.origin))]
     Pack {
         /// The circuit's origin (file name).
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// Rows.
         n: u64,
         /// The packer's error.

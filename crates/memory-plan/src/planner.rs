@@ -353,7 +353,7 @@ impl<'a> Planner<'a> {
         n: u64,
     ) -> Result<(pack::Placement, bool), PlanError> {
         let pack_err = |error| PlanError::Pack {
-            origin: self.circuit.origin().to_owned(),
+            origin: self.circuit.origin().into(),
             n,
             error,
         };
@@ -405,7 +405,7 @@ impl<'a> Planner<'a> {
             .template
             .restack(&scratch.sizes, &mut scratch.offsets)
             .map_err(|error| PlanError::Pack {
-                origin: self.circuit.origin().to_owned(),
+                origin: self.circuit.origin().into(),
                 n,
                 error,
             })?;
@@ -446,7 +446,7 @@ impl<'a> Planner<'a> {
             .filter(|t| !t.arena)
             .try_fold(0u64, |acc, t| acc.checked_add(t.bytes))
             .ok_or_else(|| PlanError::Overflow {
-                origin: self.circuit.origin().to_owned(),
+                origin: self.circuit.origin().into(),
                 what: "the workspaces",
                 n,
             })?;
@@ -472,7 +472,7 @@ impl<'a> Planner<'a> {
             .iter()
             .try_fold(0u64, |acc, &b| acc.checked_add(b))
             .ok_or_else(|| PlanError::Overflow {
-                origin: self.circuit.origin().to_owned(),
+                origin: self.circuit.origin().into(),
                 what: "the total",
                 n,
             })?;
@@ -512,7 +512,7 @@ pub(crate) fn state_bytes(
     sequences: u64,
 ) -> Result<u64, PlanError> {
     let err = |detail: String| PlanError::States {
-        origin: circuit.origin().to_owned(),
+        origin: circuit.origin().into(),
         kv_tokens,
         sequences,
         detail,
