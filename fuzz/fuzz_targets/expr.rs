@@ -26,16 +26,21 @@ fn reference(t: &Tree, n: u64) -> Option<u64> {
         Tree::Lit(v) => Some(*v),
         Tree::Name(name) if &**name == "n" => Some(n),
         Tree::Name(name) => Some(value_of(name)),
-        Tree::Binary { op, lhs, rhs } => {
-            let (a, b) = (reference(lhs, n), reference(rhs, n));
-            let (a, b) = (a?, b?);
-            match op {
-                BinOp::Add => a.checked_add(b),
-                BinOp::Sub => a.checked_sub(b),
-                BinOp::Mul => a.checked_mul(b),
-                BinOp::Div => a.checked_div(b),
-                BinOp::Rem => a.checked_rem(b),
+        Tree::Chain { first, rest } => {
+            // Every operand is valued (a fault anywhere is a fault), then folded left to right.
+            let operands: Vec<Option<u64>> = rest.iter().map(|(_, t)| reference(t, n)).collect();
+            let mut acc = reference(first, n);
+            for ((op, _), b) in rest.iter().zip(operands) {
+                let (a, b) = (acc?, b?);
+                acc = match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    BinOp::Mul => a.checked_mul(b),
+                    BinOp::Div => a.checked_div(b),
+                    BinOp::Rem => a.checked_rem(b),
+                };
             }
+            acc
         }
         Tree::Call { func, args } => {
             let vals: Vec<Option<u64>> = args.iter().map(|a| reference(a, n)).collect();

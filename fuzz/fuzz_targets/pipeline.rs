@@ -12,6 +12,8 @@ use memory_plan::{PlanConfig, Planner, pack, widest};
 
 #[path = "common.rs"]
 mod common;
+#[path = "../../crates/memory-plan/tests/checker/mod.rs"]
+mod checker;
 
 const CIRCUIT: &str = include_str!("../../examples/llama-3.1-8b/circuit.toml");
 const FAMILIES: &str = include_str!("../../examples/llama-3.1-8b/families.toml");
@@ -129,6 +131,11 @@ fuzz_target!(|data: &[u8]| {
         let height = pack::validate(&buffers, &layout.offsets, None)
             .unwrap_or_else(|e| panic!("arena at n = {n} invalid: {e}"));
         assert_eq!(height, plan.arena.bytes);
+        let fusion = planner
+            .fusion(n)
+            .unwrap_or_else(|e| panic!("fusion({n}): {e}"));
+        checker::check(&circuit, &fusion, &layout)
+            .unwrap_or_else(|e| panic!("checker at n = {n}: {e}"));
     }
     let w = widest(swept.iter().map(|p| p.workspaces.clone()));
     let w_rev = widest(swept.iter().rev().map(|p| p.workspaces.clone()));

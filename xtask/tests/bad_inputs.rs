@@ -177,16 +177,16 @@ fn every_file_of_the_corpus_is_a_case() {
 fn the_corpus_covers_every_format_and_the_flags() {
     let cases = cases(&workspace_root());
     let count = |prefix: &str| cases.iter().filter(|c| c.name.starts_with(prefix)).count();
-    assert_eq!(count("circuit-"), 29);
+    assert_eq!(count("circuit-"), 33);
     assert_eq!(count("families-"), 12);
-    assert_eq!(count("rules-"), 10);
+    assert_eq!(count("rules-"), 12);
     assert_eq!(count("hf-"), 15);
     assert_eq!(count("csv-"), 10);
-    assert_eq!(count("flag-"), 34);
+    assert_eq!(count("flag-"), 35);
     assert_eq!(count("file-"), 7);
     assert_eq!(count("pack-"), 9);
     assert_eq!(count("bench-"), 2);
-    assert_eq!(cases.len(), 128);
+    assert_eq!(cases.len(), 135);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())

@@ -339,7 +339,10 @@ fn bad_inputs_give_one_line_and_exit_1() {
             "--rows",
             "16"
         ]),
-        "error: node `layer.0.rope` (rope) is covered by no rule at n = 16 with mode=prefill; add a rule for `rope` (or fuse with placeholders)"
+        format!(
+            "error: {}: node `layer.0.rope` (rope) is covered by no rule at n = 16 with mode=prefill; add a rule for `rope` (or fuse with placeholders)",
+            rules_no_fusion.display()
+        )
     );
     assert_eq!(
         failure(&["plan", "--set", "moed=decode"]),

@@ -77,7 +77,10 @@ impl TomlError {
         };
         let offset = span.start.min(text.len());
         let at = text.floor_char_boundary(offset);
-        if text[at..].starts_with(BOM) {
+        let end = text.floor_char_boundary(span.end.min(text.len())).max(at);
+        // The reader places a stray mark's error at the mark, inside its span, or just after it
+        // (a mark before a table header).
+        if text[at..].starts_with(BOM) || text[..at].ends_with(BOM) || text[at..end].contains(BOM) {
             message.push_str(
                 " (a byte-order mark, U+FEFF, is there: only one at the very start of the file is allowed; remove it)",
             );

@@ -202,7 +202,7 @@ impl ArenaShape {
                     circuit.edges()[e]
                         .bytes_at(n)
                         .map_err(|err| PlanError::EdgeSize {
-                            origin: circuit.origin().to_owned(),
+                            origin: circuit.origin().into(),
                             edge: circuit.edges()[e].id.clone(),
                             n,
                             detail: err.to_string(),
@@ -222,7 +222,7 @@ impl ArenaShape {
             .div_ceil(self.align)
             .checked_mul(self.align)
             .ok_or_else(|| PlanError::Overflow {
-                origin: self.origin.to_string(),
+                origin: self.origin.clone(),
                 what: "an aligned buffer size",
                 n,
             })
@@ -243,7 +243,7 @@ impl ArenaShape {
                 count.checked_mul(size).and_then(|b| acc.checked_add(b))
             })
             .ok_or_else(|| PlanError::Overflow {
-                origin: self.origin.to_string(),
+                origin: self.origin.clone(),
                 what: "the sum of the arena's buffers",
                 n,
             })?;

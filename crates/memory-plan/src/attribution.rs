@@ -80,7 +80,7 @@ impl Planner<'_> {
             })
             .collect();
         let overflow = |what: &'static str| PlanError::Overflow {
-            origin: circuit.origin().to_owned(),
+            origin: circuit.origin().into(),
             what,
             n,
         };
@@ -99,7 +99,7 @@ impl Planner<'_> {
             let bytes = state
                 .bytes(self.config.kv_tokens, self.config.sequences)
                 .map_err(|e| PlanError::States {
-                    origin: circuit.origin().to_owned(),
+                    origin: circuit.origin().into(),
                     kv_tokens: self.config.kv_tokens,
                     sequences: self.config.sequences,
                     detail: format!("state `{}`: {e}", state.id),

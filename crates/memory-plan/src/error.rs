@@ -30,7 +30,7 @@ pub enum PlanError {
     )]
     Workspace {
         /// The kernel registry's origin (file name).
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// Family id.
         family: String,
         /// Workspace name.
@@ -52,7 +52,7 @@ pub enum PlanError {
     )]
     EdgeSize {
         /// The circuit's origin (file name).
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// Edge id.
         edge: String,
         /// Rows.
@@ -70,7 +70,7 @@ pub enum PlanError {
     )]
     States {
         /// The circuit's origin (file name).
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// Cached tokens.
         kv_tokens: u64,
         /// Sequences.
@@ -82,7 +82,7 @@ pub enum PlanError {
     #[error("{}: {what} at n = {n} overflows 64-bit bytes", one_line(.origin))]
     Overflow {
         /// The circuit's origin (file name): the sums are of its plan.
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// What was being summed.
         what: &'static str,
         /// Rows.
@@ -92,7 +92,7 @@ pub enum PlanError {
     #[error("{}: packing the arena at n = {n}: {error}", one_line(.origin))]
     Pack {
         /// The circuit's origin (file name).
-        origin: String,
+        origin: std::sync::Arc<str>,
         /// Rows.
         n: u64,
         /// The packer's error.
@@ -104,6 +104,12 @@ pub enum PlanError {
     /// A device with no SMs (an SM count of 0 would zero every workspace that scales with it).
     #[error("sm_count 0: a device has at least one SM")]
     ZeroSmCount,
+    /// No sequences (a sliding-window state holds `window x sequences` tokens, so 0 would
+    /// plan an empty KV cache however many tokens are cached).
+    #[error(
+        "sequences 0: the KV tokens belong to at least one sequence (a sliding window holds window x sequences tokens)"
+    )]
+    ZeroSequences,
     /// A row count of 0.
     #[error("row counts start at 1 (got 0)")]
     ZeroRows,

@@ -286,6 +286,10 @@ impl<'a> Planner<'a> {
         if config.sm_count == 0 {
             return Err(PlanError::ZeroSmCount);
         }
+        if config.sequences == 0 {
+            // A sliding-window state holds window x sequences tokens: 0 would plan no cache.
+            return Err(PlanError::ZeroSequences);
+        }
         let bound = families.bind(circuit, config.sm_count)?;
         let states = state_bytes(circuit, config.kv_tokens, config.sequences)?;
         Ok(Planner {
@@ -431,7 +435,7 @@ impl<'a> Planner<'a> {
         n: u64,
     ) -> Result<(pack::Placement, bool), PlanError> {
         let pack_err = |error| PlanError::Pack {
-            origin: self.circuit.origin().to_owned(),
+            origin: self.circuit.origin().into(),
             n,
             error,
         };
@@ -483,7 +487,7 @@ impl<'a> Planner<'a> {
             .template
             .restack(&scratch.sizes, &mut scratch.offsets)
             .map_err(|error| PlanError::Pack {
-                origin: self.circuit.origin().to_owned(),
+                origin: self.circuit.origin().into(),
                 n,
                 error,
             })?;
@@ -524,7 +528,7 @@ impl<'a> Planner<'a> {
             .filter(|t| !t.arena)
             .try_fold(0u64, |acc, t| acc.checked_add(t.bytes))
             .ok_or_else(|| PlanError::Overflow {
-                origin: self.circuit.origin().to_owned(),
+                origin: self.circuit.origin().into(),
                 what: "the workspaces",
                 n,
             })?;
@@ -550,7 +554,7 @@ impl<'a> Planner<'a> {
             .iter()
             .try_fold(0u64, |acc, &b| acc.checked_add(b))
             .ok_or_else(|| PlanError::Overflow {
-                origin: self.circuit.origin().to_owned(),
+                origin: self.circuit.origin().into(),
                 what: "the total",
                 n,
             })?;
@@ -598,7 +602,7 @@ pub(crate) fn state_bytes(
     sequences: u64,
 ) -> Result<u64, PlanError> {
     let err = |detail: String| PlanError::States {
-        origin: circuit.origin().to_owned(),
+        origin: circuit.origin().into(),
         kv_tokens,
         sequences,
         detail,

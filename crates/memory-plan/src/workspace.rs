@@ -196,7 +196,7 @@ impl TermShape {
             .map_err(|e| {
                 let node = self.nodes[self.node_k.iter().position(|&x| x == k).unwrap_or(0)];
                 PlanError::Workspace {
-                    origin: bound.origin().to_owned(),
+                    origin: bound.origin().into(),
                     family: self.family_id.to_string(),
                     workspace: self.name.to_string(),
                     node: circuit.nodes()[node].id.clone(),

@@ -28,6 +28,24 @@ fn a_device_without_sms_is_refused() {
 }
 
 #[test]
+fn no_sequences_is_refused_not_an_empty_cache() {
+    let (circuit, families, rules) = load(FAMILIES);
+    let settings = rules.defaults();
+    let mut config = PlanConfig::new(132);
+    config.kv_tokens = 131_072;
+    config.sequences = 0;
+    let err = Planner::new(&circuit, &families, &rules, settings, config)
+        .err()
+        .unwrap();
+    assert_eq!(err, PlanError::ZeroSequences);
+    assert_eq!(
+        err.to_string(),
+        "sequences 0: the KV tokens belong to at least one sequence (a sliding window holds \
+         window x sequences tokens)"
+    );
+}
+
+#[test]
 fn a_failing_workspace_is_named_once() {
     let families = FAMILIES.replacen(
         r#"bytes = ["32 * 1024 * 1024"]"#,

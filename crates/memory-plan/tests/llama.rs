@@ -1,6 +1,8 @@
 //! The Llama-3.1-8B example: exact totals, an arena at its lower bound, sweeps identical to
 //! single plans at any thread count, and fit queries against brute force.
 
+mod checker;
+
 use circuit_ir::Circuit;
 use fuser::Rules;
 use kernel_families::Families;
@@ -201,8 +203,11 @@ fn the_layout_of_the_arena_agrees_with_the_plan() {
     let e = example();
     for mode in ["decode", "prefill"] {
         let p = planner(&e, mode, PlanConfig::new(H100_SMS));
-        for n in [1, 7, 64, 65, 1000, 4096] {
+        for n in [1, 2, 7, 63, 64, 65, 1000, 4096, 8192] {
             let layout = p.arena_layout(n).unwrap();
+            let fusion = p.fusion(n).unwrap();
+            checker::check(p.circuit(), &fusion, &layout)
+                .unwrap_or_else(|e| panic!("{mode} n = {n}: {e}"));
             let plan = p.plan(n).unwrap();
             assert_eq!(layout.summary, plan.arena, "{mode} n = {n}");
             let top = layout
@@ -215,4 +220,37 @@ fn the_layout_of_the_arena_agrees_with_the_plan() {
             assert_eq!(top, plan.arena.bytes, "{mode} n = {n}");
         }
     }
+}
+
+#[test]
+fn the_checker_finds_a_shortened_lifetime_and_a_shared_address() {
+    let e = example();
+    let p = planner(&e, "prefill", PlanConfig::new(H100_SMS));
+    let fusion = p.fusion(4096).unwrap();
+    let layout = p.arena_layout(4096).unwrap();
+    let edge = layout
+        .slots
+        .iter()
+        .position(|s| matches!(s.kind, memory_plan::BufferKind::Edge { .. }) && s.end - s.start > 1)
+        .unwrap();
+    let mut short = layout.clone();
+    short.slots[edge].end -= 1;
+    let err = checker::check(p.circuit(), &fusion, &short).unwrap_err();
+    assert!(
+        err.contains("lives over") && err.contains("but its buffer over"),
+        "{err}"
+    );
+    let mut shared = layout.clone();
+    let (a, b) = (0..shared.slots.len())
+        .flat_map(|i| (i + 1..shared.slots.len()).map(move |j| (i, j)))
+        .find(|&(i, j)| {
+            let (x, y) = (&layout.slots[i], &layout.slots[j]);
+            x.start < y.end && y.start < x.end && layout.sizes[i] > 0 && layout.sizes[j] > 0
+        })
+        .unwrap();
+    shared.offsets[b] = shared.offsets[a];
+    assert_eq!(
+        checker::check(p.circuit(), &fusion, &shared).unwrap_err(),
+        format!("buffers {a} and {b} are live together and share bytes")
+    );
 }

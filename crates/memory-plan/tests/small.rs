@@ -308,3 +308,25 @@ fn max_kv_tokens_is_exact() {
         None
     );
 }
+
+#[test]
+fn a_fit_up_to_u64_max_is_an_error_not_a_panic() {
+    let f = fixture();
+    let planner = Planner::new(
+        &f.circuit,
+        &f.families,
+        &f.rules,
+        f.rules.defaults(),
+        PlanConfig::new(132),
+    )
+    .unwrap();
+    // The search's bracket once began at `hi + 1`, which overflowed at u64::MAX.
+    assert_eq!(
+        planner
+            .max_rows(1..=u64::MAX, u64::MAX)
+            .unwrap_err()
+            .to_string(),
+        "families.toml: family `gemm`, workspace `scratch`, node `b.proj` at \
+         n = 18446744073709551615: bytes[0]: expression `n * k * 4`: overflow in `n * k`"
+    );
+}
