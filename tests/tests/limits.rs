@@ -182,20 +182,20 @@ fn widths_and_rows_near_the_limit_overflow_at_planning() {
     let c = load(p).unwrap();
     assert_eq!(
         plan(&c, 0, 1, 0, 1).unwrap_err(),
-        "edge `b.0.y` at n = 1: 1 x 4611686018427387904 elements in i32 overflow 64-bit bytes"
+        "limits.toml: edge `b.0.y` at n = 1: 1 x 4611686018427387904 elements in i32 overflow 64-bit bytes"
     );
     let mut p = base();
     p[1] = "n * 4611686018427387904";
     let c = load(p).unwrap();
     assert_eq!(
         plan(&c, 0, 1, 0, 1).unwrap_err(),
-        "edge `b.0.y` at n = 1: 4611686018427387904 x 64 elements in i32 overflow 64-bit bytes"
+        "limits.toml: edge `b.0.y` at n = 1: 4611686018427387904 x 64 elements in i32 overflow 64-bit bytes"
     );
     let c = load(base()).unwrap();
     // Every step is checked, even one whose product is then multiplied by 0.
     assert_eq!(
         plan(&c, 0, MAX, 0, 1).unwrap_err(),
-        "family `gemm`, workspace `scratch`, node `b.0.p` at n = 18446744073709551615: \
+        "f.toml: family `gemm`, workspace `scratch`, node `b.0.p` at n = 18446744073709551615: \
          bytes[0]: expression `n * k * 0`: overflow in `n * k`"
     );
 }
@@ -205,24 +205,24 @@ fn workspaces_states_and_alignment_near_the_limit_overflow_at_planning() {
     let c = load(base()).unwrap();
     assert_eq!(
         plan(&c, MAX, 1, 0, 1).unwrap_err(),
-        "family `gemm`, workspace `scratch`, node `b.0.p` at n = 1: bytes[0]: expression \
+        "f.toml: family `gemm`, workspace `scratch`, node `b.0.p` at n = 1: bytes[0]: expression \
          `n * k * 18446744073709551615`: overflow in `n * k * 18446744073709551615`"
     );
     assert_eq!(
         plan(&c, 0, 1, MAX, 1).unwrap_err(),
-        "states at 18446744073709551615 KV tokens and 1 sequences: state `b.0.kv`: \
+        "limits.toml: states at 18446744073709551615 KV tokens and 1 sequences: state `b.0.kv`: \
          18446744073709551615 x 64 elements in f32 overflow 64-bit bytes"
     );
     assert_eq!(
         plan(&c, 0, 1, 0, MAX).unwrap_err(),
-        "the sum of the arena's buffers at n = 1 overflows 64-bit bytes"
+        "limits.toml: the sum of the arena's buffers at n = 1 overflows 64-bit bytes"
     );
     let mut p = base();
     p[6] = "4611686018427387904";
     let c = load(p).unwrap();
     assert_eq!(
         plan(&c, 0, 1, 1, 1).unwrap_err(),
-        "states at 1 KV tokens and 1 sequences: state `b.0.kv`: 1 x 4611686018427387904 \
+        "limits.toml: states at 1 KV tokens and 1 sequences: state `b.0.kv`: 1 x 4611686018427387904 \
          elements in f32 overflow 64-bit bytes"
     );
     // Two states that fit alone but not together.
@@ -232,7 +232,7 @@ fn workspaces_states_and_alignment_near_the_limit_overflow_at_planning() {
     let c = load(p).unwrap();
     assert_eq!(
         plan(&c, 0, 1, 1, 1).unwrap_err(),
-        "states at 1 KV tokens and 1 sequences: the sum of the states overflows 64-bit bytes"
+        "limits.toml: states at 1 KV tokens and 1 sequences: the sum of the states overflows 64-bit bytes"
     );
 }
 
@@ -258,7 +258,7 @@ fn fit_queries_reach_the_top_of_u64() {
     // into a small total that would "fit").
     assert_eq!(
         planner.max_rows(1..=MAX, MAX).unwrap_err().to_string(),
-        "family `gemm`, workspace `scratch`, node `b.0.p` at n = 18446744073709551615: \
+        "f.toml: family `gemm`, workspace `scratch`, node `b.0.p` at n = 18446744073709551615: \
          bytes[0]: expression `n * k * 4`: overflow in `n * k`"
     );
     // 256 bytes per token (64 x f32); fixed: weights 8192 + arena 768 at n = 1.

@@ -23,19 +23,27 @@ pub struct EngineArgs {
     pub engine: Option<String>,
 
     /// With --engine: fraction of the device's total the engine may use.
-    #[arg(long, default_value_t = 0.9)]
+    ///
+    /// Example: --gpu-memory-utilization 0.85
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.9)]
     pub gpu_memory_utilization: f64,
 
     /// With --engine: batched tokens per step [default: as the engine picks for the device].
-    #[arg(long)]
+    ///
+    /// Example: --max-num-batched-tokens 16384
+    #[arg(long, value_name = "TOKENS")]
     pub max_num_batched_tokens: Option<u64>,
 
     /// With --engine: sequences per step [default: as the engine picks for the device].
-    #[arg(long)]
+    ///
+    /// Example: --max-num-seqs 256
+    #[arg(long, value_name = "SEQS")]
     pub max_num_seqs: Option<u64>,
 
     /// With --engine: on-the-fly quantization (none; fp8 is not modelled yet).
-    #[arg(long, default_value = "none")]
+    ///
+    /// Example: --quantization none
+    #[arg(long, value_name = "METHOD", default_value = "none")]
     pub quantization: String,
 }
 

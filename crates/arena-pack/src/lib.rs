@@ -29,7 +29,6 @@ mod search;
 mod solve;
 mod stacking;
 mod sweep;
-/// Synthetic transformer workloads for benchmarks and tests.
 pub mod synth;
 
 mod validate;

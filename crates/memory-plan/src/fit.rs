@@ -75,12 +75,15 @@ pub(crate) struct FitFailure {
     /// The row count being planned.
     pub n: u64,
     /// The planner's error.
-    pub error: PlanError,
+    pub error: Box<PlanError>,
 }
 
 /// Attaches the row count being planned to an error.
-fn at(n: u64) -> impl Fn(PlanError) -> FitFailure {
-    move |error| FitFailure { n, error }
+pub(crate) fn at(n: u64) -> impl Fn(PlanError) -> FitFailure {
+    move |error| FitFailure {
+        n,
+        error: Box::new(error),
+    }
 }
 
 impl Planner<'_> {
@@ -99,7 +102,7 @@ impl Planner<'_> {
     ) -> Result<RowsFit, PlanError> {
         let mut cache = IntervalCache::new(self);
         self.max_rows_cached(&mut cache, range, budget, scan_plans)
-            .map_err(|f| f.error)
+            .map_err(|f| *f.error)
     }
 
     /// The largest `n` in `range` that fits, with the interval plans of `cache` (built there

@@ -421,10 +421,10 @@ impl<'p, 'r> PlanReport<'p, 'r> {
         let interval = self
             .cache
             .get_or_build(planner, n)
-            .map_err(|error| query_error(self.rows, why(), FitFailure { n, error }))?;
+            .map_err(|error| query_error(self.rows, why(), crate::fit::at(n)(error)))?;
         let plan = planner
             .plan_in(interval, n, &mut Default::default())
-            .map_err(|error| query_error(self.rows, why(), FitFailure { n, error }))?;
+            .map_err(|error| query_error(self.rows, why(), crate::fit::at(n)(error)))?;
         let fixed = plan.totals.total - plan.totals.states;
         let sequences = planner.config().sequences;
         summary.kv = Some(planner.kv_fit(n, fixed, budget, sequences));
@@ -455,12 +455,12 @@ impl<'p, 'r> PlanReport<'p, 'r> {
 /// An error of a query: the planner's own when `n` was asked, else one naming the query.
 fn query_error(rows: &[u64], query: String, f: FitFailure) -> ReportError {
     if rows.contains(&f.n) {
-        ReportError::Plan(f.error)
+        ReportError::Plan(*f.error)
     } else {
         ReportError::Unasked {
             query,
             n: f.n,
-            error: Box::new(f.error),
+            error: f.error,
         }
     }
 }

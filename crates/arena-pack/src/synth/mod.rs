@@ -3,11 +3,11 @@
 //! SplitMix64, no clock): same arguments, same buffers. One op per step; a buffer lives from
 //! the step of the op that produces it to the step of its last reader, inclusive.
 //!
-//! - [`transformer`]: inference of a stack of transformer layers (this module);
-//! - [`training`]: transformer training, forward and backward over micro-batches in a 1F1B
+//! - [`transformer()`]: inference of a stack of transformer layers (this module);
+//! - [`training()`]: transformer training, forward and backward over micro-batches in a 1F1B
 //!   schedule, with activation recomputation, skip connections and weight-gradient buckets;
-//! - [`resnet50`]: ResNet-50 training at batch 32, forward and backward, ~1,000 buffers;
-//! - [`stress`]: tens of thousands of buffers live at once (a fan-in), to check that the
+//! - [`resnet50()`]: ResNet-50 training at batch 32, forward and backward, ~1,000 buffers;
+//! - [`co_live()`]: tens of thousands of buffers live at once (a fan-in), to check that the
 //!   packer's cost does not grow with the pairs of overlapping buffers.
 //!
 //! The inference transformer: attention in head groups, then a gated MLP. The residual stream
