@@ -41,8 +41,10 @@ fn draw(name: &str, flag: &str, args: &[&str]) -> Pixmap {
     let data = std::fs::read(&svg).unwrap();
     let mut options = resvg::usvg::Options::default();
     // plotters asks for `sans-serif`; fontdb maps it to Arial unless told otherwise.
+    // The font ships with the tests (tests/fonts, Bitstream Vera license): the pictures must
+    // not depend on the fonts a machine happens to have.
     let fonts = options.fontdb_mut();
-    fonts.load_system_fonts();
+    fonts.load_font_data(include_bytes!("fonts/DejaVuSans.ttf").to_vec());
     fonts.set_sans_serif_family("DejaVu Sans");
     let tree = resvg::usvg::Tree::from_data(&data, &options).expect("resvg reads the SVG");
     let size = tree.size().to_int_size();
