@@ -189,18 +189,51 @@ pub fn read_file(path: &Path) -> Result<String, CliError> {
     fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()).into())
 }
 
-/// The quantization side files next to a config.json (the library reads no file): kind, path
-/// and text of each that exists.
-fn side_files(config: &Path) -> Result<Vec<(circuit_hf::SideFileKind, String, String)>, CliError> {
-    let dir = config.parent().unwrap_or(Path::new(""));
-    let mut files = Vec::new();
-    for kind in circuit_hf::SideFileKind::ALL {
-        let path = dir.join(kind.file_name());
-        if path.is_file() {
-            files.push((kind, path.display().to_string(), read_file(&path)?));
+/// A config.json with the quantization side files next to it (the library reads no file),
+/// read once and handed to every import of the run.
+struct HfFiles {
+    text: String,
+    origin: String,
+    /// Kind, path and text of each side file that exists.
+    side: Vec<(circuit_hf::SideFileKind, String, String)>,
+}
+
+impl HfFiles {
+    fn read(config: &Path) -> Result<HfFiles, CliError> {
+        let dir = config.parent().unwrap_or(Path::new(""));
+        let mut side = Vec::new();
+        for kind in circuit_hf::SideFileKind::ALL {
+            let path = dir.join(kind.file_name());
+            if path.is_file() {
+                side.push((kind, path.display().to_string(), read_file(&path)?));
+            }
         }
+        Ok(HfFiles {
+            text: read_file(config)?,
+            origin: config.display().to_string(),
+            side,
+        })
     }
-    Ok(files)
+
+    fn side(&self) -> Vec<circuit_hf::SideFile<'_>> {
+        self.side
+            .iter()
+            .map(|(kind, origin, text)| circuit_hf::SideFile {
+                kind: *kind,
+                origin,
+                text,
+            })
+            .collect()
+    }
+}
+
+/// The import options the flags ask for (`--dtype`, `--kv-cache-dtype`), one rank.
+fn import_options(args: &PlanArgs) -> Result<circuit_hf::ImportOptions, CliError> {
+    let mut options = circuit_hf::ImportOptions::default();
+    options.dtype = args.dtype.parse().map_err(|e| format!("--dtype: {e}"))?;
+    options.kv_cache_dtype =
+        (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
+    Ok(options)
 }
 
 /// A text from a file, or the embedded default, with the name errors should use.
@@ -281,22 +314,10 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
     }
     let (circuit, registry, config_defaults, storage) = match &args.hf_config {
         Some(path) => {
-            let text = read_file(path)?;
-            let mut options = circuit_hf::ImportOptions::default();
-            options.dtype = args.dtype.parse().map_err(|e| format!("--dtype: {e}"))?;
-            options.kv_cache_dtype =
-                (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
-            let side = side_files(path)?;
-            let side: Vec<circuit_hf::SideFile<'_>> = side
-                .iter()
-                .map(|(kind, origin, text)| circuit_hf::SideFile {
-                    kind: *kind,
-                    origin,
-                    text,
-                })
-                .collect();
+            let files = HfFiles::read(path)?;
+            let mut options = import_options(args)?;
             let import =
-                circuit_hf::import_with(&text, &path.display().to_string(), &options, &side)?;
+                circuit_hf::import_with(&files.text, &files.origin, &options, &files.side())?;
             let registry = [
                 (example::HF_FAMILIES, example::HF_FAMILIES_ORIGIN),
                 (example::HF_RULES, example::HF_RULES_ORIGIN),
@@ -305,12 +326,12 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
             if let Some(layout) = args.parallel.layout() {
                 options.parallel = layout;
                 let sharded = circuit_hf::import_parallel(
-                    &text,
-                    &path.display().to_string(),
+                    &files.text,
+                    &files.origin,
                     &options,
-                    &side,
+                    &files.side(),
                 )?;
-                parallel_import = Some(sharded);
+                parallel_import = Some((sharded, files, options));
             }
             (import.circuit, registry, import.defaults, Some(storage))
         }
@@ -363,27 +384,13 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         placeholders: args.placeholders,
         ..PlanConfig::new(sm_count)
     };
-    if let Some(sharded) = &parallel_import {
+    if let Some((sharded, files, options)) = &parallel_import {
         let largest = *rows.last().ok_or("--rows lists no row count")?;
         let budget = budget.ok_or("a parallel plan needs a budget: --budget or a --device")?;
-        let path = args.hf_config.as_ref().ok_or("--hf-config")?;
-        let text = read_file(path)?;
-        let origin = path.display().to_string();
-        let side = side_files(path)?;
         let import = |layout| {
-            let side: Vec<circuit_hf::SideFile<'_>> = side
-                .iter()
-                .map(|(kind, origin, text)| circuit_hf::SideFile {
-                    kind: *kind,
-                    origin,
-                    text,
-                })
-                .collect();
-            let mut options = circuit_hf::ImportOptions::default();
-            options.dtype = args.dtype.parse().unwrap_or_default();
-            options.kv_cache_dtype = args.kv_cache_dtype.parse().unwrap_or_default();
+            let mut options = *options;
             options.parallel = layout;
-            circuit_hf::import_parallel(&text, &origin, &options, &side)
+            circuit_hf::import_parallel(&files.text, &files.origin, &options, &files.side())
         };
         let ctx = crate::parallel::Context {
             import: &import,
