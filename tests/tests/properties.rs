@@ -3,7 +3,8 @@
 //! through fuse and plan:
 //! - every node is in exactly one launch group;
 //! - every arena placement passes an independent validator (no two buffers live at one step
-//!   share a byte, offsets aligned, sizes are the edges' aligned bytes, bounds recomputed);
+//!   share a byte, offsets aligned, sizes are the edges' aligned bytes, bounds recomputed) and
+//!   memory-plan's checker, which re-derives lifetimes and the group order from the circuit;
 //! - the per-node table sums to the total, and the total is the sum of its four terms;
 //! - `widest` gives the same bytes in any order of the plans;
 //! - a sweep gives the same plans on 1, 2 and 4 threads, and the same as planning alone.
@@ -16,6 +17,11 @@ use fuser::{EdgeState, FuseOptions, Rules, fuse};
 use kernel_families::Families;
 use memory_plan::{BufferKind, MemoryPlan, PlanConfig, Planner, WorkspaceTerm, widest};
 use proptest::prelude::*;
+
+/// memory-plan's independent checker: lifetimes and group order re-derived from the circuit
+/// and the group list, not taken from the planner.
+#[path = "../../crates/memory-plan/tests/checker/mod.rs"]
+mod checker;
 
 const WIDTHS: [u64; 4] = [8, 16, 24, 64];
 const FORMATS: [&str; 6] = ["bf16", "f32", "fp8", "fp8/token", "i32", "int4/g8"];
@@ -363,6 +369,7 @@ fn check_arena(planner: &Planner<'_>, circuit: &Circuit, plan: &MemoryPlan, n: u
     assert_eq!(layout.slots.len(), layout.offsets.len());
     assert_eq!(layout.slots.len(), layout.sizes.len());
     let fusion = planner.fusion(n).unwrap();
+    checker::check(circuit, &fusion, &layout).unwrap_or_else(|e| panic!("n = {n}: {e}"));
     // Every materialized edge has one buffer of its aligned bytes, no fused edge has one.
     let mut edges_seen = BTreeSet::new();
     for (slot, &size) in layout.slots.iter().zip(&layout.sizes) {
