@@ -12,7 +12,7 @@ use fuser::Rules;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_families::{Devices, Families};
 use memory_plan::{
-    MemoryPlan, PlanConfig, PlanReport, Planner, ReportError, ReportQuery, ReportSummary,
+    MemoryPlan, PlanConfig, PlanError, PlanReport, Planner, ReportQuery, ReportSummary,
 };
 
 use crate::args::{parse_align, parse_budget, parse_rows, parse_set};
@@ -405,12 +405,13 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         };
         return crate::parallel::report(sharded, &ctx, args.format);
     }
-    let planner = Planner::new(&circuit, &families, &rules, settings, config)?;
+    let planner =
+        Planner::new(&circuit, &families, &rules, settings, config).map_err(sequences_flag)?;
     let query = ReportQuery {
         max_model_len: args.max_model_len,
         ..ReportQuery::new(budget)
     };
-    let mut report = PlanReport::new(&planner, &rows, query).map_err(sequences_flag)?;
+    let mut report = PlanReport::new(&planner, &rows, query)?;
     let ctx = report::Context {
         planner: &planner,
         device,
@@ -475,12 +476,10 @@ pub fn stream(
     })
 }
 
-/// The library's refusal of zero sequences, in terms of the flag.
-fn sequences_flag(e: ReportError) -> CliError {
+/// The planner's refusal of zero sequences, in terms of the flag that set them.
+fn sequences_flag(e: PlanError) -> CliError {
     match e {
-        ReportError::NoSequences { why } => {
-            format!("--sequences 0: {why}; give --sequences 1 or more").into()
-        }
+        PlanError::ZeroSequences => format!("{e}; give --sequences 1 or more").into(),
         e => e.into(),
     }
 }

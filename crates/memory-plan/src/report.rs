@@ -78,13 +78,6 @@ pub enum ReportError {
     /// No row count to plan.
     #[error("no row count to plan")]
     NoRows,
-    /// Zero sequences while tokens are cached or a state holds bytes per sequence: the cache
-    /// would be planned empty.
-    #[error("0 sequences: {why}; plan at least 1 sequence")]
-    NoSequences {
-        /// What needs a sequence.
-        why: String,
-    },
     /// A context length of 0 tokens.
     #[error("a context length of 0 tokens: a sequence holds at least 1 token")]
     ZeroContext,
@@ -271,7 +264,6 @@ impl<'p, 'r> PlanReport<'p, 'r> {
         if query.max_model_len == Some(0) {
             return Err(ReportError::ZeroContext);
         }
-        check_sequences(planner)?;
         let mut cache = IntervalCache::new(planner);
         cache.ensure(planner, rows)?;
         let mut node_lists: Vec<Arc<[NodeIdx]>> = Vec::new();
@@ -463,31 +455,4 @@ fn query_error(rows: &[u64], query: String, f: FitFailure) -> ReportError {
             error: f.error,
         }
     }
-}
-
-/// Zero sequences are refused when tokens are cached or a state holds bytes per sequence: the
-/// cache would be planned empty (a sliding-window state holds at most window x sequences).
-fn check_sequences(planner: &Planner<'_>) -> Result<(), ReportError> {
-    let config = planner.config();
-    let circuit = planner.circuit();
-    if config.sequences > 0 || circuit.states().is_empty() {
-        return Ok(());
-    }
-    if config.kv_tokens > 0 {
-        return Err(ReportError::NoSequences {
-            why: format!(
-                "the {} KV tokens cached belong to sequences (a sliding-window state holds at most window x sequences of them)",
-                config.kv_tokens
-            ),
-        });
-    }
-    if let Some(state) = circuit.states().values().find(|s| s.per_sequence > 0) {
-        return Err(ReportError::NoSequences {
-            why: format!(
-                "state `{}` holds {} elements per sequence",
-                state.id, state.per_sequence
-            ),
-        });
-    }
-    Ok(())
 }
