@@ -1,5 +1,8 @@
 //! The bad-input corpus (`tests/bad/cases.toml`, issue 7): every case runs the built binary and
 //! must fail the way the manifest says, in one line, naming the culprit, without a panic.
+//! The huge cases (issue 17: inputs that once blew up memory or time) are generated here, not
+//! stored: a case's `generate` names one of [`GENERATORS`], written once under cargo's temporary
+//! directory and substituted for `{generated}` in the case's arguments and expected text.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -18,6 +21,110 @@ struct Case {
     status: i32,
     error: Option<String>,
     contains: Option<String>,
+    generate: Option<String>,
+    stdout: Option<String>,
+}
+
+/// A huge input: its file extension and its text.
+type Generator = fn(&Path) -> (&'static str, String);
+
+/// The generated inputs, by the name a case gives in `generate`. Each is the size at which the
+/// issue saw a blow-up (or past it), so a quadratic or unbounded path fails the case.
+const GENERATORS: &[(&str, Generator)] = &[
+    // max(...) of 60,000 arguments: compiling stored the whole text at every step (60,000
+    // aborted); the dim is still 4,096, so the plan is the example's.
+    ("max-of-60000", |root| {
+        let args = vec!["1"; 60_000].join(", ");
+        (
+            "toml",
+            example_with(
+                root,
+                "hidden = 4096",
+                &format!("hidden = \"max(4096, {args})\""),
+            ),
+        )
+    }),
+    // 100,000 nested parentheses: refused at the nesting limit, the expression elided.
+    ("nested-100000", |root| {
+        let (open, close) = ("(".repeat(100_000), ")".repeat(100_000));
+        (
+            "toml",
+            example_with(
+                root,
+                "hidden = 4096",
+                &format!("hidden = \"{open}4096{close}\""),
+            ),
+        )
+    }),
+    // A 400,000-byte unknown name: the message quotes it elided, not whole.
+    ("long-name-400000", |root| {
+        let name = "a".repeat(400_000);
+        (
+            "toml",
+            example_with(
+                root,
+                "hidden = 4096",
+                &format!("hidden = \"4096 + {name}\""),
+            ),
+        )
+    }),
+    // A flat sum of 1,001 terms that overflows: an overflow, not "nested too deep".
+    ("flat-sum-1001", |root| {
+        let terms = vec!["18446744073709551"; 1_000].join(" + ");
+        (
+            "toml",
+            example_with(
+                root,
+                "hidden = 4096",
+                &format!("hidden = \"{terms} + 4096\""),
+            ),
+        )
+    }),
+    // Input rows that never grow monotonically: the fit scan's work is bounded and it says so.
+    ("rows-mod-prime", |root| {
+        (
+            "toml",
+            example_with(root, "rows = \"n\"", "rows = \"n % 1000000007 + 1\""),
+        )
+    }),
+    // 50,000 buffers live at once (the overlap graph of all pairs once took 10 GB).
+    ("co-live-50000", |_| {
+        let mut csv = String::from("id,lower,upper,size\n");
+        for i in 0..50_000u64 {
+            csv.push_str(&format!("{i},0,10,{}\n", (i % 97 + 1) * 64));
+        }
+        ("csv", csv)
+    }),
+];
+
+/// The example circuit with its first `from` replaced by `to`.
+fn example_with(root: &Path, from: &str, to: &str) -> String {
+    let text = std::fs::read_to_string(root.join("examples/llama-3.1-8b/circuit.toml")).unwrap();
+    assert!(text.contains(from), "the example holds no `{from}`");
+    text.replacen(from, to, 1)
+}
+
+/// Writes the case's generated input (once) and puts its path for `{generated}` everywhere.
+fn instantiate(root: &Path, mut case: Case) -> Case {
+    let Some(name) = &case.generate else {
+        return case;
+    };
+    let generator = GENERATORS
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("case `{}`: no generator `{name}`", case.name))
+        .1;
+    let (extension, text) = generator(root);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bad-generated");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.{extension}"));
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap();
+    let put = |s: &String| s.replace("{generated}", path);
+    case.args = case.args.iter().map(put).collect();
+    case.error = case.error.as_ref().map(put);
+    case.contains = case.contains.as_ref().map(put);
+    case
 }
 
 fn cases(root: &Path) -> Vec<Case> {
@@ -33,7 +140,10 @@ fn cases(root: &Path) -> Vec<Case> {
             let c = c.as_table().unwrap();
             for key in c.keys() {
                 assert!(
-                    ["name", "args", "status", "error", "contains"].contains(&key.as_str()),
+                    [
+                        "name", "args", "status", "error", "contains", "generate", "stdout"
+                    ]
+                    .contains(&key.as_str()),
                     "unknown key `{key}` in a case"
                 );
             }
@@ -48,8 +158,11 @@ fn cases(root: &Path) -> Vec<Case> {
                 status: c["status"].as_integer().unwrap() as i32,
                 error: str_of(c, "error"),
                 contains: str_of(c, "contains"),
+                generate: str_of(c, "generate"),
+                stdout: str_of(c, "stdout"),
             }
         })
+        .map(|case| instantiate(root, case))
         .collect()
 }
 
@@ -89,6 +202,11 @@ fn check(root: &Path, case: &Case) -> Option<String> {
     {
         faults.push(format!("expected stderr to contain `{part}`"));
     }
+    if let Some(part) = &case.stdout
+        && !String::from_utf8_lossy(&out.stdout).contains(part.as_str())
+    {
+        faults.push(format!("expected stdout to contain `{part}`"));
+    }
     (!faults.is_empty()).then(|| {
         format!(
             "case `{}` (xtask {}): {}\n  stderr: {}",
@@ -108,14 +226,20 @@ fn every_bad_input_fails_in_one_line_naming_the_culprit() {
     let mut names = BTreeSet::new();
     for case in &cases {
         assert!(names.insert(&case.name), "case `{}` twice", case.name);
+        // A huge input may be one the tool must handle (status 0, checked by its output).
+        let statuses: &[i32] = if case.generate.is_some() {
+            &[0, 1]
+        } else {
+            &[1, 2]
+        };
         assert!(
-            [1, 2].contains(&case.status),
+            statuses.contains(&case.status),
             "case `{}`: status {}",
             case.name,
             case.status
         );
         assert!(
-            case.error.is_some() || case.contains.is_some(),
+            case.error.is_some() || case.contains.is_some() || case.stdout.is_some(),
             "case `{}` expects no text",
             case.name
         );
@@ -186,7 +310,8 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("file-"), 7);
     assert_eq!(count("pack-"), 9);
     assert_eq!(count("bench-"), 2);
-    assert_eq!(cases.len(), 135);
+    assert_eq!(count("huge-"), 6);
+    assert_eq!(cases.len(), 141);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())
