@@ -155,7 +155,11 @@ pub enum CircuitErrorKind {
     #[error(transparent)]
     Expr(#[from] ExprError),
     /// An expression reading a name that is not a dim.
-    #[error("unknown dim `{name}` in `{}` (readable here: {readable})", quoted(.expr))]
+    #[error(
+        "unknown dim `{}` in `{}` (readable here: {readable})",
+        quoted(.name),
+        quoted(.expr)
+    )]
     UnknownDim {
         /// The name.
         name: String,
@@ -166,8 +170,10 @@ pub enum CircuitErrorKind {
     },
     /// A dim whose expression reads a dim declared after it.
     #[error(
-        "`{}` uses dim `{name}`, which is declared later; declare `{name}` first",
-        quoted(.expr)
+        "`{}` uses dim `{}`, which is declared later; declare `{}` first",
+        quoted(.expr),
+        quoted(.name),
+        quoted(.name)
     )]
     DimUsesLaterDim {
         /// The later dim.
