@@ -170,9 +170,8 @@ pub enum CircuitErrorKind {
     },
     /// A dim whose expression reads a dim declared after it.
     #[error(
-        "`{}` uses dim `{}`, which is declared later; declare `{}` first",
+        "`{0}` uses dim `{1}`, which is declared later; declare `{1}` first",
         quoted(.expr),
-        quoted(.name),
         quoted(.name)
     )]
     DimUsesLaterDim {
