@@ -34,10 +34,25 @@ pub(crate) struct Arch {
     pub embed_scale: bool,
     /// Gemma 2: soft-capped final logits.
     pub final_softcap: bool,
+    /// Granite: the embeddings times `embedding_multiplier` and the logits divided by
+    /// `logits_scaling`, each into a new tensor.
+    pub scaled_io: bool,
     pub tied: bool,
     /// DeepSeek-V3's multi-token-prediction layers after the last decoder layer, held as
     /// weights only (`Layer::sparse` says which MLP each has).
     pub mtp: Vec<Layer>,
+    /// The module of a layer's MLP in tensor names: `mlp`, or Llama 4's `feed_forward`.
+    pub mlp_module: &'static str,
+    /// Llama 4: a weightless RMS norm of q and k after the rotary embedding, on the rotary
+    /// layers.
+    pub qk_weightless_norm: bool,
+    /// Llama 4: the NoPE layers scale q by a per-position temperature before attention.
+    pub nope_temperature: bool,
+    /// Prepended to every language-model tensor name: `language_model.` when the model is the
+    /// text part of a multimodal checkpoint, else empty.
+    pub tensor_prefix: &'static str,
+    /// The vision tower and projector of a multimodal checkpoint, held as weights only.
+    pub vision: Option<crate::vision::VisionTower>,
 }
 
 /// The attention of every layer.
@@ -75,6 +90,7 @@ pub(crate) enum Act {
 }
 
 impl Act {
+    /// The op of the gated form, `act(gate) x up`.
     pub fn op(self) -> &'static str {
         match self {
             Act::Silu => "silu_mul",
@@ -103,6 +119,10 @@ pub(crate) enum MoeNames {
     /// stored as one tensor for all experts each, with `_bias` tensors, and the clamped
     /// SwiGLU on interleaved gate and up.
     GptOss,
+    /// Llama 4: `feed_forward.router`, `feed_forward.experts.gate_up_proj` `[experts, hidden,
+    /// 2 x ffn]` and `down_proj` `[experts, ffn, hidden]` stored as one tensor each, and one
+    /// `feed_forward.shared_expert` MLP of `ffn`.
+    Llama4,
 }
 
 /// The sparse MLP (of the sparse layers).
@@ -127,6 +147,8 @@ pub(crate) struct Moe {
 pub(crate) struct Layer {
     pub sliding: bool,
     pub sparse: bool,
+    /// No rotary embedding (Llama 4's NoPE layers).
+    pub nope: bool,
 }
 
 /// Reads the architecture of `cfg`'s model type.
@@ -134,17 +156,21 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
     let base = Base::read(cfg)?;
     match cfg.model() {
         ModelType::Llama => llama(cfg, base),
+        ModelType::Granite => granite(cfg, base),
         ModelType::Mistral => mistral(cfg, base),
         ModelType::Qwen2 => qwen(cfg, base, false),
         ModelType::Qwen3 => qwen(cfg, base, true),
         ModelType::Qwen3Moe => qwen3_moe(cfg, base),
         ModelType::Mixtral => mixtral(cfg, base),
         ModelType::Phi3 => phi3(cfg, base),
+        ModelType::Phi => phi(cfg, base),
+        ModelType::Gemma => gemma1(cfg, base),
         ModelType::Gemma2 => gemma2(cfg, base),
         ModelType::Gemma3Text => gemma3_text(cfg, base),
         ModelType::DeepseekV2 => deepseek(cfg, base, &DEEPSEEK_V2),
         ModelType::DeepseekV3 | ModelType::KimiK2 => deepseek(cfg, base, &DEEPSEEK_V3),
         ModelType::GptOss => gpt_oss(cfg, base),
+        ModelType::Llama4Text => llama4_text(cfg, base),
     }
 }
 
@@ -165,16 +191,19 @@ struct Sizes {
 impl Sizes {
     fn of(model: ModelType) -> Sizes {
         let (vocab, hidden, layers, heads, ffn) = match model {
-            ModelType::Llama => (32000, 4096, 32, 32, 11008),
+            ModelType::Llama | ModelType::Granite => (32000, 4096, 32, 32, 11008),
             ModelType::Mistral | ModelType::Mixtral => (32000, 4096, 32, 32, 14336),
             ModelType::Qwen2 | ModelType::Qwen3 => (151936, 4096, 32, 32, 22016),
             ModelType::Qwen3Moe => (151936, 2048, 24, 32, 6144),
             ModelType::Phi3 => (32064, 3072, 32, 32, 8192),
+            ModelType::Phi => (51200, 2048, 24, 32, 8192),
+            ModelType::Gemma => (256000, 3072, 28, 16, 24576),
             ModelType::Gemma2 => (256000, 2304, 26, 8, 9216),
             ModelType::Gemma3Text => (262208, 2304, 26, 8, 9216),
             ModelType::DeepseekV2 => (102400, 4096, 32, 32, 11008),
             ModelType::DeepseekV3 | ModelType::KimiK2 => (129280, 7168, 61, 128, 18432),
             ModelType::GptOss => (201088, 2880, 36, 64, 2880),
+            ModelType::Llama4Text => (202048, 5120, 48, 40, 8192),
         };
         Sizes {
             vocab,
@@ -220,6 +249,7 @@ impl Base {
                 Layer {
                     sliding: false,
                     sparse: false,
+                    nope: false,
                 };
                 self.layers as usize
             ],
@@ -227,8 +257,14 @@ impl Base {
             sandwich_norms: false,
             embed_scale: false,
             final_softcap: false,
+            scaled_io: false,
             tied,
             mtp: Vec::new(),
+            mlp_module: "mlp",
+            qk_weightless_norm: false,
+            nope_temperature: false,
+            tensor_prefix: "",
+            vision: None,
         }
     }
 
@@ -427,6 +463,25 @@ fn llama(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     let mut arch = base.arch(ModelType::Llama, attn, act, tied);
     let mlp_bias = cfg.flag("mlp_bias", false)?;
     arch.dense = Some(dense(cfg, mlp_bias, false)?);
+    Ok(arch)
+}
+
+/// Granite (`GraniteConfig`, `modeling_granite.py`): Llama's tensors; its multipliers change
+/// no tensor shape, but the embedding multiplier and the logits divisor each write a new
+/// tensor. `head_dim` is the attention code's `getattr` (no class field).
+fn granite(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    let defaults = GqaDefaults {
+        head_dim_null: false,
+        ..LLAMA_GQA
+    };
+    let g = gqa(cfg, base, defaults)?;
+    let attn = biased_gqa(cfg, &g, false)?;
+    let act = act(cfg, "hidden_act", "silu")?;
+    let tied = cfg.flag("tie_word_embeddings", false)?;
+    let mut arch = base.arch(ModelType::Granite, attn, act, tied);
+    let mlp_bias = cfg.flag("mlp_bias", false)?;
+    arch.dense = Some(dense(cfg, mlp_bias, false)?);
+    arch.scaled_io = true;
     Ok(arch)
 }
 
@@ -710,6 +765,68 @@ fn phi3(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     Ok(arch)
 }
 
+/// Phi-1, Phi-1.5 and Phi-2 (`PhiConfig`, `modeling_phi.py`): one LayerNorm (with bias) per
+/// layer feeding attention and a plain MLP in parallel, biases on every projection and on
+/// `lm_head`, `self_attn.dense` for the output projection and `model.final_layernorm`.
+fn phi(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    let defaults = GqaDefaults {
+        head_dim_null: false,
+        ..LLAMA_GQA
+    };
+    let g = gqa(cfg, base, defaults)?;
+    let attn = Attn::Gqa {
+        kv_heads: g.kv_heads,
+        head_dim: g.head_dim,
+        qkv_bias: true,
+        o_bias: true,
+        fused_qkv: false,
+        qk_norm: false,
+        sinks: false,
+    };
+    if cfg.flag("qk_layernorm", false)? {
+        return Err(cfg.refused(
+            "qk_layernorm",
+            "is true: LayerNorms of q and k per head are not modelled for phi",
+        ));
+    }
+    let act = act(cfg, "hidden_act", "gelu_new")?;
+    if act != Act::Gelu {
+        // The plain MLP's activation is an op of its own; only GELU's is modelled.
+        return Err(cfg.refused(
+            "hidden_act",
+            "is not a gelu variant: phi's plain (not gated) MLP is modelled with GELU only",
+        ));
+    }
+    let tied = cfg.flag("tie_word_embeddings", false)?;
+    let mut arch = base.arch(ModelType::Phi, attn, act, tied);
+    arch.dense = Some(Dense {
+        ffn: cfg.int_or("intermediate_size", 1, Sizes::of(ModelType::Phi).ffn)?,
+        bias: true,
+        fused: false,
+    });
+    Ok(arch)
+}
+
+/// Gemma 1 (`GemmaConfig`): Llama's layer with GeGLU, `head_dim` 256, embeddings scaled by
+/// sqrt(hidden), tied; no window, no extra norms, no softcap.
+fn gemma1(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    // `num_key_value_heads: int = 16`, `head_dim: int = 256`: strict, null refused.
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(16),
+        kv_heads_null: false,
+        head_dim: Fallback::Fixed(256),
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
+    let attn = biased_gqa(cfg, &g, false)?;
+    let act = act(cfg, "hidden_act", "gelu_pytorch_tanh")?;
+    let tied = cfg.flag("tie_word_embeddings", true)?;
+    let mut arch = base.arch(ModelType::Gemma, attn, act, tied);
+    arch.dense = Some(dense(cfg, false, false)?);
+    arch.embed_scale = true;
+    Ok(arch)
+}
+
 fn gemma2(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     base.check_divisible(cfg)?;
     // transformers' default: layer i slides when (i + 1) % 2 == 1, i.e. the even layers.
@@ -850,6 +967,166 @@ fn gpt_oss(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     Ok(arch)
 }
 
+/// Llama 4's language model (`Llama4TextConfig`, `modeling_llama4.py`): every layer's MLP is
+/// sparse (`moe_layers`; routed experts with one shared expert) or dense
+/// (`intermediate_size_mlp`); the rotary layers (`no_rope_layers` nonzero) use chunked
+/// attention, the others are global NoPE layers.
+fn llama4_text(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    // `num_key_value_heads: int = 8` and `head_dim: int = 128`, both filled in by
+    // `__post_init__` when None.
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(8),
+        kv_heads_null: true,
+        head_dim: Fallback::Fixed(128),
+        head_dim_null: true,
+    };
+    let g = gqa(cfg, base, defaults)?;
+    let attn = biased_gqa(cfg, &g, false)?;
+    let act = act(cfg, "hidden_act", "silu")?;
+    let tied = cfg.flag("tie_word_embeddings", false)?;
+    let mut arch = base.arch(ModelType::Llama4Text, attn, act, tied);
+    arch.mlp_module = "feed_forward";
+    let layers = arch.layers.len();
+
+    let sparse = match cfg.ints("moe_layers")? {
+        Some(listed) => {
+            if let Some(&bad) = listed.iter().find(|&&i| i >= layers as u64) {
+                return Err(cfg.contradiction(format!(
+                    "`moe_layers` names layer {bad} but `num_hidden_layers` is {layers}"
+                )));
+            }
+            (0..layers).map(|i| listed.contains(&(i as u64))).collect()
+        }
+        None => {
+            let step = cfg.int_or("interleave_moe_layer_step", 1, 1)?;
+            cfg.default_used(
+                "moe_layers",
+                format!("every layer i with (i + 1) % {step} == 0"),
+            );
+            (0..layers as u64)
+                .map(|i| (i + 1).is_multiple_of(step))
+                .collect::<Vec<bool>>()
+        }
+    };
+    if sparse.iter().any(|&s| s) {
+        let experts = experts(cfg, &["num_local_experts"], 1, 16)?;
+        arch.moe = Some(moe(
+            cfg,
+            experts,
+            MoeSpec {
+                ffn_key: "intermediate_size",
+                ffn_default: Sizes::of(ModelType::Llama4Text).ffn,
+                top_k_default: Some(1),
+                shared_experts: 1,
+                shared_bias: false,
+                names: MoeNames::Llama4,
+                router_format: "bf16",
+                score_bias: false,
+            },
+        )?);
+    }
+    if sparse.iter().any(|&s| !s) {
+        arch.dense = Some(Dense {
+            ffn: cfg.int_or("intermediate_size_mlp", 1, 16384)?,
+            bias: false,
+            fused: false,
+        });
+    }
+
+    // `no_rope_layers` falsy (absent, null or []): a NoPE layer every
+    // `no_rope_layer_interval`-th layer; the attention indexes it by layer, so it must cover
+    // every layer.
+    let rope: Vec<bool> = match cfg.ints("no_rope_layers")? {
+        Some(listed) if !listed.is_empty() => {
+            if listed.len() < layers {
+                return Err(cfg.contradiction(format!(
+                    "`no_rope_layers` has {} entries but `num_hidden_layers` is {layers}",
+                    listed.len()
+                )));
+            }
+            listed[..layers].iter().map(|&r| r != 0).collect()
+        }
+        _ => {
+            let interval = cfg.int_or("no_rope_layer_interval", 1, 4)?;
+            cfg.default_used(
+                "no_rope_layers",
+                format!("NoPE on every layer i with (i + 1) % {interval} == 0"),
+            );
+            (0..layers as u64)
+                .map(|i| !(i + 1).is_multiple_of(interval))
+                .collect()
+        }
+    };
+    let chunk = match cfg.int("attention_chunk_size", 1, u64::MAX)? {
+        Got::Value(v) => Some(v),
+        Got::Null => None,
+        Got::Missing => {
+            cfg.default_used("attention_chunk_size", 8192);
+            Some(8192)
+        }
+    };
+    let chunked: Vec<bool> = match cfg.strings("layer_types")? {
+        Some(types) => {
+            if types.len() != layers {
+                return Err(cfg.contradiction(format!(
+                    "`layer_types` has {} entries but `num_hidden_layers` is {layers}",
+                    types.len()
+                )));
+            }
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| match t.as_str() {
+                    "full_attention" => Ok(false),
+                    "chunked_attention" if chunk.is_some() => Ok(true),
+                    "chunked_attention" => Err(cfg.contradiction(format!(
+                        "`layer_types` entry {i} is chunked_attention but `attention_chunk_size` is null"
+                    ))),
+                    other => Err(cfg.refused(
+                        "layer_types",
+                        format!(
+                            "entry {i} is `{other}`, which is not modelled for llama4_text (supported: full_attention, chunked_attention)"
+                        ),
+                    )),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        None => rope.iter().map(|&r| r && chunk.is_some()).collect(),
+    };
+    for (i, layer) in arch.layers.iter_mut().enumerate() {
+        layer.sparse = sparse[i];
+        layer.nope = !rope[i];
+    }
+    // A chunked layer attends within its chunk, so its cache holds at most `chunk` tokens per
+    // sequence: a window, as far as bytes go.
+    set_windows(&mut arch, chunk, |i| chunked[i]);
+    arch.qk_weightless_norm = cfg.flag("use_qk_norm", true)?;
+    // Published configs write a number here (Llama-4-Scout: 4); the attention tests its truth.
+    arch.nope_temperature = match cfg.value("attn_temperature_tuning") {
+        Got::Missing => {
+            cfg.default_used("attn_temperature_tuning", true);
+            true
+        }
+        Got::Value(serde_json::Value::Bool(b)) => *b,
+        Got::Value(v) if v.as_u64().is_some() => v.as_u64() != Some(0),
+        Got::Value(v) => {
+            return Err(cfg.bad(
+                "attn_temperature_tuning",
+                "true, false or a whole number",
+                v,
+            ));
+        }
+        Got::Null => {
+            return Err(cfg.bad(
+                "attn_temperature_tuning",
+                "true, false or a whole number",
+                &serde_json::Value::Null,
+            ));
+        }
+    };
+    Ok(arch)
+}
+
 /// The defaults that tell DeepSeek-V2 and DeepSeek-V3 (`DeepseekV2Config`,
 /// `DeepseekV3Config`) apart in bytes.
 struct Deepseek {
@@ -925,6 +1202,7 @@ fn deepseek(cfg: &Config<'_>, base: Base, d: &Deepseek) -> Result<Arch, HfError>
             Layer {
                 sliding: false,
                 sparse: false,
+                nope: false,
             };
             mtp as usize
         ];

@@ -15,7 +15,9 @@ use circuit_ir::decl::{BlockDecl, NodeDecl, OutDecl, StateDecl, WeightDecl};
 
 use crate::arch::{Arch, Attn, Layer, MoeNames};
 use crate::error::HfError;
+use crate::model::ModelType;
 use crate::quant::{Built, Storage};
+use crate::vision::{Held, VisionTower};
 
 /// Builds the circuit named `name`, stored as `storage` says (dtype, quantization).
 pub(crate) fn circuit(arch: &Arch, name: &str, storage: &Storage<'_>) -> Result<Built, HfError> {
@@ -83,7 +85,48 @@ pub(crate) fn stage_circuit(
     } else {
         b.output(format!("layer_{}.y", end - 1));
     }
-    storage.build(b.decl().clone())
+    let mut decl = b.decl().clone();
+    if !arch.tensor_prefix.is_empty() {
+        for w in decl
+            .blocks
+            .iter_mut()
+            .flat_map(|b| &mut b.nodes)
+            .flat_map(|n| &mut n.weights)
+        {
+            if let Some(t) = &mut w.tensor {
+                t.insert_str(0, arch.tensor_prefix);
+            }
+        }
+    }
+    // The vision tower is loaded with the first stage's embedding.
+    if let (Some(tower), true) = (&arch.vision, first_stage) {
+        decl.blocks.extend(vision(tower));
+    }
+    storage.build(decl)
+}
+
+/// The vision tower's blocks: `vision` holding the tensors stored once and `vision_layer`,
+/// repeated per encoder layer, each a `weights_only` node whose weights are named
+/// `<op>__<tensor>` (see [`HELD_OP_SEPARATOR`]).
+fn vision(tower: &VisionTower) -> [BlockDecl; 2] {
+    let node = |held: &[Held]| {
+        held.iter()
+            .fold(NodeDecl::new("weights", "weights_only"), |node, h| {
+                let local = h
+                    .tensor
+                    .replace("{i}.", "")
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+                let shape: Vec<String> = h.shape.iter().map(u64::to_string).collect();
+                node.weight(
+                    WeightDecl::new(format!("{}{HELD_OP_SEPARATOR}{local}", h.op), shape, "bf16")
+                        .tensor(h.tensor.clone()),
+                )
+            })
+    };
+    [
+        BlockDecl::once("vision").node(node(&tower.once)),
+        BlockDecl::repeated("vision_layer", tower.layers.to_string()).node(node(&tower.layer)),
+    ]
 }
 
 fn dims(b: &mut CircuitBuilder, arch: &Arch) {
@@ -198,8 +241,8 @@ fn embed(arch: &Arch) -> BlockDecl {
     let table =
         WeightDecl::new("table", ["vocab", "hidden"], "bf16").tensor("model.embed_tokens.weight");
     let block = BlockDecl::once("embed").stream(None, Some("x"));
-    if arch.embed_scale {
-        // Gemma: embeddings times sqrt(hidden_size).
+    if arch.embed_scale || arch.scaled_io {
+        // Gemma: embeddings times sqrt(hidden_size); Granite: times `embedding_multiplier`.
         block
             .node(
                 NodeDecl::new("embed", "embed")
@@ -228,30 +271,36 @@ fn head(arch: &Arch) -> BlockDecl {
     } else {
         "lm_head.weight"
     };
-    let logits = if arch.final_softcap {
+    let logits = if arch.final_softcap || arch.scaled_io {
         "lm_logits"
     } else {
         "logits"
     };
+    let mut lm_head = NodeDecl::new("lm_head", "lm_head")
+        .reads(["xn"])
+        .writes(out(logits, "vocab"))
+        .weight(WeightDecl::new("w", ["vocab", "hidden"], "bf16").tensor(tensor));
+    let final_norm = if arch.model == ModelType::Phi {
+        // Phi: a LayerNorm `model.final_layernorm` and a biased `lm_head`.
+        lm_head = lm_head.weight(WeightDecl::new("b", ["vocab"], "bf16").tensor("lm_head.bias"));
+        layer_norm("final_norm", "x", "xn", "hidden", "model.final_layernorm")
+    } else {
+        norm("final_norm", "x", "xn", "hidden", "hidden", "model.norm")
+    };
     let block = BlockDecl::once("head")
         .stream(Some("x"), None)
-        .node(norm(
-            "final_norm",
-            "x",
-            "xn",
-            "hidden",
-            "hidden",
-            "model.norm",
-        ))
-        .node(
-            NodeDecl::new("lm_head", "lm_head")
-                .reads(["xn"])
-                .writes(out(logits, "vocab"))
-                .weight(WeightDecl::new("w", ["vocab", "hidden"], "bf16").tensor(tensor)),
-        );
+        .node(final_norm)
+        .node(lm_head);
     if arch.final_softcap {
         block.node(
             NodeDecl::new("softcap", "softcap")
+                .reads(["lm_logits"])
+                .writes(out("logits", "vocab")),
+        )
+    } else if arch.scaled_io {
+        // Granite: `logits / logits_scaling`.
+        block.node(
+            NodeDecl::new("logits_scale", "scale")
                 .reads(["lm_logits"])
                 .writes(out("logits", "vocab")),
         )
@@ -263,6 +312,9 @@ fn head(arch: &Arch) -> BlockDecl {
 /// One decoder layer; `idx` is the layer index in tensor names (`{i}` in a repeated block).
 fn layer(arch: &Arch, block: BlockDecl, idx: &str, kind: Layer) -> BlockDecl {
     let p = format!("model.layers.{idx}");
+    if arch.model == ModelType::Phi {
+        return parallel_layer(arch, block, &p, kind);
+    }
     let block = block.node(norm(
         "attn_norm",
         "x",
@@ -329,6 +381,59 @@ fn layer(arch: &Arch, block: BlockDecl, idx: &str, kind: Layer) -> BlockDecl {
             .reads(["h", m])
             .writes(out("y", "hidden")),
     )
+}
+
+/// A LayerNorm (weight and bias) of `width`, `<tensor>.weight` and `<tensor>.bias`.
+fn layer_norm(id: &str, input: &str, edge: &str, width: &str, tensor: &str) -> NodeDecl {
+    NodeDecl::new(id, "layer_norm")
+        .reads([input])
+        .writes(out(edge, width))
+        .weight(WeightDecl::new("w", [width], "bf16").tensor(format!("{tensor}.weight")))
+        .weight(WeightDecl::new("b", [width], "bf16").tensor(format!("{tensor}.bias")))
+}
+
+/// Phi's decoder layer: one LayerNorm feeds attention and a plain (not gated) MLP side by
+/// side, and both outputs are added to the residual at once.
+fn parallel_layer(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> BlockDecl {
+    let d = arch.dense.expect("phi has a dense MLP");
+    let m = format!("{p}.mlp");
+    let block = block.node(layer_norm(
+        "attn_norm",
+        "x",
+        "xn",
+        "hidden",
+        &format!("{p}.input_layernorm"),
+    ));
+    let (block, o) = gqa(arch, block, p, kind);
+    block
+        .node(linear(
+            "fc1",
+            "xn",
+            "fc1",
+            "ffn",
+            "hidden",
+            &format!("{m}.fc1"),
+            d.bias,
+        ))
+        .node(
+            NodeDecl::new("act", "gelu")
+                .reads(["fc1"])
+                .writes(out("act", "ffn")),
+        )
+        .node(linear(
+            "fc2",
+            "act",
+            "fc2",
+            "hidden",
+            "ffn",
+            &format!("{m}.fc2"),
+            d.bias,
+        ))
+        .node(
+            NodeDecl::new("add", "residual_add")
+                .reads(["x", o, "fc2"])
+                .writes(out("y", "hidden")),
+        )
 }
 
 /// Grouped-query attention; returns the block and the attention output edge.
@@ -420,21 +525,51 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
     if kind.sliding {
         kv = kv.window("window");
     }
-    let mut attention = NodeDecl::new("attention", "attention")
-        .reads(["q_rot"])
-        .writes(out("attn", "q_width"));
+    let mut attention = NodeDecl::new("attention", "attention").writes(out("attn", "q_width"));
     if sinks {
         attention = attention
             .weight(WeightDecl::new("sinks", ["heads"], "bf16").tensor(format!("{a}.sinks")));
     }
-    let block = block
-        .node(
+    let (block, q_attn, k_cached) = if kind.nope {
+        if arch.nope_temperature {
+            // Llama 4's NoPE layers: q times a per-position temperature, a new tensor.
+            let block = block.node(
+                NodeDecl::new("temperature", "scale")
+                    .reads([q])
+                    .writes(out("q_temp", "q_width")),
+            );
+            (block, "q_temp", k)
+        } else {
+            (block, q, k)
+        }
+    } else {
+        let block = block.node(
             NodeDecl::new("rope", "rope")
                 .reads([q, k])
                 .writes(out("q_rot", "q_width"))
                 .writes(out("k_rot", "kv_width")),
-        )
-        .node(NodeDecl::new("kv_write", "kv_write").reads(["k_rot", "v"]))
+        );
+        if arch.qk_weightless_norm {
+            // Llama 4: an RMS norm without a weight over each head of q and k, after rope.
+            let block = block
+                .node(
+                    NodeDecl::new("q_l2_norm", "rms_norm")
+                        .reads(["q_rot"])
+                        .writes(out("q_rn", "q_width")),
+                )
+                .node(
+                    NodeDecl::new("k_l2_norm", "rms_norm")
+                        .reads(["k_rot"])
+                        .writes(out("k_rn", "kv_width")),
+                );
+            (block, "q_rn", "k_rn")
+        } else {
+            (block, "q_rot", "k_rot")
+        }
+    };
+    let attention = attention.reads([q_attn]);
+    let block = block
+        .node(NodeDecl::new("kv_write", "kv_write").reads([k_cached, "v"]))
         .node(attention)
         .node(linear(
             "o_proj",
@@ -442,7 +577,15 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
             "o",
             "hidden",
             "q_width",
-            &format!("{a}.o_proj"),
+            // Phi names its output projection `dense`.
+            &format!(
+                "{a}.{}",
+                if arch.model == ModelType::Phi {
+                    "dense"
+                } else {
+                    "o_proj"
+                }
+            ),
             o_bias,
         ))
         .state(kv);
@@ -573,7 +716,7 @@ fn mla(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
 /// The dense MLP; returns the block and its output edge.
 fn dense_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
     let d = arch.dense.expect("a dense layer implies a dense MLP");
-    let m = format!("{p}.mlp");
+    let m = format!("{p}.{}", arch.mlp_module);
     let act = arch.act.op();
     let block = if d.fused {
         block
@@ -637,6 +780,7 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
     let act = arch.act.op();
     let (gate, experts, [w_gate, w_up, w_down]) = match moe.names {
         MoeNames::GptOss => return fused_experts_mlp(block, p),
+        MoeNames::Llama4 => return llama4_moe(arch, block, p),
         MoeNames::Mixtral => (
             format!("{p}.block_sparse_moe.gate.weight"),
             format!("{p}.block_sparse_moe.experts.*"),
@@ -839,6 +983,95 @@ fn fused_experts_mlp(block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
         .node(
             NodeDecl::new("moe_combine", "moe_combine")
                 .reads(["expert_out", "topk_w", "topk_ids"])
+                .writes(out("moe_out", "hidden")),
+        );
+    (block, "moe_out")
+}
+
+/// Llama 4's sparse MLP (`Llama4TextMoe`): a router without bias whose top-k scores go through
+/// a sigmoid and scale each routed token before the experts, the experts' gate-up and down
+/// projections each one tensor for all experts (`[experts, hidden, 2 x ffn]`,
+/// `[experts, ffn, hidden]`), and the shared expert, an MLP of the same width, added to the
+/// routed output.
+fn llama4_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
+    let f = format!("{p}.feed_forward");
+    let act = arch.act.op();
+    let expert_w = |shape: [&str; 2], tensor: &str| {
+        WeightDecl::new("w", shape, "bf16")
+            .tensor(format!("{f}.experts.{tensor}"))
+            .count("local_experts")
+    };
+    let rows = "n * experts_per_tok";
+    let block = block
+        .node(
+            NodeDecl::new("router", "router")
+                .reads(["hn"])
+                .writes(OutDecl::new("router_logits", "n", "experts", "bf16"))
+                .weight(
+                    WeightDecl::new("w", ["experts", "hidden"], "bf16")
+                        .tensor(format!("{f}.router.weight")),
+                ),
+        )
+        .node(
+            NodeDecl::new("top_k", "top_k")
+                .reads(["router_logits"])
+                .writes(OutDecl::new("topk_w", "n", "experts_per_tok", "f32"))
+                .writes(OutDecl::new("topk_ids", "n", "experts_per_tok", "i32")),
+        )
+        .node(
+            NodeDecl::new("experts_gate_up", "expert_linear")
+                .reads(["hn", "topk_ids"])
+                .writes(OutDecl::new("expert_h", rows, "2 * moe_ffn", "bf16"))
+                .weight(expert_w(["hidden", "2 * moe_ffn"], "gate_up_proj")),
+        )
+        .node(
+            NodeDecl::new("experts_act", act)
+                .reads(["expert_h"])
+                .writes(OutDecl::new("expert_act", rows, "moe_ffn", "bf16")),
+        )
+        .node(
+            NodeDecl::new("experts_down", "expert_linear")
+                .reads(["expert_act", "topk_ids"])
+                .writes(OutDecl::new("expert_out", rows, "hidden", "bf16"))
+                .weight(expert_w(["moe_ffn", "hidden"], "down_proj")),
+        );
+    let s = format!("{f}.shared_expert");
+    let block = block
+        .node(linear(
+            "shared_gate_proj",
+            "hn",
+            "shared_gate",
+            "shared_ffn",
+            "hidden",
+            &format!("{s}.gate_proj"),
+            false,
+        ))
+        .node(linear(
+            "shared_up_proj",
+            "hn",
+            "shared_up",
+            "shared_ffn",
+            "hidden",
+            &format!("{s}.up_proj"),
+            false,
+        ))
+        .node(
+            NodeDecl::new("shared_act", act)
+                .reads(["shared_gate", "shared_up"])
+                .writes(out("shared_act", "shared_ffn")),
+        )
+        .node(linear(
+            "shared_down_proj",
+            "shared_act",
+            "shared_out",
+            "hidden",
+            "shared_ffn",
+            &format!("{s}.down_proj"),
+            false,
+        ))
+        .node(
+            NodeDecl::new("moe_combine", "moe_combine")
+                .reads(["expert_out", "topk_w", "topk_ids", "shared_out"])
                 .writes(out("moe_out", "hidden")),
         );
     (block, "moe_out")

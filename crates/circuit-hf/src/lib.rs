@@ -1,8 +1,11 @@
 //! Builds a circuit-ir [`Circuit`] from a Hugging Face `config.json`: the decoder-only
-//! language models of [`ModelType::ALL`] (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Mixtral,
-//! Phi-3, Gemma 2, DeepSeek-V2), with weights under their Hugging Face tensor names, in the
-//! checkpoint's dtype (or the one [`ImportOptions`] asks for) or as its quantization format
-//! stores them, and one KV-cache state per layer.
+//! language models of [`ModelType::ALL`] (Llama, Granite, Mistral, Qwen2, Qwen3, Qwen3-MoE,
+//! Mixtral, Phi, Phi-3, Gemma 1-3, DeepSeek-V2/V3, Kimi K2, gpt-oss, Llama 4), alone or as the
+//! text part of a multimodal checkpoint (`llama4`, `gemma3`, `mistral3`: the language model
+//! from `text_config`, the vision tower counted from `vision_config` and held as weights),
+//! with weights under their Hugging Face tensor names, in the checkpoint's dtype (or the one
+//! [`ImportOptions`] asks for) or as its quantization format stores them, and one KV-cache
+//! state per layer.
 //!
 //! Invariants: the circuit's weights are the bytes of the published checkpoint (tied
 //! embeddings stored once; quantized modules as their format stores them, docs/quantization.md)
@@ -31,10 +34,12 @@ mod config;
 mod emit;
 pub mod error;
 pub mod model;
+mod multimodal;
 pub mod options;
 pub mod parallel;
 mod parallel_import;
 mod quant;
+mod vision;
 
 use std::path::Path;
 
@@ -111,14 +116,24 @@ pub(crate) fn import_shaped(
     side_files: &[SideFile<'_>],
     emit: impl FnOnce(&arch::Arch, &str, &quant::Storage<'_>) -> Result<Vec<quant::Built>, HfError>,
 ) -> Result<Vec<Import>, HfError> {
-    let map = config::parse(text, origin)?;
-    let model_type = config::model_type(&map, origin)?;
-    let cfg = config::Config::new(origin, model_type, &map);
+    let top = config::parse(text, origin)?;
+    let unwrapped = multimodal::unwrap(&top, origin)?;
+    let text_origin = format!("{origin} (text_config)");
+    let (map, cfg_origin) = match &unwrapped {
+        Some(u) => (&u.text, text_origin.as_str()),
+        None => (&top, origin),
+    };
+    let model_type = config::model_type(map, cfg_origin)?;
+    let cfg = config::Config::new(cfg_origin, model_type, map);
     cfg.check_common()?;
     let stored_dtype = cfg.stored_dtype()?;
     let dtype = options.dtype.0.unwrap_or(stored_dtype);
     let (scheme, side_files_ignored) = quant::read_scheme(&cfg, side_files, stored_dtype)?;
-    let arch = arch::read(&cfg)?;
+    let mut arch = arch::read(&cfg)?;
+    if let Some(u) = &unwrapped {
+        arch.tensor_prefix = u.wrapper.prefix;
+        arch.vision = Some(u.tower(origin, arch.hidden)?);
+    }
     let storage = quant::Storage {
         origin,
         planned: dtype,
@@ -127,20 +142,48 @@ pub(crate) fn import_shaped(
     };
     let built = emit(&arch, &circuit_name(origin, model_type), &storage)?;
     let read = cfg.keys_read();
-    let keys_read: Vec<String> = read
-        .iter()
-        .filter(|k| cfg.has(k))
-        .map(|k| (*k).to_owned())
-        .collect();
-    let keys_ignored: Vec<String> = map
-        .keys()
-        .filter(|k| !read.contains(&k.as_str()))
-        .cloned()
-        .collect();
+    // A multimodal config's own keys come first; the language model's are named
+    // `text_config.<key>`, except those the wrapper forwarded to it.
+    let nested = match &unwrapped {
+        Some(_) => top.get("text_config").and_then(|t| t.as_object()),
+        None => None,
+    };
+    let name = |k: &str| match nested {
+        Some(t) if t.contains_key(k) => format!("text_config.{k}"),
+        _ => k.to_owned(),
+    };
+    let own = |k: &str| unwrapped.is_none() || nested.is_some_and(|t| t.contains_key(k));
+    let mut keys_read: Vec<String> = unwrapped
+        .as_ref()
+        .map(|u| u.keys_read.clone())
+        .unwrap_or_default();
+    keys_read.extend(
+        read.iter()
+            .filter(|k| cfg.has(k) && own(k))
+            .map(|k| name(k)),
+    );
+    let mut keys_ignored: Vec<String> = unwrapped
+        .as_ref()
+        .map(|u| u.keys_ignored.clone())
+        .unwrap_or_default();
+    keys_ignored.extend(
+        map.keys()
+            .filter(|k| !read.contains(&k.as_str()) && own(k))
+            .map(|k| name(k)),
+    );
     let defaults: Vec<(String, String)> = cfg
         .defaults()
         .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
+        .map(|(k, v)| {
+            (
+                if unwrapped.is_some() {
+                    format!("text_config.{k}")
+                } else {
+                    k.to_owned()
+                },
+                v,
+            )
+        })
         .collect();
     let kv_cache_format = match options.kv_cache_dtype {
         KvCacheDtype::Auto => dtype.format().to_owned(),

@@ -14,6 +14,8 @@ use std::fmt;
 pub enum ModelType {
     /// `llama` (LlamaForCausalLM).
     Llama,
+    /// `granite` (GraniteForCausalLM: Llama's layout with multipliers).
+    Granite,
     /// `mistral` (MistralForCausalLM).
     Mistral,
     /// `qwen2` (Qwen2ForCausalLM).
@@ -26,6 +28,10 @@ pub enum ModelType {
     Mixtral,
     /// `phi3` (Phi3ForCausalLM).
     Phi3,
+    /// `phi` (PhiForCausalLM: Phi-1, Phi-1.5, Phi-2).
+    Phi,
+    /// `gemma` (GemmaForCausalLM: Gemma 1 and 1.1).
+    Gemma,
     /// `gemma2` (Gemma2ForCausalLM).
     Gemma2,
     /// `gemma3_text` (Gemma3ForCausalLM).
@@ -38,42 +44,53 @@ pub enum ModelType {
     KimiK2,
     /// `gpt_oss` (GptOssForCausalLM).
     GptOss,
+    /// `llama4_text` (Llama4ForCausalLM; the language model of a `llama4` config's
+    /// `text_config`).
+    Llama4Text,
 }
 
 impl ModelType {
     /// Every supported model type, in documentation order.
     pub const ALL: &'static [ModelType] = &[
         ModelType::Llama,
+        ModelType::Granite,
         ModelType::Mistral,
         ModelType::Qwen2,
         ModelType::Qwen3,
         ModelType::Qwen3Moe,
         ModelType::Mixtral,
         ModelType::Phi3,
+        ModelType::Phi,
+        ModelType::Gemma,
         ModelType::Gemma2,
         ModelType::Gemma3Text,
         ModelType::DeepseekV2,
         ModelType::DeepseekV3,
         ModelType::KimiK2,
         ModelType::GptOss,
+        ModelType::Llama4Text,
     ];
 
     /// The `model_type` string.
     pub fn name(self) -> &'static str {
         match self {
             ModelType::Llama => "llama",
+            ModelType::Granite => "granite",
             ModelType::Mistral => "mistral",
             ModelType::Qwen2 => "qwen2",
             ModelType::Qwen3 => "qwen3",
             ModelType::Qwen3Moe => "qwen3_moe",
             ModelType::Mixtral => "mixtral",
             ModelType::Phi3 => "phi3",
+            ModelType::Phi => "phi",
+            ModelType::Gemma => "gemma",
             ModelType::Gemma2 => "gemma2",
             ModelType::Gemma3Text => "gemma3_text",
             ModelType::DeepseekV2 => "deepseek_v2",
             ModelType::DeepseekV3 => "deepseek_v3",
             ModelType::KimiK2 => "kimi_k2",
             ModelType::GptOss => "gpt_oss",
+            ModelType::Llama4Text => "llama4_text",
         }
     }
 
@@ -86,17 +103,21 @@ impl ModelType {
     pub fn causal_lm_class(self) -> &'static str {
         match self {
             ModelType::Llama => "LlamaForCausalLM",
+            ModelType::Granite => "GraniteForCausalLM",
             ModelType::Mistral => "MistralForCausalLM",
             ModelType::Qwen2 => "Qwen2ForCausalLM",
             ModelType::Qwen3 => "Qwen3ForCausalLM",
             ModelType::Qwen3Moe => "Qwen3MoeForCausalLM",
             ModelType::Mixtral => "MixtralForCausalLM",
             ModelType::Phi3 => "Phi3ForCausalLM",
+            ModelType::Phi => "PhiForCausalLM",
+            ModelType::Gemma => "GemmaForCausalLM",
             ModelType::Gemma2 => "Gemma2ForCausalLM",
             ModelType::Gemma3Text => "Gemma3ForCausalLM",
             ModelType::DeepseekV2 => "DeepseekV2ForCausalLM",
             ModelType::DeepseekV3 | ModelType::KimiK2 => "DeepseekV3ForCausalLM",
             ModelType::GptOss => "GptOssForCausalLM",
+            ModelType::Llama4Text => "Llama4ForCausalLM",
         }
     }
 
@@ -128,17 +149,21 @@ impl ModelType {
     fn own_keys(self) -> &'static [KeyInfo] {
         match self {
             ModelType::Llama => LLAMA,
+            ModelType::Granite => GRANITE,
             ModelType::Mistral => MISTRAL,
             ModelType::Qwen2 => QWEN2,
             ModelType::Qwen3 => QWEN3,
             ModelType::Qwen3Moe => QWEN3_MOE,
             ModelType::Mixtral => MIXTRAL,
             ModelType::Phi3 => PHI3,
+            ModelType::Phi => PHI,
+            ModelType::Gemma => GEMMA,
             ModelType::Gemma2 => GEMMA2,
             ModelType::Gemma3Text => GEMMA3_TEXT,
             ModelType::DeepseekV2 => DEEPSEEK_V2,
             ModelType::DeepseekV3 | ModelType::KimiK2 => DEEPSEEK_V3,
             ModelType::GptOss => GPT_OSS,
+            ModelType::Llama4Text => LLAMA4_TEXT,
         }
     }
 }
@@ -154,6 +179,7 @@ pub fn supported_list() -> String {
     ModelType::ALL
         .iter()
         .map(|m| m.name())
+        .chain(crate::multimodal::WRAPPERS.iter().map(|w| w.name))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -352,6 +378,42 @@ static LLAMA: &[KeyInfo] = &[
     ),
 ];
 
+static GRANITE: &[KeyInfo] = &[
+    read("vocab_size", "default 32000"),
+    read("hidden_size", "default 4096"),
+    read("num_hidden_layers", LAYERS_32),
+    read("num_attention_heads", "default 32"),
+    read("intermediate_size", "default 11008"),
+    read("num_key_value_heads", KV_HEADS),
+    read("head_dim", HEAD_DIM_GETATTR),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    read(
+        "mlp_bias",
+        "default false; true adds gate/up/down_proj biases",
+    ),
+    ignored(
+        "embedding_multiplier",
+        "a factor, whatever its value: the embeddings are always multiplied into a new tensor (node `embed.scale`)",
+    ),
+    ignored(
+        "logits_scaling",
+        "a divisor, whatever its value: the logits are always divided into a new tensor (node `head.logits_scale`)",
+    ),
+    ignored(
+        "residual_multiplier",
+        "a factor folded into each residual add; no memory effect",
+    ),
+    ignored(
+        "attention_multiplier",
+        "the attention's softmax scale; no memory effect",
+    ),
+];
+
 static MISTRAL: &[KeyInfo] = &[
     read("vocab_size", "default 32000"),
     read("hidden_size", "default 4096"),
@@ -542,6 +604,71 @@ static PHI3: &[KeyInfo] = &[
     ignored("embd_pdrop", NO_MEMORY),
     ignored("original_max_position_embeddings", NO_MEMORY),
     ignored("partial_rotary_factor", NO_MEMORY),
+];
+
+static PHI: &[KeyInfo] = &[
+    read("vocab_size", "default 51200"),
+    read("hidden_size", "default 2048"),
+    read(
+        "num_hidden_layers",
+        "default 24; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 32"),
+    read(
+        "intermediate_size",
+        "default 8192: the width of fc1 (a plain, not gated, MLP)",
+    ),
+    read("num_key_value_heads", KV_HEADS),
+    read("head_dim", HEAD_DIM_GETATTR),
+    read(
+        "hidden_act",
+        "default gelu_new; a gelu variant gives gelu; anything else is refused (the plain MLP is modelled with GELU only)",
+    ),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "qk_layernorm",
+        "default false; true (LayerNorms of q and k per head) is not modelled and refused",
+    ),
+    ignored(
+        "partial_rotary_factor",
+        "the rotary embedding covers part of each head; no memory effect",
+    ),
+    ignored("layer_norm_eps", NO_MEMORY),
+    ignored("resid_pdrop", NO_MEMORY),
+    ignored("embd_pdrop", NO_MEMORY),
+];
+
+static GEMMA: &[KeyInfo] = &[
+    read("vocab_size", "default 256000"),
+    read("hidden_size", "default 3072"),
+    read(
+        "num_hidden_layers",
+        "default 28; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 16"),
+    read("intermediate_size", "default 24576"),
+    read("num_key_value_heads", "default 16"),
+    read("head_dim", "default 256 (GemmaConfig's own)"),
+    read(
+        "hidden_act",
+        "default gelu_pytorch_tanh (gelu_mul; `gelu` means the same); silu gives silu_mul",
+    ),
+    read(
+        "tie_word_embeddings",
+        "default true: one tensor for embed_tokens and lm_head",
+    ),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    ignored(
+        "hidden_activation",
+        "Gemma 1.1's key; transformers 5's GemmaMLP reads hidden_act",
+    ),
+    ignored(
+        "use_bidirectional_attention",
+        "the attention mask only; no memory effect",
+    ),
 ];
 
 static GEMMA2: &[KeyInfo] = &[
@@ -845,4 +972,79 @@ static GPT_OSS: &[KeyInfo] = &[
     ignored("initial_context_length", NO_MEMORY),
     ignored("output_router_logits", ROUTER),
     ignored("router_aux_loss_coef", ROUTER),
+];
+
+static LLAMA4_TEXT: &[KeyInfo] = &[
+    read("vocab_size", "default 202048"),
+    read("hidden_size", "default 5120"),
+    read(
+        "num_hidden_layers",
+        "default 48; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 40"),
+    read(
+        "intermediate_size",
+        "default 8192: the width of each routed expert and of the shared expert",
+    ),
+    read(
+        "intermediate_size_mlp",
+        "default 16384: the width of the dense MLP of the layers not in moe_layers",
+    ),
+    read(
+        "num_key_value_heads",
+        "default 8; null: num_attention_heads",
+    ),
+    read(
+        "head_dim",
+        "default 128; null: hidden_size / num_attention_heads",
+    ),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases",
+    ),
+    read("num_local_experts", "default 16"),
+    read("num_experts_per_tok", "default 1"),
+    read(
+        "moe_layers",
+        "default (and null): every interleave_moe_layer_step-th layer, from layer step - 1; the others have a dense MLP of intermediate_size_mlp",
+    ),
+    read(
+        "interleave_moe_layer_step",
+        "default 1; used only when moe_layers is absent",
+    ),
+    read(
+        "no_rope_layers",
+        "per layer, 0 for a NoPE layer (no rotary, global attention) and nonzero for a rotary one; default (and null or []): every no_rope_layer_interval-th layer is NoPE",
+    ),
+    read(
+        "no_rope_layer_interval",
+        "default 4; used only when no_rope_layers is absent",
+    ),
+    read(
+        "attention_chunk_size",
+        "default 8192; null: no chunked layers; a chunked layer holds at most this many tokens per sequence",
+    ),
+    read(
+        "layer_types",
+        "chunked_attention or full_attention per layer; default (and null): chunked on the rotary layers when attention_chunk_size is set",
+    ),
+    read(
+        "use_qk_norm",
+        "default true: a weightless RMS norm of q and k after the rotary embedding, on the rotary layers",
+    ),
+    read(
+        "attn_temperature_tuning",
+        "default true: the NoPE layers scale q by a per-position factor",
+    ),
+    ignored("floor_scale", NO_MEMORY),
+    ignored("attn_scale", NO_MEMORY),
+    ignored("router_jitter_noise", ROUTER),
+    ignored("output_router_logits", ROUTER),
+    ignored("router_aux_loss_coef", ROUTER),
+    ignored(
+        "for_llm_compressor",
+        "an older release's loading hint; transformers 5 does not read it",
+    ),
 ];

@@ -256,6 +256,14 @@ impl Parallel {
     /// (see [`RankShape`]).
     pub(crate) fn shard(self, arch: &Arch) -> Result<Arch, ParallelError> {
         let tp = self.tp;
+        if arch.vision.is_some() && tp > 1 {
+            // vLLM shards Llama 4's vision tower over TP or, with `mm_encoder_tp_mode=data`,
+            // replicates it; neither is modelled.
+            return Err(ParallelError::NotModelled {
+                what: "the vision tower of a multimodal checkpoint",
+                layout: self.layout(),
+            });
+        }
         let mut a = arch.clone();
         // Column-parallel q (QKVParallelLinear) and row-parallel o_proj split the heads.
         a.heads = divide(

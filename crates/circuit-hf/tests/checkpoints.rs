@@ -163,3 +163,43 @@ fn kimi_k2_reads_as_deepseek_v3_and_mtp_layers_are_counted_per_layer() {
     assert_eq!(weights(&none) + mtp, expect["weights"].as_u64().unwrap());
     assert_eq!(weights(&two), expect["weights"].as_u64().unwrap() + mtp);
 }
+
+#[test]
+fn llama_4_scout_moe_every_layer_chunked_nope_and_vision_tower() {
+    let imp = exact("llama-4-scout-17b-16e-instruct");
+    // All 16 experts in one tensor each: gate_up [16, 5120, 2 x 8192], down [16, 8192, 5120].
+    assert_eq!(
+        tensor_bytes(
+            &imp,
+            "language_model.model.layers.0.feed_forward.experts.gate_up_proj"
+        ),
+        2 * 16 * 5120 * 16384
+    );
+    assert_eq!(
+        tensor_bytes(
+            &imp,
+            "language_model.model.layers.47.feed_forward.shared_expert.down_proj.weight"
+        ),
+        2 * 5120 * 8192
+    );
+    // The vision tower and projector, counted from vision_config: 871,932,416 parameters
+    // (108,641,793,536 in all less the language model's 107,769,861,120).
+    let vision: u64 = imp
+        .circuit
+        .tensors()
+        .values()
+        .filter(|t| {
+            t.name.starts_with("vision_model.") || t.name.starts_with("multi_modal_projector.")
+        })
+        .map(|t| t.bytes)
+        .sum();
+    assert_eq!(vision, 2 * 871_932_416);
+    // 36 chunked layers hold at most 8,192 tokens per sequence; the 12 NoPE layers all.
+    let per_layer = 2 * 8 * 128 * 2;
+    assert_eq!(
+        imp.circuit.state_bytes(100_000, 1).unwrap(),
+        per_layer * (36 * 8192 + 12 * 100_000)
+    );
+    assert!(imp.keys_read.contains(&"text_config.moe_layers".to_owned()));
+    assert!(imp.keys_ignored.contains(&"boi_token_index".to_owned()));
+}

@@ -5,7 +5,7 @@ mod common;
 
 use circuit_hf::{HfError, from_config_json};
 
-const SUPPORTED: &str = "llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, phi3, gemma2, gemma3_text, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss";
+const SUPPORTED: &str = "llama, granite, mistral, qwen2, qwen3, qwen3_moe, mixtral, phi3, phi, gemma, gemma2, gemma3_text, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, llama4_text, llama4, gemma3, mistral3";
 
 /// A small valid Llama config; tests splice keys into it.
 const LLAMA: &str = r#"{"model_type": "llama", "vocab_size": 1000, "hidden_size": 128,
@@ -348,4 +348,85 @@ fn bad_values_never_panic() {
         }
     }
     assert!(runs > 1000, "{runs}");
+}
+
+/// A small Llama 4 (two layers: one chunked MoE layer, one NoPE dense layer) with a small
+/// vision tower; tests edit it.
+const LLAMA4: &str = r#"{"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"],
+  "text_config": {"vocab_size": 1000, "hidden_size": 128, "intermediate_size": 64,
+    "intermediate_size_mlp": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 4, "moe_layers": [0],
+    "no_rope_layers": [1, 0], "attention_chunk_size": 16},
+  "vision_config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 96, "vision_output_dim": 80, "image_size": 28, "patch_size": 14,
+    "projector_input_dim": 80, "projector_output_dim": 80},
+  "torch_dtype": "bfloat16"}"#;
+
+#[test]
+fn llama4_small_counts_text_and_vision_exactly() {
+    let c = from_config_json(LLAMA4, "config.json").unwrap();
+    // Text: embed + lm_head 2 x 1000 x 128; per layer q 128 x 128, k and v 64 x 128 each,
+    // o 128 x 128, two norms; layer 0 router 4 x 128, experts 4 x (128 x 128 + 64 x 128),
+    // shared expert 3 x 64 x 128; layer 1 dense 3 x 256 x 128; final norm 128.
+    let attn = 2 * 128 * 128 + 2 * 64 * 128 + 2 * 128;
+    let moe = 4 * 128 + 4 * (128 * 128 + 64 * 128) + 3 * 64 * 128;
+    let dense = 3 * 256 * 128;
+    let text = 2 * 1000 * 128 + 2 * attn + moe + dense + 128;
+    // Vision: patch 64 x 588, class 64, positions (2 x 2 + 1) x 64, two LayerNorms 4 x 64;
+    // per layer q/k/v/o 4 x (64 x 64 + 64), fc1 96 x 64 + 96, fc2 64 x 96 + 64, norms 4 x 64;
+    // adapter 80 x 96 + 80 x 80; projector 128 x 80.
+    let layer = 4 * (64 * 64 + 64) + (96 * 64 + 96) + (64 * 96 + 64) + 4 * 64;
+    let vision = 64 * 588 + 64 + 5 * 64 + 4 * 64 + 2 * layer + 80 * 96 + 80 * 80 + 128 * 80;
+    assert_eq!(c.weight_bytes(), 2 * (text + vision));
+    // Both layers cache 2 x 2 x 32 per token; the chunked one at most 16 tokens.
+    assert_eq!(c.state_bytes(100, 1).unwrap(), 2 * 128 * (16 + 100));
+}
+
+#[test]
+fn llama4_errors_name_the_nested_key() {
+    let with = |from: &str, to: &str| {
+        assert!(LLAMA4.contains(from), "{from}");
+        err(&LLAMA4.replacen(from, to, 1))
+    };
+    assert_eq!(
+        with(r#""torch_dtype""#, r#""image_seq_len": 4, "torch_dtype""#),
+        "config.json: unknown key `image_seq_len` for llama4: it is neither read nor known to leave memory unchanged, so it is refused rather than ignored; remove it if it does not change the model's tensors or caches (docs/hf-import.md lists the keys of each model type)"
+    );
+    assert_eq!(
+        with(
+            r#""vocab_size": 1000"#,
+            r#""model_type": "llama", "vocab_size": 1000"#
+        ),
+        "config.json: `text_config.model_type` must be `llama4_text` (the language model of llama4), found \"llama\""
+    );
+    assert_eq!(
+        with(r#""patch_size": 14"#, r#""patch_size": 0"#),
+        "config.json: `vision_config.patch_size` must be a whole number of at least 1, found 0"
+    );
+    assert_eq!(
+        with(r#""image_size": 28"#, r#""image_size": 8"#),
+        "config.json: `vision_config.image_size` 8 is smaller than `vision_config.patch_size` 14: the image has no patch"
+    );
+    assert_eq!(
+        with(r#""no_rope_layers": [1, 0]"#, r#""no_rope_layers": [1]"#),
+        "config.json (text_config): `no_rope_layers` has 1 entries but `num_hidden_layers` is 2"
+    );
+    assert_eq!(
+        with(r#""moe_layers": [0]"#, r#""moe_layers": [2]"#),
+        "config.json (text_config): `moe_layers` names layer 2 but `num_hidden_layers` is 2"
+    );
+    assert_eq!(
+        with(
+            r#""torch_dtype": "bfloat16"}"#,
+            r#""torch_dtype": "bfloat16", "text_config": 3}"#
+        ),
+        "config.json: line 9, column 42: duplicate key `text_config` in one JSON object (JSON readers keep only the last value, silently); remove one of them"
+    );
+    assert_eq!(
+        with(
+            r#""vocab_size": 1000"#,
+            r#""torch_dtype": "float16", "vocab_size": 1000"#
+        ),
+        "config.json: `torch_dtype` \"bfloat16\" and `text_config.torch_dtype` \"float16\" disagree"
+    );
 }

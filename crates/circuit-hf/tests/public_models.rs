@@ -414,3 +414,213 @@ fn derived_phi_3_medium_grouped_fused_qkv() {
     );
     rounds_to(params, 1_000_000_000, 14);
 }
+
+#[test]
+fn derived_phi_2_parallel_block_layer_norms_biases() {
+    // embed 51200 x 2560 = 131,072,000; lm_head the same plus its bias 51,200; final
+    // LayerNorm (weight and bias) 5,120.
+    // Per layer (32): input LayerNorm 5,120; q, k, v 2560x2560 + 2560 each = 19,668,480;
+    // dense 6,556,160; fc1 2560x10240 + 10240 = 26,224,640; fc2 10240x2560 + 2560 =
+    // 26,216,960 = 78,671,360. Total 131,072,000 + 131,123,200 + 5,120 + 32 x 78,671,360
+    // = 2,779,683,840 (page: 2.78B); stored in float16, 2 bytes each.
+    let c = check(
+        "phi-2",
+        r#"{
+          "architectures": ["PhiForCausalLM"], "model_type": "phi",
+          "attention_dropout": 0.0, "bos_token_id": 50256, "embd_pdrop": 0.0,
+          "eos_token_id": 50256, "hidden_act": "gelu_new", "hidden_size": 2560,
+          "initializer_range": 0.02, "intermediate_size": 10240, "layer_norm_eps": 1e-05,
+          "max_position_embeddings": 2048, "num_attention_heads": 32, "num_hidden_layers": 32,
+          "num_key_value_heads": 32, "partial_rotary_factor": 0.4, "qk_layernorm": false,
+          "resid_pdrop": 0.1, "rope_scaling": null, "rope_theta": 10000.0,
+          "tie_word_embeddings": false, "torch_dtype": "float16", "use_cache": true,
+          "vocab_size": 51200
+        }"#,
+        2_779_683_840,
+        // 32 layers x 32 heads x 80 x 2 (K and V) x 2 bytes.
+        327_680,
+    );
+    rounds_to(2_779_683_840, 10_000_000, 278);
+    let names: Vec<&str> = c.tensors().values().map(|t| t.name.as_str()).collect();
+    for name in [
+        "model.layers.0.self_attn.dense.bias",
+        "model.layers.31.input_layernorm.bias",
+        "model.layers.5.mlp.fc1.weight",
+        "model.final_layernorm.bias",
+        "lm_head.bias",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+}
+
+#[test]
+fn derived_gemma_7b_and_2b() {
+    // Gemma-7B: embed 256000 x 3072 = 786,432,000 (tied); final norm 3,072. Per layer (28):
+    // q, k, v, o 4 x 4096x3072 = 50,331,648 (16 heads of 256); gate, up, down
+    // 3 x 24576x3072 = 226,492,416; 2 norms 6,144 = 276,830,208. Total 786,432,000 + 3,072
+    // + 28 x 276,830,208 = 8,537,680,896 (page: 8.54B).
+    let c = check(
+        "gemma-7b",
+        r#"{
+          "architectures": ["GemmaForCausalLM"], "model_type": "gemma",
+          "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 2,
+          "eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu", "hidden_size": 3072,
+          "initializer_range": 0.02, "intermediate_size": 24576,
+          "max_position_embeddings": 8192, "num_attention_heads": 16, "num_hidden_layers": 28,
+          "num_key_value_heads": 16, "pad_token_id": 0, "rms_norm_eps": 1e-06,
+          "rope_scaling": null, "rope_theta": 10000.0, "torch_dtype": "bfloat16",
+          "use_cache": true, "vocab_size": 256000
+        }"#,
+        8_537_680_896,
+        // 28 layers x 16 heads x 256 x 2 x 2 bytes.
+        458_752,
+    );
+    rounds_to(8_537_680_896, 10_000_000, 854);
+    assert!(c.find_node("embed.scale").is_some());
+    // Gemma-2B: embed 256000 x 2048 = 524,288,000; final norm 2,048. Per layer (18): q and o
+    // 2 x 2048x2048, k and v 2 x 256x2048 (one KV head) = 9,437,184; MLP 3 x 16384x2048 =
+    // 100,663,296; norms 4,096 = 110,104,576. Total 2,506,172,416 (page: 2.51B).
+    check(
+        "gemma-2b",
+        r#"{
+          "architectures": ["GemmaForCausalLM"], "model_type": "gemma", "head_dim": 256,
+          "hidden_act": "gelu", "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2048,
+          "intermediate_size": 16384, "num_attention_heads": 8, "num_hidden_layers": 18,
+          "num_key_value_heads": 1, "torch_dtype": "bfloat16", "vocab_size": 256000
+        }"#,
+        2_506_172_416,
+        18_432,
+    );
+    rounds_to(2_506_172_416, 10_000_000, 251);
+}
+
+#[test]
+fn derived_granite_3_1_8b_multipliers_change_no_byte() {
+    // embed 49155 x 4096 = 201,338,880 (tied); final norm 4,096. Per layer (40): q and o
+    // 2 x 4096x4096, k and v 2 x 1024x4096 = 41,943,040; gate, up, down 3 x 12800x4096 =
+    // 157,286,400; 2 norms 8,192 = 199,237,632. Total 201,338,880 + 4,096 + 40 x 199,237,632
+    // = 8,170,848,256 (page: 8.17B).
+    let json = r#"{
+      "architectures": ["GraniteForCausalLM"], "model_type": "granite",
+      "attention_bias": false, "attention_dropout": 0.1, "attention_multiplier": 0.0078125,
+      "bos_token_id": 0, "embedding_multiplier": 12.0, "eos_token_id": 0, "hidden_act": "silu",
+      "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 12800,
+      "logits_scaling": 16.0, "max_position_embeddings": 131072, "mlp_bias": false,
+      "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8,
+      "pad_token_id": 0, "residual_multiplier": 0.22, "rms_norm_eps": 1e-05,
+      "rope_scaling": null, "rope_theta": 10000000.0, "tie_word_embeddings": true,
+      "torch_dtype": "bfloat16", "use_cache": true, "vocab_size": 49155
+    }"#;
+    let c = check("granite-3.1-8b-instruct", json, 8_170_848_256, 163_840);
+    rounds_to(8_170_848_256, 10_000_000, 817);
+    // The same model as Llama: the same bytes; Granite adds the two scaling nodes.
+    let llama = import(
+        "as-llama",
+        &json
+            .replace(r#""model_type": "granite""#, r#""model_type": "llama""#)
+            .replace("GraniteForCausalLM", "LlamaForCausalLM")
+            .replace(r#""attention_multiplier": 0.0078125,"#, "")
+            .replace(r#""embedding_multiplier": 12.0,"#, "")
+            .replace(r#""logits_scaling": 16.0,"#, "")
+            .replace(r#""residual_multiplier": 0.22,"#, ""),
+    );
+    assert_eq!(llama.weight_bytes(), c.weight_bytes());
+    assert_eq!(c.nodes().len(), llama.nodes().len() + 2);
+    assert!(c.find_node("head.logits_scale").is_some());
+}
+
+#[test]
+fn published_gemma_3_4b_it_with_its_siglip_tower() {
+    // Language model (gemma3_text): embed 262208 x 2560 = 671,252,480 (tied); final norm
+    // 2,560. Per layer (34): q and o 2 x 2048x2560, k and v 2 x 1024x2560 = 15,728,640; q/k
+    // norms 512; MLP 3 x 10240x2560 = 78,643,200; four norms 10,240 = 94,382,592. Text
+    // 3,880,263,168.
+    // SigLIP (27 layers of 1152, MLP 4304, 896 / 14 = 64 patches a side): patch conv
+    // 1152 x 3 x 14 x 14 + 1152 = 678,528; positions 4096 x 1152 = 4,718,592; per layer two
+    // LayerNorms 4,608, q/k/v/out 4 x (1152^2 + 1152) = 5,313,024, fc1 4304 x 1152 + 4304
+    // = 4,962,512, fc2 1152 x 4304 + 1152 = 4,959,360 = 15,239,504; post LayerNorm 2,304.
+    // Vision 416,866,032. Projector: 1152 x 2560 + 1152 = 2,950,272.
+    // Total 4,300,079,472: the published count of gemma-3-4b-it.
+    let c = check(
+        "gemma-3-4b-it",
+        r#"{
+          "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+          "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
+          "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
+          "text_config": {
+            "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+            "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+            "sliding_window": 1024
+          },
+          "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+          "vision_config": {
+            "hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+            "model_type": "siglip_vision_model", "num_attention_heads": 16,
+            "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": false
+          }
+        }"#,
+        4_300_079_472,
+        // 34 layers x 4 KV heads x 256 x 2 x 2 bytes.
+        139_264,
+    );
+    let names: Vec<&str> = c.tensors().values().map(|t| t.name.as_str()).collect();
+    for name in [
+        "language_model.model.embed_tokens.weight",
+        "language_model.model.layers.33.mlp.down_proj.weight",
+        "vision_tower.vision_model.encoder.layers.26.mlp.fc2.bias",
+        "multi_modal_projector.mm_input_projection_weight",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+    // Tied: no separate lm_head.
+    assert!(!names.iter().any(|n| n.contains("lm_head")));
+}
+
+#[test]
+fn published_mistral_small_3_1_24b_with_its_pixtral_tower() {
+    // Language model (mistral): embed and lm_head 2 x 131072 x 5120 = 1,342,177,280; final
+    // norm 5,120. Per layer (40): q and o 2 x 4096x5120, k and v 2 x 1024x5120 = 52,428,800;
+    // MLP 3 x 32768x5120 = 503,316,480; norms 10,240 = 555,755,520. Text 23,572,403,200.
+    // Pixtral (24 layers of 1024, MLP 4096, patch 14): patch conv 1024 x 3 x 14 x 14 =
+    // 602,112; ln_pre 1,024; per layer two norms 2,048, q/k/v/o 4 x 1024^2 = 4,194,304,
+    // SwiGLU 3 x 4096 x 1024 = 12,582,912 = 16,779,264. Vision 403,305,472. Projector: norm
+    // 1,024, patch merger 1024 x 4096 = 4,194,304, linear_1 5120 x 1024 = 5,242,880,
+    // linear_2 5120 x 5120 = 26,214,400 = 35,652,608.
+    // Total 24,011,361,280: the published count of Mistral-Small-3.1-24B-Instruct-2503.
+    let c = check(
+        "Mistral-Small-3.1-24B-Instruct-2503",
+        r#"{
+          "architectures": ["Mistral3ForConditionalGeneration"], "image_token_index": 10,
+          "model_type": "mistral3", "multimodal_projector_bias": false,
+          "projector_hidden_act": "gelu", "spatial_merge_size": 2,
+          "text_config": {
+            "attention_dropout": 0.0, "head_dim": 128, "hidden_act": "silu",
+            "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 32768,
+            "max_position_embeddings": 131072, "model_type": "mistral",
+            "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8,
+            "rms_norm_eps": 1e-05, "rope_theta": 1000000000.0, "sliding_window": null,
+            "use_cache": true, "vocab_size": 131072
+          },
+          "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+          "vision_config": {
+            "attention_dropout": 0.0, "head_dim": 64, "hidden_act": "silu",
+            "hidden_size": 1024, "image_size": 1540, "initializer_range": 0.02,
+            "intermediate_size": 4096, "model_type": "pixtral", "num_attention_heads": 16,
+            "num_channels": 3, "num_hidden_layers": 24, "patch_size": 14, "rope_theta": 10000.0
+          },
+          "vision_feature_layer": -1
+        }"#,
+        24_011_361_280,
+        // 40 layers x 8 KV heads x 128 x 2 x 2 bytes.
+        163_840,
+    );
+    let names: Vec<&str> = c.tensors().values().map(|t| t.name.as_str()).collect();
+    for name in [
+        "language_model.lm_head.weight",
+        "language_model.model.layers.39.mlp.down_proj.weight",
+        "vision_tower.transformer.layers.23.feed_forward.down_proj.weight",
+        "multi_modal_projector.patch_merger.merging_layer.weight",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+}

@@ -125,14 +125,16 @@ fn every_circuit_round_trips_through_toml() {
         for t in c.tensors().values() {
             assert!(!t.name.contains('{'), "{name}: {}", t.name);
             assert!(
-                t.name.starts_with("model.") || t.name == "lm_head.weight",
+                t.name.starts_with("model.") || t.name.starts_with("lm_head."),
                 "{name}: {}",
                 t.name
             );
-            // gpt-oss stores each expert projection as one tensor for all experts.
+            // gpt-oss and Llama 4 store each expert projection as one tensor for all experts.
             assert_eq!(
                 t.name.contains('*'),
-                (t.count > 1 || t.name.contains(".experts.")) && name != "gpt_oss",
+                (t.count > 1 || t.name.contains(".experts."))
+                    && name != "gpt_oss"
+                    && name != "llama4_text",
                 "{name}: {}",
                 t.name
             );
@@ -438,6 +440,10 @@ fn ops_per_model_type() {
             ModelType::Llama | ModelType::Mistral | ModelType::Qwen2 | ModelType::Qwen3 => {
                 &["silu_mul"]
             }
+            ModelType::Granite => &["silu_mul", "scale"],
+            ModelType::Gemma => &["gelu_mul", "scale"],
+            // Phi's LayerNorms replace the RMS norms (removed below).
+            ModelType::Phi => &["gelu", "layer_norm"],
             ModelType::Phi3 => &["silu_mul", "split"],
             ModelType::Gemma2 => &["gelu_mul", "scale", "softcap"],
             ModelType::Gemma3Text => &["gelu_mul", "scale"],
@@ -472,9 +478,21 @@ fn ops_per_model_type() {
                 "moe_combine",
                 "weights_only",
             ],
+            // `scale`: the NoPE layers' temperature (every fourth layer by default).
+            ModelType::Llama4Text => &[
+                "silu_mul",
+                "router",
+                "top_k",
+                "expert_linear",
+                "moe_combine",
+                "scale",
+            ],
             _ => unreachable!(),
         };
         ops.extend(more);
+        if m == ModelType::Phi {
+            ops.remove("rms_norm");
+        }
         ops
     };
     for &m in ModelType::ALL {
@@ -508,14 +526,18 @@ fn dims_per_model_type() {
         let sparse = mla
             || matches!(
                 m,
-                ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::GptOss
+                ModelType::Mixtral
+                    | ModelType::Qwen3Moe
+                    | ModelType::GptOss
+                    | ModelType::Llama4Text
             );
         for dim in ["experts", "experts_per_tok", "moe_ffn"] {
             assert_eq!(c.dim(dim).is_some(), sparse, "{m}: {dim}");
         }
+        // Llama 4's `moe_layers` default to every layer.
         let dense = !matches!(
             m,
-            ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::GptOss
+            ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::GptOss | ModelType::Llama4Text
         );
         assert_eq!(c.dim("ffn").is_some(), dense, "{m}: ffn");
         assert_eq!(c.dim("kv_width").is_some(), !mla, "{m}: kv_width");

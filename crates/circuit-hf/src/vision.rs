@@ -1,0 +1,605 @@
+//! The vision tower of a multimodal checkpoint, counted from its `vision_config`: every tensor
+//! the published checkpoint stores for the encoder, its adapter and the projector into the
+//! language model, with the shapes the model's transformers code gives them (transformers
+//! 5.25.0, `modeling_<type>.py`). The step the planner plans is text-only, so the tower is held
+//! as weights only: it is loaded with the model and holds memory, but runs no kernel here.
+//!
+//! Invariants: every key of `vision_config` is read, known to leave memory unchanged, or
+//! refused (an unknown key is refused), as for the language model's keys; every size is at
+//! least 1 and every shape's element count fits a u64 (circuit-ir checks the bytes).
+
+use serde_json::{Map, Value};
+
+use crate::config::render;
+use crate::error::HfError;
+
+/// A tensor of the tower, held as weights only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Held {
+    /// The op the tensor serves (`linear`, `layer_norm`, `embed`, ...), which decides how a
+    /// quantization format stores it.
+    pub op: &'static str,
+    /// The checkpoint's tensor name; `{i}` stands for the encoder layer in [`VisionTower::layer`].
+    pub tensor: String,
+    pub shape: Vec<u64>,
+}
+
+/// The tower's tensors: those stored once and those of each encoder layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VisionTower {
+    pub once: Vec<Held>,
+    pub layer: Vec<Held>,
+    pub layers: u64,
+}
+
+impl VisionTower {
+    /// Parameters of the whole tower (every layer), checked.
+    pub fn params(&self) -> Option<u64> {
+        let sum = |held: &[Held]| {
+            held.iter().try_fold(0u64, |acc, h| {
+                acc.checked_add(h.shape.iter().try_fold(1u64, |p, &d| p.checked_mul(d))?)
+            })
+        };
+        sum(&self.once)?.checked_add(sum(&self.layer)?.checked_mul(self.layers)?)
+    }
+}
+
+/// How a vision config's key is treated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Read,
+    Ignored,
+}
+
+/// The keys of `Llama4VisionConfig` (transformers 5.25.0 `configuration_llama4.py`).
+const LLAMA4_VISION_KEYS: &[(&str, Role)] = &[
+    ("model_type", Role::Read),
+    ("hidden_size", Role::Read),
+    ("num_hidden_layers", Role::Read),
+    ("num_attention_heads", Role::Read),
+    ("num_channels", Role::Read),
+    ("intermediate_size", Role::Read),
+    ("vision_output_dim", Role::Read),
+    ("image_size", Role::Read),
+    ("patch_size", Role::Read),
+    ("projector_input_dim", Role::Read),
+    ("projector_output_dim", Role::Read),
+    // The projector and adapter are built with `bias=False` whatever this says.
+    ("multi_modal_projector_bias", Role::Ignored),
+    // Read by the forward only: the pixel shuffle keeps the element count.
+    ("pixel_shuffle_ratio", Role::Ignored),
+    ("hidden_act", Role::Ignored),
+    ("norm_eps", Role::Ignored),
+    ("initializer_range", Role::Ignored),
+    ("attention_dropout", Role::Ignored),
+    ("projector_dropout", Role::Ignored),
+    ("rope_theta", Role::Ignored),
+    ("rope_parameters", Role::Ignored),
+    ("vision_feature_layer", Role::Ignored),
+    ("vision_feature_select_strategy", Role::Ignored),
+    ("transformers_version", Role::Ignored),
+    ("torch_dtype", Role::Ignored),
+    ("dtype", Role::Ignored),
+];
+
+/// Typed reads of one `vision_config` object, with messages naming `vision_config.<key>`.
+struct Reader<'a> {
+    origin: &'a str,
+    map: &'a Map<String, Value>,
+}
+
+impl Reader<'_> {
+    fn check_keys(&self, keys: &[(&str, Role)], model_type: &str) -> Result<(), HfError> {
+        match self.map.get("model_type") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(m)) if m == model_type => {}
+            Some(other) => {
+                return Err(HfError::BadValue {
+                    origin: self.origin.to_owned(),
+                    key: "vision_config.model_type".to_owned(),
+                    expected: format!("`{model_type}`"),
+                    found: render(other),
+                });
+            }
+        }
+        for key in self.map.keys() {
+            if !key.starts_with('_') && !keys.iter().any(|(k, _)| k == key) {
+                return Err(HfError::UnknownKey {
+                    origin: self.origin.to_owned(),
+                    key: format!("vision_config.{key}"),
+                    model_type: model_type.to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `true` or `false`; `default` when absent.
+    fn flag_or(&self, key: &str, default: bool) -> Result<bool, HfError> {
+        match self.map.get(key) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(HfError::BadValue {
+                origin: self.origin.to_owned(),
+                key: format!("vision_config.{key}"),
+                expected: "true or false".to_owned(),
+                found: render(v),
+            }),
+        }
+    }
+
+    /// A whole number of at least 1; `default` when absent.
+    fn int_or(&self, key: &str, default: u64) -> Result<u64, HfError> {
+        match self.map.get(key) {
+            None => Ok(default),
+            Some(v) => match v.as_u64() {
+                Some(x) if x >= 1 => Ok(x),
+                _ => Err(HfError::BadValue {
+                    origin: self.origin.to_owned(),
+                    key: format!("vision_config.{key}"),
+                    expected: "a whole number of at least 1".to_owned(),
+                    found: render(v),
+                }),
+            },
+        }
+    }
+}
+
+/// Llama 4's vision tower (`Llama4VisionModel`), its pixel-shuffle adapter and
+/// `multi_modal_projector` into a language model of `text_hidden`: patch embedding (an
+/// unfold and a linear without bias), class and positional embeddings, LayerNorms with bias
+/// before and after the encoder, encoder layers of biased q/k/v/o projections
+/// (`hidden / heads` per head), a biased two-layer GELU MLP and two LayerNorms, then the
+/// adapter's two bias-free linears and the bias-free projector.
+pub(crate) fn llama4(
+    origin: &str,
+    map: &Map<String, Value>,
+    _top: &Map<String, Value>,
+    text_hidden: u64,
+) -> Result<VisionTower, HfError> {
+    let r = Reader { origin, map };
+    r.check_keys(LLAMA4_VISION_KEYS, "llama4_vision_model")?;
+    let hidden = r.int_or("hidden_size", 768)?;
+    let layers = r.int_or("num_hidden_layers", 34)?;
+    let heads = r.int_or("num_attention_heads", 16)?;
+    let channels = r.int_or("num_channels", 3)?;
+    let ffn = r.int_or("intermediate_size", 5632)?;
+    let output = r.int_or("vision_output_dim", 7680)?;
+    let image = r.int_or("image_size", 448)?;
+    let patch = r.int_or("patch_size", 14)?;
+    let proj_in = r.int_or("projector_input_dim", 4096)?;
+    let proj_out = r.int_or("projector_output_dim", 4096)?;
+    let too_large = || HfError::Contradiction {
+        origin: origin.to_owned(),
+        message: "the vision tower's sizes overflow a 64-bit element count".to_owned(),
+    };
+    if image < patch {
+        return Err(HfError::Contradiction {
+            origin: origin.to_owned(),
+            message: format!(
+                "`vision_config.image_size` {image} is smaller than `vision_config.patch_size` {patch}: the image has no patch"
+            ),
+        });
+    }
+    // `(image_size // patch_size) ** 2 + 1`: the patches and the class token.
+    let positions = (image / patch)
+        .checked_mul(image / patch)
+        .and_then(|p| p.checked_add(1))
+        .ok_or_else(too_large)?;
+    let patch_in = patch
+        .checked_mul(patch)
+        .and_then(|p| p.checked_mul(channels))
+        .ok_or_else(too_large)?;
+    let attn_width = (hidden / heads).checked_mul(heads).ok_or_else(too_large)?;
+    if attn_width == 0 {
+        return Err(HfError::Contradiction {
+            origin: origin.to_owned(),
+            message: format!(
+                "`vision_config.num_attention_heads` {heads} exceeds `vision_config.hidden_size` {hidden}: a head would have no dimension"
+            ),
+        });
+    }
+    let held = |op, tensor: &str, shape: &[u64]| Held {
+        op,
+        tensor: tensor.to_owned(),
+        shape: shape.to_vec(),
+    };
+    let v = "vision_model";
+    let once = vec![
+        held(
+            "linear",
+            &format!("{v}.patch_embedding.linear.weight"),
+            &[hidden, patch_in],
+        ),
+        held("embed", &format!("{v}.class_embedding"), &[hidden]),
+        held(
+            "embed",
+            &format!("{v}.positional_embedding_vlm"),
+            &[positions, hidden],
+        ),
+        held(
+            "layer_norm",
+            &format!("{v}.layernorm_pre.weight"),
+            &[hidden],
+        ),
+        held("layer_norm", &format!("{v}.layernorm_pre.bias"), &[hidden]),
+        held(
+            "layer_norm",
+            &format!("{v}.layernorm_post.weight"),
+            &[hidden],
+        ),
+        held("layer_norm", &format!("{v}.layernorm_post.bias"), &[hidden]),
+        held(
+            "linear",
+            &format!("{v}.vision_adapter.mlp.fc1.weight"),
+            &[proj_in, ffn],
+        ),
+        held(
+            "linear",
+            &format!("{v}.vision_adapter.mlp.fc2.weight"),
+            &[proj_out, proj_out],
+        ),
+        held(
+            "linear",
+            "multi_modal_projector.linear_1.weight",
+            &[text_hidden, output],
+        ),
+    ];
+    let l = format!("{v}.model.layers.{{i}}");
+    let mut layer = Vec::new();
+    for proj in ["q_proj", "k_proj", "v_proj"] {
+        layer.push(held(
+            "linear",
+            &format!("{l}.self_attn.{proj}.weight"),
+            &[attn_width, hidden],
+        ));
+        layer.push(held(
+            "linear",
+            &format!("{l}.self_attn.{proj}.bias"),
+            &[attn_width],
+        ));
+    }
+    layer.extend([
+        held(
+            "linear",
+            &format!("{l}.self_attn.o_proj.weight"),
+            &[hidden, attn_width],
+        ),
+        held("linear", &format!("{l}.self_attn.o_proj.bias"), &[hidden]),
+        held("linear", &format!("{l}.mlp.fc1.weight"), &[ffn, hidden]),
+        held("linear", &format!("{l}.mlp.fc1.bias"), &[ffn]),
+        held("linear", &format!("{l}.mlp.fc2.weight"), &[hidden, ffn]),
+        held("linear", &format!("{l}.mlp.fc2.bias"), &[hidden]),
+    ]);
+    for norm in ["input_layernorm", "post_attention_layernorm"] {
+        layer.push(held("layer_norm", &format!("{l}.{norm}.weight"), &[hidden]));
+        layer.push(held("layer_norm", &format!("{l}.{norm}.bias"), &[hidden]));
+    }
+    let tower = VisionTower {
+        once,
+        layer,
+        layers,
+    };
+    tower.params().ok_or_else(too_large)?;
+    Ok(tower)
+}
+
+/// The keys of `SiglipVisionConfig` (transformers 5.25.0 `configuration_siglip.py`).
+const SIGLIP_KEYS: &[(&str, Role)] = &[
+    ("model_type", Role::Read),
+    ("hidden_size", Role::Read),
+    ("intermediate_size", Role::Read),
+    ("num_hidden_layers", Role::Read),
+    ("num_attention_heads", Role::Read),
+    ("num_channels", Role::Read),
+    ("image_size", Role::Read),
+    ("patch_size", Role::Read),
+    ("vision_use_head", Role::Read),
+    ("hidden_act", Role::Ignored),
+    ("layer_norm_eps", Role::Ignored),
+    ("attention_dropout", Role::Ignored),
+    ("initializer_range", Role::Ignored),
+    ("transformers_version", Role::Ignored),
+    ("torch_dtype", Role::Ignored),
+    ("dtype", Role::Ignored),
+];
+
+/// Gemma 3's SigLIP vision tower (`SiglipVisionModel`, `modeling_siglip.py`) and its
+/// `multi_modal_projector` (`Gemma3MultiModalProjector`) into a language model of
+/// `text_hidden`: a biased convolution patch embedding `[hidden, channels, patch, patch]`, a
+/// position embedding per patch, encoder layers of two LayerNorms, biased q/k/v/out
+/// projections and a biased two-layer MLP, the `post_layernorm`, the attention-pooling head
+/// when `vision_use_head` (a probe, a `torch.nn.MultiheadAttention` with packed in-projection,
+/// a LayerNorm and an MLP), then the projector's `mm_input_projection_weight`
+/// `[hidden, text_hidden]` and its RMS norm `mm_soft_emb_norm`. Names as the published
+/// checkpoints store them (`vision_tower.vision_model.*`).
+pub(crate) fn siglip_gemma3(
+    origin: &str,
+    map: &Map<String, Value>,
+    _top: &Map<String, Value>,
+    text_hidden: u64,
+) -> Result<VisionTower, HfError> {
+    let r = Reader { origin, map };
+    r.check_keys(SIGLIP_KEYS, "siglip_vision_model")?;
+    let hidden = r.int_or("hidden_size", 768)?;
+    let ffn = r.int_or("intermediate_size", 3072)?;
+    let layers = r.int_or("num_hidden_layers", 12)?;
+    r.int_or("num_attention_heads", 12)?;
+    let channels = r.int_or("num_channels", 3)?;
+    let image = r.int_or("image_size", 224)?;
+    let patch = r.int_or("patch_size", 16)?;
+    let use_head = r.flag_or("vision_use_head", true)?;
+    let too_large = || HfError::Contradiction {
+        origin: origin.to_owned(),
+        message: "the vision tower's sizes overflow a 64-bit element count".to_owned(),
+    };
+    if image < patch {
+        return Err(HfError::Contradiction {
+            origin: origin.to_owned(),
+            message: format!(
+                "`vision_config.image_size` {image} is smaller than `vision_config.patch_size` {patch}: the image has no patch"
+            ),
+        });
+    }
+    let positions = (image / patch)
+        .checked_mul(image / patch)
+        .ok_or_else(too_large)?;
+    let three = hidden.checked_mul(3).ok_or_else(too_large)?;
+    let held = |op, tensor: String, shape: &[u64]| Held {
+        op,
+        tensor,
+        shape: shape.to_vec(),
+    };
+    let v = "vision_tower.vision_model";
+    let mut once = vec![
+        // A convolution, not a linear: no format quantizes it.
+        held(
+            "conv",
+            format!("{v}.embeddings.patch_embedding.weight"),
+            &[hidden, channels, patch, patch],
+        ),
+        held(
+            "conv",
+            format!("{v}.embeddings.patch_embedding.bias"),
+            &[hidden],
+        ),
+        held(
+            "embed",
+            format!("{v}.embeddings.position_embedding.weight"),
+            &[positions, hidden],
+        ),
+        held(
+            "layer_norm",
+            format!("{v}.post_layernorm.weight"),
+            &[hidden],
+        ),
+        held("layer_norm", format!("{v}.post_layernorm.bias"), &[hidden]),
+    ];
+    if use_head {
+        let h = format!("{v}.head");
+        once.extend([
+            held("embed", format!("{h}.probe"), &[1, 1, hidden]),
+            held(
+                "linear",
+                format!("{h}.attention.in_proj_weight"),
+                &[three, hidden],
+            ),
+            held("linear", format!("{h}.attention.in_proj_bias"), &[three]),
+            held(
+                "linear",
+                format!("{h}.attention.out_proj.weight"),
+                &[hidden, hidden],
+            ),
+            held("linear", format!("{h}.attention.out_proj.bias"), &[hidden]),
+            held("layer_norm", format!("{h}.layernorm.weight"), &[hidden]),
+            held("layer_norm", format!("{h}.layernorm.bias"), &[hidden]),
+            held("linear", format!("{h}.mlp.fc1.weight"), &[ffn, hidden]),
+            held("linear", format!("{h}.mlp.fc1.bias"), &[ffn]),
+            held("linear", format!("{h}.mlp.fc2.weight"), &[hidden, ffn]),
+            held("linear", format!("{h}.mlp.fc2.bias"), &[hidden]),
+        ]);
+    }
+    // The projector's weight is `[vision hidden, text hidden]` and applied as `x @ w`, so it
+    // is stored unlike a linear's `[out, in]`; it is held as a plain tensor (no format
+    // quantizes it).
+    once.extend([
+        held(
+            "embed",
+            "multi_modal_projector.mm_input_projection_weight".to_owned(),
+            &[hidden, text_hidden],
+        ),
+        held(
+            "rms_norm",
+            "multi_modal_projector.mm_soft_emb_norm.weight".to_owned(),
+            &[hidden],
+        ),
+    ]);
+    let l = format!("{v}.encoder.layers.{{i}}");
+    let mut layer = Vec::new();
+    for norm in ["layer_norm1", "layer_norm2"] {
+        layer.push(held("layer_norm", format!("{l}.{norm}.weight"), &[hidden]));
+        layer.push(held("layer_norm", format!("{l}.{norm}.bias"), &[hidden]));
+    }
+    for proj in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+        layer.push(held(
+            "linear",
+            format!("{l}.self_attn.{proj}.weight"),
+            &[hidden, hidden],
+        ));
+        layer.push(held(
+            "linear",
+            format!("{l}.self_attn.{proj}.bias"),
+            &[hidden],
+        ));
+    }
+    layer.extend([
+        held("linear", format!("{l}.mlp.fc1.weight"), &[ffn, hidden]),
+        held("linear", format!("{l}.mlp.fc1.bias"), &[ffn]),
+        held("linear", format!("{l}.mlp.fc2.weight"), &[hidden, ffn]),
+        held("linear", format!("{l}.mlp.fc2.bias"), &[hidden]),
+    ]);
+    let tower = VisionTower {
+        once,
+        layer,
+        layers,
+    };
+    tower.params().ok_or_else(too_large)?;
+    Ok(tower)
+}
+
+/// The keys of `PixtralVisionConfig` (transformers 5.25.0 `configuration_pixtral.py`).
+const PIXTRAL_KEYS: &[(&str, Role)] = &[
+    ("model_type", Role::Read),
+    ("hidden_size", Role::Read),
+    ("intermediate_size", Role::Read),
+    ("num_hidden_layers", Role::Read),
+    ("num_attention_heads", Role::Read),
+    ("num_channels", Role::Read),
+    ("patch_size", Role::Read),
+    // Images are cut into patches of any count: no weight depends on the image size.
+    ("image_size", Role::Ignored),
+    ("head_dim", Role::Ignored),
+    ("hidden_act", Role::Ignored),
+    ("attention_dropout", Role::Ignored),
+    ("rope_theta", Role::Ignored),
+    ("rope_parameters", Role::Ignored),
+    ("initializer_range", Role::Ignored),
+    ("transformers_version", Role::Ignored),
+    ("torch_dtype", Role::Ignored),
+    ("dtype", Role::Ignored),
+];
+
+/// Mistral 3's Pixtral vision tower (`PixtralVisionModel`, `modeling_pixtral.py`) and its
+/// `multi_modal_projector` (`Mistral3MultiModalProjector`) into a language model of
+/// `text_hidden`: a bias-free convolution patch embedding, the RMS norm `ln_pre`, transformer
+/// layers of two RMS norms, bias-free q/k/v/o projections `[hidden, hidden]` and a bias-free
+/// SwiGLU MLP; then the projector's RMS norm, the patch merger's `merging_layer`
+/// `[hidden, hidden x spatial_merge_size^2]`, `linear_1` from `hidden` times the number of
+/// `vision_feature_layer`s and `linear_2`, with biases when `multimodal_projector_bias`. Names
+/// as the published checkpoints store them (`vision_tower.transformer.layers.*`).
+pub(crate) fn pixtral_mistral3(
+    origin: &str,
+    map: &Map<String, Value>,
+    top: &Map<String, Value>,
+    text_hidden: u64,
+) -> Result<VisionTower, HfError> {
+    let r = Reader { origin, map };
+    r.check_keys(PIXTRAL_KEYS, "pixtral")?;
+    let hidden = r.int_or("hidden_size", 1024)?;
+    let ffn = r.int_or("intermediate_size", 4096)?;
+    let layers = r.int_or("num_hidden_layers", 24)?;
+    r.int_or("num_attention_heads", 16)?;
+    let channels = r.int_or("num_channels", 3)?;
+    let patch = r.int_or("patch_size", 16)?;
+    let bad = |key: &str, expected: &str, v: &Value| HfError::BadValue {
+        origin: origin.to_owned(),
+        key: key.to_owned(),
+        expected: expected.to_owned(),
+        found: render(v),
+    };
+    let merge = match top.get("spatial_merge_size") {
+        None => 2,
+        Some(v) => match v.as_u64() {
+            Some(m) if m >= 1 => m,
+            _ => return Err(bad("spatial_merge_size", "a whole number of at least 1", v)),
+        },
+    };
+    // An int selects one layer's features; a list concatenates that many.
+    let feature_layers = match top.get("vision_feature_layer") {
+        None | Some(Value::Number(_)) => 1,
+        Some(Value::Array(items)) if !items.is_empty() => items.len() as u64,
+        Some(v) => {
+            return Err(bad(
+                "vision_feature_layer",
+                "a layer index or a non-empty list of them",
+                v,
+            ));
+        }
+    };
+    let bias = match top.get("multimodal_projector_bias") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(bad("multimodal_projector_bias", "true or false", v)),
+    };
+    let too_large = || HfError::Contradiction {
+        origin: origin.to_owned(),
+        message: "the vision tower's sizes overflow a 64-bit element count".to_owned(),
+    };
+    let merged = merge
+        .checked_mul(merge)
+        .and_then(|m| m.checked_mul(hidden))
+        .ok_or_else(too_large)?;
+    let features = hidden.checked_mul(feature_layers).ok_or_else(too_large)?;
+    let held = |op, tensor: String, shape: &[u64]| Held {
+        op,
+        tensor,
+        shape: shape.to_vec(),
+    };
+    let v = "vision_tower";
+    let p = "multi_modal_projector";
+    let mut once = vec![
+        // A convolution, not a linear: no format quantizes it.
+        held(
+            "conv",
+            format!("{v}.patch_conv.weight"),
+            &[hidden, channels, patch, patch],
+        ),
+        held("rms_norm", format!("{v}.ln_pre.weight"), &[hidden]),
+        held("rms_norm", format!("{p}.norm.weight"), &[hidden]),
+        held(
+            "linear",
+            format!("{p}.patch_merger.merging_layer.weight"),
+            &[hidden, merged],
+        ),
+        held(
+            "linear",
+            format!("{p}.linear_1.weight"),
+            &[text_hidden, features],
+        ),
+        held(
+            "linear",
+            format!("{p}.linear_2.weight"),
+            &[text_hidden, text_hidden],
+        ),
+    ];
+    if bias {
+        once.push(held("linear", format!("{p}.linear_1.bias"), &[text_hidden]));
+        once.push(held("linear", format!("{p}.linear_2.bias"), &[text_hidden]));
+    }
+    let l = format!("{v}.transformer.layers.{{i}}");
+    let mut layer = vec![
+        held("rms_norm", format!("{l}.attention_norm.weight"), &[hidden]),
+        held("rms_norm", format!("{l}.ffn_norm.weight"), &[hidden]),
+    ];
+    for proj in ["q_proj", "k_proj", "v_proj", "o_proj"] {
+        layer.push(held(
+            "linear",
+            format!("{l}.attention.{proj}.weight"),
+            &[hidden, hidden],
+        ));
+    }
+    layer.extend([
+        held(
+            "linear",
+            format!("{l}.feed_forward.gate_proj.weight"),
+            &[ffn, hidden],
+        ),
+        held(
+            "linear",
+            format!("{l}.feed_forward.up_proj.weight"),
+            &[ffn, hidden],
+        ),
+        held(
+            "linear",
+            format!("{l}.feed_forward.down_proj.weight"),
+            &[hidden, ffn],
+        ),
+    ]);
+    let tower = VisionTower {
+        once,
+        layer,
+        layers,
+    };
+    tower.params().ok_or_else(too_large)?;
+    Ok(tower)
+}
