@@ -1,7 +1,7 @@
 //! Builds a circuit-ir [`Circuit`] from a Hugging Face `config.json`: the decoder-only
 //! language models of [`ModelType::ALL`] (Llama, Granite, Mistral, Qwen2, Qwen3, Qwen3-MoE,
 //! Mixtral, Phi, Phi-3, Gemma 1-3, DeepSeek-V2/V3, Kimi K2, gpt-oss, Llama 4), alone or as the
-//! text part of a multimodal checkpoint (`llama4`, `gemma3`, `mistral3`: the language model
+//! text part of a multimodal checkpoint (`llama4`, `gemma3`, `mistral3`, `llava`: the language model
 //! from `text_config`, the vision tower counted from `vision_config` and held as weights),
 //! with weights under their Hugging Face tensor names, in the checkpoint's dtype (or the one
 //! [`ImportOptions`] asks for) or as its quantization format stores them, and one KV-cache

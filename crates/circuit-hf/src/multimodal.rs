@@ -1,5 +1,5 @@
 //! Multimodal configs: a `config.json` whose `model_type` names a vision-language model
-//! (`llama4`, `gemma3`, `mistral3`) nests the language model's config under `text_config` and the vision tower's
+//! (`llama4`, `gemma3`, `mistral3`, `llava`) nests the language model's config under `text_config` and the vision tower's
 //! under `vision_config`. The language model is imported from `text_config` as its own model
 //! type, with the checkpoint-wide keys (`torch_dtype`, `quantization_config`, ...) that the
 //! wrapper holds forwarded to it; the vision tower is counted from `vision_config`
@@ -28,8 +28,9 @@ pub(crate) struct Wrapper {
     pub name: &'static str,
     /// The class `architectures` must name.
     class: &'static str,
-    /// The model type of `text_config`.
-    pub text: ModelType,
+    /// The model types `text_config` may name; the first is the class's default when it
+    /// names none.
+    pub text: &'static [ModelType],
     /// Prepended to the language model's tensor names in the checkpoint.
     pub prefix: &'static str,
     /// Counts the vision tower from `vision_config`, given the language model's hidden size.
@@ -56,7 +57,7 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
     Wrapper {
         name: "llama4",
         class: "Llama4ForConditionalGeneration",
-        text: ModelType::Llama4Text,
+        text: &[ModelType::Llama4Text],
         prefix: "language_model.",
         tower: vision::llama4,
         // `tie_word_embeddings` of the wrapper: its lm_head is the language model's
@@ -73,7 +74,7 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
     Wrapper {
         name: "gemma3",
         class: "Gemma3ForConditionalGeneration",
-        text: ModelType::Gemma3Text,
+        text: &[ModelType::Gemma3Text],
         prefix: "language_model.",
         tower: vision::siglip_gemma3,
         ignored: &[
@@ -90,7 +91,7 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
     Wrapper {
         name: "mistral3",
         class: "Mistral3ForConditionalGeneration",
-        text: ModelType::Mistral,
+        text: &[ModelType::Mistral],
         prefix: "language_model.",
         tower: vision::pixtral_mistral3,
         ignored: &["image_token_index", "projector_hidden_act"],
@@ -102,6 +103,25 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
             "multimodal_projector_bias",
             "spatial_merge_size",
         ],
+    },
+    Wrapper {
+        name: "llava",
+        class: "LlavaForConditionalGeneration",
+        // LLaVA pairs CLIP with Llama-family language models (Vicuna, Llama, Mistral); the
+        // converted checkpoints name a llama text_config.
+        text: &[ModelType::Llama, ModelType::Mistral, ModelType::Qwen2],
+        prefix: "language_model.",
+        tower: vision::clip_llava,
+        ignored: &[
+            "ignore_index",
+            "image_token_index",
+            "image_seq_length",
+            "projector_hidden_act",
+            "vision_feature_select_strategy",
+        ],
+        // Early conversions (transformers 4.36) keep the vocabulary at the top too.
+        forwarded: &["tie_word_embeddings", "vocab_size"],
+        tower_keys: &["vision_feature_layer", "multimodal_projector_bias"],
     },
 ];
 
@@ -155,17 +175,25 @@ pub(crate) fn unwrap(map: &Map<String, Value>, origin: &str) -> Result<Option<Un
     };
     let mut text = object("text_config")?;
     let vision = object("vision_config")?;
-    let text_type = wrapper.text.name();
+    let names: Vec<&str> = wrapper.text.iter().map(|m| m.name()).collect();
     match text.get("model_type") {
         None | Some(Value::Null) => {
-            text.insert("model_type".to_owned(), Value::String(text_type.to_owned()));
+            text.insert("model_type".to_owned(), Value::String(names[0].to_owned()));
         }
-        Some(Value::String(t)) if t == text_type => {}
+        Some(Value::String(t)) if names.contains(&t.as_str()) => {}
         Some(other) => {
             return Err(HfError::BadValue {
                 origin: origin.to_owned(),
                 key: "text_config.model_type".to_owned(),
-                expected: format!("`{text_type}` (the language model of {})", wrapper.name),
+                expected: format!(
+                    "{} (the language model of {})",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                    wrapper.name
+                ),
                 found: render(other),
             });
         }
@@ -202,8 +230,8 @@ pub(crate) fn unwrap(map: &Map<String, Value>, origin: &str) -> Result<Option<Un
             k if k.starts_with('_') || wrapper.ignored.contains(&k) => {
                 keys_ignored.push(key.clone())
             }
-            k if wrapper
-                .text
+            // The keys every model type ignores (token ids, generation settings, ...).
+            k if wrapper.text[0]
                 .key(k)
                 .is_some_and(|i| i.role == KeyRole::Ignored) =>
             {

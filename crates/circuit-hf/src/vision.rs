@@ -169,21 +169,11 @@ pub(crate) fn llama4(
     let patch = r.int_or("patch_size", 14)?;
     let proj_in = r.int_or("projector_input_dim", 4096)?;
     let proj_out = r.int_or("projector_output_dim", 4096)?;
-    let too_large = || HfError::Contradiction {
-        origin: origin.to_owned(),
-        message: "the vision tower's sizes overflow a 64-bit element count".to_owned(),
-    };
-    if image < patch {
-        return Err(HfError::Contradiction {
-            origin: origin.to_owned(),
-            message: format!(
-                "`vision_config.image_size` {image} is smaller than `vision_config.patch_size` {patch}: the image has no patch"
-            ),
-        });
-    }
+    let too_large = || too_large(origin);
+    let side = patches_per_side(origin, image, patch)?;
     // `(image_size // patch_size) ** 2 + 1`: the patches and the class token.
-    let positions = (image / patch)
-        .checked_mul(image / patch)
+    let positions = side
+        .checked_mul(side)
         .and_then(|p| p.checked_add(1))
         .ok_or_else(too_large)?;
     let patch_in = patch
@@ -329,21 +319,9 @@ pub(crate) fn siglip_gemma3(
     let image = r.int_or("image_size", 224)?;
     let patch = r.int_or("patch_size", 16)?;
     let use_head = r.flag_or("vision_use_head", true)?;
-    let too_large = || HfError::Contradiction {
-        origin: origin.to_owned(),
-        message: "the vision tower's sizes overflow a 64-bit element count".to_owned(),
-    };
-    if image < patch {
-        return Err(HfError::Contradiction {
-            origin: origin.to_owned(),
-            message: format!(
-                "`vision_config.image_size` {image} is smaller than `vision_config.patch_size` {patch}: the image has no patch"
-            ),
-        });
-    }
-    let positions = (image / patch)
-        .checked_mul(image / patch)
-        .ok_or_else(too_large)?;
+    let too_large = || too_large(origin);
+    let side = patches_per_side(origin, image, patch)?;
+    let positions = side.checked_mul(side).ok_or_else(too_large)?;
     let three = hidden.checked_mul(3).ok_or_else(too_large)?;
     let held = |op, tensor: String, shape: &[u64]| Held {
         op,
@@ -414,37 +392,128 @@ pub(crate) fn siglip_gemma3(
             &[hidden],
         ),
     ]);
-    let l = format!("{v}.encoder.layers.{{i}}");
-    let mut layer = Vec::new();
-    for norm in ["layer_norm1", "layer_norm2"] {
-        layer.push(held("layer_norm", format!("{l}.{norm}.weight"), &[hidden]));
-        layer.push(held("layer_norm", format!("{l}.{norm}.bias"), &[hidden]));
-    }
-    for proj in ["q_proj", "k_proj", "v_proj", "out_proj"] {
-        layer.push(held(
-            "linear",
-            format!("{l}.self_attn.{proj}.weight"),
-            &[hidden, hidden],
-        ));
-        layer.push(held(
-            "linear",
-            format!("{l}.self_attn.{proj}.bias"),
-            &[hidden],
-        ));
-    }
-    layer.extend([
-        held("linear", format!("{l}.mlp.fc1.weight"), &[ffn, hidden]),
-        held("linear", format!("{l}.mlp.fc1.bias"), &[ffn]),
-        held("linear", format!("{l}.mlp.fc2.weight"), &[hidden, ffn]),
-        held("linear", format!("{l}.mlp.fc2.bias"), &[hidden]),
-    ]);
     let tower = VisionTower {
         once,
-        layer,
+        layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, ffn),
         layers,
     };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
+}
+
+/// The error for sizes whose element count overflows.
+fn too_large(origin: &str) -> HfError {
+    HfError::Contradiction {
+        origin: origin.to_owned(),
+        message: "the vision tower's sizes overflow a 64-bit element count".to_owned(),
+    }
+}
+
+/// `image_size // patch_size`: the patches along a side, at least one.
+fn patches_per_side(origin: &str, image: u64, patch: u64) -> Result<u64, HfError> {
+    if image < patch {
+        return Err(HfError::Contradiction {
+            origin: origin.to_owned(),
+            message: format!(
+                "`vision_config.image_size` {image} is smaller than `vision_config.patch_size` {patch}: the image has no patch"
+            ),
+        });
+    }
+    Ok(image / patch)
+}
+
+/// A ViT encoder layer as SigLIP and CLIP store it (`<prefix>.` then `layer_norm1`,
+/// `layer_norm2`, `self_attn.{q,k,v,out}_proj` and `mlp.fc1`, `mlp.fc2`, all with biases).
+fn vit_layer(prefix: &str, hidden: u64, ffn: u64) -> Vec<Held> {
+    let held = |op, tensor: String, shape: &[u64]| Held {
+        op,
+        tensor,
+        shape: shape.to_vec(),
+    };
+    let mut layer = Vec::new();
+    for norm in ["layer_norm1", "layer_norm2"] {
+        layer.push(held(
+            "layer_norm",
+            format!("{prefix}.{norm}.weight"),
+            &[hidden],
+        ));
+        layer.push(held(
+            "layer_norm",
+            format!("{prefix}.{norm}.bias"),
+            &[hidden],
+        ));
+    }
+    for proj in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+        layer.push(held(
+            "linear",
+            format!("{prefix}.self_attn.{proj}.weight"),
+            &[hidden, hidden],
+        ));
+        layer.push(held(
+            "linear",
+            format!("{prefix}.self_attn.{proj}.bias"),
+            &[hidden],
+        ));
+    }
+    layer.extend([
+        held("linear", format!("{prefix}.mlp.fc1.weight"), &[ffn, hidden]),
+        held("linear", format!("{prefix}.mlp.fc1.bias"), &[ffn]),
+        held("linear", format!("{prefix}.mlp.fc2.weight"), &[hidden, ffn]),
+        held("linear", format!("{prefix}.mlp.fc2.bias"), &[hidden]),
+    ]);
+    layer
+}
+
+/// A bad top-level value.
+fn top_bad(origin: &str, key: &str, expected: &str, v: &Value) -> HfError {
+    HfError::BadValue {
+        origin: origin.to_owned(),
+        key: key.to_owned(),
+        expected: expected.to_owned(),
+        found: render(v),
+    }
+}
+
+/// The top-level keys of a LLaVA-style two-layer projector (LLaVA, Mistral 3).
+struct Projector {
+    /// `vision_feature_layer`: an index selects one layer's features, a list concatenates
+    /// that many, which widens `linear_1`'s input.
+    feature_layers: u64,
+    /// `multimodal_projector_bias`.
+    bias: bool,
+}
+
+impl Projector {
+    fn read(origin: &str, top: &Map<String, Value>, bias_default: bool) -> Result<Self, HfError> {
+        let feature_layers = match top.get("vision_feature_layer") {
+            None | Some(Value::Number(_)) => 1,
+            Some(Value::Array(items)) if !items.is_empty() => items.len() as u64,
+            Some(v) => {
+                return Err(top_bad(
+                    origin,
+                    "vision_feature_layer",
+                    "a layer index or a non-empty list of them",
+                    v,
+                ));
+            }
+        };
+        let bias = match top.get("multimodal_projector_bias") {
+            None => bias_default,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(top_bad(
+                    origin,
+                    "multimodal_projector_bias",
+                    "true or false",
+                    v,
+                ));
+            }
+        };
+        Ok(Projector {
+            feature_layers,
+            bias,
+        })
+    }
 }
 
 /// The keys of `PixtralVisionConfig` (transformers 5.25.0 `configuration_pixtral.py`).
@@ -491,45 +560,29 @@ pub(crate) fn pixtral_mistral3(
     r.int_or("num_attention_heads", 16)?;
     let channels = r.int_or("num_channels", 3)?;
     let patch = r.int_or("patch_size", 16)?;
-    let bad = |key: &str, expected: &str, v: &Value| HfError::BadValue {
-        origin: origin.to_owned(),
-        key: key.to_owned(),
-        expected: expected.to_owned(),
-        found: render(v),
-    };
+    let projector = Projector::read(origin, top, false)?;
     let merge = match top.get("spatial_merge_size") {
         None => 2,
         Some(v) => match v.as_u64() {
             Some(m) if m >= 1 => m,
-            _ => return Err(bad("spatial_merge_size", "a whole number of at least 1", v)),
+            _ => {
+                return Err(top_bad(
+                    origin,
+                    "spatial_merge_size",
+                    "a whole number of at least 1",
+                    v,
+                ));
+            }
         },
     };
-    // An int selects one layer's features; a list concatenates that many.
-    let feature_layers = match top.get("vision_feature_layer") {
-        None | Some(Value::Number(_)) => 1,
-        Some(Value::Array(items)) if !items.is_empty() => items.len() as u64,
-        Some(v) => {
-            return Err(bad(
-                "vision_feature_layer",
-                "a layer index or a non-empty list of them",
-                v,
-            ));
-        }
-    };
-    let bias = match top.get("multimodal_projector_bias") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(v) => return Err(bad("multimodal_projector_bias", "true or false", v)),
-    };
-    let too_large = || HfError::Contradiction {
-        origin: origin.to_owned(),
-        message: "the vision tower's sizes overflow a 64-bit element count".to_owned(),
-    };
+    let too_large = || too_large(origin);
     let merged = merge
         .checked_mul(merge)
         .and_then(|m| m.checked_mul(hidden))
         .ok_or_else(too_large)?;
-    let features = hidden.checked_mul(feature_layers).ok_or_else(too_large)?;
+    let features = hidden
+        .checked_mul(projector.feature_layers)
+        .ok_or_else(too_large)?;
     let held = |op, tensor: String, shape: &[u64]| Held {
         op,
         tensor,
@@ -562,7 +615,7 @@ pub(crate) fn pixtral_mistral3(
             &[text_hidden, text_hidden],
         ),
     ];
-    if bias {
+    if projector.bias {
         once.push(held("linear", format!("{p}.linear_1.bias"), &[text_hidden]));
         once.push(held("linear", format!("{p}.linear_2.bias"), &[text_hidden]));
     }
@@ -598,6 +651,122 @@ pub(crate) fn pixtral_mistral3(
     let tower = VisionTower {
         once,
         layer,
+        layers,
+    };
+    tower.params().ok_or_else(too_large)?;
+    Ok(tower)
+}
+
+/// The keys of `CLIPVisionConfig` (transformers 5.25.0 `configuration_clip.py`).
+const CLIP_KEYS: &[(&str, Role)] = &[
+    ("model_type", Role::Read),
+    ("hidden_size", Role::Read),
+    ("intermediate_size", Role::Read),
+    ("num_hidden_layers", Role::Read),
+    ("num_attention_heads", Role::Read),
+    ("num_channels", Role::Read),
+    ("image_size", Role::Read),
+    ("patch_size", Role::Read),
+    // The projection of CLIPVisionModelWithProjection, which LLaVA does not build.
+    ("projection_dim", Role::Ignored),
+    // Not a CLIPVisionConfig field (early LLaVA conversions wrote it); nothing reads it.
+    ("vocab_size", Role::Ignored),
+    ("hidden_act", Role::Ignored),
+    ("layer_norm_eps", Role::Ignored),
+    ("attention_dropout", Role::Ignored),
+    ("dropout", Role::Ignored),
+    ("initializer_range", Role::Ignored),
+    ("initializer_factor", Role::Ignored),
+    ("transformers_version", Role::Ignored),
+    ("torch_dtype", Role::Ignored),
+    ("dtype", Role::Ignored),
+];
+
+/// LLaVA's CLIP vision tower (`CLIPVisionModel`, `modeling_clip.py`) and its
+/// `multi_modal_projector` (`LlavaMultiModalProjector`) into a language model of
+/// `text_hidden`: the class embedding, a bias-free convolution patch embedding, a position
+/// embedding per patch and the class token, the LayerNorm `pre_layrnorm` (sic), encoder layers
+/// of two LayerNorms, biased q/k/v/out projections and a biased two-layer MLP, the
+/// `post_layernorm`; then `linear_1` `[text_hidden, hidden x feature layers]` and `linear_2`,
+/// biased unless `multimodal_projector_bias` is false. The checkpoint stores every encoder
+/// layer, although the features come from `vision_feature_layer` (-2 by default). Names as
+/// the published checkpoints store them (`vision_tower.vision_model.*`).
+pub(crate) fn clip_llava(
+    origin: &str,
+    map: &Map<String, Value>,
+    top: &Map<String, Value>,
+    text_hidden: u64,
+) -> Result<VisionTower, HfError> {
+    let r = Reader { origin, map };
+    r.check_keys(CLIP_KEYS, "clip_vision_model")?;
+    let hidden = r.int_or("hidden_size", 768)?;
+    let ffn = r.int_or("intermediate_size", 3072)?;
+    let layers = r.int_or("num_hidden_layers", 12)?;
+    r.int_or("num_attention_heads", 12)?;
+    let channels = r.int_or("num_channels", 3)?;
+    let image = r.int_or("image_size", 224)?;
+    let patch = r.int_or("patch_size", 32)?;
+    let projector = Projector::read(origin, top, true)?;
+    let too_large = || too_large(origin);
+    let side = patches_per_side(origin, image, patch)?;
+    // The patches and the class token.
+    let positions = side
+        .checked_mul(side)
+        .and_then(|p| p.checked_add(1))
+        .ok_or_else(too_large)?;
+    let features = hidden
+        .checked_mul(projector.feature_layers)
+        .ok_or_else(too_large)?;
+    let held = |op, tensor: String, shape: &[u64]| Held {
+        op,
+        tensor,
+        shape: shape.to_vec(),
+    };
+    let v = "vision_tower.vision_model";
+    let p = "multi_modal_projector";
+    let mut once = vec![
+        held(
+            "embed",
+            format!("{v}.embeddings.class_embedding"),
+            &[hidden],
+        ),
+        // A convolution, not a linear: no format quantizes it.
+        held(
+            "conv",
+            format!("{v}.embeddings.patch_embedding.weight"),
+            &[hidden, channels, patch, patch],
+        ),
+        held(
+            "embed",
+            format!("{v}.embeddings.position_embedding.weight"),
+            &[positions, hidden],
+        ),
+        held("layer_norm", format!("{v}.pre_layrnorm.weight"), &[hidden]),
+        held("layer_norm", format!("{v}.pre_layrnorm.bias"), &[hidden]),
+        held(
+            "layer_norm",
+            format!("{v}.post_layernorm.weight"),
+            &[hidden],
+        ),
+        held("layer_norm", format!("{v}.post_layernorm.bias"), &[hidden]),
+        held(
+            "linear",
+            format!("{p}.linear_1.weight"),
+            &[text_hidden, features],
+        ),
+        held(
+            "linear",
+            format!("{p}.linear_2.weight"),
+            &[text_hidden, text_hidden],
+        ),
+    ];
+    if projector.bias {
+        once.push(held("linear", format!("{p}.linear_1.bias"), &[text_hidden]));
+        once.push(held("linear", format!("{p}.linear_2.bias"), &[text_hidden]));
+    }
+    let tower = VisionTower {
+        once,
+        layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, ffn),
         layers,
     };
     tower.params().ok_or_else(too_large)?;

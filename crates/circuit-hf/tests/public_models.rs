@@ -624,3 +624,53 @@ fn published_mistral_small_3_1_24b_with_its_pixtral_tower() {
         assert!(names.contains(&name), "{name}");
     }
 }
+
+#[test]
+fn published_llava_1_5_7b_with_its_clip_tower() {
+    // Language model (llama, LlamaConfig's 7B defaults, vocabulary 32064): embed and lm_head
+    // 2 x 32064 x 4096 = 262,668,288; final norm 4,096. Per layer (32): q/k/v/o 4 x 4096^2
+    // = 67,108,864; MLP 3 x 11008x4096 = 135,266,304; norms 8,192 = 202,383,360. Text
+    // 6,738,939,904.
+    // CLIP ViT-L/14 at 336 (24 layers of 1024, MLP 4096; 24^2 patches + the class token):
+    // class embedding 1,024; patch conv 1024 x 3 x 14 x 14 = 602,112; positions 577 x 1024 =
+    // 590,848; pre and post LayerNorms 4,096; per layer two LayerNorms 4,096, q/k/v/out
+    // 4 x (1024^2 + 1024) = 4,198,400, fc1 4096 x 1024 + 4096 = 4,198,400, fc2 1024 x 4096
+    // + 1024 = 4,195,328 = 12,596,224. Vision 303,507,456. Projector: linear_1 4096 x 1024 +
+    // 4096 = 4,198,400, linear_2 4096^2 + 4096 = 16,781,312.
+    // Total 7,063,427,072: the published count of llava-1.5-7b-hf (stored in float16).
+    let c = check(
+        "llava-1.5-7b-hf",
+        r#"{
+          "architectures": ["LlavaForConditionalGeneration"], "ignore_index": -100,
+          "image_token_index": 32000, "model_type": "llava", "pad_token_id": 32001,
+          "projector_hidden_act": "gelu",
+          "text_config": {
+            "_name_or_path": "lmsys/vicuna-7b-v1.5", "architectures": ["LlamaForCausalLM"],
+            "max_position_embeddings": 4096, "model_type": "llama", "rms_norm_eps": 1e-05,
+            "torch_dtype": "float16", "vocab_size": 32064
+          },
+          "tie_word_embeddings": false, "torch_dtype": "float16",
+          "transformers_version": "4.36.0.dev0",
+          "vision_config": {
+            "hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+            "model_type": "clip_vision_model", "num_attention_heads": 16,
+            "num_hidden_layers": 24, "patch_size": 14, "projection_dim": 768,
+            "vocab_size": 32000
+          },
+          "vision_feature_layer": -2, "vision_feature_select_strategy": "default",
+          "vocab_size": 32064
+        }"#,
+        7_063_427_072,
+        // 32 layers x 32 heads x 128 x 2 x 2 bytes.
+        524_288,
+    );
+    let names: Vec<&str> = c.tensors().values().map(|t| t.name.as_str()).collect();
+    for name in [
+        "language_model.lm_head.weight",
+        "vision_tower.vision_model.pre_layrnorm.bias",
+        "vision_tower.vision_model.encoder.layers.23.self_attn.out_proj.bias",
+        "multi_modal_projector.linear_2.bias",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+}
