@@ -32,7 +32,8 @@ pub struct PlanArgs {
     pub circuit: Option<PathBuf>,
 
     /// A Hugging Face config.json to import as the circuit (llama, mistral, qwen2, qwen3,
-    /// qwen3_moe, mixtral, phi3, gemma2, gemma3_text, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss);
+    /// qwen3_moe, mixtral, phi3, gemma2, gemma3_text, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss,
+    /// qwen3_next);
     /// families and rules default to a set covering every op the importer emits.
     ///
     /// Example: --hf-config data/models/qwen2.5-7b/config.json

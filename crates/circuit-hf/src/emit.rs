@@ -413,7 +413,7 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
                 NodeDecl::new("q_gate_split", "split")
                     .reads(["q_gate"])
                     .writes(out("q", "q_width"))
-                    .writes(out("gate", "q_width")),
+                    .writes(out("attn_gate", "q_width")),
             )
             .node(linear(
                 "k_proj",
@@ -509,7 +509,7 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
     let attn = if output_gate {
         block = block.node(
             NodeDecl::new("output_gate", "sigmoid_mul")
-                .reads(["gate", "attn"])
+                .reads(["attn_gate", "attn"])
                 .writes(out("attn_gated", "q_width")),
         );
         "attn_gated"

@@ -9,6 +9,6 @@ fn json_strings_with_newlines_are_escaped() {
         err,
         "m\\n/config.json: model_type `lla\\nma` is not supported (supported: llama, mistral, \
          qwen2, qwen3, qwen3_moe, mixtral, phi3, gemma2, gemma3_text, deepseek_v2, deepseek_v3, \
-         kimi_k2, gpt_oss)"
+         kimi_k2, gpt_oss, qwen3_next)"
     );
 }
