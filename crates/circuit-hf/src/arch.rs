@@ -43,6 +43,9 @@ pub(crate) struct Arch {
     pub mtp: Vec<Layer>,
     /// How the checkpoint names and wraps the MTP layers.
     pub mtp_names: MtpNames,
+    /// Qwen3-Next: the output rows of `mtp.fc` one rank holds (`hidden`, split over TP as
+    /// vLLM's column-parallel `fc` is).
+    pub mtp_fc_rows: u64,
     /// Qwen3-Next: the Gated DeltaNet of the linear-attention layers.
     pub delta_net: Option<DeltaNet>,
 }
@@ -272,6 +275,7 @@ impl Base {
             tied,
             mtp: Vec::new(),
             mtp_names: MtpNames::DeepSeek,
+            mtp_fc_rows: self.hidden,
             delta_net: None,
         }
     }

@@ -181,6 +181,9 @@ fn dims(b: &mut CircuitBuilder, arch: &Arch) {
     if let Some(w) = arch.window {
         b.dim("window", w);
     }
+    if arch.mtp_names == MtpNames::Qwen3Next && !arch.mtp.is_empty() {
+        b.dim("mtp_fc_rows", arch.mtp_fc_rows);
+    }
 }
 
 /// A `rows = n` bf16 output edge.
@@ -1003,14 +1006,15 @@ fn qwen3_next_mtp(arch: &Arch, j: usize, kind: Layer) -> BlockDecl {
 /// What Qwen3-Next's MTP module holds once beside its layers: `mtp.fc` `[hidden, 2 x hidden]`
 /// over the normed embedding and hidden state, the two norms before it and the final norm.
 /// It reuses the model's `embed_tokens` and `lm_head` (vLLM loads only those two outside
-/// `mtp.`), so they are not held again.
+/// `mtp.`), so they are not held again. `fc` is column-parallel: a rank holds
+/// `mtp_fc_rows` of its rows (a dim).
 fn qwen3_next_mtp_shared() -> BlockDecl {
     let vector = |name: &str, tensor: &str| {
         WeightDecl::new(name, ["hidden"], "bf16").tensor(format!("mtp.{tensor}.weight"))
     };
     let node = NodeDecl::new("weights", "weights_only")
         .weight(
-            WeightDecl::new("linear__fc_w", ["hidden", "2 * hidden"], "bf16")
+            WeightDecl::new("linear__fc_w", ["mtp_fc_rows", "2 * hidden"], "bf16")
                 .tensor("mtp.fc.weight"),
         )
         .weight(vector(

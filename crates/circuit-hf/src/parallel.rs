@@ -337,6 +337,16 @@ impl Parallel {
                 LINEAR,
             )?;
         }
+        if !a.mtp.is_empty() && a.mtp_names == crate::arch::MtpNames::Qwen3Next {
+            // Qwen3NextMultiTokenPredictor's `fc` is a ColumnParallelLinear.
+            a.mtp_fc_rows = divide(
+                "hidden_size",
+                arch.hidden,
+                "tensor_parallel_size",
+                tp,
+                LINEAR,
+            )?;
+        }
         if let Some(d) = &mut a.delta_net {
             // GatedDeltaNetAttention splits the key and value heads (in_proj_qkvz, in_proj_ba,
             // conv1d, dt_bias, A_log, out_proj and the recurrent state with them); the gated
