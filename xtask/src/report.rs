@@ -220,6 +220,20 @@ impl Render for Table<'_> {
             if config.sequences == 1 { "" } else { "s" },
             config.align
         )?;
+        // A recurrent model's per-sequence state is not KV: it is reported apart.
+        if let Some(per) = fixed_state_per_sequence(ctx) {
+            let all = ctx
+                .circuit()
+                .fixed_state_bytes(config.sequences)
+                .map_or("too many bytes to count".to_owned(), human);
+            writeln!(
+                out,
+                "state     {} per sequence of recurrent and convolution state, not per token: {all} for {} sequence{}",
+                human_small(per),
+                config.sequences,
+                if config.sequences == 1 { "" } else { "s" },
+            )?;
+        }
         let (first, last) = (ctx.rows[0], ctx.rows[ctx.rows.len() - 1]);
         let count = match ctx.rows.len() {
             1 => "1 row count".to_owned(),
@@ -502,6 +516,12 @@ pub fn per_node_table(circuit: &Circuit, table: &NodeTable) -> String {
     out
 }
 
+/// The bytes one sequence holds in per-sequence states (recurrent, convolution), when the
+/// circuit has any.
+fn fixed_state_per_sequence(ctx: &Context<'_>) -> Option<u64> {
+    ctx.circuit().fixed_state_bytes(1).ok().filter(|&b| b > 0)
+}
+
 // ---- JSON and JSON lines -------------------------------------------------------------------
 
 /// The fields before the plans: what was planned, where, and the node tables.
@@ -524,6 +544,8 @@ struct HeaderJson<'a> {
     config_defaults: BTreeMap<&'a str, &'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dtype: Option<&'a crate::plan::Storage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fixed_state_per_sequence: Option<u64>,
     nodes: Vec<&'a str>,
     node_lists: Vec<Vec<u32>>,
 }
@@ -555,6 +577,7 @@ fn header_json<'a>(ctx: &'a Context<'a>, record: Option<&'static str>) -> Header
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect(),
         dtype: ctx.storage.as_ref(),
+        fixed_state_per_sequence: fixed_state_per_sequence(ctx),
         nodes: circuit.nodes().values().map(|n| n.id.as_str()).collect(),
         node_lists: ctx
             .node_lists

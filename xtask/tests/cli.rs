@@ -229,6 +229,48 @@ fn hf_configs_plan_with_their_own_registry() {
 }
 
 #[test]
+fn a_recurrent_models_per_sequence_state_is_reported_apart_from_its_kv_cache() {
+    let config = root().join("data/checkpoints/qwen3-next-80b-a3b-instruct/config.json");
+    let args = |format: &'static str| {
+        vec![
+            "plan".to_owned(),
+            "--hf-config".to_owned(),
+            config.to_str().unwrap().to_owned(),
+            "--rows".to_owned(),
+            "1".to_owned(),
+            "--kv-tokens".to_owned(),
+            "1000".to_owned(),
+            "--sequences".to_owned(),
+            "3".to_owned(),
+            "--format".to_owned(),
+            format.to_owned(),
+        ]
+    };
+    let json = args("json");
+    let o = xtask(&json.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 36 Gated DeltaNet layers x (3 x 8192 + 32 x 128 x 128) bf16 per sequence; the KV cache
+    // of the 12 full-attention layers, 24,576 bytes per token.
+    assert_eq!(j["fixed_state_per_sequence"], 39_518_208u64);
+    assert_eq!(
+        j["plans"][0]["totals"]["states"],
+        1000 * 24_576 + 3 * 39_518_208u64
+    );
+    assert_eq!(j["plans"][0]["totals"]["weights"], 162_649_725_440u64);
+    let table = args("table");
+    let o = xtask(&table.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "state     37.7 MiB per sequence of recurrent and convolution state, not per token: 113.1 MiB for 3 sequences"
+        ),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn the_svgs_are_valid_with_every_series_and_one_rectangle_per_buffer() {
     let chart = temp("chart.svg", "");
     let arena = temp("arena.svg", "");

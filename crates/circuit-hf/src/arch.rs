@@ -7,8 +7,10 @@
 //!
 //! Invariants: every size in an [`Arch`] is at least 1; `layers.len() == num_hidden_layers`;
 //! `dense` is `Some` exactly when some layer is dense and `moe` exactly when some layer is
-//! sparse; `window` is `Some` exactly when some layer slides; grouped-query attention has
-//! `heads % kv_heads == 0`.
+//! sparse; `window` is `Some` exactly when some layer slides; `delta_net` is `Some` exactly
+//! when some layer is a linear-attention (Gated DeltaNet) layer, and `v_heads % k_heads == 0`
+//! there; a gated shared expert (`Moe::gated_shared`) comes without counted shared experts;
+//! grouped-query attention has `heads % kv_heads == 0`.
 
 use crate::config::{Config, Got, MAX_LAYERS};
 use crate::error::HfError;
@@ -38,8 +40,9 @@ pub(crate) struct Arch {
     /// `logits_scaling`, each into a new tensor.
     pub scaled_io: bool,
     pub tied: bool,
-    /// DeepSeek-V3's multi-token-prediction layers after the last decoder layer, held as
-    /// weights only (`Layer::sparse` says which MLP each has).
+    /// The multi-token-prediction layers (DeepSeek-V3's after the last decoder layer,
+    /// Qwen3-Next's under `mtp.`), held as weights only (`Layer::sparse` says which MLP each
+    /// has).
     pub mtp: Vec<Layer>,
     /// The module of a layer's MLP in tensor names: `mlp`, or Llama 4's `feed_forward`.
     pub mlp_module: &'static str,
@@ -53,6 +56,37 @@ pub(crate) struct Arch {
     pub tensor_prefix: &'static str,
     /// The vision tower and projector of a multimodal checkpoint, held as weights only.
     pub vision: Option<crate::vision::VisionTower>,
+    /// How the checkpoint names and wraps the MTP layers.
+    pub mtp_names: MtpNames,
+    /// Qwen3-Next: the output rows of `mtp.fc` one rank holds (`hidden`, split over TP as
+    /// vLLM's column-parallel `fc` is).
+    pub mtp_fc_rows: u64,
+    /// Qwen3-Next: the Gated DeltaNet of the linear-attention layers.
+    pub delta_net: Option<DeltaNet>,
+}
+
+/// The checkpoint layout of the multi-token-prediction layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MtpNames {
+    /// DeepSeek-V3 (`deepseek_mtp`): `model.layers.<layers + j>`, each with its own
+    /// `embed_tokens`, `enorm`, `hnorm`, `eh_proj` and `shared_head`.
+    DeepSeek,
+    /// Qwen3-Next (vLLM's `qwen3_next_mtp`): `mtp.layers.<j>`, and once for all of them
+    /// `mtp.fc` `[hidden, 2 x hidden]`, `mtp.norm`, `mtp.pre_fc_norm_embedding` and
+    /// `mtp.pre_fc_norm_hidden`; the embedding and head are the model's own.
+    Qwen3Next,
+}
+
+/// Qwen3-Next's Gated DeltaNet (`Qwen3NextGatedDeltaNet`, vLLM's `GatedDeltaNetAttention`):
+/// key heads, value heads (a multiple of them), their widths and the causal convolution's
+/// kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DeltaNet {
+    pub k_heads: u64,
+    pub v_heads: u64,
+    pub k_head_dim: u64,
+    pub v_head_dim: u64,
+    pub conv_kernel: u64,
 }
 
 /// The attention of every layer.
@@ -70,6 +104,9 @@ pub(crate) enum Attn {
         qk_norm: bool,
         /// gpt-oss: a learned sink logit per head, `self_attn.sinks` `[heads]`.
         sinks: bool,
+        /// Qwen3-Next: `q_proj` also yields a per-head output gate (`[2 x heads x head_dim,
+        /// hidden]`), and the attention output is multiplied by its sigmoid before `o_proj`.
+        output_gate: bool,
     },
     /// Multi-head latent attention (DeepSeek-V2) with a compressed-latent cache.
     Mla {
@@ -140,6 +177,9 @@ pub(crate) struct Moe {
     pub router_format: &'static str,
     /// DeepSeek-V3's noaux_tc routing: an f32 `gate.e_score_correction_bias` `[experts]`.
     pub score_bias: bool,
+    /// Qwen3-Next: one shared expert `mlp.shared_expert` of this width, its output scaled by
+    /// the sigmoid of `mlp.shared_expert_gate` (`[1, hidden]`); `None`: none such.
+    pub gated_shared: Option<u64>,
 }
 
 /// One decoder layer's variant.
@@ -149,6 +189,8 @@ pub(crate) struct Layer {
     pub sparse: bool,
     /// No rotary embedding (Llama 4's NoPE layers).
     pub nope: bool,
+    /// Qwen3-Next: a Gated DeltaNet (linear attention) layer instead of attention.
+    pub linear: bool,
 }
 
 /// Reads the architecture of `cfg`'s model type.
@@ -171,6 +213,7 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::DeepseekV3 | ModelType::KimiK2 => deepseek(cfg, base, &DEEPSEEK_V3),
         ModelType::GptOss => gpt_oss(cfg, base),
         ModelType::Llama4Text => llama4_text(cfg, base),
+        ModelType::Qwen3Next => qwen3_next(cfg, base),
     }
 }
 
@@ -204,6 +247,7 @@ impl Sizes {
             ModelType::DeepseekV3 | ModelType::KimiK2 => (129280, 7168, 61, 128, 18432),
             ModelType::GptOss => (201088, 2880, 36, 64, 2880),
             ModelType::Llama4Text => (202048, 5120, 48, 40, 8192),
+            ModelType::Qwen3Next => (151936, 2048, 48, 16, 5632),
         };
         Sizes {
             vocab,
@@ -250,6 +294,7 @@ impl Base {
                     sliding: false,
                     sparse: false,
                     nope: false,
+                    linear: false,
                 };
                 self.layers as usize
             ],
@@ -265,6 +310,9 @@ impl Base {
             nope_temperature: false,
             tensor_prefix: "",
             vision: None,
+            mtp_names: MtpNames::DeepSeek,
+            mtp_fc_rows: self.hidden,
+            delta_net: None,
         }
     }
 
@@ -519,6 +567,7 @@ fn biased_gqa(cfg: &Config<'_>, g: &Gqa, qk_norm: bool) -> Result<Attn, HfError>
         fused_qkv: false,
         qk_norm,
         sinks: false,
+        output_gate: false,
     })
 }
 
@@ -532,6 +581,7 @@ fn plain_gqa(g: &Gqa, fused_qkv: bool) -> Attn {
         fused_qkv,
         qk_norm: false,
         sinks: false,
+        output_gate: false,
     }
 }
 
@@ -588,6 +638,7 @@ fn qwen(cfg: &Config<'_>, base: Base, qwen3: bool) -> Result<Arch, HfError> {
             fused_qkv: false,
             qk_norm: false,
             sinks: false,
+            output_gate: false,
         }
     };
     let act = act(cfg, "hidden_act", "silu")?;
@@ -614,23 +665,9 @@ fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
 
     let experts = experts(cfg, &["num_experts", "num_local_experts"], 0, 128)?;
     if experts > 0 {
-        let step = cfg.int_or("decoder_sparse_step", 1, 1)?;
-        let mlp_only = match cfg.ints("mlp_only_layers")? {
-            Some(layers) => layers,
-            None => {
-                cfg.default_used("mlp_only_layers", "[]");
-                Vec::new()
-            }
-        };
-        let layers = arch.layers.len() as u64;
-        if let Some(&bad) = mlp_only.iter().find(|&&i| i >= layers) {
-            return Err(cfg.contradiction(format!(
-                "`mlp_only_layers` names layer {bad} but `num_hidden_layers` is {layers}"
-            )));
-        }
+        let sparse = sparse_step(cfg, arch.layers.len() as u64)?;
         for (i, layer) in arch.layers.iter_mut().enumerate() {
-            let i = i as u64;
-            layer.sparse = !mlp_only.contains(&i) && (i + 1).is_multiple_of(step);
+            layer.sparse = sparse(i as u64);
         }
     }
     if arch.layers.iter().any(|l| l.sparse) {
@@ -657,6 +694,25 @@ fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         set_windows(&mut arch, w, |_| true);
     }
     Ok(arch)
+}
+
+/// Qwen3-MoE's and Qwen3-Next's sparse layers (`decoder_sparse_step`, `mlp_only_layers`,
+/// read when there are experts): whether layer `i` is sparse.
+fn sparse_step(cfg: &Config<'_>, layers: u64) -> Result<impl Fn(u64) -> bool, HfError> {
+    let step = cfg.int_or("decoder_sparse_step", 1, 1)?;
+    let mlp_only = match cfg.ints("mlp_only_layers")? {
+        Some(layers) => layers,
+        None => {
+            cfg.default_used("mlp_only_layers", "[]");
+            Vec::new()
+        }
+    };
+    if let Some(&bad) = mlp_only.iter().find(|&&i| i >= layers) {
+        return Err(cfg.contradiction(format!(
+            "`mlp_only_layers` names layer {bad} but `num_hidden_layers` is {layers}"
+        )));
+    }
+    Ok(move |i: u64| !mlp_only.contains(&i) && (i + 1).is_multiple_of(step))
 }
 
 /// The routed-expert count under its names (`keys[0]` first; present ones must agree): at
@@ -715,6 +771,7 @@ fn moe(cfg: &Config<'_>, experts: u64, spec: MoeSpec) -> Result<Moe, HfError> {
         names: spec.names,
         router_format: spec.router_format,
         score_bias: spec.score_bias,
+        gated_shared: None,
     })
 }
 
@@ -782,6 +839,7 @@ fn phi(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         fused_qkv: false,
         qk_norm: false,
         sinks: false,
+        output_gate: false,
     };
     if cfg.flag("qk_layernorm", false)? {
         return Err(cfg.refused(
@@ -929,6 +987,7 @@ fn gpt_oss(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         fused_qkv: false,
         qk_norm: false,
         sinks: true,
+        output_gate: false,
     };
     let tied = cfg.flag("tie_word_embeddings", false)?;
     let mut arch = base.arch(ModelType::GptOss, attn, Act::Silu, tied);
@@ -1203,6 +1262,7 @@ fn deepseek(cfg: &Config<'_>, base: Base, d: &Deepseek) -> Result<Arch, HfError>
                 sliding: false,
                 sparse: false,
                 nope: false,
+                linear: false,
             };
             mtp as usize
         ];
@@ -1245,6 +1305,152 @@ fn deepseek(cfg: &Config<'_>, base: Base, d: &Deepseek) -> Result<Arch, HfError>
     }
     if arch.layers.iter().chain(&arch.mtp).any(|l| !l.sparse) {
         arch.dense = Some(dense(cfg, mlp_bias, false)?);
+    }
+    Ok(arch)
+}
+
+/// `qwen3_next` (Qwen3NextConfig, `modeling_qwen3_next.py`; vLLM 0.19's `qwen3_next.py` and
+/// `qwen3_next_mtp.py` for the MTP layers and the recurrent state): Gated DeltaNet layers with
+/// full-attention layers among them (every `full_attention_interval`-th by default), the
+/// attention with q/k norms and a sigmoid output gate, every layer sparse by default with one
+/// gated shared expert, and MTP layers the config does not announce.
+fn qwen3_next(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    // `num_key_value_heads: int = 2`, `head_dim: int = 256`: strict, null refused.
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(2),
+        kv_heads_null: false,
+        head_dim: Fallback::Fixed(256),
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
+    // transformers puts `attention_bias` on all four projections (vLLM 0.19 reads `qkv_bias`
+    // instead and skips the stored biases; the bytes are the checkpoint's).
+    let bias = cfg.flag("attention_bias", false)?;
+    let attn = Attn::Gqa {
+        kv_heads: g.kv_heads,
+        head_dim: g.head_dim,
+        qkv_bias: bias,
+        o_bias: bias,
+        fused_qkv: false,
+        qk_norm: true,
+        sinks: false,
+        output_gate: true,
+    };
+    let act = act(cfg, "hidden_act", "silu")?;
+    let tied = cfg.flag("tie_word_embeddings", false)?;
+    let mut arch = base.arch(ModelType::Qwen3Next, attn, act, tied);
+    arch.mtp_names = MtpNames::Qwen3Next;
+
+    let layers = arch.layers.len();
+    let linear: Vec<bool> = match cfg.strings("layer_types")? {
+        Some(types) => {
+            if types.len() != layers {
+                return Err(cfg.contradiction(format!(
+                    "`layer_types` has {} entries but `num_hidden_layers` is {layers}",
+                    types.len()
+                )));
+            }
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| match t.as_str() {
+                    "linear_attention" => Ok(true),
+                    "full_attention" => Ok(false),
+                    // vLLM's Qwen3NextDecoderLayer raises on any other type.
+                    other => Err(cfg.refused(
+                        "layer_types",
+                        format!(
+                            "entry {i} is `{other}`, which Qwen3-Next does not have (supported: linear_attention, full_attention)"
+                        ),
+                    )),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        None => {
+            // Qwen3NextConfig.__post_init__: `(i + 1) % interval` truthy is linear; an
+            // interval of 0 would divide by zero there, so it is refused here.
+            let interval = cfg.int_or("full_attention_interval", 1, 4)?;
+            cfg.default_used(
+                "layer_types",
+                format!(
+                    "full_attention when (i + 1) % {interval} == 0, linear_attention otherwise"
+                ),
+            );
+            (0..layers as u64)
+                .map(|i| !(i + 1).is_multiple_of(interval))
+                .collect()
+        }
+    };
+    for (layer, &l) in arch.layers.iter_mut().zip(&linear) {
+        layer.linear = l;
+    }
+    if linear.iter().any(|&l| l) {
+        let k_heads = cfg.int_or("linear_num_key_heads", 1, 16)?;
+        let v_heads = cfg.int_or("linear_num_value_heads", 1, 32)?;
+        if !v_heads.is_multiple_of(k_heads) {
+            // fix_query_key_value_ordering views in_proj_qkvz's output as [k_heads,
+            // 2 x k_head_dim + 2 x v_head_dim x v_heads / k_heads].
+            return Err(cfg.contradiction(format!(
+                "`linear_num_value_heads` {v_heads} is not a multiple of `linear_num_key_heads` {k_heads} (each key head serves a whole group of value heads)"
+            )));
+        }
+        arch.delta_net = Some(DeltaNet {
+            k_heads,
+            v_heads,
+            k_head_dim: cfg.int_or("linear_key_head_dim", 1, 128)?,
+            v_head_dim: cfg.int_or("linear_value_head_dim", 1, 128)?,
+            conv_kernel: cfg.int_or("linear_conv_kernel_dim", 1, 4)?,
+        });
+    }
+
+    // vLLM's Qwen3NextMultiTokenPredictor: `getattr(config, "num_nextn_predict_layers", 1)`
+    // full-attention layers; the published checkpoints store one although config.json says
+    // nothing of it.
+    let mtp = cfg.int_or_in("num_nextn_predict_layers", 0, MAX_LAYERS, 1)?;
+    arch.mtp = vec![
+        Layer {
+            sliding: false,
+            sparse: false,
+            nope: false,
+            linear: false,
+        };
+        mtp as usize
+    ];
+    let experts = experts(cfg, &["num_experts"], 0, 512)?;
+    if experts > 0 {
+        let sparse = sparse_step(cfg, layers as u64)?;
+        for (i, layer) in arch.layers.iter_mut().enumerate() {
+            layer.sparse = sparse(i as u64);
+        }
+        // vLLM's extract_layer_index reads j from `mtp.layers.<j>`: an MTP layer is sparse
+        // as decoder layer j would be.
+        for (j, layer) in arch.mtp.iter_mut().enumerate() {
+            layer.sparse = sparse(j as u64);
+        }
+    }
+    if arch.layers.iter().chain(&arch.mtp).any(|l| l.sparse) {
+        let moe = moe(
+            cfg,
+            experts,
+            MoeSpec {
+                ffn_key: "moe_intermediate_size",
+                ffn_default: 512,
+                top_k_default: Some(10),
+                shared_experts: 0,
+                shared_bias: false,
+                names: MoeNames::Mlp,
+                router_format: "bf16",
+                score_bias: false,
+            },
+        )?;
+        let shared = cfg.int_or("shared_expert_intermediate_size", 1, 512)?;
+        arch.moe = Some(Moe {
+            gated_shared: Some(shared),
+            ..moe
+        });
+    }
+    if arch.layers.iter().chain(&arch.mtp).any(|l| !l.sparse) {
+        arch.dense = Some(dense(cfg, false, false)?);
     }
     Ok(arch)
 }

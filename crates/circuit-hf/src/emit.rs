@@ -7,13 +7,16 @@
 //! `model.embed_tokens.weight`, so circuit-ir stores it once; when all layers are alike they
 //! form one repeated block `layer` (ids `layer.<i>.<id>`, tensor names with `{i}`), otherwise
 //! each layer is its own block `layer_<i>` (ids `layer_<i>.<id>`), so tensor names always carry
-//! the true layer index; every layer holds one KV state written by `kv_write` and read by
-//! `attention`, with `window = "window"` on sliding layers. circuit-ir validates the result.
+//! the true layer index; every attention layer holds one KV state written by `kv_write` and
+//! read by `attention`, with `window = "window"` on sliding layers; every Gated DeltaNet layer
+//! holds two per-sequence states instead (the convolution's last inputs, written by `conv`,
+//! and the recurrent state, written by `delta_rule`), so the KV bytes per token stay the
+//! attention layers' alone. circuit-ir validates the result.
 
 use circuit_ir::CircuitBuilder;
 use circuit_ir::decl::{BlockDecl, NodeDecl, OutDecl, StateDecl, WeightDecl};
 
-use crate::arch::{Arch, Attn, Layer, MoeNames};
+use crate::arch::{Arch, Attn, Layer, MoeNames, MtpNames};
 use crate::error::HfError;
 use crate::model::ModelType;
 use crate::quant::{Built, Storage};
@@ -66,20 +69,32 @@ pub(crate) fn stage_circuit(
     // A stage's layers are each their own block so tensor names keep the true index.
     if first_stage && last_stage && kinds.iter().all(|&l| l == first) {
         let block = BlockDecl::repeated("layer", "layers").stream(Some("x"), Some("y"));
-        b.block(layer(arch, block, "{i}", first));
+        b.block(layer(arch, block, "model.layers.{i}", first));
     } else {
         for (i, &l) in kinds.iter().enumerate() {
             let i = start + i;
             let block = BlockDecl::once(format!("layer_{i}")).stream(Some("x"), Some("y"));
-            b.block(layer(arch, block, &i.to_string(), l));
+            b.block(layer(arch, block, &format!("model.layers.{i}"), l));
         }
     }
     if last_stage {
         b.block(head(arch));
         // The multi-token-prediction layers follow the head, on the last stage.
-        let base = arch.layers.len();
-        for (j, &l) in arch.mtp.iter().enumerate() {
-            b.block(mtp(arch, base + j, l));
+        match arch.mtp_names {
+            MtpNames::DeepSeek => {
+                let base = arch.layers.len();
+                for (j, &l) in arch.mtp.iter().enumerate() {
+                    b.block(mtp(arch, base + j, l));
+                }
+            }
+            MtpNames::Qwen3Next => {
+                if !arch.mtp.is_empty() {
+                    b.block(qwen3_next_mtp_shared());
+                }
+                for (j, &l) in arch.mtp.iter().enumerate() {
+                    b.block(qwen3_next_mtp(arch, j, l));
+                }
+            }
         }
         b.output("head.logits");
     } else {
@@ -187,9 +202,30 @@ fn dims(b: &mut CircuitBuilder, arch: &Arch) {
             b.dim("shared_experts", m.shared_experts)
                 .dim("shared_ffn", "shared_experts * moe_ffn");
         }
+        if let Some(w) = m.gated_shared {
+            b.dim("shared_ffn", w);
+        }
+    }
+    if let Some(d) = arch.delta_net {
+        b.dim("linear_k_heads", d.k_heads)
+            .dim("linear_v_heads", d.v_heads)
+            .dim("linear_k_head_dim", d.k_head_dim)
+            .dim("linear_v_head_dim", d.v_head_dim)
+            .dim("linear_conv_kernel", d.conv_kernel)
+            .dim("linear_key_dim", "linear_k_heads * linear_k_head_dim")
+            .dim("linear_value_dim", "linear_v_heads * linear_v_head_dim")
+            .dim("linear_conv_dim", "2 * linear_key_dim + linear_value_dim")
+            .dim(
+                "linear_qkvz_width",
+                "2 * linear_key_dim + 2 * linear_value_dim",
+            )
+            .dim("linear_ba_width", "2 * linear_v_heads");
     }
     if let Some(w) = arch.window {
         b.dim("window", w);
+    }
+    if arch.mtp_names == MtpNames::Qwen3Next && !arch.mtp.is_empty() {
+        b.dim("mtp_fc_rows", arch.mtp_fc_rows);
     }
 }
 
@@ -309,11 +345,10 @@ fn head(arch: &Arch) -> BlockDecl {
     }
 }
 
-/// One decoder layer; `idx` is the layer index in tensor names (`{i}` in a repeated block).
-fn layer(arch: &Arch, block: BlockDecl, idx: &str, kind: Layer) -> BlockDecl {
-    let p = format!("model.layers.{idx}");
+/// One decoder layer; `p` is its tensor prefix (`model.layers.{i}` in a repeated block).
+fn layer(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> BlockDecl {
     if arch.model == ModelType::Phi {
-        return parallel_layer(arch, block, &p, kind);
+        return parallel_layer(arch, block, p, kind);
     }
     let block = block.node(norm(
         "attn_norm",
@@ -324,8 +359,9 @@ fn layer(arch: &Arch, block: BlockDecl, idx: &str, kind: Layer) -> BlockDecl {
         &format!("{p}.input_layernorm"),
     ));
     let (block, o) = match arch.attn {
-        Attn::Gqa { .. } => gqa(arch, block, &p, kind),
-        Attn::Mla { .. } => mla(arch, block, &p),
+        _ if kind.linear => delta_net(arch, block, p),
+        Attn::Gqa { .. } => gqa(arch, block, p, kind),
+        Attn::Mla { .. } => mla(arch, block, p),
     };
     let (block, o) = if arch.sandwich_norms {
         let block = block.node(norm(
@@ -359,9 +395,9 @@ fn layer(arch: &Arch, block: BlockDecl, idx: &str, kind: Layer) -> BlockDecl {
         &format!("{p}.{pre_mlp}"),
     ));
     let (block, m) = if kind.sparse {
-        sparse_mlp(arch, block, &p)
+        sparse_mlp(arch, block, p)
     } else {
-        dense_mlp(arch, block, &p)
+        dense_mlp(arch, block, p)
     };
     let (block, m) = if arch.sandwich_norms {
         let block = block.node(norm(
@@ -444,6 +480,7 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
         fused_qkv,
         qk_norm,
         sinks,
+        output_gate,
         ..
     } = arch.attn
     else {
@@ -468,6 +505,42 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
                     .writes(out("k", "kv_width"))
                     .writes(out("v", "kv_width")),
             )
+    } else if output_gate {
+        // Qwen3-Next: per head, head_dim query elements then head_dim gate elements.
+        block
+            .node(linear(
+                "q_proj",
+                "xn",
+                "q_gate",
+                "2 * q_width",
+                "hidden",
+                &format!("{a}.q_proj"),
+                qkv_bias,
+            ))
+            .node(
+                NodeDecl::new("q_gate_split", "split")
+                    .reads(["q_gate"])
+                    .writes(out("q", "q_width"))
+                    .writes(out("attn_gate", "q_width")),
+            )
+            .node(linear(
+                "k_proj",
+                "xn",
+                "k",
+                "kv_width",
+                "hidden",
+                &format!("{a}.k_proj"),
+                qkv_bias,
+            ))
+            .node(linear(
+                "v_proj",
+                "xn",
+                "v",
+                "kv_width",
+                "hidden",
+                &format!("{a}.v_proj"),
+                qkv_bias,
+            ))
     } else {
         block
             .node(linear(
@@ -568,12 +641,23 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
         }
     };
     let attention = attention.reads([q_attn]);
-    let block = block
+    let mut block = block
         .node(NodeDecl::new("kv_write", "kv_write").reads([k_cached, "v"]))
-        .node(attention)
+        .node(attention);
+    let attn = if output_gate {
+        block = block.node(
+            NodeDecl::new("output_gate", "sigmoid_mul")
+                .reads(["attn_gate", "attn"])
+                .writes(out("attn_gated", "q_width")),
+        );
+        "attn_gated"
+    } else {
+        "attn"
+    };
+    let block = block
         .node(linear(
             "o_proj",
-            "attn",
+            attn,
             "o",
             "hidden",
             "q_width",
@@ -589,6 +673,99 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
             o_bias,
         ))
         .state(kv);
+    (block, "o")
+}
+
+/// Qwen3-Next's Gated DeltaNet (`linear_attn`): `in_proj_qkvz` and `in_proj_ba`, the depthwise
+/// causal convolution over q, k and v (`conv1d.weight` `[conv_dim, 1, kernel]`), the gated
+/// delta rule with its per-head `dt_bias` and `A_log`, the gated RMS norm over each value head
+/// (`norm.weight` `[v_head_dim]`) and `out_proj`. Its states are per sequence, in the model
+/// dtype as vLLM 0.19 keeps them (`MambaStateDtypeCalculator.gated_delta_net_state_dtype` with
+/// `--mamba-cache-dtype auto` and `--mamba-ssm-cache-dtype auto`), shaped as
+/// `MambaStateShapeCalculator.gated_delta_net_state_shape`: the convolution's last
+/// `kernel - 1` inputs of `conv_dim`, and `v_heads x v_head_dim x k_head_dim`. Returns the
+/// block and the output edge.
+fn delta_net(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
+    let d = arch
+        .delta_net
+        .expect("a linear-attention layer implies a Gated DeltaNet");
+    let a = format!("{p}.linear_attn");
+    let vector = |name: &str, width: &str, tensor: &str| {
+        WeightDecl::new(name, [width], "bf16").tensor(format!("{a}.{tensor}"))
+    };
+    let block = block
+        .node(linear(
+            "in_proj_qkvz",
+            "xn",
+            "qkvz",
+            "linear_qkvz_width",
+            "hidden",
+            &format!("{a}.in_proj_qkvz"),
+            false,
+        ))
+        .node(linear(
+            "in_proj_ba",
+            "xn",
+            "ba",
+            "linear_ba_width",
+            "hidden",
+            &format!("{a}.in_proj_ba"),
+            false,
+        ))
+        .node(
+            NodeDecl::new("qkvz_split", "split")
+                .reads(["qkvz"])
+                .writes(out("qkv", "linear_conv_dim"))
+                .writes(out("z", "linear_value_dim")),
+        )
+        .node(
+            NodeDecl::new("conv", "causal_conv1d")
+                .reads(["qkv"])
+                .writes(out("qkv_conv", "linear_conv_dim"))
+                .weight(
+                    WeightDecl::new("w", ["linear_conv_dim", "1", "linear_conv_kernel"], "bf16")
+                        .tensor(format!("{a}.conv1d.weight")),
+                ),
+        )
+        .node(
+            NodeDecl::new("delta_rule", "gated_delta_net")
+                .reads(["qkv_conv", "ba"])
+                .writes(out("core", "linear_value_dim"))
+                .weight(vector("dt_bias", "linear_v_heads", "dt_bias"))
+                .weight(vector("a_log", "linear_v_heads", "A_log")),
+        )
+        .node(
+            NodeDecl::new("gated_norm", "gated_rms_norm")
+                .reads(["core", "z"])
+                .writes(out("core_n", "linear_value_dim"))
+                .weight(vector("w", "linear_v_head_dim", "norm.weight")),
+        )
+        .node(linear(
+            "out_proj",
+            "core_n",
+            "o",
+            "hidden",
+            "linear_value_dim",
+            &format!("{a}.out_proj"),
+            false,
+        ));
+    // A kernel of 1 keeps no past input.
+    let block = if d.conv_kernel > 1 {
+        block.state(StateDecl::per_sequence(
+            "conv_state",
+            "(linear_conv_kernel - 1) * linear_conv_dim",
+            "bf16",
+            "conv",
+        ))
+    } else {
+        block
+    };
+    let block = block.state(StateDecl::per_sequence(
+        "recurrent",
+        "linear_v_heads * linear_v_head_dim * linear_k_head_dim",
+        "bf16",
+        "delta_rule",
+    ));
     (block, "o")
 }
 
@@ -841,8 +1018,11 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
                 .weight(expert_w("w", ["hidden", "moe_ffn"], w_down)),
         );
     let mut combine_in = vec!["expert_out", "topk_w", "topk_ids"];
-    if moe.shared_experts > 0 {
-        let s = format!("{p}.mlp.shared_experts");
+    let shared = match moe.gated_shared {
+        Some(_) => Some(format!("{p}.mlp.shared_expert")),
+        None => (moe.shared_experts > 0).then(|| format!("{p}.mlp.shared_experts")),
+    };
+    if let Some(s) = shared {
         let bias = moe.shared_bias;
         block = block
             .node(linear(
@@ -877,7 +1057,29 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
                 &format!("{s}.down_proj"),
                 bias,
             ));
-        combine_in.push("shared_out");
+        if moe.gated_shared.is_some() {
+            // Qwen3-Next: sigmoid(shared_expert_gate(x)) x shared_expert(x). The gate is a
+            // one-logit linear kept unquantized as the router is (vLLM builds both as
+            // ReplicatedLinear with quant_config=None), hence the router op.
+            block = block
+                .node(
+                    NodeDecl::new("shared_expert_gate", "router")
+                        .reads(["hn"])
+                        .writes(out("shared_logit", "1"))
+                        .weight(
+                            WeightDecl::new("w", ["1", "hidden"], "bf16")
+                                .tensor(format!("{p}.mlp.shared_expert_gate.weight")),
+                        ),
+                )
+                .node(
+                    NodeDecl::new("shared_scale", "sigmoid_mul")
+                        .reads(["shared_logit", "shared_out"])
+                        .writes(out("shared_gated", "hidden")),
+                );
+            combine_in.push("shared_gated");
+        } else {
+            combine_in.push("shared_out");
+        }
     }
     let block = block.node(
         NodeDecl::new("moe_combine", "moe_combine")
@@ -899,17 +1101,7 @@ pub(crate) const HELD_OP_SEPARATOR: &str = "__";
 /// it).
 fn mtp(arch: &Arch, idx: usize, kind: Layer) -> BlockDecl {
     let p = format!("model.layers.{idx}");
-    let decoder = layer(arch, BlockDecl::once("mtp_layer"), &idx.to_string(), kind);
-    let held = |op: &str, node: &str, w: WeightDecl| WeightDecl {
-        name: format!("{op}{HELD_OP_SEPARATOR}{node}_{}", w.name),
-        ..w
-    };
-    let mut node = NodeDecl::new("weights", "weights_only");
-    for n in decoder.nodes {
-        for w in n.weights {
-            node = node.weight(held(&n.op, &n.id, w));
-        }
-    }
+    let node = held_layer(arch, &p, kind);
     let vector = |name: &str, tensor: &str| {
         WeightDecl::new(name, ["hidden"], "bf16").tensor(format!("{p}.{tensor}.weight"))
     };
@@ -930,6 +1122,55 @@ fn mtp(arch: &Arch, idx: usize, kind: Layer) -> BlockDecl {
                 .tensor(format!("{p}.shared_head.head.weight")),
         );
     BlockDecl::once(format!("mtp_{idx}")).node(node)
+}
+
+/// A `weights_only` node holding the weights of decoder layer `p` as [`layer`] declares them,
+/// each named `<op>__<node>_<weight>` after the node it comes from.
+fn held_layer(arch: &Arch, p: &str, kind: Layer) -> NodeDecl {
+    let decoder = layer(arch, BlockDecl::once("mtp_layer"), p, kind);
+    let mut node = NodeDecl::new("weights", "weights_only");
+    for n in decoder.nodes {
+        for w in n.weights {
+            node = node.weight(WeightDecl {
+                name: format!("{}{HELD_OP_SEPARATOR}{}_{}", n.op, n.id, w.name),
+                ..w
+            });
+        }
+    }
+    node
+}
+
+/// Qwen3-Next's multi-token-prediction layer `mtp.layers.<j>` (vLLM's `qwen3_next_mtp`), a
+/// full-attention decoder layer held as weights only, like [`mtp`]; its KV cache and
+/// activations are not planned.
+fn qwen3_next_mtp(arch: &Arch, j: usize, kind: Layer) -> BlockDecl {
+    BlockDecl::once(format!("mtp_{j}")).node(held_layer(arch, &format!("mtp.layers.{j}"), kind))
+}
+
+/// What Qwen3-Next's MTP module holds once beside its layers: `mtp.fc` `[hidden, 2 x hidden]`
+/// over the normed embedding and hidden state, the two norms before it and the final norm.
+/// It reuses the model's `embed_tokens` and `lm_head` (vLLM loads only those two outside
+/// `mtp.`), so they are not held again. `fc` is column-parallel: a rank holds
+/// `mtp_fc_rows` of its rows (a dim).
+fn qwen3_next_mtp_shared() -> BlockDecl {
+    let vector = |name: &str, tensor: &str| {
+        WeightDecl::new(name, ["hidden"], "bf16").tensor(format!("mtp.{tensor}.weight"))
+    };
+    let node = NodeDecl::new("weights", "weights_only")
+        .weight(
+            WeightDecl::new("linear__fc_w", ["mtp_fc_rows", "2 * hidden"], "bf16")
+                .tensor("mtp.fc.weight"),
+        )
+        .weight(vector(
+            "rms_norm__pre_fc_norm_embedding_w",
+            "pre_fc_norm_embedding",
+        ))
+        .weight(vector(
+            "rms_norm__pre_fc_norm_hidden_w",
+            "pre_fc_norm_hidden",
+        ))
+        .weight(vector("rms_norm__norm_w", "norm"));
+    BlockDecl::once("mtp").node(node)
 }
 
 /// gpt-oss's sparse MLP (`GptOssMLP`): a router with a bias, each expert projection one

@@ -1,15 +1,17 @@
 //! Builds a circuit-ir [`Circuit`] from a Hugging Face `config.json`: the decoder-only
 //! language models of [`ModelType::ALL`] (Llama, Granite, Mistral, Qwen2, Qwen3, Qwen3-MoE,
-//! Mixtral, Phi, Phi-3, Gemma 1-3, DeepSeek-V2/V3, Kimi K2, gpt-oss, Llama 4), alone or as the
-//! text part of a multimodal checkpoint (`llama4`, `gemma3`, `mistral3`, `llava`: the language model
-//! from `text_config`, the vision tower counted from `vision_config` and held as weights),
-//! with weights under their Hugging Face tensor names, in the checkpoint's dtype (or the one
-//! [`ImportOptions`] asks for) or as its quantization format stores them, and one KV-cache
-//! state per layer.
+//! Qwen3-Next, Mixtral, Phi, Phi-3, Gemma 1-3, DeepSeek-V2/V3, Kimi K2, gpt-oss, Llama 4),
+//! alone or as the text part of a multimodal checkpoint (`llama4`, `gemma3`, `mistral3`,
+//! `llava`: the language model from `text_config`, the vision tower counted from
+//! `vision_config` and held as weights), with weights under their Hugging Face tensor names,
+//! in the checkpoint's dtype (or the one [`ImportOptions`] asks for) or as its quantization
+//! format stores them, one KV-cache state per attention layer and per-sequence states for
+//! recurrent (Gated DeltaNet) layers.
 //!
 //! Invariants: the circuit's weights are the bytes of the published checkpoint (tied
 //! embeddings stored once; quantized modules as their format stores them, docs/quantization.md)
-//! and its states hold exactly the KV bytes per token the architecture caches; every key of
+//! and its per-token states hold exactly the KV bytes per token the architecture caches, any
+//! fixed per-sequence state being a state of its own kind; every key of
 //! the file is read, known to leave memory unchanged, or refused (an unknown key is refused);
 //! every circuit is validated by circuit-ir. `docs/hf-import.md` lists the tensors, keys and
 //! defaults of each model type.

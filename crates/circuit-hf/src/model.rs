@@ -47,6 +47,8 @@ pub enum ModelType {
     /// `llama4_text` (Llama4ForCausalLM; the language model of a `llama4` config's
     /// `text_config`).
     Llama4Text,
+    /// `qwen3_next` (Qwen3NextForCausalLM).
+    Qwen3Next,
 }
 
 impl ModelType {
@@ -69,6 +71,7 @@ impl ModelType {
         ModelType::KimiK2,
         ModelType::GptOss,
         ModelType::Llama4Text,
+        ModelType::Qwen3Next,
     ];
 
     /// The `model_type` string.
@@ -91,6 +94,7 @@ impl ModelType {
             ModelType::KimiK2 => "kimi_k2",
             ModelType::GptOss => "gpt_oss",
             ModelType::Llama4Text => "llama4_text",
+            ModelType::Qwen3Next => "qwen3_next",
         }
     }
 
@@ -118,6 +122,7 @@ impl ModelType {
             ModelType::DeepseekV3 | ModelType::KimiK2 => "DeepseekV3ForCausalLM",
             ModelType::GptOss => "GptOssForCausalLM",
             ModelType::Llama4Text => "Llama4ForCausalLM",
+            ModelType::Qwen3Next => "Qwen3NextForCausalLM",
         }
     }
 
@@ -164,6 +169,7 @@ impl ModelType {
             ModelType::DeepseekV3 | ModelType::KimiK2 => DEEPSEEK_V3,
             ModelType::GptOss => GPT_OSS,
             ModelType::Llama4Text => LLAMA4_TEXT,
+            ModelType::Qwen3Next => QWEN3_NEXT,
         }
     }
 }
@@ -1047,4 +1053,84 @@ static LLAMA4_TEXT: &[KeyInfo] = &[
         "for_llm_compressor",
         "an older release's loading hint; transformers 5 does not read it",
     ),
+];
+
+static QWEN3_NEXT: &[KeyInfo] = &[
+    read("vocab_size", "default 151936"),
+    read("hidden_size", "default 2048"),
+    read(
+        "num_hidden_layers",
+        "default 48; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 16"),
+    read(
+        "intermediate_size",
+        "default 5632; read only when a layer is dense (mlp_only_layers, decoder_sparse_step, num_experts 0)",
+    ),
+    read("num_key_value_heads", "default 2"),
+    read("head_dim", "default 256 (Qwen3NextConfig's own)"),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v/o_proj biases on the full-attention layers (q_proj's is 2 x heads x head_dim: query and output gate)",
+    ),
+    read(
+        "layer_types",
+        "linear_attention (Gated DeltaNet) or full_attention per layer; default (and null): full_attention when (i + 1) % full_attention_interval == 0, linear_attention otherwise",
+    ),
+    read(
+        "full_attention_interval",
+        "default 4; read only when layer_types is absent or null (Qwen3NextConfig pops it to build layer_types)",
+    ),
+    read(
+        "linear_num_key_heads",
+        "default 16; read only when a layer is linear_attention",
+    ),
+    read(
+        "linear_num_value_heads",
+        "default 32; must be a multiple of linear_num_key_heads (each key head serves a group of value heads)",
+    ),
+    read("linear_key_head_dim", "default 128"),
+    read("linear_value_head_dim", "default 128"),
+    read(
+        "linear_conv_kernel_dim",
+        "default 4; the convolution state holds kernel - 1 inputs per sequence",
+    ),
+    read("num_experts", "default 512; 0 makes every layer dense"),
+    read(
+        "num_experts_per_tok",
+        "default 10; read only when a layer is sparse",
+    ),
+    read(
+        "moe_intermediate_size",
+        "default 512; read only when a layer is sparse",
+    ),
+    read(
+        "shared_expert_intermediate_size",
+        "default 512; at least 1: the one shared expert (mlp.shared_expert) of every sparse layer, scaled by sigmoid(mlp.shared_expert_gate [1, hidden])",
+    ),
+    read(
+        "decoder_sparse_step",
+        "default 1; layer i is sparse when (i + 1) % step == 0",
+    ),
+    read(
+        "mlp_only_layers",
+        "default (and null): []; these layers have a dense MLP of intermediate_size",
+    ),
+    read(
+        "num_nextn_predict_layers",
+        "default 1 (vLLM's qwen3_next_mtp getattr; the published checkpoints store one MTP layer and their config.json has no such key): mtp.fc, mtp.norm, mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden and layers mtp.layers.<j> (full attention; sparse by j as the decoder layers are), held as weights only, no KV cache",
+    ),
+    ignored(
+        "use_sliding_window",
+        "Qwen3NextConfig has no such field and neither transformers' nor vLLM's Qwen3-Next attention reads it",
+    ),
+    ignored(
+        "partial_rotary_factor",
+        "rotary embedding on a part of head_dim; no memory effect",
+    ),
+    ignored("norm_topk_prob", NO_MEMORY),
+    ignored("output_router_logits", ROUTER),
+    ignored("router_aux_loss_coef", ROUTER),
 ];

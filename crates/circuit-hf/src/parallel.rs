@@ -189,6 +189,7 @@ fn divide(
 
 const LINEAR: &str = "model_executor/layers/linear.py";
 const FUSED_MOE: &str = "model_executor/layers/fused_moe/layer.py";
+const GDN: &str = "model_executor/layers/mamba/gdn_linear_attn.py";
 
 impl Parallel {
     fn layout(self) -> String {
@@ -308,7 +309,8 @@ impl Parallel {
         }
         if let Some(m) = &mut a.moe {
             let moe_tp = tp * self.dp;
-            if m.shared_experts > 0 && (self.dp > 1 || self.expert_parallel) {
+            let shared = m.shared_experts > 0 || m.gated_shared.is_some();
+            if shared && (self.dp > 1 || self.expert_parallel) {
                 // vLLM's shared experts stay split over TP while routed ones split over
                 // tp x dp or are placed by EP; the circuit derives both widths from one dim.
                 return Err(ParallelError::NotModelled {
@@ -329,6 +331,48 @@ impl Parallel {
                     FUSED_MOE,
                 )?;
             }
+        }
+        if let Some(m) = &mut a.moe
+            && let Some(w) = &mut m.gated_shared
+        {
+            // Qwen3-Next's shared expert is a Qwen3NextMLP (merged column-parallel gate and
+            // up, row-parallel down); its one-logit gate is replicated.
+            *w = divide(
+                "shared_expert_intermediate_size",
+                *w,
+                "tensor_parallel_size",
+                tp,
+                LINEAR,
+            )?;
+        }
+        if !a.mtp.is_empty() && a.mtp_names == crate::arch::MtpNames::Qwen3Next {
+            // Qwen3NextMultiTokenPredictor's `fc` is a ColumnParallelLinear.
+            a.mtp_fc_rows = divide(
+                "hidden_size",
+                arch.hidden,
+                "tensor_parallel_size",
+                tp,
+                LINEAR,
+            )?;
+        }
+        if let Some(d) = &mut a.delta_net {
+            // GatedDeltaNetAttention splits the key and value heads (in_proj_qkvz, in_proj_ba,
+            // conv1d, dt_bias, A_log, out_proj and the recurrent state with them); the gated
+            // norm over one value head is replicated.
+            d.k_heads = divide(
+                "linear_num_key_heads",
+                d.k_heads,
+                "tensor_parallel_size",
+                tp,
+                GDN,
+            )?;
+            d.v_heads = divide(
+                "linear_num_value_heads",
+                d.v_heads,
+                "tensor_parallel_size",
+                tp,
+                GDN,
+            )?;
         }
         if tp > 1 {
             // VocabParallelEmbedding / ParallelLMHead: pad, then split evenly. At tp 1 the

@@ -29,7 +29,7 @@ fn exact(name: &str) -> circuit_hf::Import {
         "{name}: weights"
     );
     assert_eq!(
-        imp.circuit.state_bytes(1, 1).unwrap(),
+        imp.circuit.kv_bytes_per_token().unwrap(),
         expect["kv_per_token"].as_u64().unwrap(),
         "{name}: KV bytes per token"
     );
@@ -202,4 +202,82 @@ fn llama_4_scout_moe_every_layer_chunked_nope_and_vision_tower() {
     );
     assert!(imp.keys_read.contains(&"text_config.moe_layers".to_owned()));
     assert!(imp.keys_ignored.contains(&"boi_token_index".to_owned()));
+}
+
+#[test]
+fn qwen3_next_80b_hybrid_layers_gated_shared_expert_and_its_unannounced_mtp() {
+    let imp = exact("qwen3-next-80b-a3b-instruct");
+    let c = &imp.circuit;
+    let (h, e, f) = (2048, 512, 512);
+    // Layer 3 is the first full-attention layer (full_attention_interval 4): q_proj holds the
+    // query and the output gate, [2 x 16 x 256, 2048]; q_norm and k_norm are [head_dim].
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.3.self_attn.q_proj.weight"),
+        2 * (2 * 16 * 256) * h
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.3.self_attn.k_norm.weight"),
+        2 * 256
+    );
+    // Layer 0 is Gated DeltaNet: key_dim 16 x 128, value_dim 32 x 128, conv_dim 2 x 2048 +
+    // 4096 = 8192.
+    let la = "model.layers.0.linear_attn";
+    for (tensor, elements) in [
+        ("in_proj_qkvz.weight", (2 * 2048 + 2 * 4096) * h),
+        ("in_proj_ba.weight", 2 * 32 * h),
+        ("conv1d.weight", 8192 * 4),
+        ("dt_bias", 32),
+        ("A_log", 32),
+        ("norm.weight", 128),
+        ("out_proj.weight", h * 4096),
+    ] {
+        assert_eq!(
+            tensor_bytes(&imp, &format!("{la}.{tensor}")),
+            2 * elements,
+            "{tensor}"
+        );
+    }
+    assert!(
+        !c.tensors()
+            .values()
+            .any(|t| t.name.starts_with("model.layers.0.self_attn"))
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.mlp.shared_expert_gate.weight"),
+        2 * h
+    );
+    assert_eq!(
+        tensor_bytes(&imp, "model.layers.0.mlp.shared_expert.down_proj.weight"),
+        2 * h * 512
+    );
+    // The MTP block: mtp.fc [2048, 4096], three norms and one full-attention sparse layer,
+    // 1,650,471,424 parameters (expect.json's notes) that config.json does not announce.
+    let attn = 2 * 16 * 256 * h + 2 * (2 * 256 * h) + h * 16 * 256 + 2 * 256;
+    let moe = e * h + e * 3 * f * h + 3 * 512 * h + h;
+    let mtp = h * 2 * h + 3 * h + attn + 2 * h + moe;
+    assert_eq!(mtp, 1_650_471_424);
+    let held: u64 = c
+        .tensors()
+        .values()
+        .filter(|t| t.name.starts_with("mtp."))
+        .map(|t| t.bytes)
+        .sum();
+    assert_eq!(held, 2 * mtp);
+    assert!(
+        imp.defaults
+            .contains(&("num_nextn_predict_layers".to_owned(), "1".to_owned()))
+    );
+    // KV: 12 full-attention layers x 2 x 2 KV heads x 256 x bf16 per token. Per sequence, each
+    // of the 36 DeltaNet layers holds its convolution's last 3 inputs of 8192 channels and a
+    // 32 x 128 x 128 recurrent state, bf16 as vLLM 0.19 keeps them by default.
+    assert_eq!(c.kv_bytes_per_token().unwrap(), 12 * 2 * 2 * 256 * 2);
+    let per_layer = 2 * (3 * 8192) + 2 * (32 * 128 * 128);
+    assert_eq!(per_layer, 1_097_728);
+    assert_eq!(c.fixed_state_bytes(1).unwrap(), 36 * per_layer);
+    assert_eq!(c.fixed_state_bytes(1).unwrap(), 39_518_208);
+    assert_eq!(c.fixed_state_bytes(7).unwrap(), 7 * 39_518_208);
+    assert_eq!(
+        c.state_bytes(1000, 7).unwrap(),
+        1000 * 24_576 + 7 * 39_518_208
+    );
 }

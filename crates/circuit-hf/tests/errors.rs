@@ -5,7 +5,7 @@ mod common;
 
 use circuit_hf::{HfError, from_config_json};
 
-const SUPPORTED: &str = "llama, granite, mistral, qwen2, qwen3, qwen3_moe, mixtral, phi3, phi, gemma, gemma2, gemma3_text, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, llama4_text, llama4, gemma3, mistral3, llava";
+const SUPPORTED: &str = "llama, granite, mistral, qwen2, qwen3, qwen3_moe, mixtral, phi3, phi, gemma, gemma2, gemma3_text, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, llama4_text, qwen3_next, llama4, gemma3, mistral3, llava";
 
 /// A small valid Llama config; tests splice keys into it.
 const LLAMA: &str = r#"{"model_type": "llama", "vocab_size": 1000, "hidden_size": 128,
@@ -314,6 +314,16 @@ fn bad_values_never_panic() {
         "gemma2",
         r#"{"sliding_window": 16, "final_logit_softcapping": 30.0, "layer_types": null,"#,
     ));
+    configs.push(other(
+        "qwen3_next",
+        r#"{"num_key_value_heads": 2, "head_dim": 16, "layer_types": null,
+            "full_attention_interval": 2, "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8,
+            "linear_conv_kernel_dim": 4, "num_experts": 4, "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
+            "decoder_sparse_step": 1, "mlp_only_layers": [1], "num_nextn_predict_layers": 1,
+            "attention_bias": false,"#,
+    ));
     let bad = [
         "null",
         "0",
@@ -428,5 +438,42 @@ fn llama4_errors_name_the_nested_key() {
             r#""torch_dtype": "float16", "vocab_size": 1000"#
         ),
         "config.json: `torch_dtype` \"bfloat16\" and `text_config.torch_dtype` \"float16\" disagree"
+    );
+}
+
+#[test]
+fn qwen3_next_refusals_name_the_key_and_the_value() {
+    let q = |extra: &str| {
+        err(&format!(
+            r#"{{"model_type": "qwen3_next", "vocab_size": 1000, "hidden_size": 128,
+                "num_hidden_layers": 4, "num_attention_heads": 8, "head_dim": 16,
+                "num_experts": 4, "num_experts_per_tok": 2{extra}}}"#
+        ))
+    };
+    assert_eq!(
+        q(r#", "linear_num_key_heads": 3, "linear_num_value_heads": 4"#),
+        "config.json: `linear_num_value_heads` 4 is not a multiple of `linear_num_key_heads` 3 (each key head serves a whole group of value heads)"
+    );
+    assert_eq!(
+        q(
+            r#", "layer_types": ["full_attention", "sliding_attention", "full_attention", "linear_attention"]"#
+        ),
+        "config.json: `layer_types` entry 1 is `sliding_attention`, which Qwen3-Next does not have (supported: linear_attention, full_attention)"
+    );
+    assert_eq!(
+        q(r#", "layer_types": ["full_attention"]"#),
+        "config.json: `layer_types` has 1 entries but `num_hidden_layers` is 4"
+    );
+    assert_eq!(
+        q(r#", "full_attention_interval": 0"#),
+        "config.json: `full_attention_interval` must be a whole number of at least 1, found 0"
+    );
+    assert_eq!(
+        q(r#", "shared_expert_intermediate_size": 0"#),
+        "config.json: `shared_expert_intermediate_size` must be a whole number of at least 1, found 0"
+    );
+    assert_eq!(
+        q(r#", "num_local_experts": 4"#),
+        "config.json: unknown key `num_local_experts` for qwen3_next: it is neither read nor known to leave memory unchanged, so it is refused rather than ignored; remove it if it does not change the model's tensors or caches (docs/hf-import.md lists the keys of each model type)"
     );
 }

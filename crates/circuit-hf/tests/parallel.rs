@@ -305,3 +305,34 @@ fn vllm_per_rank_weights() {
         rope_cache(32_768, 128),
     );
 }
+
+/// Qwen3-Next-80B-A3B at TP 2, from vLLM 0.19's sharding: the DeltaNet key and value heads
+/// split (in_proj_qkvz, in_proj_ba, conv1d, dt_bias, A_log, out_proj and the recurrent state
+/// with them, gdn_linear_attn.py), attention over heads (2 KV heads: one per rank), experts
+/// and the shared expert over their width, the column-parallel mtp.fc over its rows, the
+/// vocabulary (151936, a multiple of 64) in halves. Replicated whole on each rank: the RMS
+/// norms (2 per layer x 48, the final one, 2 in the MTP layer and its 3 own), q_norm and
+/// k_norm [256] of the 13 full-attention layers, the gated norms [128] of the 36 DeltaNet
+/// layers, and the routers [512, 2048] and shared_expert_gate [1, 2048] of the 49 sparse
+/// layers (ReplicatedLinear).
+#[test]
+fn qwen3_next_tensor_parallel() {
+    let path = format!(
+        "{}/../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut options = ImportOptions::default();
+    options.parallel = layout(2, 1, 1, false);
+    let p = import_parallel(&text, "qwen3-next/config.json", &options, &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let whole: u64 = 162_649_725_440;
+    let replicated = 2 * (102 * 2048 + 13 * 2 * 256 + 36 * 128 + 49 * 512 * 2048 + 49 * 2048);
+    let rank = &p.imports[p.rank_shape[0]].circuit;
+    assert_eq!(p.rank_shape, [0, 0]);
+    assert_eq!(rank.weight_bytes(), (whole + replicated) / 2);
+    assert_eq!(rank.weight_bytes(), 81_376_563_456);
+    // Per rank: one KV head of the 12 full-attention layers, and half the DeltaNet state.
+    assert_eq!(rank.kv_bytes_per_token().unwrap(), 12 * 2 * 256 * 2);
+    assert_eq!(rank.fixed_state_bytes(1).unwrap(), 39_518_208 / 2);
+}

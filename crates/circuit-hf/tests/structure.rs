@@ -29,6 +29,12 @@ fn small(model_type: ModelType) -> String {
         ModelType::Mixtral | ModelType::GptOss => {
             r#", "num_local_experts": 4, "num_experts_per_tok": 2"#
         }
+        ModelType::Qwen3Next => {
+            r#", "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 2,
+               "moe_intermediate_size": 48, "shared_expert_intermediate_size": 40,
+               "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+               "linear_key_head_dim": 16, "linear_value_head_dim": 24"#
+        }
         ModelType::DeepseekV2 | ModelType::DeepseekV3 | ModelType::KimiK2 => {
             r#", "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 48,
                "first_k_dense_replace": 1, "q_lora_rank": 96, "kv_lora_rank": 32,
@@ -124,8 +130,11 @@ fn every_circuit_round_trips_through_toml() {
         // Tensor names are the checkpoint's: no placeholder left but the expert index `*`.
         for t in c.tensors().values() {
             assert!(!t.name.contains('{'), "{name}: {}", t.name);
+            // Qwen3-Next's MTP block is stored under `mtp.`.
             assert!(
-                t.name.starts_with("model.") || t.name.starts_with("lm_head."),
+                t.name.starts_with("model.")
+                    || t.name.starts_with("lm_head.")
+                    || (name == "qwen3_next" && t.name.starts_with("mtp.")),
                 "{name}: {}",
                 t.name
             );
@@ -139,10 +148,16 @@ fn every_circuit_round_trips_through_toml() {
                 t.name
             );
         }
-        // The logits are the one output; every layer holds one state.
+        // The logits are the one output; every attention layer holds one state, every Gated
+        // DeltaNet layer (Qwen3-Next's small config: layers 0 to 2 of 4) two.
         let logits = c.find_edge("head.logits").unwrap();
         assert_eq!(c.outputs(), &[logits]);
-        assert_eq!(c.states().len() as u64, c.dim("layers").unwrap(), "{name}");
+        let linear = if name == "qwen3_next" { 3 } else { 0 };
+        assert_eq!(
+            c.states().len() as u64,
+            c.dim("layers").unwrap() + linear,
+            "{name}"
+        );
     }
 }
 
@@ -487,6 +502,19 @@ fn ops_per_model_type() {
                 "moe_combine",
                 "scale",
             ],
+            ModelType::Qwen3Next => &[
+                "silu_mul",
+                "split",
+                "router",
+                "top_k",
+                "expert_linear",
+                "moe_combine",
+                "sigmoid_mul",
+                "causal_conv1d",
+                "gated_delta_net",
+                "gated_rms_norm",
+                "weights_only",
+            ],
             _ => unreachable!(),
         };
         ops.extend(more);
@@ -530,6 +558,7 @@ fn dims_per_model_type() {
                     | ModelType::Qwen3Moe
                     | ModelType::GptOss
                     | ModelType::Llama4Text
+                    | ModelType::Qwen3Next
             );
         for dim in ["experts", "experts_per_tok", "moe_ffn"] {
             assert_eq!(c.dim(dim).is_some(), sparse, "{m}: {dim}");
@@ -537,7 +566,11 @@ fn dims_per_model_type() {
         // Llama 4's `moe_layers` default to every layer.
         let dense = !matches!(
             m,
-            ModelType::Mixtral | ModelType::Qwen3Moe | ModelType::GptOss | ModelType::Llama4Text
+            ModelType::Mixtral
+                | ModelType::Qwen3Moe
+                | ModelType::GptOss
+                | ModelType::Llama4Text
+                | ModelType::Qwen3Next
         );
         assert_eq!(c.dim("ffn").is_some(), dense, "{m}: ffn");
         assert_eq!(c.dim("kv_width").is_some(), !mla, "{m}: kv_width");
@@ -608,4 +641,120 @@ fn circuit_names_come_from_the_file() {
     assert_eq!(circuit_name("config.json", m), "llama");
     assert_eq!(circuit_name("llama-small.json", m), "llama-small");
     assert_eq!(circuit_name("", m), "llama");
+}
+
+#[test]
+fn qwen3_next_mixes_delta_net_and_gated_attention_layers() {
+    let base = small(ModelType::Qwen3Next);
+    let c = build(&base);
+    // full_attention_interval 4 (the default): layers 0 to 2 are Gated DeltaNet, 3 attends.
+    for i in 0..3 {
+        assert!(c.find_node(&format!("layer_{i}.delta_rule")).is_some());
+        assert!(c.find_node(&format!("layer_{i}.attention")).is_none());
+    }
+    assert!(c.find_node("layer_3.attention").is_some());
+    assert_eq!(
+        tensor_of(&c, "layer_0.conv", "w"),
+        "model.layers.0.linear_attn.conv1d.weight"
+    );
+    assert_eq!(
+        tensor_of(&c, "layer_0.gated_norm", "w"),
+        "model.layers.0.linear_attn.norm.weight"
+    );
+    assert_eq!(
+        tensor_of(&c, "layer_0.delta_rule", "a_log"),
+        "model.layers.0.linear_attn.A_log"
+    );
+    let edge = |id: &str| c.edges()[c.find_edge(id).unwrap()].width;
+    // key_dim 2 x 16, value_dim 4 x 24: qkvz 2 x 32 + 2 x 96, conv_dim 2 x 32 + 96.
+    assert_eq!(edge("layer_0.qkvz"), 256);
+    assert_eq!(edge("layer_0.qkv"), 160);
+    assert_eq!(edge("layer_0.z"), 96);
+    assert_eq!(edge("layer_0.ba"), 8);
+    // The full-attention q_proj yields the query and the output gate, 8 heads x 16 each.
+    assert_eq!(edge("layer_3.q_gate"), 2 * 8 * 16);
+    assert_eq!(node(&c, "layer_3.output_gate").op, Op::SigmoidMul);
+    assert_eq!(edge("layer_3.shared_logit"), 1);
+    assert_eq!(
+        tensor_of(&c, "layer_3.shared_expert_gate", "w"),
+        "model.layers.3.mlp.shared_expert_gate.weight"
+    );
+    assert_eq!(c.dim("shared_ffn"), Some(40));
+    // Per sequence: conv (4 - 1) x 160 and recurrent 4 x 24 x 16 elements, bf16, on each of
+    // the 3 DeltaNet layers; per token: the one attention layer's 2 x 2 x 16 bf16.
+    let state = |id: &str| c.states().values().find(|s| s.id == id).unwrap();
+    assert_eq!(
+        (
+            state("layer_0.conv_state").kind,
+            state("layer_0.conv_state").per_sequence
+        ),
+        (circuit_ir::StateKind::PerSequence, 480)
+    );
+    assert_eq!(state("layer_2.recurrent").per_sequence, 1536);
+    assert_eq!(c.kv_bytes_per_token().unwrap(), 2 * 2 * 16 * 2);
+    assert_eq!(c.fixed_state_bytes(1).unwrap(), 3 * (480 + 1536) * 2);
+    // One MTP layer under `mtp.`, full attention whatever the decoder's layer types.
+    assert!(tensor_names(&c).contains(&"mtp.layers.0.self_attn.q_proj.weight"));
+    assert!(tensor_names(&c).contains(&"mtp.fc.weight"));
+
+    let with = |extra: &str| build(&base.replacen('{', &format!("{{{extra}"), 1));
+    let typed = with(
+        r#""layer_types": ["full_attention", "linear_attention", "full_attention", "linear_attention"],"#,
+    );
+    assert!(typed.find_node("layer_0.attention").is_some());
+    assert!(typed.find_node("layer_1.delta_rule").is_some());
+    assert_eq!(typed.kv_bytes_per_token().unwrap(), 2 * 2 * 2 * 16 * 2);
+    let every_other = with(r#""full_attention_interval": 2,"#);
+    assert!(every_other.find_node("layer_1.attention").is_some());
+    assert!(every_other.find_node("layer_2.delta_rule").is_some());
+    // All full attention: no Gated DeltaNet and no per-sequence state.
+    let full = with(r#""full_attention_interval": 1,"#);
+    assert_eq!(full.fixed_state_bytes(5).unwrap(), 0);
+    assert_eq!(full.dim("linear_conv_dim"), None);
+    // mlp_only_layers [0]: layer 0 and MTP layer 0 (sparse as layer 0 is) are dense.
+    let dense = with(r#""mlp_only_layers": [0],"#);
+    assert!(dense.find_node("layer_0.down_proj").is_some());
+    assert!(tensor_names(&dense).contains(&"mtp.layers.0.mlp.down_proj.weight"));
+    assert!(dense.find_node("layer_1.router").is_some());
+    // A kernel of 1 keeps no convolution state.
+    let k1 = with(r#""linear_conv_kernel_dim": 1,"#);
+    assert_eq!(k1.fixed_state_bytes(1).unwrap(), 3 * 1536 * 2);
+}
+
+/// A Qwen3-Next of other sizes, by hand from `modeling_qwen3_next.py` and vLLM's
+/// `qwen3_next_mtp.py` (elements, bf16):
+///   embed + lm_head + norm                       2 V h + h
+///   full attention  q 2 H d h, k and v K d h each, o h H d, q_norm and k_norm d each
+///   Gated DeltaNet  in_proj_qkvz (2 kh kd + 2 vh vd) h, in_proj_ba 2 vh h,
+///                   conv1d (2 kh kd + vh vd) x kernel, dt_bias and A_log vh each,
+///                   norm vd, out_proj h vh vd
+///   sparse MLP      gate E h, experts E x 3 f h, shared expert 3 s h, shared_expert_gate h
+///   per layer       + 2 h (input and post-attention norms)
+///   MTP             fc 2 h h, 3 norms h, and one full-attention sparse layer
+#[test]
+fn qwen3_next_weights_follow_the_formula() {
+    let (v, h, heads, kv, d) = (1000u64, 128, 8, 2, 16);
+    let (kh, vh, kd, vd, kernel) = (2u64, 4, 16, 24, 4);
+    let (e, f, s) = (8u64, 48, 40);
+    let attn = 2 * heads * d * h + 2 * kv * d * h + h * heads * d + 2 * d;
+    let gdn = (2 * kh * kd + 2 * vh * vd) * h
+        + 2 * vh * h
+        + (2 * kh * kd + vh * vd) * kernel
+        + 2 * vh
+        + vd
+        + h * vh * vd;
+    let moe = e * h + e * 3 * f * h + 3 * s * h + h;
+    let full_layer = attn + 2 * h + moe;
+    let linear_layer = gdn + 2 * h + moe;
+    let mtp = 2 * h * h + 3 * h + full_layer;
+    let total = 2 * v * h + h + 3 * linear_layer + full_layer + mtp;
+    let c = build(&small(ModelType::Qwen3Next));
+    assert_eq!(c.weight_bytes(), 2 * total);
+    // Without the MTP layer, and with two (one fc and three norms for all).
+    let none =
+        build(&small(ModelType::Qwen3Next).replacen('{', r#"{"num_nextn_predict_layers": 0,"#, 1));
+    assert_eq!(none.weight_bytes(), 2 * (total - mtp));
+    let two =
+        build(&small(ModelType::Qwen3Next).replacen('{', r#"{"num_nextn_predict_layers": 2,"#, 1));
+    assert_eq!(two.weight_bytes(), 2 * (total + full_layer));
 }

@@ -285,6 +285,25 @@ impl StateDecl {
         }
     }
 
+    /// A state written by `writer`, holding a fixed `per_sequence` elements per sequence
+    /// whatever its length (a recurrent or convolution state): no window, no per-token part.
+    pub fn per_sequence(
+        id: impl Into<String>,
+        per_sequence: impl Into<ExprText>,
+        format: impl Into<String>,
+        writer: impl Into<String>,
+    ) -> StateDecl {
+        StateDecl {
+            id: id.into(),
+            per_token: None,
+            per_sequence: Some(per_sequence.into()),
+            window: None,
+            format: format.into(),
+            writer: writer.into(),
+            readers: Vec::new(),
+        }
+    }
+
     /// Holds at most `window` tokens per sequence.
     pub fn window(mut self, window: impl Into<ExprText>) -> StateDecl {
         self.window = Some(window.into());

@@ -168,3 +168,34 @@ fn it_round_trips() {
     assert_eq!(again, c);
     assert_eq!(again.fixed_state_bytes(5), c.fixed_state_bytes(5));
 }
+
+#[test]
+fn the_builder_declares_a_per_sequence_state() {
+    use circuit_ir::CircuitBuilder;
+    use circuit_ir::decl::{BlockDecl, NodeDecl, OutDecl, StateDecl};
+    let mut b = CircuitBuilder::new("recurrent");
+    b.dim("w", 8).input("x", "n", "w", "bf16");
+    b.block(
+        BlockDecl::once("linear")
+            .node(
+                NodeDecl::new("delta", "gated_delta_net")
+                    .reads(["x"])
+                    .writes(OutDecl::new("y", "n", "w", "bf16")),
+            )
+            .state(StateDecl::per_sequence(
+                "recurrent",
+                "w * w",
+                "f32",
+                "delta",
+            )),
+    );
+    b.output("linear.y");
+    let c = b.build().unwrap();
+    let s = c.states().values().next().unwrap();
+    assert_eq!(
+        (s.kind, s.per_token, s.per_sequence),
+        (StateKind::PerSequence, 0, 64)
+    );
+    assert_eq!(c.kv_bytes_per_token().unwrap(), 0);
+    assert_eq!(c.fixed_state_bytes(3).unwrap(), 3 * 64 * 4);
+}
