@@ -32,9 +32,9 @@ pub struct PlanArgs {
     pub circuit: Option<PathBuf>,
 
     /// A Hugging Face config.json to import as the circuit (llama, granite, mistral, qwen2,
-    /// qwen3, qwen3_moe, mixtral, phi3, phi, gemma, gemma2, gemma3_text, deepseek_v2,
-    /// deepseek_v3, kimi_k2, gpt_oss, llama4_text, qwen3_next, and the multimodal llama4,
-    /// gemma3, mistral3 and llava with their vision towers held as weights);
+    /// qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, phi, gemma, gemma2, gemma3_text,
+    /// deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, llama4_text, qwen3_next, and the multimodal
+    /// llama4, gemma3, mistral3 and llava with their vision towers held as weights);
     /// families and rules default to a set covering every op the importer emits.
     ///
     /// Example: --hf-config data/models/qwen2.5-7b/config.json

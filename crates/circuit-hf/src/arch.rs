@@ -203,6 +203,7 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::Qwen2 => qwen(cfg, base, false),
         ModelType::Qwen3 => qwen(cfg, base, true),
         ModelType::Qwen3Moe => qwen3_moe(cfg, base),
+        ModelType::Qwen2Moe => qwen2_moe(cfg, base),
         ModelType::Mixtral => mixtral(cfg, base),
         ModelType::Phi3 => phi3(cfg, base),
         ModelType::Phi => phi(cfg, base),
@@ -238,6 +239,7 @@ impl Sizes {
             ModelType::Mistral | ModelType::Mixtral => (32000, 4096, 32, 32, 14336),
             ModelType::Qwen2 | ModelType::Qwen3 => (151936, 4096, 32, 32, 22016),
             ModelType::Qwen3Moe => (151936, 2048, 24, 32, 6144),
+            ModelType::Qwen2Moe => (151936, 2048, 24, 16, 5632),
             ModelType::Phi3 => (32064, 3072, 32, 32, 8192),
             ModelType::Phi => (51200, 2048, 24, 32, 8192),
             ModelType::Gemma => (256000, 3072, 28, 16, 24576),
@@ -692,6 +694,86 @@ fn qwen3_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     if cfg.flag("use_sliding_window", false)? {
         let w = window(cfg, Some(4096))?;
         set_windows(&mut arch, w, |_| true);
+    }
+    Ok(arch)
+}
+
+/// Qwen2-MoE (`Qwen2MoeConfig`, `modeling_qwen2_moe.py`): Qwen2's biased q/k/v, routed
+/// experts on the sparse layers (Qwen3-MoE's rule) plus a shared expert scaled by a sigmoid
+/// gate, as Qwen3-Next's; windows only with `use_sliding_window`.
+fn qwen2_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    // `num_key_value_heads: int | None = 16`, which the attention uses as is (a null would
+    // break it); no `head_dim` field (the attention code's getattr).
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(16),
+        kv_heads_null: false,
+        head_dim: Fallback::Derived,
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
+    let attn = Attn::Gqa {
+        kv_heads: g.kv_heads,
+        head_dim: g.head_dim,
+        qkv_bias: cfg.flag("qkv_bias", true)?,
+        o_bias: false,
+        fused_qkv: false,
+        qk_norm: false,
+        sinks: false,
+        output_gate: false,
+    };
+    let act = act(cfg, "hidden_act", "silu")?;
+    let tied = cfg.flag("tie_word_embeddings", false)?;
+    let mut arch = base.arch(ModelType::Qwen2Moe, attn, act, tied);
+    let experts = experts(cfg, &["num_experts"], 0, 60)?;
+    if experts > 0 {
+        let sparse = sparse_step(cfg, arch.layers.len() as u64)?;
+        for (i, layer) in arch.layers.iter_mut().enumerate() {
+            layer.sparse = sparse(i as u64);
+        }
+    }
+    if arch.layers.iter().any(|l| l.sparse) {
+        let moe = moe(
+            cfg,
+            experts,
+            MoeSpec {
+                ffn_key: "moe_intermediate_size",
+                ffn_default: 1408,
+                top_k_default: Some(4),
+                shared_experts: 0,
+                shared_bias: false,
+                names: MoeNames::Mlp,
+                router_format: "bf16",
+                score_bias: false,
+            },
+        )?;
+        let shared = cfg.int_or("shared_expert_intermediate_size", 1, 5632)?;
+        arch.moe = Some(Moe {
+            gated_shared: Some(shared),
+            ..moe
+        });
+    }
+    if arch.layers.iter().any(|l| !l.sparse) {
+        arch.dense = Some(dense(cfg, false, false)?);
+    }
+    let layers = arch.layers.len();
+    let types = layer_types(cfg, layers)?;
+    if cfg.flag("use_sliding_window", false)?
+        && let Some(w) = window(cfg, Some(4096))?
+    {
+        let slides = match types {
+            Some(t) => t,
+            None => {
+                let below = cfg.int_or("max_window_layers", 0, 28)?;
+                cfg.default_used(
+                    "layer_types",
+                    format!("sliding_attention on the even layers below {below}"),
+                );
+                (0..layers as u64)
+                    .map(|i| i % 2 == 0 && i < below)
+                    .collect()
+            }
+        };
+        set_windows(&mut arch, Some(w), |i| slides[i]);
     }
     Ok(arch)
 }

@@ -24,6 +24,8 @@ pub enum ModelType {
     Qwen3,
     /// `qwen3_moe` (Qwen3MoeForCausalLM).
     Qwen3Moe,
+    /// `qwen2_moe` (Qwen2MoeForCausalLM: Qwen1.5-MoE, Qwen2-57B-A14B).
+    Qwen2Moe,
     /// `mixtral` (MixtralForCausalLM).
     Mixtral,
     /// `phi3` (Phi3ForCausalLM).
@@ -60,6 +62,7 @@ impl ModelType {
         ModelType::Qwen2,
         ModelType::Qwen3,
         ModelType::Qwen3Moe,
+        ModelType::Qwen2Moe,
         ModelType::Mixtral,
         ModelType::Phi3,
         ModelType::Phi,
@@ -83,6 +86,7 @@ impl ModelType {
             ModelType::Qwen2 => "qwen2",
             ModelType::Qwen3 => "qwen3",
             ModelType::Qwen3Moe => "qwen3_moe",
+            ModelType::Qwen2Moe => "qwen2_moe",
             ModelType::Mixtral => "mixtral",
             ModelType::Phi3 => "phi3",
             ModelType::Phi => "phi",
@@ -112,6 +116,7 @@ impl ModelType {
             ModelType::Qwen2 => "Qwen2ForCausalLM",
             ModelType::Qwen3 => "Qwen3ForCausalLM",
             ModelType::Qwen3Moe => "Qwen3MoeForCausalLM",
+            ModelType::Qwen2Moe => "Qwen2MoeForCausalLM",
             ModelType::Mixtral => "MixtralForCausalLM",
             ModelType::Phi3 => "Phi3ForCausalLM",
             ModelType::Phi => "PhiForCausalLM",
@@ -159,6 +164,7 @@ impl ModelType {
             ModelType::Qwen2 => QWEN2,
             ModelType::Qwen3 => QWEN3,
             ModelType::Qwen3Moe => QWEN3_MOE,
+            ModelType::Qwen2Moe => QWEN2_MOE,
             ModelType::Mixtral => MIXTRAL,
             ModelType::Phi3 => PHI3,
             ModelType::Phi => PHI,
@@ -558,6 +564,68 @@ static QWEN3_MOE: &[KeyInfo] = &[
     ignored(
         "max_window_layers",
         "transformers 5 does not read it for qwen3_moe",
+    ),
+    ignored("norm_topk_prob", NO_MEMORY),
+    ignored("output_router_logits", ROUTER),
+    ignored("router_aux_loss_coef", ROUTER),
+];
+
+static QWEN2_MOE: &[KeyInfo] = &[
+    read("vocab_size", "default 151936"),
+    read("hidden_size", "default 2048"),
+    read(
+        "num_hidden_layers",
+        "default 24; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 16"),
+    read(
+        "intermediate_size",
+        "default 5632; read only when a layer is dense (mlp_only_layers, decoder_sparse_step, num_experts 0)",
+    ),
+    read("num_key_value_heads", "default 16"),
+    read("head_dim", HEAD_DIM_GETATTR),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "qkv_bias",
+        "default true: q/k/v_proj biases (o_proj has none)",
+    ),
+    read(
+        "use_sliding_window",
+        "default false; true makes the layers layer_types names slide",
+    ),
+    read(
+        "sliding_window",
+        "default 4096; null: no window; used only with use_sliding_window",
+    ),
+    read(
+        "layer_types",
+        "full_attention or sliding_attention per layer; default: sliding on the even layers below max_window_layers (used only with use_sliding_window)",
+    ),
+    read(
+        "max_window_layers",
+        "default 28; used only for the default layer_types",
+    ),
+    read("num_experts", "default 60; 0 makes every layer dense"),
+    read(
+        "num_experts_per_tok",
+        "default 4; read only when a layer is sparse",
+    ),
+    read(
+        "moe_intermediate_size",
+        "default 1408; read only when a layer is sparse",
+    ),
+    read(
+        "shared_expert_intermediate_size",
+        "default 5632: the shared expert of every sparse layer, scaled by the sigmoid of shared_expert_gate [1, hidden]",
+    ),
+    read(
+        "decoder_sparse_step",
+        "default 1; layer i is sparse when (i + 1) % step == 0",
+    ),
+    read(
+        "mlp_only_layers",
+        "default (and null): []; these layers have a dense MLP of intermediate_size",
     ),
     ignored("norm_topk_prob", NO_MEMORY),
     ignored("output_router_logits", ROUTER),

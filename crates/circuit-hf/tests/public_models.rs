@@ -674,3 +674,41 @@ fn published_llava_1_5_7b_with_its_clip_tower() {
         assert!(names.contains(&name), "{name}");
     }
 }
+
+#[test]
+fn derived_qwen1_5_moe_a2_7b_gated_shared_expert() {
+    // embed and lm_head 2 x 151936 x 2048 = 622,329,856; final norm 2,048. Per layer (24):
+    // q, k, v 3 x (2048^2 + 2048) = 12,589,056 and o 2048^2 = 4,194,304; router 60 x 2048 =
+    // 122,880; 60 experts 3 x 1408x2048 each = 519,045,120; shared expert 3 x 5632x2048 =
+    // 34,603,008 and its gate 2,048; two norms 4,096 = 570,560,512. Total 622,329,856 + 2,048
+    // + 24 x 570,560,512 = 14,315,784,192 (page: 14.3B).
+    let c = check(
+        "Qwen1.5-MoE-A2.7B",
+        r#"{
+          "architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0,
+          "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
+          "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 5632,
+          "max_position_embeddings": 8192, "max_window_layers": 21, "model_type": "qwen2_moe",
+          "num_attention_heads": 16, "num_hidden_layers": 24, "num_key_value_heads": 16,
+          "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+          "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_cache": true,
+          "use_sliding_window": false, "vocab_size": 151936, "decoder_sparse_step": 1,
+          "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+          "num_experts_per_tok": 4, "num_experts": 60, "norm_topk_prob": false,
+          "output_router_logits": false, "router_aux_loss_coef": 0.001
+        }"#,
+        14_315_784_192,
+        // 24 layers x 16 heads x 128 x 2 x 2 bytes.
+        196_608,
+    );
+    rounds_to(14_315_784_192, 100_000_000, 143);
+    let names: Vec<&str> = c.tensors().values().map(|t| t.name.as_str()).collect();
+    for name in [
+        "model.layers.0.mlp.shared_expert_gate.weight",
+        "model.layers.23.mlp.shared_expert.down_proj.weight",
+        "model.layers.5.self_attn.q_proj.bias",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+    assert!(!names.contains(&"model.layers.5.self_attn.o_proj.bias"));
+}

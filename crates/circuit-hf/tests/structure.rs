@@ -462,6 +462,15 @@ fn ops_per_model_type() {
             ModelType::Phi3 => &["silu_mul", "split"],
             ModelType::Gemma2 => &["gelu_mul", "scale", "softcap"],
             ModelType::Gemma3Text => &["gelu_mul", "scale"],
+            // The shared expert's gate: a one-wide `router` product and a `sigmoid_mul`.
+            ModelType::Qwen2Moe => &[
+                "silu_mul",
+                "router",
+                "top_k",
+                "expert_linear",
+                "moe_combine",
+                "sigmoid_mul",
+            ],
             ModelType::Mixtral | ModelType::Qwen3Moe => &[
                 "silu_mul",
                 "router",
@@ -556,6 +565,7 @@ fn dims_per_model_type() {
                 m,
                 ModelType::Mixtral
                     | ModelType::Qwen3Moe
+                    | ModelType::Qwen2Moe
                     | ModelType::GptOss
                     | ModelType::Llama4Text
                     | ModelType::Qwen3Next
@@ -568,6 +578,7 @@ fn dims_per_model_type() {
             m,
             ModelType::Mixtral
                 | ModelType::Qwen3Moe
+                | ModelType::Qwen2Moe
                 | ModelType::GptOss
                 | ModelType::Llama4Text
                 | ModelType::Qwen3Next
