@@ -33,8 +33,9 @@ pub struct PlanArgs {
 
     /// A Hugging Face config.json to import as the circuit (llama, granite, mistral, qwen2,
     /// qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, phi, gemma, gemma2, gemma3_text,
-    /// deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, llama4_text, qwen3_next, and the multimodal
-    /// llama4, gemma3, mistral3 and llava with their vision towers held as weights);
+    /// deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, glm4_moe, llama4_text, qwen3_next, and the
+    /// multimodal llama4, gemma3, mistral3 and llava with their vision towers held as
+    /// weights);
     /// families and rules default to a set covering every op the importer emits.
     ///
     /// Example: --hf-config data/models/qwen2.5-7b/config.json

@@ -213,6 +213,7 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::DeepseekV2 => deepseek(cfg, base, &DEEPSEEK_V2),
         ModelType::DeepseekV3 | ModelType::KimiK2 => deepseek(cfg, base, &DEEPSEEK_V3),
         ModelType::GptOss => gpt_oss(cfg, base),
+        ModelType::Glm4Moe => glm4_moe(cfg, base),
         ModelType::Llama4Text => llama4_text(cfg, base),
         ModelType::Qwen3Next => qwen3_next(cfg, base),
     }
@@ -248,6 +249,7 @@ impl Sizes {
             ModelType::DeepseekV2 => (102400, 4096, 32, 32, 11008),
             ModelType::DeepseekV3 | ModelType::KimiK2 => (129280, 7168, 61, 128, 18432),
             ModelType::GptOss => (201088, 2880, 36, 64, 2880),
+            ModelType::Glm4Moe => (151552, 4096, 46, 96, 10944),
             ModelType::Llama4Text => (202048, 5120, 48, 40, 8192),
             ModelType::Qwen3Next => (151936, 2048, 48, 16, 5632),
         };
@@ -1387,6 +1389,85 @@ fn deepseek(cfg: &Config<'_>, base: Base, d: &Deepseek) -> Result<Arch, HfError>
     }
     if arch.layers.iter().chain(&arch.mtp).any(|l| !l.sparse) {
         arch.dense = Some(dense(cfg, mlp_bias, false)?);
+    }
+    Ok(arch)
+}
+
+/// `glm4_moe` (Glm4MoeConfig, `modeling_glm4_moe.py`; vLLM's `glm4_moe_mtp.py` for the MTP
+/// layers): grouped-query attention with q/k/v biases and optional q/k norms, the first
+/// `first_k_dense_replace` layers dense, the others DeepSeek-V3's sparse MLP (routed and shared
+/// experts, a router with an f32 score-correction bias), and DeepSeek-V3's MTP layers.
+fn glm4_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
+    // `num_key_value_heads: int = 8`: strict; no `head_dim` field (the attention's getattr).
+    let defaults = GqaDefaults {
+        kv_heads: Fallback::Fixed(8),
+        kv_heads_null: false,
+        head_dim: Fallback::Derived,
+        head_dim_null: false,
+    };
+    let g = gqa(cfg, base, defaults)?;
+    let attn = Attn::Gqa {
+        kv_heads: g.kv_heads,
+        head_dim: g.head_dim,
+        qkv_bias: cfg.flag("attention_bias", false)?,
+        o_bias: false,
+        fused_qkv: false,
+        qk_norm: cfg.flag("use_qk_norm", false)?,
+        sinks: false,
+        output_gate: false,
+    };
+    let act = act(cfg, "hidden_act", "silu")?;
+    let tied = cfg.flag("tie_word_embeddings", false)?;
+    let mut arch = base.arch(ModelType::Glm4Moe, attn, act, tied);
+    let mtp = match cfg.int_alias(&["num_nextn_predict_layers", "num_mtp_layers"], 0)? {
+        (Got::Value(v), _) if v <= MAX_LAYERS => v,
+        (Got::Value(v), key) => {
+            return Err(cfg.bad(
+                key,
+                format!("a whole number from 0 to {MAX_LAYERS}"),
+                &serde_json::Value::from(v),
+            ));
+        }
+        (Got::Null, key) => return Err(cfg.null_int(key, 0)),
+        (Got::Missing, key) => {
+            cfg.default_used(key, 1);
+            1
+        }
+    };
+    arch.mtp = vec![
+        Layer {
+            sliding: false,
+            sparse: false,
+            nope: false,
+            linear: false,
+        };
+        mtp as usize
+    ];
+    let experts = experts(cfg, &["n_routed_experts"], 1, 128)?;
+    let first_dense = cfg.int_or("first_k_dense_replace", 0, 1)?;
+    for (i, layer) in arch.layers.iter_mut().chain(&mut arch.mtp).enumerate() {
+        layer.sparse = i as u64 >= first_dense;
+    }
+    if arch.layers.iter().chain(&arch.mtp).any(|l| l.sparse) {
+        let shared = cfg.int_or("n_shared_experts", 0, 1)?;
+        arch.moe = Some(moe(
+            cfg,
+            experts,
+            MoeSpec {
+                ffn_key: "moe_intermediate_size",
+                ffn_default: 1408,
+                top_k_default: Some(8),
+                shared_experts: shared,
+                shared_bias: false,
+                names: MoeNames::Mlp,
+                // Glm4MoeTopkRouter keeps its weight in float32, so the logits are f32.
+                router_format: "f32",
+                score_bias: true,
+            },
+        )?);
+    }
+    if arch.layers.iter().chain(&arch.mtp).any(|l| !l.sparse) {
+        arch.dense = Some(dense(cfg, false, false)?);
     }
     Ok(arch)
 }

@@ -46,6 +46,8 @@ pub enum ModelType {
     KimiK2,
     /// `gpt_oss` (GptOssForCausalLM).
     GptOss,
+    /// `glm4_moe` (Glm4MoeForCausalLM: GLM-4.5, GLM-4.5-Air, GLM-4.6).
+    Glm4Moe,
     /// `llama4_text` (Llama4ForCausalLM; the language model of a `llama4` config's
     /// `text_config`).
     Llama4Text,
@@ -73,6 +75,7 @@ impl ModelType {
         ModelType::DeepseekV3,
         ModelType::KimiK2,
         ModelType::GptOss,
+        ModelType::Glm4Moe,
         ModelType::Llama4Text,
         ModelType::Qwen3Next,
     ];
@@ -97,6 +100,7 @@ impl ModelType {
             ModelType::DeepseekV3 => "deepseek_v3",
             ModelType::KimiK2 => "kimi_k2",
             ModelType::GptOss => "gpt_oss",
+            ModelType::Glm4Moe => "glm4_moe",
             ModelType::Llama4Text => "llama4_text",
             ModelType::Qwen3Next => "qwen3_next",
         }
@@ -126,6 +130,7 @@ impl ModelType {
             ModelType::DeepseekV2 => "DeepseekV2ForCausalLM",
             ModelType::DeepseekV3 | ModelType::KimiK2 => "DeepseekV3ForCausalLM",
             ModelType::GptOss => "GptOssForCausalLM",
+            ModelType::Glm4Moe => "Glm4MoeForCausalLM",
             ModelType::Llama4Text => "Llama4ForCausalLM",
             ModelType::Qwen3Next => "Qwen3NextForCausalLM",
         }
@@ -174,6 +179,7 @@ impl ModelType {
             ModelType::DeepseekV2 => DEEPSEEK_V2,
             ModelType::DeepseekV3 | ModelType::KimiK2 => DEEPSEEK_V3,
             ModelType::GptOss => GPT_OSS,
+            ModelType::Glm4Moe => GLM4_MOE,
             ModelType::Llama4Text => LLAMA4_TEXT,
             ModelType::Qwen3Next => QWEN3_NEXT,
         }
@@ -1044,6 +1050,58 @@ static GPT_OSS: &[KeyInfo] = &[
     ),
     ignored("swiglu_limit", NO_MEMORY),
     ignored("initial_context_length", NO_MEMORY),
+    ignored("output_router_logits", ROUTER),
+    ignored("router_aux_loss_coef", ROUTER),
+];
+
+static GLM4_MOE: &[KeyInfo] = &[
+    read("vocab_size", "default 151552"),
+    read("hidden_size", "default 4096"),
+    read(
+        "num_hidden_layers",
+        "default 46; at most 4096 (the largest published models have under 200)",
+    ),
+    read("num_attention_heads", "default 96"),
+    read(
+        "intermediate_size",
+        "default 10944: the dense MLP of the first first_k_dense_replace layers",
+    ),
+    read("num_key_value_heads", "default 8"),
+    read("head_dim", HEAD_DIM_GETATTR),
+    read("hidden_act", ACT),
+    read("tie_word_embeddings", TIE_FALSE),
+    read(
+        "attention_bias",
+        "default false; true adds q/k/v_proj biases (o_proj has none)",
+    ),
+    read(
+        "use_qk_norm",
+        "default false; true adds per-head RMS norms q_norm and k_norm [head_dim]",
+    ),
+    read("n_routed_experts", "default 128"),
+    read(
+        "n_shared_experts",
+        "default 1: the shared experts, one MLP of n_shared_experts x moe_intermediate_size",
+    ),
+    read("num_experts_per_tok", "default 8"),
+    read("moe_intermediate_size", "default 1408"),
+    read(
+        "first_k_dense_replace",
+        "default 1: the first layers have a dense MLP of intermediate_size, the others are sparse",
+    ),
+    read(
+        "num_nextn_predict_layers",
+        "default 1 (Glm4MoeConfig's num_mtp_layers): multi-token-prediction layers after the last one (model.layers.<num_hidden_layers + j>), laid out as DeepSeek-V3's (own embed_tokens, enorm, hnorm, eh_proj, shared_head); held as weights only, no KV cache",
+    ),
+    read("num_mtp_layers", "alias of num_nextn_predict_layers"),
+    ignored(
+        "partial_rotary_factor",
+        "the rotary embedding covers part of each head; no memory effect",
+    ),
+    ignored("n_group", NO_MEMORY),
+    ignored("topk_group", NO_MEMORY),
+    ignored("norm_topk_prob", NO_MEMORY),
+    ignored("routed_scaling_factor", NO_MEMORY),
     ignored("output_router_logits", ROUTER),
     ignored("router_aux_loss_coef", ROUTER),
 ];

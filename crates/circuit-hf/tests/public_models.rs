@@ -712,3 +712,45 @@ fn derived_qwen1_5_moe_a2_7b_gated_shared_expert() {
     }
     assert!(!names.contains(&"model.layers.5.self_attn.o_proj.bias"));
 }
+
+#[test]
+fn published_glm_4_5_air_with_its_mtp_layer() {
+    // embed and lm_head 2 x 151552 x 4096 = 1,241,513,984; final norm 4,096. Attention per
+    // layer: q 12288 x 4096 + 12,288 bias, k and v 1024 x 4096 + 1,024 bias each, o
+    // 4096 x 12288 = 109,066,240; two norms 8,192. Layer 0 dense (3 x 10944 x 4096 =
+    // 134,479,872): 243,554,304. Layers 1-45 sparse: router 128 x 4096 = 524,288, 128 experts
+    // 3 x 1408 x 4096 each = 2,214,592,512, one shared expert 17,301,504 = 2,341,492,736, and
+    // the router's float32 score-correction bias, 128. The MTP layer (model.layers.46): a
+    // sparse layer, eh_proj 4096 x 8192 = 33,554,432, enorm, hnorm, shared_head.norm 12,288,
+    // its own embed_tokens and shared_head.head 1,241,513,984 = 3,616,573,440 (and its bias).
+    // bf16 parameters 110,468,818,944 and 46 x 128 = 5,888 f32 ones: 110,468,824,832, the
+    // published count.
+    let json = r#"{
+      "architectures": ["Glm4MoeForCausalLM"], "attention_bias": true,
+      "attention_dropout": 0.0, "pad_token_id": 151329, "eos_token_id": [151329, 151336, 151338],
+      "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "partial_rotary_factor": 0.5,
+      "initializer_range": 0.02, "intermediate_size": 10944, "max_position_embeddings": 131072,
+      "model_type": "glm4_moe", "moe_intermediate_size": 1408, "norm_topk_prob": true,
+      "num_attention_heads": 96, "n_group": 1, "topk_group": 1, "n_routed_experts": 128,
+      "n_shared_experts": 1, "routed_scaling_factor": 1.0, "num_experts_per_tok": 8,
+      "first_k_dense_replace": 1, "num_hidden_layers": 46, "num_key_value_heads": 8,
+      "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 1000000,
+      "num_nextn_predict_layers": 1, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+      "use_cache": true, "use_qk_norm": false, "vocab_size": 151552
+    }"#;
+    let c = import("GLM-4.5-Air", json);
+    assert_eq!(c.weight_bytes(), 2 * 110_468_818_944 + 4 * 5_888);
+    // 46 layers x 8 KV heads x 128 x 2 x 2 bytes; the MTP layer caches nothing here.
+    assert_eq!(c.state_bytes(1, 1).unwrap(), 188_416);
+    let names: Vec<&str> = c.tensors().values().map(|t| t.name.as_str()).collect();
+    for name in [
+        "model.layers.0.mlp.down_proj.weight",
+        "model.layers.1.mlp.gate.e_score_correction_bias",
+        "model.layers.45.mlp.shared_experts.down_proj.weight",
+        "model.layers.3.self_attn.q_proj.bias",
+        "model.layers.46.eh_proj.weight",
+        "model.layers.46.shared_head.head.weight",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+}

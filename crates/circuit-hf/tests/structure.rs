@@ -493,6 +493,14 @@ fn ops_per_model_type() {
                 "clamped_swiglu",
                 "moe_combine",
             ],
+            ModelType::Glm4Moe => &[
+                "silu_mul",
+                "router",
+                "top_k",
+                "expert_linear",
+                "moe_combine",
+                "weights_only",
+            ],
             ModelType::DeepseekV3 | ModelType::KimiK2 => &[
                 "silu_mul",
                 "split",
@@ -567,6 +575,7 @@ fn dims_per_model_type() {
                     | ModelType::Qwen3Moe
                     | ModelType::Qwen2Moe
                     | ModelType::GptOss
+                    | ModelType::Glm4Moe
                     | ModelType::Llama4Text
                     | ModelType::Qwen3Next
             );
