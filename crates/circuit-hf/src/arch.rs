@@ -56,6 +56,9 @@ pub(crate) struct Arch {
     pub tensor_prefix: &'static str,
     /// The vision tower and projector of a multimodal checkpoint, held as weights only.
     pub vision: Option<crate::vision::VisionTower>,
+    /// The tensor-parallel ranks the sizes above are one rank's share of (1: unsharded);
+    /// above 1 the emitter adds the collectives that join the shares.
+    pub tp: u64,
     /// How the checkpoint names and wraps the MTP layers.
     pub mtp_names: MtpNames,
     /// Qwen3-Next: the output rows of `mtp.fc` one rank holds (`hidden`, split over TP as
@@ -314,6 +317,7 @@ impl Base {
             nope_temperature: false,
             tensor_prefix: "",
             vision: None,
+            tp: 1,
             mtp_names: MtpNames::DeepSeek,
             mtp_fc_rows: self.hidden,
             delta_net: None,

@@ -113,11 +113,63 @@ pub(crate) fn stage_circuit(
             }
         }
     }
+    if arch.tp > 1 {
+        collectives(&mut decl, arch.tp);
+    }
     // The vision tower is loaded with the first stage's embedding.
     if let (Some(tower), true) = (&arch.vision, first_stage) {
         decl.blocks.extend(vision(tower));
     }
     storage.build(decl)
+}
+
+/// The collectives vLLM runs between a tensor-parallel rank's shares (`linear.py`,
+/// `vocab_parallel_embedding.py`, `fused_moe/layer.py`, `logits_processor.py`): an
+/// `all_reduce` after every row-parallel output (the attention's `o_proj` and Phi's `dense`,
+/// the MLP's `down_proj` and Phi's `fc2`, the DeltaNet's `out_proj`, the MoE's combined
+/// output, whose shared experts skip their own reduce) and after the vocab-parallel
+/// embedding, and an `all_gather` of the vocab-parallel logits. Each writes a new tensor: the
+/// producer's output is renamed `<edge>_partial` and the collective writes the edge under its
+/// old name, so the readers are unchanged and both tensors are planned.
+fn collectives(decl: &mut circuit_ir::decl::CircuitDecl, tp: u64) {
+    for block in &mut decl.blocks {
+        let mut nodes = Vec::with_capacity(block.nodes.len());
+        for mut node in std::mem::take(&mut block.nodes) {
+            let op = match (node.op.as_str(), node.id.as_str()) {
+                ("embed", _)
+                | ("linear", "o_proj" | "down_proj" | "fc2" | "out_proj")
+                | ("moe_combine", _) => "all_reduce",
+                ("lm_head", _) => "all_gather",
+                _ => {
+                    nodes.push(node);
+                    continue;
+                }
+            };
+            let [output] = node.outputs.as_mut_slice() else {
+                unreachable!("the nodes joined by a collective write one edge")
+            };
+            let partial = format!("{}_partial", output.edge);
+            let edge = std::mem::replace(&mut output.edge, partial);
+            let partial = output.edge.clone();
+            let mut joined = OutDecl::new(
+                edge,
+                output.rows.clone(),
+                output.width.clone(),
+                output.format.clone(),
+            );
+            if op == "all_gather" {
+                // The padded vocabulary of every rank; the logits processor then views the
+                // unpadded part, which copies nothing.
+                joined.width = format!("({}) * {tp}", output.width).into();
+            }
+            let collective = NodeDecl::new(format!("{}_{op}", node.id), op)
+                .reads([partial])
+                .writes(joined);
+            nodes.push(node);
+            nodes.push(collective);
+        }
+        block.nodes = nodes;
+    }
 }
 
 /// The vision tower's blocks: `vision` holding the tensors stored once and `vision_layer`,

@@ -266,6 +266,7 @@ impl Parallel {
             });
         }
         let mut a = arch.clone();
+        a.tp = tp;
         // Column-parallel q (QKVParallelLinear) and row-parallel o_proj split the heads.
         a.heads = divide(
             "num_attention_heads",

@@ -336,3 +336,44 @@ fn qwen3_next_tensor_parallel() {
     assert_eq!(rank.kv_bytes_per_token().unwrap(), 12 * 2 * 256 * 2);
     assert_eq!(rank.fixed_state_bytes(1).unwrap(), 39_518_208 / 2);
 }
+
+/// The collectives each TP rank runs: an all-reduce after the embedding, after every layer's
+/// o_proj and down_proj (or the MoE's combined output), and an all-gather of the logits, each
+/// writing a new tensor beside the partial one it reads.
+#[test]
+fn tensor_parallel_ranks_hold_their_collectives() {
+    let count = |c: &circuit_ir::Circuit, op: &str| {
+        c.nodes().values().filter(|n| n.op.name() == op).count()
+    };
+    let one = import("llama-3.1-8b", layout(1, 1, 1, false)).unwrap();
+    assert_eq!(count(&one.imports[0].circuit, "all_reduce"), 0);
+    let two = import("llama-3.1-8b", layout(2, 1, 1, false)).unwrap();
+    let c = &two.imports[0].circuit;
+    assert_eq!(count(c, "all_reduce"), 1 + 2 * 32);
+    assert_eq!(count(c, "all_gather"), 1);
+    let edge = |name: &str| {
+        c.edges()
+            .values()
+            .find(|e| e.id == name)
+            .unwrap_or_else(|| panic!("no edge {name}"))
+    };
+    // At 4096 rows: the rank's half of the padded vocabulary (128256 / 2) as the partial
+    // logits, the whole of it gathered; o_proj's partial sum and its all-reduced copy, both
+    // [rows, hidden].
+    assert_eq!(
+        edge("head.logits_partial").bytes_at(4096).unwrap(),
+        2 * 4096 * 64_128
+    );
+    assert_eq!(
+        edge("head.logits").bytes_at(4096).unwrap(),
+        2 * 4096 * 128_256
+    );
+    assert_eq!(
+        edge("layer.0.o_partial").bytes_at(4096).unwrap(),
+        2 * 4096 * 4096
+    );
+    assert_eq!(edge("layer.0.o").bytes_at(4096).unwrap(), 2 * 4096 * 4096);
+    // Mixtral: the MoE's combined output is reduced once, not each expert's.
+    let moe = import("mixtral-8x7b-v0.1", layout(2, 1, 1, false)).unwrap();
+    assert_eq!(count(&moe.imports[0].circuit, "all_reduce"), 1 + 2 * 32);
+}

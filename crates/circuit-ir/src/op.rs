@@ -109,6 +109,13 @@ ops! {
     /// The gated delta rule (linear attention): a fixed-size recurrent state per sequence and
     /// head, decayed, updated and read by each row.
     GatedDeltaNet = "gated_delta_net",
+    /// Sum of a tensor over the tensor-parallel ranks, into a new tensor on every rank (NCCL
+    /// or a custom all-reduce): a row-parallel projection's partial outputs, a
+    /// vocab-parallel embedding's rows.
+    AllReduce = "all_reduce",
+    /// A tensor's width gathered from every tensor-parallel rank, on every rank: a
+    /// vocab-parallel lm_head's logits.
+    AllGather = "all_gather",
     /// Weights held in memory that the step does not run (a vision tower under a text plan, a
     /// multi-token-prediction layer): no input, no output.
     WeightsOnly = "weights_only",
@@ -156,7 +163,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        assert_eq!(Op::ALL.len(), 28);
+        assert_eq!(Op::ALL.len(), 30);
         for &op in Op::ALL {
             assert_eq!(op.name().parse::<Op>(), Ok(op));
             assert!(!op.summary().is_empty());
@@ -173,6 +180,6 @@ mod tests {
         assert!(
             err.starts_with("unknown op `rms_nrom` (known: embed, rms_norm, layer_norm, linear,")
         );
-        assert!(err.ends_with("gated_delta_net, weights_only)"));
+        assert!(err.ends_with("gated_delta_net, all_reduce, all_gather, weights_only)"));
     }
 }

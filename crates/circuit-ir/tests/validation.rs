@@ -151,7 +151,7 @@ fn reserved_dim_name() {
 fn unknown_op() {
     assert_eq!(
         error_after("op = \"rms_norm\"", "op = \"rms_nrom\""),
-        "bad.toml: block `layer` instance 0, node `norm`, op: unknown op `rms_nrom` (known: embed, rms_norm, layer_norm, linear, rope, kv_write, attention, silu_mul, gelu_mul, residual_add, router, top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, softcap, gelu, clamped_swiglu, sigmoid_mul, gated_rms_norm, causal_conv1d, gated_delta_net, weights_only)"
+        "bad.toml: block `layer` instance 0, node `norm`, op: unknown op `rms_nrom` (known: embed, rms_norm, layer_norm, linear, rope, kv_write, attention, silu_mul, gelu_mul, residual_add, router, top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, softcap, gelu, clamped_swiglu, sigmoid_mul, gated_rms_norm, causal_conv1d, gated_delta_net, all_reduce, all_gather, weights_only)"
     );
 }
 

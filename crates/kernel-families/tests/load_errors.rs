@@ -175,7 +175,7 @@ fn unknown_op() {
     assert!(matches!(*e.kind, FamiliesErrorKind::Op { index: 1, .. }));
     assert_eq!(
         e.to_string(),
-        "families.toml: family `a`: ops[1]: unknown op `rms_nrom` (known: embed, rms_norm, layer_norm, linear, rope, kv_write, attention, silu_mul, gelu_mul, residual_add, router, top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, softcap, gelu, clamped_swiglu, sigmoid_mul, gated_rms_norm, causal_conv1d, gated_delta_net, weights_only)"
+        "families.toml: family `a`: ops[1]: unknown op `rms_nrom` (known: embed, rms_norm, layer_norm, linear, rope, kv_write, attention, silu_mul, gelu_mul, residual_add, router, top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, softcap, gelu, clamped_swiglu, sigmoid_mul, gated_rms_norm, causal_conv1d, gated_delta_net, all_reduce, all_gather, weights_only)"
     );
 }
 

@@ -16,7 +16,7 @@ fn load_errors_escape_newlines() {
          layer_norm, linear, rope, kv_write, attention, silu_mul, gelu_mul, residual_add, router, \
          top_k, expert_linear, moe_combine, lm_head, sample, copy, concat, split, scale, softcap, \
          gelu, clamped_swiglu, sigmoid_mul, gated_rms_norm, causal_conv1d, gated_delta_net, \
-         weights_only)"
+         all_reduce, all_gather, weights_only)"
     );
 }
 
