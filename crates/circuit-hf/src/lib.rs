@@ -43,7 +43,9 @@ use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
-pub use options::{Dtype, ImportOptions, KvCacheDtype, RunDtype, SideFile, SideFileKind};
+pub use options::{
+    Dtype, ImportOptions, KvCacheDtype, OnlineQuantization, RunDtype, SideFile, SideFileKind,
+};
 pub use parallel::{Parallel, ParallelError, Rank, RankShape};
 pub use parallel_import::{ParallelImport, import_parallel};
 pub use quant::Quantization;
@@ -118,6 +120,7 @@ pub(crate) fn import_shaped(
     let stored_dtype = cfg.stored_dtype()?;
     let dtype = options.dtype.0.unwrap_or(stored_dtype);
     let (scheme, side_files_ignored) = quant::read_scheme(&cfg, side_files, stored_dtype)?;
+    let scheme = quant::with_online(scheme, options.online_quantization, origin)?;
     let arch = arch::read(&cfg)?;
     let storage = quant::Storage {
         origin,
