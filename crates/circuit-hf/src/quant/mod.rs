@@ -59,7 +59,7 @@ pub(crate) fn with_online(
         (OnlineQuantization::Fp8, Some(s)) => Err(HfError::Contradiction {
             origin: origin.to_owned(),
             message: format!(
-                "--quantization fp8 asked, but the checkpoint is quantized as `{}` ({}); vLLM refuses a --quantization that differs from the checkpoint's",
+                "--quantization fp8 asked, but the checkpoint is quantized as `{}` ({}); vLLM refuses a --quantization that differs from the checkpoint's (config/model.py _verify_quantization)",
                 s.method, s.key
             ),
         }),
