@@ -291,8 +291,9 @@ pub fn bench() -> Result<(), CliError> {
         let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
         let mut options = circuit_hf::ImportOptions::default();
         if let Some(q) = case["quantization"].as_str() {
-            options.online_quantization =
-                q.parse().map_err(|e| format!("{name}: quantization: {e}"))?;
+            options.online_quantization = q
+                .parse()
+                .map_err(|e| format!("{name}: quantization: {e}"))?;
         }
         options.parallel = circuit_hf::Parallel {
             tp: field("tensor_parallel_size")?,
@@ -339,7 +340,11 @@ pub fn bench() -> Result<(), CliError> {
             outln!(
                 "{label:<64} {:>22} {:>22}",
                 cell(w.weights as f64 / GIB, num("weights_gib"), 2),
-                cell(w.activation_peak as f64 / GIB, num("activation_peak_gib"), 2),
+                cell(
+                    w.activation_peak as f64 / GIB,
+                    num("activation_peak_gib"),
+                    2
+                ),
             );
         }
     }

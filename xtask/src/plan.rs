@@ -234,8 +234,8 @@ fn import_options(args: &PlanArgs) -> Result<circuit_hf::ImportOptions, CliError
     options.dtype = args.dtype.parse().map_err(|e| format!("--dtype: {e}"))?;
     options.kv_cache_dtype =
         (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
-    options.online_quantization = (args.engine.quantization.parse())
-        .map_err(|e| format!("--quantization: {e}"))?;
+    options.online_quantization =
+        (args.engine.quantization.parse()).map_err(|e| format!("--quantization: {e}"))?;
     Ok(options)
 }
 

@@ -465,7 +465,9 @@ fn engine_plans_every_rank_of_a_layout() {
     let tp = xtask(&[&base[..], &["--tp", "2"]].concat());
     assert!(tp.status.success(), "{}", stderr(&tp));
     assert!(
-        stdout(&tp).lines().any(|l| l.trim_start().starts_with("0-1 ")),
+        stdout(&tp)
+            .lines()
+            .any(|l| l.trim_start().starts_with("0-1 ")),
         "{}",
         stdout(&tp)
     );
@@ -474,7 +476,10 @@ fn engine_plans_every_rank_of_a_layout() {
     assert!(fp8.status.success(), "{}", stderr(&fp8));
     let json: serde_json::Value = serde_json::from_str(&stdout(&fp8)).unwrap();
     let weights = json["engine"]["workers"][0]["weights"].as_u64().unwrap() as f64;
-    assert!((weights / (1u64 << 30) as f64 - 8.49).abs() < 0.01, "{weights}");
+    assert!(
+        (weights / (1u64 << 30) as f64 - 8.49).abs() < 0.01,
+        "{weights}"
+    );
     let bad = failure(&[&base[..], &["--quantization", "int3"]].concat());
     assert!(bad.contains("--quantization"), "{bad}");
 }

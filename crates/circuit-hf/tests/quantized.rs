@@ -652,7 +652,9 @@ fn online_fp8_refuses_what_it_does_not_model() {
         .unwrap_err()
         .to_string();
     assert!(
-        other.starts_with("w4a16/config.json: --quantization fp8 asked, but the checkpoint is quantized as `gptq`"),
+        other.starts_with(
+            "w4a16/config.json: --quantization fp8 asked, but the checkpoint is quantized as `gptq`"
+        ),
         "{other}"
     );
     // compressed-tensors FP8 is another method to vLLM (config/model.py
