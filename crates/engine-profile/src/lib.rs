@@ -1,7 +1,8 @@
 //! Engine profiles as data: an engine's runtime facts (`engines/<engine>/engine.toml`) parsed
 //! into typed values, and the start-up an engine of that profile performs for a circuit:
 //! weights as loaded, the profile run's activation peak, non-torch memory, KV-cache bytes,
-//! blocks, tokens, concurrency at max-model-len and a verdict, per worker.
+//! blocks, tokens, concurrency at max-model-len and a verdict, per worker of a tensor- and
+//! pipeline-parallel layout (one circuit per stage; the KV blocks are the minimum over workers).
 //!
 //! Invariants: the core is engine-agnostic (every engine-specific number or expression comes
 //! from the engine file, the families or the rules); the forward's live bytes come from
@@ -444,6 +445,17 @@ impl EngineProfile {
         config_origin: &str,
         run: &RunSettings,
     ) -> Result<Startup, EngineError> {
+        // A whole-model circuit read as one rank's shard would be planned silently wrong.
+        if (run.tensor_parallel_size, run.pipeline_parallel_size) != (1, 1) {
+            return Err(EngineError::BadSetting {
+                what: "tensor_parallel_size / pipeline_parallel_size",
+                value: format!(
+                    "{} / {}",
+                    run.tensor_parallel_size, run.pipeline_parallel_size
+                ),
+                why: "predict takes the whole model on one rank; give predict_layout one circuit per stage",
+            });
+        }
         self.predict_layout(
             &[StageCircuit { stage: 0, circuit }],
             config,

@@ -2,7 +2,8 @@
 //! weights within 0.5%, activation peak within 10%, KV tokens within 2% of what vLLM printed.
 //! Every case is predicted from its layout's per-stage circuits (circuit-hf's parallel import,
 //! with vLLM's on-the-fly `--quantization fp8` where the case ran with it) and every printed
-//! worker is checked.
+//! worker is checked; the one figure outside its bound (PP 2's first stage) is asserted as a
+//! known gap with its own bound (`KNOWN_GAPS`).
 
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
@@ -334,4 +335,39 @@ fn budget_answers_are_consistent_with_predictions() {
         .budget_answers(&stages, text, path, &run, 10_000_000)
         .unwrap();
     assert_eq!(none.utilization_for_target, None);
+}
+
+#[test]
+fn a_layout_needs_one_circuit_per_stage() {
+    let profile = profile();
+    let path = "models/llama-3.1-8b/config.json";
+    let text = config(path);
+    let circuit = circuit_hf::from_config_json(text, path).unwrap();
+    let mut run = RunSettings {
+        device: "h100-80gb".to_owned(),
+        tensor_parallel_size: 2,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: 0.95,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: Some(8192),
+    };
+    // The whole model is not a TP rank's shard.
+    let err = profile.predict(&circuit, text, path, &run).unwrap_err();
+    assert!(matches!(err, EngineError::BadSetting { .. }), "{err}");
+    // Two stages asked, one circuit given.
+    run.tensor_parallel_size = 1;
+    run.pipeline_parallel_size = 2;
+    let one = [StageCircuit {
+        stage: 0,
+        circuit: &circuit,
+    }];
+    let err = profile
+        .predict_layout(&one, text, path, &run)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("stage circuits = stages [0]: one circuit per pipeline stage"),
+        "{err}"
+    );
 }
