@@ -46,7 +46,12 @@ pub struct EngineArgs {
     /// fp8, vLLM's on-the-fly FP8); a checkpoint's own quantization comes from its config.
     ///
     /// Example: --quantization fp8
-    #[arg(long, value_name = "METHOD", default_value = "none")]
+    #[arg(
+        long,
+        value_name = "METHOD",
+        default_value = "none",
+        requires = "hf_config"
+    )]
     pub quantization: String,
 }
 
