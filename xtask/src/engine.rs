@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use engine_profile::{EngineProfile, ProfileTexts, RunSettings, Startup, Verdict};
+use engine_profile::{
+    EngineProfile, ProfileTexts, RunSettings, StageCircuit, Startup, Verdict, Worker,
+};
 
 use crate::CliError;
 use crate::out::outln;
@@ -40,10 +42,16 @@ pub struct EngineArgs {
     #[arg(long, value_name = "SEQS")]
     pub max_num_seqs: Option<u64>,
 
-    /// With --engine: on-the-fly quantization (none; fp8 is not modelled yet).
+    /// With --hf-config: quantization applied while loading an unquantized checkpoint (none or
+    /// fp8, vLLM's on-the-fly FP8); a checkpoint's own quantization comes from its config.
     ///
-    /// Example: --quantization none
-    #[arg(long, value_name = "METHOD", default_value = "none")]
+    /// Example: --quantization fp8
+    #[arg(
+        long,
+        value_name = "METHOD",
+        default_value = "none",
+        requires = "hf_config"
+    )]
     pub quantization: String,
 }
 
@@ -71,35 +79,74 @@ fn profile_named(name: &str) -> Result<EngineProfile, CliError> {
     }
 }
 
-/// `cargo xtask plan --hf-config FILE --engine NAME ...`.
-pub fn run_plan(args: &PlanArgs, engine: &EngineArgs, name: &str) -> Result<(), CliError> {
-    if engine.quantization != "none" {
+/// The per-stage circuits of `text` under `options` (its layout), for the engine profile.
+fn stage_circuits(
+    text: &str,
+    origin: &str,
+    options: &circuit_hf::ImportOptions,
+    side: &[circuit_hf::SideFile<'_>],
+) -> Result<Vec<circuit_ir::Circuit>, CliError> {
+    let sharded = circuit_hf::import_parallel(text, origin, options, side)?;
+    let p = options.parallel;
+    // The engine profile takes one circuit per stage: ranks of a stage must hold the same
+    // shapes, which expert parallelism with uneven expert counts and data parallelism break.
+    if p.dp != 1 || p.expert_parallel || sharded.imports.len() as u64 != p.pp {
         return Err(format!(
-            "--quantization {}: on-the-fly quantization is not modelled by the engine profile yet",
-            engine.quantization
+            "--engine with --data-parallel-size {} and --enable-expert-parallel {}: the engine profile models tensor- and pipeline-parallel layouts whose ranks of a stage are alike; give --data-parallel-size 1 without --enable-expert-parallel",
+            p.dp, p.expert_parallel
         )
         .into());
     }
+    Ok(sharded.imports.into_iter().map(|i| i.circuit).collect())
+}
+
+fn predict(
+    profile: &EngineProfile,
+    circuits: &[circuit_ir::Circuit],
+    text: &str,
+    origin: &str,
+    run: &RunSettings,
+) -> Result<Startup, CliError> {
+    let stages: Vec<StageCircuit<'_>> = circuits
+        .iter()
+        .zip(0u64..)
+        .map(|(circuit, stage)| StageCircuit { stage, circuit })
+        .collect();
+    Ok(profile.predict_layout(&stages, text, origin, run)?)
+}
+
+/// `cargo xtask plan --hf-config FILE --engine NAME ...`.
+pub fn run_plan(
+    args: &PlanArgs,
+    engine: &EngineArgs,
+    name: &str,
+    mut options: circuit_hf::ImportOptions,
+) -> Result<(), CliError> {
+    options.parallel = circuit_hf::Parallel {
+        tp: args.parallel.tensor_parallel_size,
+        pp: args.parallel.pipeline_parallel_size,
+        dp: args.parallel.data_parallel_size,
+        expert_parallel: args.parallel.enable_expert_parallel,
+    };
     let profile = profile_named(name)?;
     let path = args
         .hf_config
         .as_deref()
         .ok_or("--engine needs --hf-config")?;
-    let origin = path.display().to_string();
-    let text = read_file(path)?;
-    let circuit = circuit_hf::from_config_json(&text, &origin)?;
+    let files = crate::plan::HfFiles::read(path)?;
+    let circuits = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
     let run = RunSettings {
         device: "h100-80gb".to_owned(),
-        tensor_parallel_size: args.parallel.tensor_parallel_size,
-        pipeline_parallel_size: args.parallel.pipeline_parallel_size,
+        tensor_parallel_size: options.parallel.tp,
+        pipeline_parallel_size: options.parallel.pp,
         gpu_memory_utilization: engine.gpu_memory_utilization,
         max_num_batched_tokens: engine.max_num_batched_tokens,
         max_num_seqs: engine.max_num_seqs,
         max_model_len: args.max_model_len,
     };
-    let startup = profile.predict(&circuit, &text, &origin, &run)?;
+    let startup = predict(&profile, &circuits, &files.text, &files.origin, &run)?;
     match args.format {
-        OutputFormat::Table => print_table(&origin, &startup)?,
+        OutputFormat::Table => print_table(&files.origin, &engine.quantization, &startup)?,
         OutputFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&startup))?),
         OutputFormat::Jsonl | OutputFormat::Csv => {
             return Err(one_record(args.format));
@@ -112,11 +159,48 @@ fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / GIB)
 }
 
-fn print_table(origin: &str, s: &Startup) -> Result<(), CliError> {
+/// The workers as rows: consecutive workers that allocate alike share one row, named by their
+/// rank range (every TP rank of a stage, in practice).
+fn distinct_rows(workers: &[Worker]) -> Vec<(String, &Worker)> {
+    let same = |a: &Worker, b: &Worker| {
+        (
+            a.pp_stage,
+            a.weights,
+            a.activation_peak,
+            a.non_torch,
+            a.kv_cache,
+        ) == (
+            b.pp_stage,
+            b.weights,
+            b.activation_peak,
+            b.non_torch,
+            b.kv_cache,
+        )
+    };
+    let mut rows: Vec<(u64, u64, &Worker)> = Vec::new();
+    for w in workers {
+        match rows.last_mut() {
+            Some((_, last, first)) if same(first, w) && *last + 1 == w.rank => *last = w.rank,
+            _ => rows.push((w.rank, w.rank, w)),
+        }
+    }
+    rows.into_iter()
+        .map(|(lo, hi, w)| {
+            let ranks = if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            };
+            (ranks, w)
+        })
+        .collect()
+}
+
+fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliError> {
     outln!("engine    {} {}", s.engine, s.version);
     outln!("config    {origin}");
     outln!(
-        "run       max_num_batched_tokens {}, max_num_seqs {}, max_model_len {}",
+        "run       max_num_batched_tokens {}, max_num_seqs {}, max_model_len {}, quantization {quantization}",
         s.max_num_batched_tokens,
         s.max_num_seqs,
         s.max_model_len
@@ -127,11 +211,11 @@ fn print_table(origin: &str, s: &Startup) -> Result<(), CliError> {
         gib(s.requested)
     );
     outln!();
-    outln!("    rank  stage     weights  activation peak   non-torch    KV cache");
-    for w in &s.workers {
+    outln!("   ranks  stage     weights  activation peak   non-torch    KV cache");
+    for (ranks, w) in distinct_rows(&s.workers) {
         outln!(
             "{:>8} {:>6} {:>11} {:>16} {:>11} {:>11}",
-            w.rank,
+            ranks,
             w.pp_stage,
             gib(w.weights),
             gib(w.activation_peak),
@@ -140,6 +224,9 @@ fn print_table(origin: &str, s: &Startup) -> Result<(), CliError> {
         );
     }
     outln!();
+    if s.workers.len() > 1 {
+        outln!("(KV blocks: the smallest count over the workers, as vLLM allocates them)");
+    }
     outln!("GPU KV cache size: {} tokens", s.kv_cache_tokens);
     outln!(
         "Maximum concurrency for {} tokens per request: {:.2}x",
@@ -152,7 +239,7 @@ fn print_table(origin: &str, s: &Startup) -> Result<(), CliError> {
     match &s.verdict {
         Verdict::Starts => outln!("verdict   starts"),
         Verdict::NoKvMemory { short_by } => outln!(
-            "verdict   does not start: weights, activation peak and non-torch exceed the requested memory by {}",
+            "verdict   does not start: on some worker, weights, activation peak and non-torch exceed the requested memory by {}",
             gib(*short_by)
         ),
         Verdict::MaxModelLenTooLong {
@@ -185,58 +272,85 @@ fn json(s: &Startup) -> serde_json::Value {
     })
 }
 
-/// `cargo xtask bench engine`: predicted vs printed on data/vllm/cases.json.
+/// `cargo xtask bench engine`: predicted vs printed on data/vllm/cases.json, one line per case
+/// (its first worker, the figures the case's fields hold) and one per further printed worker
+/// (`per_worker_profile`: each pipeline stage).
 pub fn bench() -> Result<(), CliError> {
     let profile = vllm_profile()?;
     let cases_path = Path::new("data/vllm/cases.json");
     let cases: Vec<serde_json::Value> = serde_json::from_str(&read_file(cases_path)?)?;
     outln!(
-        "{:<58} {:>17} {:>17} {:>23}",
-        "case",
+        "{:<64} {:>22} {:>22} {:>28}",
+        "case (worker)",
         "weights GiB",
         "act. peak GiB",
         "KV tokens"
     );
+    let cell = |p: f64, q: f64, d: usize| format!("{p:.d$}/{q:.d$} {:+.2}%", (p - q) / q * 100.0);
     for case in &cases {
         let name = case["name"].as_str().unwrap_or("?");
         let config = case["config"].as_str().ok_or("case without config")?;
         let path = Path::new("data").join(config);
         let text = read_file(&path)?;
         let origin = path.display().to_string();
-        let circuit = circuit_hf::from_config_json(&text, &origin)?;
         let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
-        if !case["quantization"].is_null() {
-            outln!("{name:<58} pending: on-the-fly --quantization fp8 not modelled");
-            continue;
+        let mut options = circuit_hf::ImportOptions::default();
+        if let Some(q) = case["quantization"].as_str() {
+            options.online_quantization = q
+                .parse()
+                .map_err(|e| format!("{name}: quantization: {e}"))?;
         }
+        options.parallel = circuit_hf::Parallel {
+            tp: field("tensor_parallel_size")?,
+            pp: field("pipeline_parallel_size")?,
+            dp: 1,
+            expert_parallel: false,
+        };
         let run = RunSettings {
             device: "h100-80gb".to_owned(),
-            tensor_parallel_size: field("tensor_parallel_size")?,
-            pipeline_parallel_size: field("pipeline_parallel_size")?,
+            tensor_parallel_size: options.parallel.tp,
+            pipeline_parallel_size: options.parallel.pp,
             gpu_memory_utilization: case["gpu_memory_utilization"].as_f64().unwrap_or(0.9),
             max_num_batched_tokens: None,
             max_num_seqs: None,
             max_model_len: case["max_model_len"].as_u64(),
         };
-        match profile.predict(&circuit, &text, &origin, &run) {
-            Ok(s) => {
-                let w = &s.workers[0];
-                let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
-                let cell = |p: f64, q: f64, d: usize| {
-                    format!("{p:.d$}/{q:.d$} {:+.2}%", (p - q) / q * 100.0)
-                };
-                outln!(
-                    "{name:<58} {:>17} {:>17} {:>23}",
-                    cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
-                    cell(
-                        w.activation_peak as f64 / GIB,
-                        printed("activation_peak_gib"),
-                        2
-                    ),
-                    cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
-                );
-            }
-            Err(e) => outln!("{name:<58} pending: {e}"),
+        let circuits = stage_circuits(&text, &origin, &options, &[])?;
+        let s = predict(&profile, &circuits, &text, &origin, &run)?;
+        let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
+        let w = &s.workers[0];
+        outln!(
+            "{name:<64} {:>22} {:>22} {:>28}",
+            cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
+            cell(
+                w.activation_peak as f64 / GIB,
+                printed("activation_peak_gib"),
+                2
+            ),
+            cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
+        );
+        let tp = options.parallel.tp;
+        for (stage, worker) in case["per_worker_profile"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .zip(0u64..)
+            .map(|(p, stage)| (stage, p))
+        {
+            let Some(w) = s.workers.iter().find(|w| w.rank == stage * tp) else {
+                continue;
+            };
+            let label = format!("  {}", worker["worker"].as_str().unwrap_or("?"));
+            let num = |k: &str| worker[k].as_f64().unwrap_or(f64::NAN);
+            outln!(
+                "{label:<64} {:>22} {:>22}",
+                cell(w.weights as f64 / GIB, num("weights_gib"), 2),
+                cell(
+                    w.activation_peak as f64 / GIB,
+                    num("activation_peak_gib"),
+                    2
+                ),
+            );
         }
     }
     Ok(())

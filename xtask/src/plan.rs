@@ -194,15 +194,15 @@ pub fn read_file(path: &Path) -> Result<String, CliError> {
 
 /// A config.json with the quantization side files next to it (the library reads no file),
 /// read once and handed to every import of the run.
-struct HfFiles {
-    text: String,
-    origin: String,
+pub(crate) struct HfFiles {
+    pub(crate) text: String,
+    pub(crate) origin: String,
     /// Kind, path and text of each side file that exists.
     side: Vec<(circuit_hf::SideFileKind, String, String)>,
 }
 
 impl HfFiles {
-    fn read(config: &Path) -> Result<HfFiles, CliError> {
+    pub(crate) fn read(config: &Path) -> Result<HfFiles, CliError> {
         let dir = config.parent().unwrap_or(Path::new(""));
         let mut side = Vec::new();
         for kind in circuit_hf::SideFileKind::ALL {
@@ -218,7 +218,7 @@ impl HfFiles {
         })
     }
 
-    fn side(&self) -> Vec<circuit_hf::SideFile<'_>> {
+    pub(crate) fn side(&self) -> Vec<circuit_hf::SideFile<'_>> {
         self.side
             .iter()
             .map(|(kind, origin, text)| circuit_hf::SideFile {
@@ -230,12 +230,15 @@ impl HfFiles {
     }
 }
 
-/// The import options the flags ask for (`--dtype`, `--kv-cache-dtype`), one rank.
+/// The import options the flags ask for (`--dtype`, `--kv-cache-dtype`, `--quantization`),
+/// one rank.
 fn import_options(args: &PlanArgs) -> Result<circuit_hf::ImportOptions, CliError> {
     let mut options = circuit_hf::ImportOptions::default();
     options.dtype = args.dtype.parse().map_err(|e| format!("--dtype: {e}"))?;
     options.kv_cache_dtype =
         (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
+    options.online_quantization =
+        (args.engine.quantization.parse()).map_err(|e| format!("--quantization: {e}"))?;
     Ok(options)
 }
 
@@ -292,7 +295,7 @@ impl Storage {
 
 pub fn run(args: &PlanArgs) -> Result<(), CliError> {
     if let Some(name) = &args.engine.engine {
-        return crate::engine::run_plan(args, &args.engine, name);
+        return crate::engine::run_plan(args, &args.engine, name, import_options(args)?);
     }
     let rows = parse_rows(&args.rows)?;
     let align = parse_align(&args.align)?;

@@ -468,3 +468,60 @@ fn the_readme_excerpts_are_what_the_commands_print() {
     }
     assert_eq!(checked, 2, "the README's two excerpts");
 }
+
+#[test]
+fn engine_plans_every_rank_of_a_layout() {
+    let config = root().join("data/models/llama-3.1-8b/config.json");
+    let config = config.to_str().unwrap();
+    let base = [
+        "plan",
+        "--hf-config",
+        config,
+        "--engine",
+        "vllm",
+        "--gpu-memory-utilization",
+        "0.95",
+        "--max-model-len",
+        "8192",
+    ];
+    // PP 2: one JSON worker per rank, with its stage; the KV tokens are the smaller stage's.
+    let pp = xtask(&[&base[..], &["--pp", "2", "--format", "json"]].concat());
+    assert!(pp.status.success(), "{}", stderr(&pp));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&pp)).unwrap();
+    let workers = json["engine"]["workers"].as_array().unwrap();
+    let stages: Vec<(u64, u64)> = workers
+        .iter()
+        .map(|w| (w["rank"].as_u64().unwrap(), w["pp_stage"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(stages, [(0, 0), (1, 1)]);
+    // The last stage runs the sampler and receives the first stage's tensors: more peak,
+    // less KV, and its blocks are the ones every worker gets.
+    assert!(workers[1]["activation_peak"].as_u64() > workers[0]["activation_peak"].as_u64());
+    let per_token_block = 16 * 16 * 8 * 128 * 2 * 2;
+    let last_blocks = workers[1]["kv_cache"].as_u64().unwrap() / per_token_block;
+    assert_eq!(
+        json["engine"]["kv_cache_tokens"].as_u64().unwrap(),
+        last_blocks * 16
+    );
+    // TP 2: both ranks alike, one table row naming them.
+    let tp = xtask(&[&base[..], &["--tp", "2"]].concat());
+    assert!(tp.status.success(), "{}", stderr(&tp));
+    assert!(
+        stdout(&tp)
+            .lines()
+            .any(|l| l.trim_start().starts_with("0-1 ")),
+        "{}",
+        stdout(&tp)
+    );
+    // --quantization fp8 loads the linears in e4m3: 8.49 GiB, as vLLM printed.
+    let fp8 = xtask(&[&base[..], &["--quantization", "fp8", "--format", "json"]].concat());
+    assert!(fp8.status.success(), "{}", stderr(&fp8));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&fp8)).unwrap();
+    let weights = json["engine"]["workers"][0]["weights"].as_u64().unwrap() as f64;
+    assert!(
+        (weights / (1u64 << 30) as f64 - 8.49).abs() < 0.01,
+        "{weights}"
+    );
+    let bad = failure(&[&base[..], &["--quantization", "int3"]].concat());
+    assert!(bad.contains("--quantization"), "{bad}");
+}

@@ -50,7 +50,9 @@ use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
-pub use options::{Dtype, ImportOptions, KvCacheDtype, RunDtype, SideFile, SideFileKind};
+pub use options::{
+    Dtype, ImportOptions, KvCacheDtype, OnlineQuantization, RunDtype, SideFile, SideFileKind,
+};
 pub use parallel::{Parallel, ParallelError, Rank, RankShape};
 pub use parallel_import::{ParallelImport, import_parallel};
 pub use quant::Quantization;
@@ -131,6 +133,7 @@ pub(crate) fn import_shaped(
     let stored_dtype = cfg.stored_dtype()?;
     let dtype = options.dtype.0.unwrap_or(stored_dtype);
     let (scheme, side_files_ignored) = quant::read_scheme(&cfg, side_files, stored_dtype)?;
+    let scheme = quant::with_online(scheme, options.online_quantization, origin)?;
     let mut arch = arch::read(&cfg)?;
     if let Some(u) = &unwrapped {
         arch.tensor_prefix = u.wrapper.prefix;

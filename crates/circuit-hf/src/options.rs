@@ -136,6 +136,38 @@ pub struct ImportOptions {
     ///
     /// [`import_with`]: crate::import_with
     pub parallel: crate::parallel::Parallel,
+    /// Quantization the engine applies while loading an unquantized checkpoint (vLLM's
+    /// `--quantization`).
+    pub online_quantization: OnlineQuantization,
+}
+
+/// Quantization applied at load time to a checkpoint stored unquantized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnlineQuantization {
+    /// None: the checkpoint's own storage (vLLM without `--quantization`).
+    #[default]
+    None,
+    /// vLLM's `--quantization fp8` on a bf16/f16 checkpoint: every linear weight of a decoder
+    /// layer quantized to FP8 e4m3 per tensor, one f32 scale each; embeddings, lm_head and
+    /// norms stay in the model dtype.
+    Fp8,
+}
+
+impl std::str::FromStr for OnlineQuantization {
+    type Err = UnknownDtype;
+
+    fn from_str(s: &str) -> Result<OnlineQuantization, UnknownDtype> {
+        match s {
+            "none" => Ok(OnlineQuantization::None),
+            "fp8" => Ok(OnlineQuantization::Fp8),
+            other => Err(UnknownDtype {
+                what: "quantization",
+                found: other.to_owned(),
+                expected: "none, fp8",
+            }),
+        }
+    }
 }
 
 /// The side files some quantization formats keep next to `config.json`.

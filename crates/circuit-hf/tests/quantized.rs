@@ -596,3 +596,72 @@ fn what_is_not_modelled_is_refused_by_name() {
         "config.json: `quantization_config` quantizes some experts of `model.layers.0.mlp.experts.*.up_proj` and not others (expert 0 and expert 3 differ); per-expert choices are not modelled"
     );
 }
+
+fn model(name: &str) -> String {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/models")
+        .join(name)
+        .join("config.json");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn online_fp8() -> ImportOptions {
+    let mut options = ImportOptions::default();
+    options.online_quantization = "fp8".parse().unwrap();
+    options
+}
+
+#[test]
+fn online_fp8_quantizes_every_decoder_linear_per_tensor() {
+    // vLLM's Fp8OnlineLinearMethod keeps an e4m3 [out, in] weight and one f32 weight_scale per
+    // linear; embed_tokens, lm_head and the norms stay bf16 (layers/quantization/fp8.py).
+    let config = model("llama-3.1-8b");
+    let bf16 = circuit_hf::import(&config, "llama/config.json").unwrap();
+    let fp8 = circuit_hf::import_with(&config, "llama/config.json", &online_fp8(), &[]).unwrap();
+    let (hidden, kv, ffn, layers) = (4096u64, 8 * 128, 14336u64, 32u64);
+    let per_layer = hidden * hidden * 2 + kv * hidden * 2 + ffn * hidden * 3;
+    let linear_params = per_layer * layers;
+    // Each linear drops one byte per parameter and gains its 4-byte scale.
+    assert_eq!(
+        fp8.circuit.weight_bytes(),
+        bf16.circuit.weight_bytes() - linear_params + layers * 7 * 4
+    );
+    let q = fp8.quantization.unwrap();
+    assert_eq!(q.method, "fp8");
+    assert_eq!((q.quantized, q.linear), (224, 225));
+    // The KV cache stays in the model dtype (--kv-cache-dtype auto).
+    assert_eq!(
+        fp8.circuit.state_bytes(1, 1).unwrap(),
+        bf16.circuit.state_bytes(1, 1).unwrap()
+    );
+}
+
+#[test]
+fn online_fp8_refuses_what_it_does_not_model() {
+    let moe = circuit_hf::import_with(
+        &model("mixtral-8x7b-v0.1"),
+        "mixtral/config.json",
+        &online_fp8(),
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(moe.contains("Fp8OnlineMoEMethod"), "{moe}");
+    let (w4a16, _) = checkpoint("llama-3.1-8b-instruct-w4a16");
+    let other = circuit_hf::import_with(&w4a16, "w4a16/config.json", &online_fp8(), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        other.starts_with(
+            "w4a16/config.json: --quantization fp8 asked, but the checkpoint is quantized as `gptq`"
+        ),
+        "{other}"
+    );
+    // compressed-tensors FP8 is another method to vLLM (config/model.py
+    // _verify_quantization refuses a --quantization that is not the checkpoint's).
+    let (fp8_ckpt, _) = checkpoint("llama-3.1-8b-instruct-fp8-dynamic");
+    let ct = circuit_hf::import_with(&fp8_ckpt, "fp8/config.json", &online_fp8(), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(ct.contains("quantized as `compressed-tensors`"), "{ct}");
+}

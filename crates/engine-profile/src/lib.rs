@@ -1,7 +1,8 @@
 //! Engine profiles as data: an engine's runtime facts (`engines/<engine>/engine.toml`) parsed
 //! into typed values, and the start-up an engine of that profile performs for a circuit:
 //! weights as loaded, the profile run's activation peak, non-torch memory, KV-cache bytes,
-//! blocks, tokens, concurrency at max-model-len and a verdict, per worker.
+//! blocks, tokens, concurrency at max-model-len and a verdict, per worker of a tensor- and
+//! pipeline-parallel layout (one circuit per stage; the KV blocks are the minimum over workers).
 //!
 //! Invariants: the core is engine-agnostic (every engine-specific number or expression comes
 //! from the engine file, the families or the rules); the forward's live bytes come from
@@ -71,16 +72,6 @@ pub enum EngineError {
         /// What was being computed.
         what: String,
     },
-    /// A run setting the profile does not model yet.
-    #[error("{what} = {value}: not modelled yet ({why})")]
-    Unsupported {
-        /// The setting.
-        what: &'static str,
-        /// Its value.
-        value: String,
-        /// Why, and what it waits for.
-        why: &'static str,
-    },
     /// A run setting out of range.
     #[error("{what} = {value}: {why}")]
     BadSetting {
@@ -104,6 +95,35 @@ pub struct Term {
     /// Counted only for circuits with this dim (e.g. `experts_per_tok` for MoE workspaces).
     #[serde(default)]
     pub when_dim: Option<String>,
+    /// Counted only on the pipeline stages it names (e.g. the sampler on the last).
+    #[serde(default)]
+    pub stage: Option<StageFilter>,
+}
+
+/// The pipeline stages a term counts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageFilter {
+    /// Stage 0 (it embeds the tokens).
+    First,
+    /// The last stage (it runs the head and the sampler).
+    Last,
+    /// Every stage but the first (it receives the previous stage's tensors).
+    NotFirst,
+    /// Every stage but the last.
+    NotLast,
+}
+
+impl StageFilter {
+    fn holds(self, stage: u64, stages: u64) -> bool {
+        let last = stage + 1 == stages;
+        match self {
+            StageFilter::First => stage == 0,
+            StageFilter::Last => last,
+            StageFilter::NotFirst => stage != 0,
+            StageFilter::NotLast => !last,
+        }
+    }
 }
 
 /// A device as CUDA reports it, with the engine's defaults for it.
@@ -153,12 +173,19 @@ pub struct WeightFacts {
     pub created: Vec<Term>,
 }
 
-/// Memory outside torch's allocator.
+/// Memory outside torch's allocator that grows between the engine's init snapshot and the
+/// end of the profile run (what vLLM prints as the non-torch increase).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NonTorchFacts {
-    /// Bytes at tensor-parallel size 1.
-    pub tp1_bytes: u64,
+    /// A worker alone (world size 1): no communicator was created before the snapshot.
+    pub single_process_bytes: u64,
+    /// A worker of a world of more than one rank: the communicators (and the CUDA libraries
+    /// they load) exist at the snapshot already.
+    pub distributed_bytes: u64,
+    /// Added on every rank of a tensor-parallel group of more than one rank: the buffers the
+    /// collective library allocates at the group's first large all-reduce.
+    pub tensor_parallel_bytes: u64,
 }
 
 /// The CUDA-graph estimate.
@@ -232,11 +259,23 @@ pub struct RunSettings {
     pub max_model_len: Option<u64>,
 }
 
+/// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
+/// layers, its shard of every tensor).
+#[derive(Debug, Clone, Copy)]
+pub struct StageCircuit<'a> {
+    /// The stage, 0-based.
+    pub stage: u64,
+    /// The circuit of one of its ranks.
+    pub circuit: &'a Circuit,
+}
+
 /// What one worker allocates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Worker {
-    /// Tensor-parallel rank.
+    /// Global rank, in vLLM's order (`pp_stage * tensor_parallel_size + tp_rank`).
     pub rank: u64,
+    /// Tensor-parallel rank within the stage.
+    pub tp_rank: u64,
     /// Pipeline stage.
     pub pp_stage: u64,
     /// Weights as loaded, bytes.
@@ -253,8 +292,10 @@ pub struct Worker {
     pub non_torch: u64,
     /// KV cache bytes (0 when the rest does not fit).
     pub kv_cache: u64,
-    /// KV blocks.
+    /// KV blocks its memory holds (the engine allocates the minimum over workers).
     pub blocks: u64,
+    /// Bytes of one KV block over the worker's layers.
+    pub block_bytes: u64,
 }
 
 /// Whether the engine starts.
@@ -378,11 +419,13 @@ impl EngineProfile {
         terms: &[Term],
         names: &[(&str, u64)],
         circuit: &Circuit,
+        stage: (u64, u64),
     ) -> Result<u64, EngineError> {
         let applies = |t: &&Term| {
             t.when_dim
                 .as_deref()
                 .is_none_or(|d| circuit.dim(d).is_some())
+                && t.stage.is_none_or(|f| f.holds(stage.0, stage.1))
         };
         terms.iter().filter(applies).try_fold(0u64, |acc, t| {
             let v = self.eval(&format!("{section}.{}", t.name), &t.bytes, names)?;
@@ -393,7 +436,8 @@ impl EngineProfile {
     }
 
     /// Predicts the start-up of `circuit` (imported from the `config.json` text `config`,
-    /// named `config_origin`) under `run`.
+    /// named `config_origin`) on one rank: `run` must ask for tensor- and pipeline-parallel
+    /// size 1 (use [`EngineProfile::predict_layout`] for a parallel layout).
     pub fn predict(
         &self,
         circuit: &Circuit,
@@ -401,18 +445,52 @@ impl EngineProfile {
         config_origin: &str,
         run: &RunSettings,
     ) -> Result<Startup, EngineError> {
-        if run.tensor_parallel_size != 1 {
-            return Err(EngineError::Unsupported {
-                what: "tensor_parallel_size",
-                value: run.tensor_parallel_size.to_string(),
-                why: "per-rank circuits come from circuit-hf's parallel module (branch parallel)",
+        // A whole-model circuit read as one rank's shard would be planned silently wrong.
+        if (run.tensor_parallel_size, run.pipeline_parallel_size) != (1, 1) {
+            return Err(EngineError::BadSetting {
+                what: "tensor_parallel_size / pipeline_parallel_size",
+                value: format!(
+                    "{} / {}",
+                    run.tensor_parallel_size, run.pipeline_parallel_size
+                ),
+                why: "predict takes the whole model on one rank; give predict_layout one circuit per stage",
             });
         }
-        if run.pipeline_parallel_size != 1 {
-            return Err(EngineError::Unsupported {
-                what: "pipeline_parallel_size",
-                value: run.pipeline_parallel_size.to_string(),
-                why: "per-stage circuits come from circuit-hf's parallel module (branch parallel)",
+        self.predict_layout(
+            &[StageCircuit { stage: 0, circuit }],
+            config,
+            config_origin,
+            run,
+        )
+    }
+
+    /// Predicts the start-up of a layout of `run.tensor_parallel_size` x
+    /// `run.pipeline_parallel_size` workers, given one circuit per pipeline stage (stages
+    /// 0, 1, ... in order; every TP rank of a stage holds the same shapes).
+    pub fn predict_layout(
+        &self,
+        stages: &[StageCircuit<'_>],
+        config: &str,
+        config_origin: &str,
+        run: &RunSettings,
+    ) -> Result<Startup, EngineError> {
+        let (tp, pp) = (run.tensor_parallel_size, run.pipeline_parallel_size);
+        if tp == 0 || pp == 0 {
+            return Err(EngineError::BadSetting {
+                what: "tensor_parallel_size / pipeline_parallel_size",
+                value: format!("{tp} / {pp}"),
+                why: "must be at least 1",
+            });
+        }
+        let in_order = stages.iter().enumerate().all(|(i, s)| s.stage == i as u64);
+        if stages.len() as u64 != pp || !in_order {
+            return Err(EngineError::BadSetting {
+                what: "stage circuits",
+                value: format!(
+                    "stages {:?}",
+                    stages.iter().map(|s| s.stage).collect::<Vec<_>>()
+                ),
+                why: "one circuit per pipeline stage, stages 0..pipeline_parallel_size in order",
             });
         }
         if !(run.gpu_memory_utilization > 0.0 && run.gpu_memory_utilization <= 1.0) {
@@ -434,94 +512,51 @@ impl EngineProfile {
                 why: "must be positive",
             });
         }
-        let requests = tokens.min(seqs);
-        let cfg = ConfigFacts::read(config, config_origin)?;
-        let max_model_len = run.max_model_len.unwrap_or(cfg.max_position_embeddings);
-
-        let dim = |name: &str| circuit.dim(name);
-        let need = |name: &str| {
-            dim(name).ok_or_else(|| EngineError::Config {
-                origin: config_origin.to_owned(),
-                message: format!("the circuit has no dim `{name}`"),
-            })
-        };
-        let hidden = need("hidden")?;
-        let vocab = need("vocab")?;
-        let head_dim = need("head_dim")?;
-        let rotary_dim = dim("qk_rope_head_dim").unwrap_or(head_dim);
-        let dtype_bytes = model_dtype_bytes(circuit);
-        let mut names: Vec<(&str, u64)> = vec![
-            ("tokens", tokens),
-            ("requests", requests),
-            ("hidden", hidden),
-            ("vocab", vocab),
-            ("dtype_bytes", dtype_bytes),
-            ("rotary_dim", rotary_dim),
-            ("max_position_embeddings", cfg.max_position_embeddings),
-        ];
-        for (n, v) in circuit.dims() {
-            if !names.iter().any(|(k, _)| k == n) {
-                names.push((n.as_str(), *v));
-            }
-        }
-
-        let created = self.sum_terms(
-            "weights.created",
-            &self.file.weights.created,
-            &names,
-            circuit,
-        )?;
-        let weights =
-            circuit
-                .weight_bytes()
-                .checked_add(created)
-                .ok_or_else(|| EngineError::Overflow {
-                    what: "weights".to_owned(),
-                })?;
-
-        let logits_rows = self.eval(
-            "profile_run.logits_rows",
-            &self.file.profile_run.logits_rows,
-            &names,
-        )?;
-        let forward_live = self.forward_live(circuit, tokens, logits_rows)?;
-        let profile_run = &self.file.profile_run;
-        let sampler_live = self.sum_terms(
-            "profile_run.sampler_live",
-            &profile_run.sampler_live,
-            &names,
-            circuit,
-        )?;
-        let persistent = self.sum_terms(
-            "profile_run.persistent",
-            &profile_run.persistent,
-            &names,
-            circuit,
-        )?;
         let overflow = |what: &str| EngineError::Overflow {
             what: what.to_owned(),
         };
-        let activation_peak = persistent
-            .checked_add(forward_live.max(sampler_live))
-            .ok_or_else(|| overflow("activation peak"))?;
-        let non_torch = self.file.non_torch.tp1_bytes;
-
+        let world = tp.checked_mul(pp).ok_or_else(|| overflow("world size"))?;
+        let cfg = ConfigFacts::read(config, config_origin)?;
+        let max_model_len = run.max_model_len.unwrap_or(cfg.max_position_embeddings);
         let requested = (device.cuda_total_bytes as f64 * run.gpu_memory_utilization).ceil() as u64;
-        let non_kv = weights
-            .checked_add(activation_peak)
-            .and_then(|v| v.checked_add(non_torch))
-            .ok_or_else(|| overflow("non-KV bytes"))?;
-        let kv_cache = requested.saturating_sub(non_kv);
+        let facts = &self.file.non_torch;
+        let mut non_torch = if world == 1 {
+            facts.single_process_bytes
+        } else {
+            facts.distributed_bytes
+        };
+        if tp > 1 {
+            non_torch = non_torch
+                .checked_add(facts.tensor_parallel_bytes)
+                .ok_or_else(|| overflow("non-torch bytes"))?;
+        }
+        let shape = Shape {
+            tokens,
+            requests: tokens.min(seqs),
+            stages: pp,
+            requested,
+            non_torch,
+        };
+        let mut workers = Vec::new();
+        for stage in stages {
+            let one = self.stage_worker(stage, &cfg, config_origin, &shape)?;
+            for tp_rank in 0..tp {
+                let rank = stage
+                    .stage
+                    .checked_mul(tp)
+                    .and_then(|r| r.checked_add(tp_rank))
+                    .ok_or_else(|| overflow("rank"))?;
+                workers.push(Worker {
+                    rank,
+                    tp_rank,
+                    ..one.clone()
+                });
+            }
+        }
+        // vLLM gives every worker the smallest block count of all (kv_cache_utils.py
+        // get_kv_cache_configs: "the smallest among all ranks").
+        let blocks = workers.iter().map(|w| w.blocks).min().unwrap_or(0);
         let block_size = self.file.kv_cache.block_size;
-        let kv_per_token = circuit.state_bytes(1, 1).map_err(|e| EngineError::Plan {
-            circuit: circuit.name().to_owned(),
-            rows: 1,
-            message: e.to_string(),
-        })?;
-        let block_bytes = kv_per_token
-            .checked_mul(block_size)
-            .ok_or_else(|| overflow("KV block bytes"))?;
-        let blocks = kv_cache.checked_div(block_bytes).unwrap_or(0);
         let kv_cache_tokens = blocks
             .checked_mul(block_size)
             .ok_or_else(|| overflow("KV tokens"))?;
@@ -530,10 +565,13 @@ impl EngineProfile {
         } else {
             kv_cache_tokens as f64 / max_model_len as f64
         };
-        let verdict = if non_kv >= requested {
-            Verdict::NoKvMemory {
-                short_by: non_kv - requested,
-            }
+        let short = workers
+            .iter()
+            .map(|w| w.non_kv().map(|n| n.saturating_sub(requested)))
+            .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
+            .ok_or_else(|| overflow("non-KV bytes"))?;
+        let verdict = if workers.iter().any(|w| w.kv_cache == 0) {
+            Verdict::NoKvMemory { short_by: short }
         } else if kv_cache_tokens < max_model_len {
             Verdict::MaxModelLenTooLong {
                 kv_tokens: kv_cache_tokens,
@@ -550,22 +588,119 @@ impl EngineProfile {
             max_num_batched_tokens: tokens,
             max_num_seqs: seqs,
             max_model_len,
-            workers: vec![Worker {
-                rank: 0,
-                pp_stage: 0,
-                weights,
-                activation_peak,
-                forward_live,
-                sampler_live,
-                persistent,
-                non_torch,
-                kv_cache,
-                blocks,
-            }],
+            workers,
             kv_cache_tokens,
             max_concurrency,
             cuda_graph_estimate: self.file.cuda_graph.estimate_bytes_per_capture_size,
             verdict,
+        })
+    }
+
+    /// What a worker of `stage` allocates (rank fields 0: the caller sets them).
+    fn stage_worker(
+        &self,
+        stage: &StageCircuit<'_>,
+        cfg: &ConfigFacts,
+        config_origin: &str,
+        shape: &Shape,
+    ) -> Result<Worker, EngineError> {
+        let circuit = stage.circuit;
+        let at = (stage.stage, shape.stages);
+        let dim = |name: &str| circuit.dim(name);
+        let need = |name: &str| {
+            dim(name).ok_or_else(|| EngineError::Config {
+                origin: config_origin.to_owned(),
+                message: format!("the circuit has no dim `{name}`"),
+            })
+        };
+        let hidden = need("hidden")?;
+        let vocab = need("vocab")?;
+        let head_dim = need("head_dim")?;
+        let rotary_dim = dim("qk_rope_head_dim").unwrap_or(head_dim);
+        let dtype_bytes = model_dtype_bytes(circuit);
+        let mut names: Vec<(&str, u64)> = vec![
+            ("tokens", shape.tokens),
+            ("requests", shape.requests),
+            ("hidden", hidden),
+            ("vocab", vocab),
+            ("vocab_size", cfg.vocab_size),
+            ("dtype_bytes", dtype_bytes),
+            ("rotary_dim", rotary_dim),
+            ("max_position_embeddings", cfg.max_position_embeddings),
+        ];
+        for (n, v) in circuit.dims() {
+            if !names.iter().any(|(k, _)| k == n) {
+                names.push((n.as_str(), *v));
+            }
+        }
+        let overflow = |what: &str| EngineError::Overflow {
+            what: what.to_owned(),
+        };
+
+        let created = self.sum_terms(
+            "weights.created",
+            &self.file.weights.created,
+            &names,
+            circuit,
+            at,
+        )?;
+        let weights = circuit
+            .weight_bytes()
+            .checked_add(created)
+            .ok_or_else(|| overflow("weights"))?;
+
+        let logits_rows = self.eval(
+            "profile_run.logits_rows",
+            &self.file.profile_run.logits_rows,
+            &names,
+        )?;
+        let forward_live = self.forward_live(circuit, shape.tokens, logits_rows)?;
+        let profile_run = &self.file.profile_run;
+        let sampler_live = self.sum_terms(
+            "profile_run.sampler_live",
+            &profile_run.sampler_live,
+            &names,
+            circuit,
+            at,
+        )?;
+        let persistent = self.sum_terms(
+            "profile_run.persistent",
+            &profile_run.persistent,
+            &names,
+            circuit,
+            at,
+        )?;
+        let activation_peak = persistent
+            .checked_add(forward_live.max(sampler_live))
+            .ok_or_else(|| overflow("activation peak"))?;
+
+        let non_kv = weights
+            .checked_add(activation_peak)
+            .and_then(|v| v.checked_add(shape.non_torch))
+            .ok_or_else(|| overflow("non-KV bytes"))?;
+        let kv_cache = shape.requested.saturating_sub(non_kv);
+        let kv_per_token = circuit.state_bytes(1, 1).map_err(|e| EngineError::Plan {
+            circuit: circuit.name().to_owned(),
+            rows: 1,
+            message: e.to_string(),
+        })?;
+        let block_bytes = kv_per_token
+            .checked_mul(self.file.kv_cache.block_size)
+            .ok_or_else(|| overflow("KV block bytes"))?;
+        let blocks = kv_cache.checked_div(block_bytes).unwrap_or(0);
+        Ok(Worker {
+            rank: 0,
+            tp_rank: 0,
+            pp_stage: stage.stage,
+            weights,
+            activation_peak,
+            forward_live,
+            sampler_live,
+            persistent,
+            non_torch: shape.non_torch,
+            kv_cache,
+            blocks,
+            block_bytes,
         })
     }
 
@@ -596,6 +731,24 @@ impl EngineProfile {
     }
 }
 
+/// The run's shape shared by every stage.
+struct Shape {
+    tokens: u64,
+    requests: u64,
+    stages: u64,
+    requested: u64,
+    non_torch: u64,
+}
+
+impl Worker {
+    /// Weights + activation peak + non-torch (`None` on overflow).
+    pub fn non_kv(&self) -> Option<u64> {
+        self.weights
+            .checked_add(self.activation_peak)?
+            .checked_add(self.non_torch)
+    }
+}
+
 /// Answers to questions the engine cannot answer before booting, from one prediction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetAnswers {
@@ -612,30 +765,24 @@ impl EngineProfile {
     /// cache of `target_kv_tokens` tokens.
     pub fn budget_answers(
         &self,
-        circuit: &Circuit,
+        stages: &[StageCircuit<'_>],
         config: &str,
         config_origin: &str,
         run: &RunSettings,
         target_kv_tokens: u64,
     ) -> Result<BudgetAnswers, EngineError> {
-        let startup = self.predict(circuit, config, config_origin, run)?;
-        let worker = &startup.workers[0];
-        let block_size = self.file.kv_cache.block_size;
+        let startup = self.predict_layout(stages, config, config_origin, run)?;
         let overflow = || EngineError::Overflow {
             what: "bytes for the target KV tokens".to_owned(),
         };
-        // Blocks are whole: the target needs ceil(target / block_size) of them.
-        let blocks = target_kv_tokens.div_ceil(block_size);
-        let block_bytes = circuit
-            .state_bytes(1, 1)
-            .ok()
-            .and_then(|b| b.checked_mul(block_size))
-            .ok_or_else(overflow)?;
-        let needed = worker
-            .weights
-            .checked_add(worker.activation_peak)
-            .and_then(|v| v.checked_add(worker.non_torch))
-            .and_then(|v| v.checked_add(blocks.checked_mul(block_bytes)?))
+        // Blocks are whole: the target needs ceil(target / block_size) of them on every
+        // worker, and the worker that needs the most memory sets the utilization.
+        let blocks = target_kv_tokens.div_ceil(self.file.kv_cache.block_size);
+        let needed = startup
+            .workers
+            .iter()
+            .map(|w| w.non_kv()?.checked_add(blocks.checked_mul(w.block_bytes)?))
+            .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
             .ok_or_else(overflow)?;
         let utilization = needed as f64 / startup.device_total as f64;
         Ok(BudgetAnswers {
@@ -682,6 +829,8 @@ fn model_dtype_bytes(circuit: &Circuit) -> u64 {
 /// What the profile reads from config.json beyond the circuit.
 struct ConfigFacts {
     max_position_embeddings: u64,
+    /// The whole vocabulary: the sampler sees every rank's logits gathered.
+    vocab_size: u64,
 }
 
 impl ConfigFacts {
@@ -699,8 +848,16 @@ impl ConfigFacts {
                 origin: origin.to_owned(),
                 message: "max_position_embeddings: absent or not an integer".to_owned(),
             })?;
+        let vocab_size = root
+            .get("vocab_size")
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| EngineError::Config {
+                origin: origin.to_owned(),
+                message: "vocab_size: absent or not an integer".to_owned(),
+            })?;
         Ok(ConfigFacts {
             max_position_embeddings,
+            vocab_size,
         })
     }
 }

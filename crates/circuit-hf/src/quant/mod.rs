@@ -42,6 +42,30 @@ pub struct Quantization {
     pub linear: u64,
 }
 
+/// The scheme planned when the engine is asked to quantize at load time (`online`): the
+/// checkpoint's own `scheme` when it already stores that format (vLLM then reads the
+/// checkpoint's, `is_checkpoint_fp8_serialized`), the online scheme for an unquantized one,
+/// and a refusal for a checkpoint quantized otherwise.
+pub(crate) fn with_online(
+    scheme: Option<Scheme>,
+    online: crate::options::OnlineQuantization,
+    origin: &str,
+) -> Result<Option<Scheme>, HfError> {
+    use crate::options::OnlineQuantization;
+    match (online, scheme) {
+        (OnlineQuantization::None, scheme) => Ok(scheme),
+        (OnlineQuantization::Fp8, None) => Ok(Some(scheme::online_fp8(origin))),
+        (OnlineQuantization::Fp8, Some(s)) if s.method == "fp8" => Ok(Some(s)),
+        (OnlineQuantization::Fp8, Some(s)) => Err(HfError::Contradiction {
+            origin: origin.to_owned(),
+            message: format!(
+                "--quantization fp8 asked, but the checkpoint is quantized as `{}` ({}); vLLM refuses a --quantization that differs from the checkpoint's (config/model.py _verify_quantization)",
+                s.method, s.key
+            ),
+        }),
+    }
+}
+
 /// Reads the quantization block: `quantization_config` or `compression_config` of the
 /// config, else one side file. `stored` is the checkpoint's dtype.
 pub(crate) fn read_scheme(

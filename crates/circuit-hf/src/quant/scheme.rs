@@ -918,6 +918,44 @@ fn fp8(block: &Block<'_>) -> Result<(String, Rule), HfError> {
     ))
 }
 
+/// vLLM's on-the-fly FP8 (`--quantization fp8` on an unquantized checkpoint): Fp8Config with
+/// `is_checkpoint_fp8_serialized = False` gives every `LinearBase` `Fp8OnlineLinearMethod`
+/// (layers/quantization/fp8.py), whose `process_weights_after_loading` quantizes the weight
+/// with `scaled_fp8_quant(weight, scale=None)` (dynamic, per tensor) and keeps the e4m3
+/// weight and one f32 `weight_scale`, setting `input_scale = None`. Embeddings and lm_head are
+/// not `LinearBase` (VocabParallelEmbedding / ParallelLMHead) and stay in the model dtype;
+/// MoE routers are built without a quant config. Routed experts (`Fp8OnlineMoEMethod`: one
+/// scale per expert over the fused w13) are refused: that fusion is not laid out here.
+pub(crate) fn online_fp8(origin: &str) -> Scheme {
+    Scheme {
+        origin: origin.to_owned(),
+        key: "--quantization fp8 (on the fly)".to_owned(),
+        method: "fp8",
+        summary: "e4m3 weights quantized at load, one f32 scale per tensor".to_owned(),
+        rule: Rule::Uniform {
+            layout: Layout {
+                tensors: vec![
+                    Stored::new("weight", vec![Size::Out, Size::In], "fp8"),
+                    Stored::new("weight_scale", vec![Size::Lit(1)], "f32"),
+                ],
+                bias: Bias::Keep,
+            },
+            kinds: Kinds {
+                linear: true,
+                expert: false,
+                lm_head: false,
+                router: false,
+            },
+            skip: Patterns::new(Vec::new()),
+            only: None,
+        },
+        unknown: Some((
+            Kind::Expert,
+            "vLLM's on-the-fly fp8 of routed experts (Fp8OnlineMoEMethod) keeps one scale per expert over the fused gate/up weight, which is not modelled",
+        )),
+    }
+}
+
 fn kv_scales(block: &Block<'_>, key: &str) -> HfError {
     block.refused(
         key,
