@@ -525,3 +525,44 @@ fn engine_plans_every_rank_of_a_layout() {
     let bad = failure(&[&base[..], &["--quantization", "int3"]].concat());
     assert!(bad.contains("--quantization"), "{bad}");
 }
+
+/// `--layouts`: every TP x PP layout's KV tokens side by side, and the smallest TP and TP x PP
+/// (fewest ranks, then fewest stages) that hold `--kv-tokens` under the budget. Llama-3.1-70B
+/// does not fit one H100; at 8192 rows TP 2 holds 71,900 tokens, TP 4 580,831.
+#[test]
+fn layouts_query_names_the_smallest_layout_that_holds_the_kv_tokens() {
+    let config = root().join("data/models/llama-3.1-70b/config.json");
+    let o = xtask(&[
+        "plan",
+        "--hf-config",
+        config.to_str().unwrap(),
+        "--layouts",
+        "--rows",
+        "8192",
+        "--kv-tokens",
+        "100000",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let kv = |tp: u64, pp: u64| {
+        json["layouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["tp"] == tp && r["pp"] == pp)
+            .unwrap()["kv_tokens"]
+            .as_u64()
+    };
+    assert_eq!(kv(1, 1), None);
+    assert_eq!(kv(2, 1), Some(71_900));
+    assert_eq!(kv(1, 2), Some(77_502));
+    assert_eq!(kv(4, 1), Some(580_831));
+    assert_eq!(json["layouts"].as_array().unwrap().len(), 12);
+    assert_eq!(json["smallest_tp"], 4);
+    assert_eq!(
+        json["smallest_tp_pp"],
+        serde_json::json!({"tp": 4, "pp": 1})
+    );
+}
