@@ -103,6 +103,14 @@ pub enum ParallelError {
         /// DP size.
         dp: u64,
     },
+    /// The vocabulary padded to a multiple of 64 overflows.
+    #[error(
+        "vocab_size = {vocab} padded to a multiple of 64 (vLLM's vocab-parallel embedding pads it before splitting) overflows a 64-bit count"
+    )]
+    VocabOverflow {
+        /// The vocabulary.
+        vocab: u64,
+    },
     /// A model size the tensor-parallel split must divide.
     #[error(
         "{what} = {value} is not divisible by {by_name} = {by} (vLLM's `divide` asserts it: {source_file})"
@@ -382,11 +390,7 @@ impl Parallel {
                 .vocab
                 .div_ceil(VOCAB_PADDING)
                 .checked_mul(VOCAB_PADDING)
-                .ok_or(ParallelError::TooManyRanks {
-                    tp,
-                    pp: self.pp,
-                    dp: self.dp,
-                })?;
+                .ok_or(ParallelError::VocabOverflow { vocab: arch.vocab })?;
             a.vocab = divide(
                 "padded vocab_size",
                 padded,

@@ -236,6 +236,17 @@ fn layouts_that_do_not_fit_are_typed_errors() {
         err("mixtral-8x7b-v0.1", layout(1, 1, 16, true)),
         ParallelError::EpExceedsExperts { ep: 16, experts: 8 }
     ));
+    // A vocabulary whose padding to 64 overflows names the vocabulary, not the ranks.
+    let huge = r#"{"model_type": "llama", "vocab_size": 18446744073709551615, "hidden_size": 64,
+        "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}"#;
+    let mut options = ImportOptions::default();
+    options.parallel = layout(2, 1, 1, false);
+    match import_parallel(huge, "huge/config.json", &options, &[]) {
+        Err(HfError::Parallel { source, .. }) => {
+            assert_eq!(source, ParallelError::VocabOverflow { vocab: u64::MAX })
+        }
+        other => panic!("{other:?}"),
+    }
     let message = import("qwen2.5-7b", layout(8, 1, 1, false))
         .unwrap_err()
         .to_string();
