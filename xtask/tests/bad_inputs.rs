@@ -68,6 +68,19 @@ const GENERATORS: &[(&str, Generator)] = &[
             ),
         )
     }),
+    // A 400,000-byte output edge that does not exist: the place and the message quote it
+    // elided, so the message's length does not depend on the path.
+    ("long-edge-name-400000", |root| {
+        let name = "e".repeat(400_000);
+        (
+            "toml",
+            example_with(
+                root,
+                "edge = \"head.logits\"",
+                &format!("edge = \"{name}\""),
+            ),
+        )
+    }),
     // A flat sum of 1,001 terms that overflows: an overflow, not "nested too deep".
     ("flat-sum-1001", |root| {
         let terms = vec!["18446744073709551"; 1_000].join(" + ");
@@ -310,8 +323,8 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("file-"), 7);
     assert_eq!(count("pack-"), 9);
     assert_eq!(count("bench-"), 2);
-    assert_eq!(count("huge-"), 6);
-    assert_eq!(cases.len(), 141);
+    assert_eq!(count("huge-"), 7);
+    assert_eq!(cases.len(), 142);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())

@@ -15,7 +15,7 @@ use crate::circuit::{
     Tensor, TensorIdx, Weight,
 };
 use crate::decl::{BlockDecl, CircuitDecl, DimDecls, EdgeDecl, NodeDecl, OutDecl, OutputDecl};
-use crate::error::{CircuitError, CircuitErrorKind as Kind, Place};
+use crate::error::{CircuitError, CircuitErrorKind as Kind, Place, quoted};
 use crate::expr::{Binding, Expr, ExprError, ExprText};
 use crate::format::Format;
 use crate::load::TomlError;
@@ -68,7 +68,7 @@ impl CircuitBuilder {
     pub fn new(name: impl Into<String>) -> CircuitBuilder {
         let name = name.into();
         CircuitBuilder {
-            origin: format!("circuit `{name}`"),
+            origin: format!("circuit `{}`", quoted(&name)),
             decl: CircuitDecl {
                 schema: 1,
                 name,
@@ -252,7 +252,7 @@ impl<'a> Build<'a> {
             .map(|(pos, (d, _))| (d.as_str(), pos))
             .collect();
         for (pos, (name, text)) in dims.0.iter().enumerate() {
-            let place = Place::root().with(format!("dim `{name}`"));
+            let place = Place::root().with(format!("dim `{}`", quoted(&name)));
             check_name(name, "a dim", true).map_err(|k| self.err(&place, k))?;
             if RESERVED_NAMES.contains(&name.as_str()) {
                 return Err(self.err(
@@ -363,7 +363,7 @@ impl<'a> Build<'a> {
     }
 
     fn input(&mut self, decl: &EdgeDecl) -> Result<(), CircuitError> {
-        let place = Place::root().with(format!("input `{}`", decl.id));
+        let place = Place::root().with(format!("input `{}`", quoted(&decl.id)));
         check_name(&decl.id, "an input id", false).map_err(|k| self.err(&place, k))?;
         if self.edge_ids.contains_key(&decl.id) {
             return Err(self.err(
@@ -400,7 +400,7 @@ impl<'a> Build<'a> {
         let mut total_items: u64 = 0;
         let mut names: Vec<&str> = Vec::new();
         for block in blocks {
-            let place = Place::root().with(format!("block `{}`", block.name));
+            let place = Place::root().with(format!("block `{}`", quoted(&block.name)));
             check_name(&block.name, "a block name", false).map_err(|k| self.err(&place, k))?;
             if names.contains(&block.name.as_str()) {
                 return Err(self.err(
@@ -498,8 +498,8 @@ impl<'a> Build<'a> {
         previous: Option<&(String, Option<EdgeIdx>)>,
     ) -> Result<Option<EdgeIdx>, CircuitError> {
         let place = Place::root().with(match instance.index {
-            Some(i) => format!("block `{}` instance {i}", block.name),
-            None => format!("block `{}`", block.name),
+            Some(i) => format!("block `{}` instance {i}", quoted(&block.name)),
+            None => format!("block `{}`", quoted(&block.name)),
         });
         let index = instance.index.unwrap_or(0);
         let prefix = instance_prefix(&block.name, instance.index);
@@ -525,7 +525,7 @@ impl<'a> Build<'a> {
         }
         for n in (first_node.index()..self.nodes.len()).map(NodeIdx::new) {
             let node = &self.nodes[n];
-            let place = || ctx.place.with(format!("node `{}`", node.local));
+            let place = || ctx.place.with(format!("node `{}`", quoted(&node.local)));
             if node.op == Op::WeightsOnly {
                 if let Some(what) = weights_only_fault(node) {
                     return Err(self.err(&place(), Kind::WeightsOnlyEdges { what }));
@@ -583,7 +583,7 @@ impl<'a> Build<'a> {
 
     fn node(&mut self, ctx: &InstanceCtx<'_>, decl: &NodeDecl) -> Result<(), CircuitError> {
         let local = expand(&decl.id, ctx.index);
-        let place = ctx.place.with(format!("node `{local}`"));
+        let place = ctx.place.with(format!("node `{}`", quoted(&local)));
         check_name(&local, "a node id", false).map_err(|k| self.err(&place, k))?;
         let id = format!("{}{local}", ctx.prefix);
         if self.node_ids.contains_key(&id) {
@@ -597,7 +597,12 @@ impl<'a> Build<'a> {
         let mut inputs = Vec::with_capacity(decl.inputs.len());
         for name in &decl.inputs {
             let name = expand(name, ctx.index);
-            let edge = self.resolve(ctx, &place.with(format!("input `{name}`")), &id, &name)?;
+            let edge = self.resolve(
+                ctx,
+                &place.with(format!("input `{}`", quoted(&name))),
+                &id,
+                &name,
+            )?;
             inputs.push(edge);
             let readers = &mut self.edges[edge].readers;
             if readers.last() != Some(&idx) {
@@ -611,7 +616,7 @@ impl<'a> Build<'a> {
             let local = expand(&out.edge, ctx.index);
             if let Some(first) = expanded.get(&local) {
                 return Err(self.err(
-                    &place.with(format!("output `{local}`")),
+                    &place.with(format!("output `{}`", quoted(&local))),
                     Kind::OutputTwice {
                         edge: format!("{}{local}", ctx.prefix),
                         first: (*first).to_owned(),
@@ -627,7 +632,7 @@ impl<'a> Build<'a> {
         }
         let mut weights: Vec<Weight> = Vec::with_capacity(decl.weights.len());
         for w in &decl.weights {
-            let wplace = place.with(format!("weight `{}`", w.name));
+            let wplace = place.with(format!("weight `{}`", quoted(&w.name)));
             if weights.iter().any(|x| x.name == w.name) {
                 return Err(self.err(
                     &wplace,
@@ -708,7 +713,7 @@ impl<'a> Build<'a> {
         out: &OutDecl,
     ) -> Result<EdgeIdx, CircuitError> {
         let local = expand(&out.edge, ctx.index);
-        let place = place.with(format!("output `{local}`"));
+        let place = place.with(format!("output `{}`", quoted(&local)));
         check_name(&local, "an edge id", false).map_err(|k| self.err(&place, k))?;
         if ctx.block.stream_in.as_deref() == Some(local.as_str()) {
             return Err(self.err(
@@ -732,7 +737,7 @@ impl<'a> Build<'a> {
                 },
                 Some(p) => Kind::TwoProducers {
                     edge: id,
-                    first: format!("produced by node `{}`", self.nodes[p].id),
+                    first: format!("produced by node `{}`", quoted(&self.nodes[p].id)),
                 },
                 None => Kind::TwoProducers {
                     edge: id,
@@ -835,7 +840,7 @@ impl<'a> Build<'a> {
         decl: &crate::decl::StateDecl,
     ) -> Result<(), CircuitError> {
         let local = expand(&decl.id, ctx.index);
-        let place = ctx.place.with(format!("state `{local}`"));
+        let place = ctx.place.with(format!("state `{}`", quoted(&local)));
         check_name(&local, "a state id", false).map_err(|k| self.err(&place, k))?;
         let id = format!("{}{local}", ctx.prefix);
         if self.state_ids.contains_key(&id) {
@@ -956,7 +961,7 @@ impl<'a> Build<'a> {
     fn outputs(&mut self, decls: &[OutputDecl]) -> Result<Vec<EdgeIdx>, CircuitError> {
         let mut outputs = Vec::with_capacity(decls.len());
         for decl in decls {
-            let place = Place::root().with(format!("output `{}`", decl.edge));
+            let place = Place::root().with(format!("output `{}`", quoted(&decl.edge)));
             let Some(&edge) = self.edge_ids.get(&decl.edge) else {
                 return Err(self.err(
                     &place,
@@ -984,7 +989,7 @@ impl<'a> Build<'a> {
         for edge in self.edges.values() {
             if edge.readers.is_empty() && !edge.output {
                 let origin = match edge.producer {
-                    Some(p) => format!("produced by node `{}`", self.nodes[p].id),
+                    Some(p) => format!("produced by node `{}`", quoted(&self.nodes[p].id)),
                     None => "a circuit input".to_owned(),
                 };
                 return Err(self.err(

@@ -181,7 +181,7 @@ pub enum CircuitErrorKind {
         expr: String,
     },
     /// A name that may not be declared.
-    #[error("`{name}` cannot be {what}: {why}")]
+    #[error("`{}` cannot be {what}: {why}", quoted(.name))]
     BadName {
         /// The name.
         name: String,
@@ -197,7 +197,7 @@ pub enum CircuitErrorKind {
     #[error(transparent)]
     Format(#[from] FormatError),
     /// Two items with one id.
-    #[error("duplicate {what} id `{id}`")]
+    #[error("duplicate {what} id `{}`", quoted(.id))]
     DuplicateId {
         /// Node, edge, state, block, weight.
         what: &'static str,
@@ -205,7 +205,7 @@ pub enum CircuitErrorKind {
         id: String,
     },
     /// An edge produced twice.
-    #[error("edge `{edge}` is already {first}")]
+    #[error("edge `{}` is already {first}", quoted(.edge))]
     TwoProducers {
         /// The edge.
         edge: String,
@@ -223,14 +223,18 @@ pub enum CircuitErrorKind {
         second: String,
     },
     /// A node reading an edge it produces itself.
-    #[error("edge `{edge}` is an output of this node; a node cannot read its own output")]
+    #[error(
+        "edge `{}` is an output of this node; a node cannot read its own output",
+        quoted(.edge)
+    )]
     ReadsOwnOutput {
         /// The edge.
         edge: String,
     },
     /// A state whose writer is listed among its readers.
     #[error(
-        "node `{node}` writes this state; its readers must be later nodes of the block instance"
+        "node `{}` writes this state; its readers must be later nodes of the block instance",
+        quoted(.node)
     )]
     ReaderIsWriter {
         /// The node.
@@ -247,7 +251,8 @@ pub enum CircuitErrorKind {
     },
     /// A read of an edge that nothing produces.
     #[error(
-        "edge `{edge}` is neither produced by a node nor a circuit input (edges of other block instances are read by their full id, e.g. `layer.0.x`)"
+        "edge `{}` is neither produced by a node nor a circuit input (edges of other block instances are read by their full id, e.g. `layer.0.x`)",
+        quoted(.edge)
     )]
     UnknownEdge {
         /// The name read.
@@ -255,7 +260,9 @@ pub enum CircuitErrorKind {
     },
     /// A read of an edge produced later.
     #[error(
-        "edge `{edge}` is read before node `{producer}` produces it; list nodes in execution order"
+        "edge `{}` is read before node `{}` produces it; list nodes in execution order",
+        quoted(.edge),
+        quoted(.producer)
     )]
     ReadBeforeProduced {
         /// The edge.
@@ -264,7 +271,10 @@ pub enum CircuitErrorKind {
         producer: String,
     },
     /// An edge nobody reads that is not an output.
-    #[error("edge `{edge}` ({origin}) is never read; read it or declare it an [[output]]")]
+    #[error(
+        "edge `{}` ({origin}) is never read; read it or declare it an [[output]]",
+        quoted(.edge)
+    )]
     Unread {
         /// The edge.
         edge: String,
@@ -272,7 +282,7 @@ pub enum CircuitErrorKind {
         origin: String,
     },
     /// A `stream_in` with no edge to bind to.
-    #[error("stream_in `{name}` has nothing to bind to: {why}")]
+    #[error("stream_in `{}` has nothing to bind to: {why}", quoted(.name))]
     StreamUnbound {
         /// The stream name.
         name: String,
@@ -280,13 +290,17 @@ pub enum CircuitErrorKind {
         why: String,
     },
     /// A `stream_out` naming no edge of the block.
-    #[error("stream_out `{name}` is not an edge of this block instance")]
+    #[error("stream_out `{}` is not an edge of this block instance", quoted(.name))]
     StreamOutMissing {
         /// The name.
         name: String,
     },
     /// One tensor declared twice with different shapes, formats or counts.
-    #[error("tensor `{tensor}` was declared as {first} by node `{first_node}`, here as {this}")]
+    #[error(
+        "tensor `{}` was declared as {first} by node `{}`, here as {this}",
+        quoted(.tensor),
+        quoted(.first_node)
+    )]
     TensorConflict {
         /// The tensor name.
         tensor: String,
@@ -301,7 +315,7 @@ pub enum CircuitErrorKind {
     #[error("node has no output edge and writes no state")]
     NoOutput,
     /// A state's writer or reader that is not a node of the block instance.
-    #[error("{role} `{name}` is not a node of this block instance")]
+    #[error("{role} `{}` is not a node of this block instance", quoted(.name))]
     UnknownNode {
         /// The name.
         name: String,
@@ -309,7 +323,11 @@ pub enum CircuitErrorKind {
         role: &'static str,
     },
     /// A state reader listed before the state's writer.
-    #[error("reader `{reader}` runs before writer `{writer}`; readers must come after the writer")]
+    #[error(
+        "reader `{}` runs before writer `{}`; readers must come after the writer",
+        quoted(.reader),
+        quoted(.writer)
+    )]
     ReaderBeforeWriter {
         /// The reader.
         reader: String,
@@ -317,7 +335,10 @@ pub enum CircuitErrorKind {
         writer: String,
     },
     /// An `[[output]]` naming no edge.
-    #[error("output edge `{edge}` does not exist (outputs use full ids, e.g. `head.logits`)")]
+    #[error(
+        "output edge `{}` does not exist (outputs use full ids, e.g. `head.logits`)",
+        quoted(.edge)
+    )]
     UnknownOutput {
         /// The name.
         edge: String,
