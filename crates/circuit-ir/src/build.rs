@@ -252,7 +252,7 @@ impl<'a> Build<'a> {
             .map(|(pos, (d, _))| (d.as_str(), pos))
             .collect();
         for (pos, (name, text)) in dims.0.iter().enumerate() {
-            let place = Place::root().with(format!("dim `{}`", quoted(&name)));
+            let place = Place::root().with(format!("dim `{}`", quoted(name)));
             check_name(name, "a dim", true).map_err(|k| self.err(&place, k))?;
             if RESERVED_NAMES.contains(&name.as_str()) {
                 return Err(self.err(
