@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::config::render;
+use crate::config::{MAX_LAYERS, render};
 use crate::error::HfError;
 
 /// A tensor of the tower, held as weights only.
@@ -130,14 +130,28 @@ impl Reader<'_> {
 
     /// A whole number of at least 1; `default` when absent.
     fn int_or(&self, key: &str, default: u64) -> Result<u64, HfError> {
+        self.int_in(key, default, u64::MAX)
+    }
+
+    /// The encoder's layer count: at most [`MAX_LAYERS`], as a language model's, since every
+    /// layer is a block instance (published towers have under 100).
+    fn layers_or(&self, default: u64) -> Result<u64, HfError> {
+        self.int_in("num_hidden_layers", default, MAX_LAYERS)
+    }
+
+    fn int_in(&self, key: &str, default: u64, max: u64) -> Result<u64, HfError> {
         match self.map.get(key) {
             None => Ok(default),
             Some(v) => match v.as_u64() {
-                Some(x) if x >= 1 => Ok(x),
+                Some(x) if (1..=max).contains(&x) => Ok(x),
                 _ => Err(HfError::BadValue {
                     origin: self.origin.to_owned(),
                     key: format!("vision_config.{key}"),
-                    expected: "a whole number of at least 1".to_owned(),
+                    expected: if max == u64::MAX {
+                        "a whole number of at least 1".to_owned()
+                    } else {
+                        format!("a whole number from 1 to {max}")
+                    },
                     found: render(v),
                 }),
             },
@@ -160,7 +174,7 @@ pub(crate) fn llama4(
     let r = Reader { origin, map };
     r.check_keys(LLAMA4_VISION_KEYS, "llama4_vision_model")?;
     let hidden = r.int_or("hidden_size", 768)?;
-    let layers = r.int_or("num_hidden_layers", 34)?;
+    let layers = r.layers_or(34)?;
     let heads = r.int_or("num_attention_heads", 16)?;
     let channels = r.int_or("num_channels", 3)?;
     let ffn = r.int_or("intermediate_size", 5632)?;
@@ -313,7 +327,7 @@ pub(crate) fn siglip_gemma3(
     r.check_keys(SIGLIP_KEYS, "siglip_vision_model")?;
     let hidden = r.int_or("hidden_size", 768)?;
     let ffn = r.int_or("intermediate_size", 3072)?;
-    let layers = r.int_or("num_hidden_layers", 12)?;
+    let layers = r.layers_or(12)?;
     r.int_or("num_attention_heads", 12)?;
     let channels = r.int_or("num_channels", 3)?;
     let image = r.int_or("image_size", 224)?;
@@ -556,7 +570,7 @@ pub(crate) fn pixtral_mistral3(
     r.check_keys(PIXTRAL_KEYS, "pixtral")?;
     let hidden = r.int_or("hidden_size", 1024)?;
     let ffn = r.int_or("intermediate_size", 4096)?;
-    let layers = r.int_or("num_hidden_layers", 24)?;
+    let layers = r.layers_or(24)?;
     r.int_or("num_attention_heads", 16)?;
     let channels = r.int_or("num_channels", 3)?;
     let patch = r.int_or("patch_size", 16)?;
@@ -701,7 +715,7 @@ pub(crate) fn clip_llava(
     r.check_keys(CLIP_KEYS, "clip_vision_model")?;
     let hidden = r.int_or("hidden_size", 768)?;
     let ffn = r.int_or("intermediate_size", 3072)?;
-    let layers = r.int_or("num_hidden_layers", 12)?;
+    let layers = r.layers_or(12)?;
     r.int_or("num_attention_heads", 12)?;
     let channels = r.int_or("num_channels", 3)?;
     let image = r.int_or("image_size", 224)?;

@@ -477,3 +477,18 @@ fn qwen3_next_refusals_name_the_key_and_the_value() {
         "config.json: unknown key `num_local_experts` for qwen3_next: it is neither read nor known to leave memory unchanged, so it is refused rather than ignored; remove it if it does not change the model's tensors or caches (docs/hf-import.md lists the keys of each model type)"
     );
 }
+
+/// A vision tower's layers are bounded as a language model's are (each is a block instance):
+/// 24,000 took seconds to import under the fuzzer.
+#[test]
+fn vision_layers_are_bounded() {
+    let json = LLAMA4.replacen(
+        r#""vision_config": {"hidden_size": 64, "num_hidden_layers": 2,"#,
+        r#""vision_config": {"hidden_size": 64, "num_hidden_layers": 24000,"#,
+        1,
+    );
+    assert_eq!(
+        err(&json),
+        "config.json: `vision_config.num_hidden_layers` must be a whole number from 1 to 4096, found 24000"
+    );
+}
