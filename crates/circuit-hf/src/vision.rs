@@ -203,49 +203,40 @@ pub(crate) fn llama4(
             ),
         });
     }
-    let held = |op, tensor: &str, shape: &[u64]| Held {
-        op,
-        tensor: tensor.to_owned(),
-        shape: shape.to_vec(),
-    };
     let v = "vision_model";
     let once = vec![
         held(
             "linear",
-            &format!("{v}.patch_embedding.linear.weight"),
+            format!("{v}.patch_embedding.linear.weight"),
             &[hidden, patch_in],
         ),
-        held("embed", &format!("{v}.class_embedding"), &[hidden]),
+        held("embed", format!("{v}.class_embedding"), &[hidden]),
         held(
             "embed",
-            &format!("{v}.positional_embedding_vlm"),
+            format!("{v}.positional_embedding_vlm"),
             &[positions, hidden],
         ),
+        held("layer_norm", format!("{v}.layernorm_pre.weight"), &[hidden]),
+        held("layer_norm", format!("{v}.layernorm_pre.bias"), &[hidden]),
         held(
             "layer_norm",
-            &format!("{v}.layernorm_pre.weight"),
+            format!("{v}.layernorm_post.weight"),
             &[hidden],
         ),
-        held("layer_norm", &format!("{v}.layernorm_pre.bias"), &[hidden]),
-        held(
-            "layer_norm",
-            &format!("{v}.layernorm_post.weight"),
-            &[hidden],
-        ),
-        held("layer_norm", &format!("{v}.layernorm_post.bias"), &[hidden]),
+        held("layer_norm", format!("{v}.layernorm_post.bias"), &[hidden]),
         held(
             "linear",
-            &format!("{v}.vision_adapter.mlp.fc1.weight"),
+            format!("{v}.vision_adapter.mlp.fc1.weight"),
             &[proj_in, ffn],
         ),
         held(
             "linear",
-            &format!("{v}.vision_adapter.mlp.fc2.weight"),
+            format!("{v}.vision_adapter.mlp.fc2.weight"),
             &[proj_out, proj_out],
         ),
         held(
             "linear",
-            "multi_modal_projector.linear_1.weight",
+            "multi_modal_projector.linear_1.weight".to_owned(),
             &[text_hidden, output],
         ),
     ];
@@ -254,30 +245,30 @@ pub(crate) fn llama4(
     for proj in ["q_proj", "k_proj", "v_proj"] {
         layer.push(held(
             "linear",
-            &format!("{l}.self_attn.{proj}.weight"),
+            format!("{l}.self_attn.{proj}.weight"),
             &[attn_width, hidden],
         ));
         layer.push(held(
             "linear",
-            &format!("{l}.self_attn.{proj}.bias"),
+            format!("{l}.self_attn.{proj}.bias"),
             &[attn_width],
         ));
     }
     layer.extend([
         held(
             "linear",
-            &format!("{l}.self_attn.o_proj.weight"),
+            format!("{l}.self_attn.o_proj.weight"),
             &[hidden, attn_width],
         ),
-        held("linear", &format!("{l}.self_attn.o_proj.bias"), &[hidden]),
-        held("linear", &format!("{l}.mlp.fc1.weight"), &[ffn, hidden]),
-        held("linear", &format!("{l}.mlp.fc1.bias"), &[ffn]),
-        held("linear", &format!("{l}.mlp.fc2.weight"), &[hidden, ffn]),
-        held("linear", &format!("{l}.mlp.fc2.bias"), &[hidden]),
+        held("linear", format!("{l}.self_attn.o_proj.bias"), &[hidden]),
+        held("linear", format!("{l}.mlp.fc1.weight"), &[ffn, hidden]),
+        held("linear", format!("{l}.mlp.fc1.bias"), &[ffn]),
+        held("linear", format!("{l}.mlp.fc2.weight"), &[hidden, ffn]),
+        held("linear", format!("{l}.mlp.fc2.bias"), &[hidden]),
     ]);
     for norm in ["input_layernorm", "post_attention_layernorm"] {
-        layer.push(held("layer_norm", &format!("{l}.{norm}.weight"), &[hidden]));
-        layer.push(held("layer_norm", &format!("{l}.{norm}.bias"), &[hidden]));
+        layer.push(held("layer_norm", format!("{l}.{norm}.weight"), &[hidden]));
+        layer.push(held("layer_norm", format!("{l}.{norm}.bias"), &[hidden]));
     }
     let tower = VisionTower {
         once,
@@ -325,23 +316,19 @@ pub(crate) fn siglip_gemma3(
 ) -> Result<VisionTower, HfError> {
     let r = Reader { origin, map };
     r.check_keys(SIGLIP_KEYS, "siglip_vision_model")?;
-    let hidden = r.int_or("hidden_size", 768)?;
-    let ffn = r.int_or("intermediate_size", 3072)?;
-    let layers = r.layers_or(12)?;
-    r.int_or("num_attention_heads", 12)?;
-    let channels = r.int_or("num_channels", 3)?;
-    let image = r.int_or("image_size", 224)?;
-    let patch = r.int_or("patch_size", 16)?;
+    let Vit {
+        hidden,
+        ffn,
+        layers,
+        channels,
+        image,
+        patch,
+    } = Vit::read(&r, 16)?;
     let use_head = r.flag_or("vision_use_head", true)?;
     let too_large = || too_large(origin);
     let side = patches_per_side(origin, image, patch)?;
     let positions = side.checked_mul(side).ok_or_else(too_large)?;
     let three = hidden.checked_mul(3).ok_or_else(too_large)?;
-    let held = |op, tensor: String, shape: &[u64]| Held {
-        op,
-        tensor,
-        shape: shape.to_vec(),
-    };
     let v = "vision_tower.vision_model";
     let mut once = vec![
         // A convolution, not a linear: no format quantizes it.
@@ -415,6 +402,15 @@ pub(crate) fn siglip_gemma3(
     Ok(tower)
 }
 
+/// A held tensor.
+fn held(op: &'static str, tensor: String, shape: &[u64]) -> Held {
+    Held {
+        op,
+        tensor,
+        shape: shape.to_vec(),
+    }
+}
+
 /// The error for sizes whose element count overflows.
 fn too_large(origin: &str) -> HfError {
     HfError::Contradiction {
@@ -436,14 +432,37 @@ fn patches_per_side(origin: &str, image: u64, patch: u64) -> Result<u64, HfError
     Ok(image / patch)
 }
 
+/// The sizes of a ViT tower's config (`SiglipVisionConfig`, `CLIPVisionConfig`), with their
+/// common defaults (ViT-B: 768 wide, 3,072 MLP, 12 layers and heads, 224-pixel RGB images); the
+/// patch's default differs (SigLIP 16, CLIP 32).
+struct Vit {
+    hidden: u64,
+    ffn: u64,
+    layers: u64,
+    channels: u64,
+    image: u64,
+    patch: u64,
+}
+
+impl Vit {
+    fn read(r: &Reader<'_>, patch_default: u64) -> Result<Vit, HfError> {
+        let vit = Vit {
+            hidden: r.int_or("hidden_size", 768)?,
+            ffn: r.int_or("intermediate_size", 3072)?,
+            layers: r.layers_or(12)?,
+            channels: r.int_or("num_channels", 3)?,
+            image: r.int_or("image_size", 224)?,
+            patch: r.int_or("patch_size", patch_default)?,
+        };
+        // Validated though no weight depends on it.
+        r.int_or("num_attention_heads", 12)?;
+        Ok(vit)
+    }
+}
+
 /// A ViT encoder layer as SigLIP and CLIP store it (`<prefix>.` then `layer_norm1`,
 /// `layer_norm2`, `self_attn.{q,k,v,out}_proj` and `mlp.fc1`, `mlp.fc2`, all with biases).
 fn vit_layer(prefix: &str, hidden: u64, ffn: u64) -> Vec<Held> {
-    let held = |op, tensor: String, shape: &[u64]| Held {
-        op,
-        tensor,
-        shape: shape.to_vec(),
-    };
     let mut layer = Vec::new();
     for norm in ["layer_norm1", "layer_norm2"] {
         layer.push(held(
@@ -597,11 +616,6 @@ pub(crate) fn pixtral_mistral3(
     let features = hidden
         .checked_mul(projector.feature_layers)
         .ok_or_else(too_large)?;
-    let held = |op, tensor: String, shape: &[u64]| Held {
-        op,
-        tensor,
-        shape: shape.to_vec(),
-    };
     let v = "vision_tower";
     let p = "multi_modal_projector";
     let mut once = vec![
@@ -713,13 +727,14 @@ pub(crate) fn clip_llava(
 ) -> Result<VisionTower, HfError> {
     let r = Reader { origin, map };
     r.check_keys(CLIP_KEYS, "clip_vision_model")?;
-    let hidden = r.int_or("hidden_size", 768)?;
-    let ffn = r.int_or("intermediate_size", 3072)?;
-    let layers = r.layers_or(12)?;
-    r.int_or("num_attention_heads", 12)?;
-    let channels = r.int_or("num_channels", 3)?;
-    let image = r.int_or("image_size", 224)?;
-    let patch = r.int_or("patch_size", 32)?;
+    let Vit {
+        hidden,
+        ffn,
+        layers,
+        channels,
+        image,
+        patch,
+    } = Vit::read(&r, 32)?;
     let projector = Projector::read(origin, top, true)?;
     let too_large = || too_large(origin);
     let side = patches_per_side(origin, image, patch)?;
@@ -731,11 +746,6 @@ pub(crate) fn clip_llava(
     let features = hidden
         .checked_mul(projector.feature_layers)
         .ok_or_else(too_large)?;
-    let held = |op, tensor: String, shape: &[u64]| Held {
-        op,
-        tensor,
-        shape: shape.to_vec(),
-    };
     let v = "vision_tower.vision_model";
     let p = "multi_modal_projector";
     let mut once = vec![
