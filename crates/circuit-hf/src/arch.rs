@@ -738,25 +738,7 @@ fn qwen2_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         }
     }
     if arch.layers.iter().any(|l| l.sparse) {
-        let moe = moe(
-            cfg,
-            experts,
-            MoeSpec {
-                ffn_key: "moe_intermediate_size",
-                ffn_default: 1408,
-                top_k_default: Some(4),
-                shared_experts: 0,
-                shared_bias: false,
-                names: MoeNames::Mlp,
-                router_format: "bf16",
-                score_bias: false,
-            },
-        )?;
-        let shared = cfg.int_or("shared_expert_intermediate_size", 1, 5632)?;
-        arch.moe = Some(Moe {
-            gated_shared: Some(shared),
-            ..moe
-        });
+        arch.moe = Some(gated_shared_moe(cfg, experts, (1408, Some(4), 5632))?);
     }
     if arch.layers.iter().any(|l| !l.sparse) {
         arch.dense = Some(dense(cfg, false, false)?);
@@ -782,6 +764,35 @@ fn qwen2_moe(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         set_windows(&mut arch, Some(w), |i| slides[i]);
     }
     Ok(arch)
+}
+
+/// Qwen2-MoE's and Qwen3-Next's sparse MLP: routed experts of `moe_intermediate_size` and one
+/// shared expert of `shared_expert_intermediate_size` scaled by its sigmoid gate; `defaults`
+/// are the class's expert width, `num_experts_per_tok` and shared width.
+fn gated_shared_moe(
+    cfg: &Config<'_>,
+    experts: u64,
+    (ffn_default, top_k_default, shared_default): (u64, Option<u64>, u64),
+) -> Result<Moe, HfError> {
+    let moe = moe(
+        cfg,
+        experts,
+        MoeSpec {
+            ffn_key: "moe_intermediate_size",
+            ffn_default,
+            top_k_default,
+            shared_experts: 0,
+            shared_bias: false,
+            names: MoeNames::Mlp,
+            router_format: "bf16",
+            score_bias: false,
+        },
+    )?;
+    let shared = cfg.int_or("shared_expert_intermediate_size", 1, shared_default)?;
+    Ok(Moe {
+        gated_shared: Some(shared),
+        ..moe
+    })
 }
 
 /// Qwen3-MoE's and Qwen3-Next's sparse layers (`decoder_sparse_step`, `mlp_only_layers`,
@@ -1596,25 +1607,7 @@ fn qwen3_next(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
         }
     }
     if arch.layers.iter().chain(&arch.mtp).any(|l| l.sparse) {
-        let moe = moe(
-            cfg,
-            experts,
-            MoeSpec {
-                ffn_key: "moe_intermediate_size",
-                ffn_default: 512,
-                top_k_default: Some(10),
-                shared_experts: 0,
-                shared_bias: false,
-                names: MoeNames::Mlp,
-                router_format: "bf16",
-                score_bias: false,
-            },
-        )?;
-        let shared = cfg.int_or("shared_expert_intermediate_size", 1, 512)?;
-        arch.moe = Some(Moe {
-            gated_shared: Some(shared),
-            ..moe
-        });
+        arch.moe = Some(gated_shared_moe(cfg, experts, (512, Some(10), 512))?);
     }
     if arch.layers.iter().chain(&arch.mtp).any(|l| !l.sparse) {
         arch.dense = Some(dense(cfg, false, false)?);

@@ -1075,40 +1075,7 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
         None => (moe.shared_experts > 0).then(|| format!("{p}.mlp.shared_experts")),
     };
     if let Some(s) = shared {
-        let bias = moe.shared_bias;
-        block = block
-            .node(linear(
-                "shared_gate_proj",
-                "hn",
-                "shared_gate",
-                "shared_ffn",
-                "hidden",
-                &format!("{s}.gate_proj"),
-                bias,
-            ))
-            .node(linear(
-                "shared_up_proj",
-                "hn",
-                "shared_up",
-                "shared_ffn",
-                "hidden",
-                &format!("{s}.up_proj"),
-                bias,
-            ))
-            .node(
-                NodeDecl::new("shared_act", act)
-                    .reads(["shared_gate", "shared_up"])
-                    .writes(out("shared_act", "shared_ffn")),
-            )
-            .node(linear(
-                "shared_down_proj",
-                "shared_act",
-                "shared_out",
-                "hidden",
-                "shared_ffn",
-                &format!("{s}.down_proj"),
-                bias,
-            ));
+        block = shared_mlp(block, &s, act, moe.shared_bias);
         if moe.gated_shared.is_some() {
             // Qwen3-Next: sigmoid(shared_expert_gate(x)) x shared_expert(x). The gate is a
             // one-logit linear kept unquantized as the router is (vLLM builds both as
@@ -1139,6 +1106,44 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
             .writes(out("moe_out", "hidden")),
     );
     (block, "moe_out")
+}
+
+/// The shared experts' gated MLP over `hn`, `shared_ffn` wide, under the tensor prefix `s`
+/// (`<s>.gate_proj`, `up_proj`, `down_proj`), writing `shared_out`.
+fn shared_mlp(block: BlockDecl, s: &str, act: &str, bias: bool) -> BlockDecl {
+    block
+        .node(linear(
+            "shared_gate_proj",
+            "hn",
+            "shared_gate",
+            "shared_ffn",
+            "hidden",
+            &format!("{s}.gate_proj"),
+            bias,
+        ))
+        .node(linear(
+            "shared_up_proj",
+            "hn",
+            "shared_up",
+            "shared_ffn",
+            "hidden",
+            &format!("{s}.up_proj"),
+            bias,
+        ))
+        .node(
+            NodeDecl::new("shared_act", act)
+                .reads(["shared_gate", "shared_up"])
+                .writes(out("shared_act", "shared_ffn")),
+        )
+        .node(linear(
+            "shared_down_proj",
+            "shared_act",
+            "shared_out",
+            "hidden",
+            "shared_ffn",
+            &format!("{s}.down_proj"),
+            bias,
+        ))
 }
 
 /// Separates the op a `weights_only` node's weight stands for from its name (the quantization
@@ -1328,44 +1333,10 @@ fn llama4_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
                 .writes(OutDecl::new("expert_out", rows, "hidden", "bf16"))
                 .weight(expert_w(["moe_ffn", "hidden"], "down_proj")),
         );
-    let s = format!("{f}.shared_expert");
-    let block = block
-        .node(linear(
-            "shared_gate_proj",
-            "hn",
-            "shared_gate",
-            "shared_ffn",
-            "hidden",
-            &format!("{s}.gate_proj"),
-            false,
-        ))
-        .node(linear(
-            "shared_up_proj",
-            "hn",
-            "shared_up",
-            "shared_ffn",
-            "hidden",
-            &format!("{s}.up_proj"),
-            false,
-        ))
-        .node(
-            NodeDecl::new("shared_act", act)
-                .reads(["shared_gate", "shared_up"])
-                .writes(out("shared_act", "shared_ffn")),
-        )
-        .node(linear(
-            "shared_down_proj",
-            "shared_act",
-            "shared_out",
-            "hidden",
-            "shared_ffn",
-            &format!("{s}.down_proj"),
-            false,
-        ))
-        .node(
-            NodeDecl::new("moe_combine", "moe_combine")
-                .reads(["expert_out", "topk_w", "topk_ids", "shared_out"])
-                .writes(out("moe_out", "hidden")),
-        );
+    let block = shared_mlp(block, &format!("{f}.shared_expert"), act, false).node(
+        NodeDecl::new("moe_combine", "moe_combine")
+            .reads(["expert_out", "topk_w", "topk_ids", "shared_out"])
+            .writes(out("moe_out", "hidden")),
+    );
     (block, "moe_out")
 }
