@@ -317,14 +317,14 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("circuit-"), 33);
     assert_eq!(count("families-"), 12);
     assert_eq!(count("rules-"), 12);
-    assert_eq!(count("hf-"), 15);
+    assert_eq!(count("hf-"), 18);
     assert_eq!(count("csv-"), 10);
     assert_eq!(count("flag-"), 35);
     assert_eq!(count("file-"), 7);
     assert_eq!(count("pack-"), 9);
     assert_eq!(count("bench-"), 2);
     assert_eq!(count("huge-"), 7);
-    assert_eq!(cases.len(), 142);
+    assert_eq!(cases.len(), 145);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())
