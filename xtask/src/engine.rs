@@ -211,16 +211,19 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
         gib(s.requested)
     );
     outln!();
-    outln!("   ranks  stage     weights  activation peak   non-torch    KV cache");
+    outln!(
+        "   ranks  stage     weights  activation peak   non-torch    KV cache  CUDA graphs (est.)"
+    );
     for (ranks, w) in distinct_rows(&s.workers) {
         outln!(
-            "{:>8} {:>6} {:>11} {:>16} {:>11} {:>11}",
+            "{:>8} {:>6} {:>11} {:>16} {:>11} {:>11} {:>19}",
             ranks,
             w.pp_stage,
             gib(w.weights),
             gib(w.activation_peak),
             gib(w.non_torch),
-            gib(w.kv_cache)
+            gib(w.kv_cache),
+            gib(w.cuda_graph.total)
         );
     }
     outln!();
@@ -233,8 +236,22 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
         s.max_model_len,
         s.max_concurrency
     );
+    let captures = s.workers.first().map_or(String::new(), |w| {
+        w.cuda_graph
+            .captures
+            .iter()
+            .map(|(mode, n)| format!("{mode}={n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
     outln!(
-        "CUDA graph estimate: not modelled (printed by vLLM 0.19, not subtracted from the KV cache)"
+        "Estimated CUDA graph memory: {} total ({captures}; {} the KV cache)",
+        gib(s.cuda_graph_estimate),
+        if s.cuda_graph_subtracted {
+            "subtracted from"
+        } else {
+            "printed, not subtracted from"
+        }
     );
     match &s.verdict {
         Verdict::Starts => outln!("verdict   starts"),
@@ -264,7 +281,9 @@ fn json(s: &Startup) -> serde_json::Value {
                 "activation_peak": w.activation_peak,
                 "non_torch": w.non_torch,
                 "kv_cache": w.kv_cache,
+                "cuda_graph_estimate": w.cuda_graph.total,
             })).collect::<Vec<_>>(),
+            "cuda_graph_estimate": s.cuda_graph_estimate,
             "kv_cache_tokens": s.kv_cache_tokens,
             "max_concurrency": s.max_concurrency,
             "starts": s.verdict == Verdict::Starts,
@@ -280,11 +299,12 @@ pub fn bench() -> Result<(), CliError> {
     let cases_path = Path::new("data/vllm/cases.json");
     let cases: Vec<serde_json::Value> = serde_json::from_str(&read_file(cases_path)?)?;
     outln!(
-        "{:<64} {:>22} {:>22} {:>28}",
+        "{:<64} {:>22} {:>22} {:>28} {:>22}",
         "case (worker)",
         "weights GiB",
         "act. peak GiB",
-        "KV tokens"
+        "KV tokens",
+        "CUDA-graph est. GiB"
     );
     let cell = |p: f64, q: f64, d: usize| format!("{p:.d$}/{q:.d$} {:+.2}%", (p - q) / q * 100.0);
     for case in &cases {
@@ -320,7 +340,7 @@ pub fn bench() -> Result<(), CliError> {
         let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
         let w = &s.workers[0];
         outln!(
-            "{name:<64} {:>22} {:>22} {:>28}",
+            "{name:<64} {:>22} {:>22} {:>28} {:>22}",
             cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
             cell(
                 w.activation_peak as f64 / GIB,
@@ -328,6 +348,11 @@ pub fn bench() -> Result<(), CliError> {
                 2
             ),
             cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
+            cell(
+                w.cuda_graph.total as f64 / GIB,
+                printed("cuda_graph_estimated_gib"),
+                2
+            ),
         );
         let tp = options.parallel.tp;
         for (stage, worker) in case["per_worker_profile"]

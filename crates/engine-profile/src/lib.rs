@@ -188,12 +188,66 @@ pub struct NonTorchFacts {
     pub tensor_parallel_bytes: u64,
 }
 
-/// The CUDA-graph estimate.
+/// The CUDA-graph memory estimate: the engine captures a few graphs, measures how much device
+/// memory the first and the second capture of each mode took, and extrapolates over the sizes
+/// it will capture (docs/engines.md).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CudaGraphFacts {
-    /// Bytes per captured size (0: not modelled).
-    pub estimate_bytes_per_capture_size: u64,
+    /// The largest captured size, an expression (over `tokens`, `max_num_seqs`, ...).
+    pub max_capture_size: String,
+    /// The candidate sizes, as ranges, each clipped at `max_capture_size`.
+    pub capture_sizes: Vec<SizeRange>,
+    /// The modes captured, each with the sizes it keeps.
+    pub mode: Vec<CaptureMode>,
+    /// Memory the first (largest) capture of a mode takes, an expression.
+    pub first_capture_bytes: String,
+    /// Memory each further capture takes, an expression.
+    pub per_capture_bytes: String,
+    /// The smallest per-capture figure the engine uses.
+    pub min_per_capture_bytes: u64,
+}
+
+/// Sizes `start, start + step, ...` up to `stop` (None: up to the largest captured size).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizeRange {
+    /// The first size.
+    pub start: u64,
+    /// The last size, inclusive.
+    #[serde(default)]
+    pub stop: Option<u64>,
+    /// The step (default 1).
+    #[serde(default = "one")]
+    pub step: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// A capture mode and the sizes it captures.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureMode {
+    /// Its name (`PIECEWISE`, `FULL`).
+    pub name: String,
+    /// The largest size of this mode, an expression (sizes above it are not captured).
+    pub largest: String,
+}
+
+/// The CUDA-graph estimate of one worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaGraphEstimate {
+    /// Sizes captured per mode, in the engine file's order.
+    pub captures: Vec<(String, u64)>,
+    /// The first capture's bytes.
+    pub first_capture: u64,
+    /// Each further capture's bytes.
+    pub per_capture: u64,
+    /// The estimate: the first capture (the modes share one pool, so once) plus every further
+    /// capture of every mode.
+    pub total: u64,
 }
 
 /// An engine file, typed.
@@ -296,6 +350,10 @@ pub struct Worker {
     pub blocks: u64,
     /// Bytes of one KV block over the worker's layers.
     pub block_bytes: u64,
+    /// Kernel launches of the planned forward (the fusion plan's launch groups).
+    pub kernel_launches: u64,
+    /// The CUDA-graph estimate the worker prints.
+    pub cuda_graph: CudaGraphEstimate,
 }
 
 /// Whether the engine starts.
@@ -340,8 +398,10 @@ pub struct Startup {
     pub kv_cache_tokens: u64,
     /// Sequences of max-model-len the cache holds.
     pub max_concurrency: f64,
-    /// The CUDA-graph estimate, bytes.
+    /// The CUDA-graph estimate, bytes: the largest over the workers.
     pub cuda_graph_estimate: u64,
+    /// Whether the engine takes the estimate from the KV budget.
+    pub cuda_graph_subtracted: bool,
     /// The verdict.
     pub verdict: Verdict,
 }
@@ -532,6 +592,7 @@ impl EngineProfile {
         }
         let shape = Shape {
             tokens,
+            seqs,
             requests: tokens.min(seqs),
             stages: pp,
             requested,
@@ -580,6 +641,11 @@ impl EngineProfile {
         } else {
             Verdict::Starts
         };
+        let cuda_graph_estimate = workers
+            .iter()
+            .map(|w| w.cuda_graph.total)
+            .max()
+            .unwrap_or(0);
         Ok(Startup {
             engine: self.file.name.clone(),
             version: self.file.version.clone(),
@@ -591,7 +657,8 @@ impl EngineProfile {
             workers,
             kv_cache_tokens,
             max_concurrency,
-            cuda_graph_estimate: self.file.cuda_graph.estimate_bytes_per_capture_size,
+            cuda_graph_estimate,
+            cuda_graph_subtracted: self.file.kv_cache.subtract_cuda_graph_estimate,
             verdict,
         })
     }
@@ -620,6 +687,7 @@ impl EngineProfile {
         let dtype_bytes = model_dtype_bytes(circuit);
         let mut names: Vec<(&str, u64)> = vec![
             ("tokens", shape.tokens),
+            ("max_num_seqs", shape.seqs),
             ("requests", shape.requests),
             ("hidden", hidden),
             ("vocab", vocab),
@@ -654,7 +722,8 @@ impl EngineProfile {
             &self.file.profile_run.logits_rows,
             &names,
         )?;
-        let forward_live = self.forward_live(circuit, shape.tokens, logits_rows)?;
+        let (forward_live, kernel_launches) =
+            self.forward_live(circuit, shape.tokens, logits_rows)?;
         let profile_run = &self.file.profile_run;
         let sampler_live = self.sum_terms(
             "profile_run.sampler_live",
@@ -678,7 +747,12 @@ impl EngineProfile {
             .checked_add(activation_peak)
             .and_then(|v| v.checked_add(shape.non_torch))
             .ok_or_else(|| overflow("non-KV bytes"))?;
-        let kv_cache = shape.requested.saturating_sub(non_kv);
+        names.push(("kernel_launches", kernel_launches));
+        let cuda_graph = self.cuda_graph(&names)?;
+        let mut kv_cache = shape.requested.saturating_sub(non_kv);
+        if self.file.kv_cache.subtract_cuda_graph_estimate {
+            kv_cache = kv_cache.saturating_sub(cuda_graph.total);
+        }
         let kv_per_token = circuit.state_bytes(1, 1).map_err(|e| EngineError::Plan {
             circuit: circuit.name().to_owned(),
             rows: 1,
@@ -701,17 +775,99 @@ impl EngineProfile {
             kv_cache,
             blocks,
             block_bytes,
+            kernel_launches,
+            cuda_graph,
         })
     }
 
-    /// The forward's live bytes at `tokens` rows with the head at `logits_rows` rows: the
-    /// planned activation arena of the circuit as the profile run shapes it.
+    /// The CUDA-graph estimate: the capture sizes of each mode (the engine file's ranges
+    /// clipped at the largest captured size and at the mode's largest), then the first
+    /// capture once plus each further capture of every mode.
+    fn cuda_graph(&self, names: &[(&str, u64)]) -> Result<CudaGraphEstimate, EngineError> {
+        let facts = &self.file.cuda_graph;
+        let overflow = || EngineError::Overflow {
+            what: "CUDA-graph estimate".to_owned(),
+        };
+        let max = self.eval(
+            "cuda_graph.max_capture_size",
+            &facts.max_capture_size,
+            names,
+        )?;
+        let mut sizes: Vec<u64> = Vec::new();
+        for r in &facts.capture_sizes {
+            if r.step == 0 {
+                return Err(EngineError::Toml {
+                    origin: self.origin.clone(),
+                    message: format!(
+                        "cuda_graph.capture_sizes: range from {} has step 0: must be positive",
+                        r.start
+                    ),
+                });
+            }
+            let stop = r.stop.map_or(max, |s| s.min(max));
+            // A bound on the work: an engine captures tens of sizes, not millions.
+            if stop.saturating_sub(r.start) / r.step > 1 << 16 {
+                return Err(EngineError::Toml {
+                    origin: self.origin.clone(),
+                    message: format!(
+                        "cuda_graph.capture_sizes: range from {} to {stop} step {} holds more than 65536 sizes",
+                        r.start, r.step
+                    ),
+                });
+            }
+            let mut size = r.start;
+            while size <= stop {
+                sizes.push(size);
+                size = size.checked_add(r.step).ok_or_else(overflow)?;
+            }
+        }
+        sizes.sort_unstable();
+        sizes.dedup();
+        let mut captures = Vec::new();
+        for mode in &facts.mode {
+            let item = format!("cuda_graph.mode.{}.largest", mode.name);
+            let largest = self.eval(&item, &mode.largest, names)?;
+            let count = sizes.iter().filter(|&&s| s <= largest).count() as u64;
+            captures.push((mode.name.clone(), count));
+        }
+        let first = self.eval(
+            "cuda_graph.first_capture_bytes",
+            &facts.first_capture_bytes,
+            names,
+        )?;
+        let per = self
+            .eval(
+                "cuda_graph.per_capture_bytes",
+                &facts.per_capture_bytes,
+                names,
+            )?
+            .max(facts.min_per_capture_bytes);
+        let mut total = if captures.iter().any(|(_, n)| *n > 0) {
+            first
+        } else {
+            0
+        };
+        for (_, n) in &captures {
+            let further = n.saturating_sub(1).checked_mul(per).ok_or_else(overflow)?;
+            total = total.checked_add(further).ok_or_else(overflow)?;
+        }
+        Ok(CudaGraphEstimate {
+            captures,
+            first_capture: first,
+            per_capture: per,
+            total,
+        })
+    }
+
+    /// The forward's live bytes at `tokens` rows with the head at `logits_rows` rows (the
+    /// planned activation arena of the circuit as the profile run shapes it), and its kernel
+    /// launches (the fusion plan's launch groups).
     fn forward_live(
         &self,
         circuit: &Circuit,
         tokens: u64,
         logits_rows: u64,
-    ) -> Result<u64, EngineError> {
+    ) -> Result<(u64, u64), EngineError> {
         let plan_err = |message: String| EngineError::Plan {
             circuit: circuit.name().to_owned(),
             rows: tokens,
@@ -727,13 +883,14 @@ impl EngineProfile {
         )
         .map_err(|e| plan_err(e.to_string()))?;
         let plan = planner.plan(tokens).map_err(|e| plan_err(e.to_string()))?;
-        Ok(plan.totals.activations)
+        Ok((plan.totals.activations, plan.groups as u64))
     }
 }
 
 /// The run's shape shared by every stage.
 struct Shape {
     tokens: u64,
+    seqs: u64,
     requests: u64,
     stages: u64,
     requested: u64,
