@@ -909,12 +909,22 @@ impl Worker {
 /// Answers to questions the engine cannot answer before booting, from one prediction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetAnswers {
-    /// The largest max-model-len that starts (the KV tokens of the start-up; the profile run
-    /// does not depend on it).
-    pub largest_max_model_len: u64,
+    /// The largest max-model-len that starts (None: nothing starts): the KV tokens of the
+    /// start-up (the profile run does not depend on max-model-len), at most the config's
+    /// `max_position_embeddings`, above which vLLM refuses the length.
+    pub largest_max_model_len: Option<u64>,
     /// The smallest gpu-memory-utilization whose KV cache holds `target_kv_tokens` (None when
     /// even 1.0 does not).
     pub utilization_for_target: Option<f64>,
+}
+
+/// The smallest tensor-parallel size that starts, with its start-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmallestTp {
+    /// The sizes tried, in order: those dividing the attention heads, up to the limit.
+    pub tried: Vec<u64>,
+    /// The first that starts, with its start-up (None: none does).
+    pub found: Option<(u64, Startup)>,
 }
 
 impl EngineProfile {
@@ -929,23 +939,130 @@ impl EngineProfile {
         target_kv_tokens: u64,
     ) -> Result<BudgetAnswers, EngineError> {
         let startup = self.predict_layout(stages, config, config_origin, run)?;
+        let cfg = ConfigFacts::read(config, config_origin)?;
         let overflow = || EngineError::Overflow {
             what: "bytes for the target KV tokens".to_owned(),
         };
         // Blocks are whole: the target needs ceil(target / block_size) of them on every
-        // worker, and the worker that needs the most memory sets the utilization.
+        // worker, and the worker that needs the most memory sets the utilization. The
+        // CUDA-graph estimate counts where the engine subtracts it.
         let blocks = target_kv_tokens.div_ceil(self.file.kv_cache.block_size);
+        let graphs = |w: &Worker| {
+            if self.file.kv_cache.subtract_cuda_graph_estimate {
+                w.cuda_graph.total
+            } else {
+                0
+            }
+        };
         let needed = startup
             .workers
             .iter()
-            .map(|w| w.non_kv()?.checked_add(blocks.checked_mul(w.block_bytes)?))
+            .map(|w| {
+                w.non_kv()?
+                    .checked_add(graphs(w))?
+                    .checked_add(blocks.checked_mul(w.block_bytes)?)
+            })
             .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
             .ok_or_else(overflow)?;
         let utilization = needed as f64 / startup.device_total as f64;
+        let fits =
+            !matches!(startup.verdict, Verdict::NoKvMemory { .. }) && startup.kv_cache_tokens > 0;
         Ok(BudgetAnswers {
-            largest_max_model_len: startup.kv_cache_tokens,
+            largest_max_model_len: fits
+                .then(|| startup.kv_cache_tokens.min(cfg.max_position_embeddings)),
             utilization_for_target: (utilization <= 1.0).then_some(utilization),
         })
+    }
+
+    /// The largest max-num-seqs that starts under `run` (its `max_num_seqs` is ignored), None
+    /// when even one sequence does not. vLLM refuses more sequences than batched tokens
+    /// (config/scheduler.py: max_num_batched_tokens >= max_num_seqs), so the search is over
+    /// 1..=max_num_batched_tokens; more sequences never need less memory (the sampler's rows
+    /// grow), so it bisects, about log2(tokens) predictions.
+    pub fn largest_max_num_seqs(
+        &self,
+        stages: &[StageCircuit<'_>],
+        config: &str,
+        config_origin: &str,
+        run: &RunSettings,
+    ) -> Result<Option<u64>, EngineError> {
+        let tokens = match run.max_num_batched_tokens {
+            Some(t) => t,
+            None => self.device(&run.device)?.max_num_batched_tokens,
+        };
+        let starts = |seqs: u64| -> Result<bool, EngineError> {
+            let at = RunSettings {
+                max_num_seqs: Some(seqs),
+                ..run.clone()
+            };
+            let s = self.predict_layout(stages, config, config_origin, &at)?;
+            Ok(s.verdict == Verdict::Starts)
+        };
+        if tokens == 0 || !starts(1)? {
+            return Ok(None);
+        }
+        if starts(tokens)? {
+            return Ok(Some(tokens));
+        }
+        // starts(lo), !starts(hi).
+        let (mut lo, mut hi) = (1u64, tokens);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if starts(mid)? {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(Some(lo))
+    }
+
+    /// The smallest tensor-parallel size that starts under `run` (its tensor-parallel size is
+    /// ignored): the sizes from 1 to `limit` that divide config.json's `num_attention_heads`,
+    /// in order. `stages_for(tp)` gives the layout's per-stage circuits at that size (the
+    /// caller imports them); a size whose import fails is skipped, as one the model cannot be
+    /// sharded to.
+    pub fn smallest_tp<F>(
+        &self,
+        config: &str,
+        config_origin: &str,
+        run: &RunSettings,
+        limit: u64,
+        mut stages_for: F,
+    ) -> Result<SmallestTp, EngineError>
+    where
+        F: FnMut(u64) -> Option<Vec<Circuit>>,
+    {
+        let cfg = ConfigFacts::read(config, config_origin)?;
+        let heads = cfg.num_attention_heads.ok_or_else(|| EngineError::Config {
+            origin: config_origin.to_owned(),
+            message: "num_attention_heads: absent or not an integer (the smallest TP divides it)"
+                .to_owned(),
+        })?;
+        let mut tried = Vec::new();
+        for tp in (1..=limit).filter(|tp| heads % tp == 0) {
+            tried.push(tp);
+            let Some(circuits) = stages_for(tp) else {
+                continue;
+            };
+            let stages: Vec<StageCircuit<'_>> = circuits
+                .iter()
+                .zip(0u64..)
+                .map(|(circuit, stage)| StageCircuit { stage, circuit })
+                .collect();
+            let at = RunSettings {
+                tensor_parallel_size: tp,
+                ..run.clone()
+            };
+            let startup = self.predict_layout(&stages, config, config_origin, &at)?;
+            if startup.verdict == Verdict::Starts {
+                return Ok(SmallestTp {
+                    tried,
+                    found: Some((tp, startup)),
+                });
+            }
+        }
+        Ok(SmallestTp { tried, found: None })
     }
 }
 
@@ -988,6 +1105,8 @@ struct ConfigFacts {
     max_position_embeddings: u64,
     /// The whole vocabulary: the sampler sees every rank's logits gathered.
     vocab_size: u64,
+    /// Attention heads (the tensor-parallel sizes that shard them evenly).
+    num_attention_heads: Option<u64>,
 }
 
 impl ConfigFacts {
@@ -1015,6 +1134,7 @@ impl ConfigFacts {
         Ok(ConfigFacts {
             max_position_embeddings,
             vocab_size,
+            num_attention_heads: root.get("num_attention_heads").and_then(|v| v.as_u64()),
         })
     }
 }

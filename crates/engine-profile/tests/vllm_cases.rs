@@ -317,21 +317,43 @@ fn budget_answers_are_consistent_with_predictions() {
     let answers = profile
         .budget_answers(&stages, text, path, &run, 100_000)
         .unwrap();
-    assert_eq!(answers.largest_max_model_len, 476_032);
-    // At the largest max-model-len it starts; one block beyond, it does not.
-    run.max_model_len = Some(476_032);
+    // 476,032 KV tokens, but vLLM refuses a length beyond max_position_embeddings.
+    assert_eq!(answers.largest_max_model_len, Some(131_072));
+    // Where the KV cache is the limit, the largest length is its tokens: it starts there and
+    // not one token beyond.
+    let mut small = run.clone();
+    small.gpu_memory_utilization = 0.25;
+    let largest = profile
+        .budget_answers(&stages, text, path, &small, 1)
+        .unwrap()
+        .largest_max_model_len
+        .unwrap();
+    assert!(largest > 0 && largest < 131_072, "{largest}");
+    small.max_model_len = Some(largest);
     assert_eq!(
-        profile.predict(&circuit, text, path, &run).unwrap().verdict,
+        profile
+            .predict(&circuit, text, path, &small)
+            .unwrap()
+            .verdict,
         Verdict::Starts
     );
-    run.max_model_len = Some(476_033);
-    assert!(matches!(
-        profile.predict(&circuit, text, path, &run).unwrap().verdict,
+    small.max_model_len = Some(largest + 1);
+    assert_eq!(
+        profile
+            .predict(&circuit, text, path, &small)
+            .unwrap()
+            .verdict,
         Verdict::MaxModelLenTooLong {
-            kv_tokens: 476_032,
-            max_model_len: 476_033
+            kv_tokens: largest,
+            max_model_len: largest + 1
         }
-    ));
+    );
+    // Nothing starts at 0.2 (weights, peak and non-torch exceed 0.2 x 79.19 GiB): no length.
+    small.gpu_memory_utilization = 0.2;
+    let none = profile
+        .budget_answers(&stages, text, path, &small, 1)
+        .unwrap();
+    assert_eq!(none.largest_max_model_len, None);
     // The utilization found gives at least the target; a hair less gives fewer tokens.
     run.max_model_len = Some(8192);
     let util = answers.utilization_for_target.unwrap();
@@ -391,4 +413,87 @@ fn a_layout_needs_one_circuit_per_stage() {
         err.starts_with("stage circuits = stages [0]: one circuit per pipeline stage"),
         "{err}"
     );
+}
+
+#[test]
+fn largest_max_num_seqs_is_the_edge_of_starting() {
+    let profile = profile();
+    let path = "models/llama-3.1-8b/config.json";
+    let text = config(path);
+    let circuit = circuit_hf::from_config_json(text, path).unwrap();
+    let stages = [StageCircuit {
+        stage: 0,
+        circuit: &circuit,
+    }];
+    let mut run = RunSettings {
+        device: "h100-80gb".to_owned(),
+        tensor_parallel_size: 1,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: 0.95,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: Some(8192),
+    };
+    // With room to spare every count up to the batched tokens starts (vLLM allows no more).
+    assert_eq!(
+        profile
+            .largest_max_num_seqs(&stages, text, path, &run)
+            .unwrap(),
+        Some(8192)
+    );
+    // Near the edge (at 0.42, KV for barely more than one 131,072-token sequence at 1024),
+    // the answer starts and one more sequence does not: the sampler's float32 rows grow.
+    run.max_model_len = Some(131_072);
+    run.gpu_memory_utilization = 0.42;
+    let seqs = profile
+        .largest_max_num_seqs(&stages, text, path, &run)
+        .unwrap()
+        .unwrap();
+    assert!(seqs > 1 && seqs < 8192, "{seqs}");
+    let verdict = |n: u64| {
+        let at = RunSettings {
+            max_num_seqs: Some(n),
+            ..run.clone()
+        };
+        profile.predict(&circuit, text, path, &at).unwrap().verdict
+    };
+    assert_eq!(verdict(seqs), Verdict::Starts);
+    assert_ne!(verdict(seqs + 1), Verdict::Starts);
+}
+
+#[test]
+fn smallest_tp_tries_the_sizes_that_divide_the_heads() {
+    let profile = profile();
+    let path = "models/mixtral-8x7b-v0.1/config.json";
+    let text = config(path);
+    let run = RunSettings {
+        device: "h100-80gb".to_owned(),
+        tensor_parallel_size: 1,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: 0.95,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: Some(8192),
+    };
+    let stages_for = |tp: u64| {
+        let mut options = ImportOptions::default();
+        options.parallel = Parallel {
+            tp,
+            pp: 1,
+            dp: 1,
+            expert_parallel: false,
+        };
+        circuit_hf::import_parallel(text, path, &options, &[])
+            .ok()
+            .map(|s| s.imports.into_iter().map(|i| i.circuit).collect())
+    };
+    // 87 GiB of bf16 weights do not fit one H100; at TP 2 each rank holds 43.5 GiB.
+    let answer = profile
+        .smallest_tp(text, path, &run, 8, stages_for)
+        .unwrap();
+    assert_eq!(answer.tried, [1, 2]);
+    let (tp, startup) = answer.found.unwrap();
+    assert_eq!(tp, 2);
+    assert_eq!(startup.verdict, Verdict::Starts);
+    assert_eq!(startup.workers.len(), 2);
 }
