@@ -53,6 +53,46 @@ pub struct EngineArgs {
         requires = "hf_config"
     )]
     pub quantization: String,
+
+    /// With --engine: also print the largest --max-model-len that starts with the other flags
+    /// (the KV tokens, at most the config's max_position_embeddings, which vLLM will not exceed).
+    ///
+    /// Example: --largest-max-model-len
+    #[arg(long, requires = "engine")]
+    pub largest_max_model_len: bool,
+
+    /// With --engine: also print the largest --max-num-seqs that starts with the other flags
+    /// (at most --max-num-batched-tokens, as vLLM requires).
+    ///
+    /// Example: --largest-max-num-seqs
+    #[arg(long, requires = "engine")]
+    pub largest_max_num_seqs: bool,
+
+    /// With --engine: also print the smallest --tensor-parallel-size that starts with the other
+    /// flags, trying the sizes up to 8 that divide the attention heads.
+    ///
+    /// Example: --smallest-tp
+    #[arg(long, requires = "engine")]
+    pub smallest_tp: bool,
+
+    /// With --engine: also print the --gpu-memory-utilization whose KV cache holds at least
+    /// this many tokens with the other flags.
+    ///
+    /// Example: --target-kv-tokens 500000
+    #[arg(long, value_name = "TOKENS", requires = "engine")]
+    pub target_kv_tokens: Option<u64>,
+}
+
+/// The tensor-parallel sizes `--smallest-tp` tries go up to one node of 8 GPUs.
+const SMALLEST_TP_LIMIT: u64 = 8;
+
+/// The budget questions asked on the command line, answered.
+#[derive(Debug, Default)]
+struct Budget {
+    largest_max_model_len: Option<Option<u64>>,
+    largest_max_num_seqs: Option<Option<u64>>,
+    smallest_tp: Option<engine_profile::SmallestTp>,
+    target: Option<(u64, Option<f64>)>,
 }
 
 fn vllm_profile() -> Result<EngineProfile, CliError> {
@@ -145,14 +185,134 @@ pub fn run_plan(
         max_model_len: args.max_model_len,
     };
     let startup = predict(&profile, &circuits, &files.text, &files.origin, &run)?;
+    let budget = budget(&profile, engine, &circuits, (&files, &options), &run)?;
     match args.format {
-        OutputFormat::Table => print_table(&files.origin, &engine.quantization, &startup)?,
-        OutputFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&startup))?),
+        OutputFormat::Table => {
+            print_table(&files.origin, &engine.quantization, &startup)?;
+            print_budget(&budget)?;
+        }
+        OutputFormat::Json => {
+            let mut j = json(&startup);
+            add_budget(&mut j["engine"], &budget);
+            outln!("{}", serde_json::to_string_pretty(&j)?)
+        }
         OutputFormat::Jsonl | OutputFormat::Csv => {
             return Err(one_record(args.format));
         }
     }
     Ok(())
+}
+
+/// Answers the budget flags given (each is a few more predictions of the same layout, or of
+/// other TP sizes for `--smallest-tp`).
+fn budget(
+    profile: &EngineProfile,
+    engine: &EngineArgs,
+    circuits: &[circuit_ir::Circuit],
+    (files, options): (&crate::plan::HfFiles, &circuit_hf::ImportOptions),
+    run: &RunSettings,
+) -> Result<Budget, CliError> {
+    let stages: Vec<StageCircuit<'_>> = circuits
+        .iter()
+        .zip(0u64..)
+        .map(|(circuit, stage)| StageCircuit { stage, circuit })
+        .collect();
+    let (text, origin) = (files.text.as_str(), files.origin.as_str());
+    let mut out = Budget::default();
+    if engine.largest_max_model_len || engine.target_kv_tokens.is_some() {
+        let target = engine.target_kv_tokens.unwrap_or(0);
+        let answers = profile.budget_answers(&stages, text, origin, run, target)?;
+        if engine.largest_max_model_len {
+            out.largest_max_model_len = Some(answers.largest_max_model_len);
+        }
+        if let Some(t) = engine.target_kv_tokens {
+            out.target = Some((t, answers.utilization_for_target));
+        }
+    }
+    if engine.largest_max_num_seqs {
+        out.largest_max_num_seqs = Some(profile.largest_max_num_seqs(&stages, text, origin, run)?);
+    }
+    if engine.smallest_tp {
+        // A size the importer refuses (a dim it does not divide) is one the model cannot be
+        // sharded to: skipped, as vLLM would refuse it too.
+        let side = files.side();
+        let stages_for = |tp: u64| {
+            let mut at = *options;
+            at.parallel.tp = tp;
+            stage_circuits(text, origin, &at, &side).ok()
+        };
+        out.smallest_tp =
+            Some(profile.smallest_tp(text, origin, run, SMALLEST_TP_LIMIT, stages_for)?);
+    }
+    Ok(out)
+}
+
+fn print_budget(b: &Budget) -> Result<(), CliError> {
+    if let Some(answer) = b.largest_max_model_len {
+        match answer {
+            Some(n) => outln!("largest max_model_len that starts: {n}"),
+            None => outln!("largest max_model_len that starts: none (nothing starts)"),
+        }
+    }
+    if let Some(answer) = b.largest_max_num_seqs {
+        match answer {
+            Some(n) => outln!("largest max_num_seqs that starts: {n}"),
+            None => outln!("largest max_num_seqs that starts: none (not even 1 starts)"),
+        }
+    }
+    if let Some(tp) = &b.smallest_tp {
+        let tried = tp
+            .tried
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &tp.found {
+            Some((n, s)) => outln!(
+                "smallest tensor_parallel_size that starts: {n} ({} KV tokens; tried {tried})",
+                s.kv_cache_tokens
+            ),
+            None => outln!("smallest tensor_parallel_size that starts: none of {tried}"),
+        }
+    }
+    if let Some((tokens, util)) = b.target {
+        match util {
+            Some(u) => outln!(
+                "gpu_memory_utilization for {tokens} KV tokens: {:.4}",
+                // Rounded up, so the printed figure still holds the target.
+                (u * 1e4).ceil() / 1e4
+            ),
+            None => outln!(
+                "gpu_memory_utilization for {tokens} KV tokens: none (more than the whole device)"
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn add_budget(engine: &mut serde_json::Value, b: &Budget) {
+    if let Some(answer) = b.largest_max_model_len {
+        engine["largest_max_model_len"] = serde_json::json!(answer);
+    }
+    if let Some(answer) = b.largest_max_num_seqs {
+        engine["largest_max_num_seqs"] = serde_json::json!(answer);
+    }
+    if let Some(tp) = &b.smallest_tp {
+        engine["smallest_tp"] = match &tp.found {
+            Some((n, s)) => serde_json::json!({
+                "tensor_parallel_size": n,
+                "kv_cache_tokens": s.kv_cache_tokens,
+                "tried": tp.tried,
+            }),
+            None => serde_json::json!({ "tensor_parallel_size": null, "tried": tp.tried }),
+        };
+    }
+    if let Some((tokens, util)) = b.target {
+        engine["gpu_memory_utilization_for_target"] = serde_json::json!({
+            "target_kv_tokens": tokens,
+            "gpu_memory_utilization": util.map(|u| (u * 1e4).ceil() / 1e4),
+        });
+    }
 }
 
 fn gib(bytes: u64) -> String {
