@@ -160,6 +160,10 @@ pub struct ProfileRunFacts {
     pub logits_rows: String,
     /// Bytes held across the run.
     pub persistent: Vec<Term>,
+    /// Bytes the compiled forward holds beside its planned arena at its peak (e.g. a
+    /// piecewise-compiled graph's piece inputs, which the caller keeps until the piece returns).
+    #[serde(default)]
+    pub forward_held: Vec<Term>,
     /// Bytes live at the sampler, after the forward.
     pub sampler_live: Vec<Term>,
 }
@@ -338,6 +342,8 @@ pub struct Worker {
     pub activation_peak: u64,
     /// The forward's planned live bytes (the arena at the profile rows).
     pub forward_live: u64,
+    /// Bytes held beside the arena at the forward's peak (`profile_run.forward_held`).
+    pub forward_held: u64,
     /// The sampler's live bytes.
     pub sampler_live: u64,
     /// Persistent bytes (workspaces held across the run).
@@ -739,8 +745,18 @@ impl EngineProfile {
             circuit,
             at,
         )?;
+        let forward_held = self.sum_terms(
+            "profile_run.forward_held",
+            &profile_run.forward_held,
+            &names,
+            circuit,
+            at,
+        )?;
+        let forward = forward_live
+            .checked_add(forward_held)
+            .ok_or_else(|| overflow("forward bytes"))?;
         let activation_peak = persistent
-            .checked_add(forward_live.max(sampler_live))
+            .checked_add(forward.max(sampler_live))
             .ok_or_else(|| overflow("activation peak"))?;
 
         let non_kv = weights
@@ -769,6 +785,7 @@ impl EngineProfile {
             weights,
             activation_peak,
             forward_live,
+            forward_held,
             sampler_live,
             persistent,
             non_torch: shape.non_torch,

@@ -186,13 +186,14 @@ fn checks(case: &serde_json::Value, startup: &Startup) -> Vec<Check> {
     out
 }
 
-/// The one figure not within the bound, kept asserted as what it is: the first
+/// The figures not within the bounds, kept asserted as what they are. First the first
 /// pipeline stage's activation peak of Llama-3.1-8B at PP 2 (1.10 GiB printed). The first stage
 /// runs the forward alone (no sampler, no receive buffers), so its peak is the forward's own,
-/// which every other case hides behind the sampler; the planned forward (one dense layer's
-/// MLP at 8192 rows: residual, gate-up [n, 2 x ffn], SiLU-and-mul, 736 MiB) plus the cuBLAS
-/// workspace is 0.75 GiB, 0.35 GiB short of what vLLM measured. docs/engines.md says what the
-/// gap may be; when a change closes it, this test fails until the entry is removed.
+/// which every other case hides behind the sampler: the planned forward (one dense layer's MLP
+/// at 8192 rows: residual, gate-up [n, 2 x ffn], SiLU-and-mul, 736 MiB), the piece inputs the
+/// piecewise-compiled graph holds (128 MiB) and the cuBLAS workspace make 0.88 GiB, 0.22 GiB
+/// short of what vLLM measured. docs/engines.md says what the rest may be; when a change closes
+/// it, this test fails until the entry is removed.
 ///
 /// And Llama-3.1-8B at TP 2's CUDA-graph estimate (1.69 GiB printed): vLLM's own estimate
 /// there is 121.5% above the 0.76 GiB its capture then took (the log's "difference" line), and
@@ -208,14 +209,14 @@ const KNOWN_GAPS: &[(&str, &str, f64, f64)] = &[
     (
         "meta-llama-llama-3-1-8b---h100-80gb--tp1pp2dp1--8192",
         "activation peak GiB",
-        -0.33,
-        -0.30,
+        -0.22,
+        -0.19,
     ),
     (
         "meta-llama-llama-3-1-8b---h100-80gb--tp1pp2dp1--8192",
         "Worker_PP0 activation peak GiB",
-        -0.33,
-        -0.30,
+        -0.22,
+        -0.19,
     ),
 ];
 
