@@ -1,7 +1,8 @@
 //! `cargo xtask plan --engine vllm` and `cargo xtask bench engine`: loads the engine folder
 //! (`engines/<name>-<version>/`, embedded), imports the config, asks engine-profile for the
-//! start-up and prints what the engine would print. I/O and flags only; the model is in the
-//! engine-profile crate and the engine folder.
+//! start-up and prints what the engine would print, with the budget questions the flags ask
+//! (one line, one JSON key each). I/O and flags only; the model is in the engine-profile crate
+//! and the engine folder.
 
 use std::path::Path;
 

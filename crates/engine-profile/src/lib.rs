@@ -1,8 +1,10 @@
 //! Engine profiles as data: an engine's runtime facts (`engines/<engine>/engine.toml`) parsed
 //! into typed values, and the start-up an engine of that profile performs for a circuit:
 //! weights as loaded, the profile run's activation peak, non-torch memory, KV-cache bytes,
-//! blocks, tokens, concurrency at max-model-len and a verdict, per worker of a tensor- and
-//! pipeline-parallel layout (one circuit per stage; the KV blocks are the minimum over workers).
+//! blocks, tokens, concurrency at max-model-len, the CUDA-graph estimate and a verdict, per
+//! worker of a tensor- and pipeline-parallel layout (one circuit per stage; the KV blocks are
+//! the minimum over workers); and the budget questions answered by repeated predictions
+//! (largest max-model-len and max-num-seqs, smallest TP, utilization for a KV target).
 //!
 //! Invariants: the core is engine-agnostic (every engine-specific number or expression comes
 //! from the engine file, the families or the rules); the forward's live bytes come from
