@@ -498,3 +498,39 @@ fn smallest_tp_tries_the_sizes_that_divide_the_heads() {
     assert_eq!(startup.verdict, Verdict::Starts);
     assert_eq!(startup.workers.len(), 2);
 }
+
+#[test]
+fn cuda_graph_captures_follow_vllms_size_list() {
+    let profile = profile();
+    let path = "models/llama-3.1-8b/config.json";
+    let text = config(path);
+    let circuit = circuit_hf::from_config_json(text, path).unwrap();
+    let mut run = RunSettings {
+        device: "h100-80gb".to_owned(),
+        tensor_parallel_size: 1,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: 0.95,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: Some(8192),
+    };
+    let captures = |run: &RunSettings| {
+        let s = profile.predict(&circuit, text, path, run).unwrap();
+        s.workers[0].cuda_graph.captures.clone()
+    };
+    let modes = |p: u64, f: u64| vec![("PIECEWISE".to_owned(), p), ("FULL".to_owned(), f)];
+    // The logs: "PIECEWISE=51 (largest=512), FULL=51 (largest=512)".
+    assert_eq!(captures(&run), modes(51, 51));
+    // 128 sequences: largest min(2 x 128, 512) = 256, so [1, 2, 4] + 8..=248 + [256] piecewise;
+    // FULL (uniform decode) only up to 128.
+    run.max_num_seqs = Some(128);
+    assert_eq!(captures(&run), modes(35, 19));
+    // Fewer batched tokens than that clip both.
+    run.max_num_batched_tokens = Some(64);
+    run.max_num_seqs = Some(64);
+    assert_eq!(captures(&run), modes(11, 11));
+    let s = profile.predict(&circuit, text, path, &run).unwrap();
+    let g = &s.workers[0].cuda_graph;
+    assert_eq!(g.total, g.first_capture + 2 * 10 * g.per_capture);
+    assert_eq!(s.cuda_graph_estimate, g.total);
+}
