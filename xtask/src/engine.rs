@@ -1,7 +1,8 @@
 //! `cargo xtask plan --engine vllm` and `cargo xtask bench engine`: loads the engine folder
 //! (`engines/<name>-<version>/`, embedded), imports the config, asks engine-profile for the
-//! start-up and prints what the engine would print. I/O and flags only; the model is in the
-//! engine-profile crate and the engine folder.
+//! start-up and prints what the engine would print, with the budget questions the flags ask
+//! (one line, one JSON key each). I/O and flags only; the model is in the engine-profile crate
+//! and the engine folder.
 
 use std::path::Path;
 
@@ -53,6 +54,46 @@ pub struct EngineArgs {
         requires = "hf_config"
     )]
     pub quantization: String,
+
+    /// With --engine: also print the largest --max-model-len that starts with the other flags
+    /// (the KV tokens, at most the config's max_position_embeddings, which vLLM will not exceed).
+    ///
+    /// Example: --largest-max-model-len
+    #[arg(long, requires = "engine")]
+    pub largest_max_model_len: bool,
+
+    /// With --engine: also print the largest --max-num-seqs that starts with the other flags
+    /// (at most --max-num-batched-tokens, as vLLM requires).
+    ///
+    /// Example: --largest-max-num-seqs
+    #[arg(long, requires = "engine")]
+    pub largest_max_num_seqs: bool,
+
+    /// With --engine: also print the smallest --tensor-parallel-size that starts with the other
+    /// flags, trying the sizes up to 8 that divide the attention heads.
+    ///
+    /// Example: --smallest-tp
+    #[arg(long, requires = "engine")]
+    pub smallest_tp: bool,
+
+    /// With --engine: also print the --gpu-memory-utilization whose KV cache holds at least
+    /// this many tokens with the other flags.
+    ///
+    /// Example: --target-kv-tokens 500000
+    #[arg(long, value_name = "TOKENS", requires = "engine")]
+    pub target_kv_tokens: Option<u64>,
+}
+
+/// The tensor-parallel sizes `--smallest-tp` tries go up to one node of 8 GPUs.
+const SMALLEST_TP_LIMIT: u64 = 8;
+
+/// The budget questions asked on the command line, answered.
+#[derive(Debug, Default)]
+struct Budget {
+    largest_max_model_len: Option<Option<u64>>,
+    largest_max_num_seqs: Option<Option<u64>>,
+    smallest_tp: Option<engine_profile::SmallestTp>,
+    target: Option<(u64, Option<f64>)>,
 }
 
 fn vllm_profile() -> Result<EngineProfile, CliError> {
@@ -145,14 +186,134 @@ pub fn run_plan(
         max_model_len: args.max_model_len,
     };
     let startup = predict(&profile, &circuits, &files.text, &files.origin, &run)?;
+    let budget = budget(&profile, engine, &circuits, (&files, &options), &run)?;
     match args.format {
-        OutputFormat::Table => print_table(&files.origin, &engine.quantization, &startup)?,
-        OutputFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&startup))?),
+        OutputFormat::Table => {
+            print_table(&files.origin, &engine.quantization, &startup)?;
+            print_budget(&budget)?;
+        }
+        OutputFormat::Json => {
+            let mut j = json(&startup);
+            add_budget(&mut j["engine"], &budget);
+            outln!("{}", serde_json::to_string_pretty(&j)?)
+        }
         OutputFormat::Jsonl | OutputFormat::Csv => {
             return Err(one_record(args.format));
         }
     }
     Ok(())
+}
+
+/// Answers the budget flags given (each is a few more predictions of the same layout, or of
+/// other TP sizes for `--smallest-tp`).
+fn budget(
+    profile: &EngineProfile,
+    engine: &EngineArgs,
+    circuits: &[circuit_ir::Circuit],
+    (files, options): (&crate::plan::HfFiles, &circuit_hf::ImportOptions),
+    run: &RunSettings,
+) -> Result<Budget, CliError> {
+    let stages: Vec<StageCircuit<'_>> = circuits
+        .iter()
+        .zip(0u64..)
+        .map(|(circuit, stage)| StageCircuit { stage, circuit })
+        .collect();
+    let (text, origin) = (files.text.as_str(), files.origin.as_str());
+    let mut out = Budget::default();
+    if engine.largest_max_model_len || engine.target_kv_tokens.is_some() {
+        let target = engine.target_kv_tokens.unwrap_or(0);
+        let answers = profile.budget_answers(&stages, text, origin, run, target)?;
+        if engine.largest_max_model_len {
+            out.largest_max_model_len = Some(answers.largest_max_model_len);
+        }
+        if let Some(t) = engine.target_kv_tokens {
+            out.target = Some((t, answers.utilization_for_target));
+        }
+    }
+    if engine.largest_max_num_seqs {
+        out.largest_max_num_seqs = Some(profile.largest_max_num_seqs(&stages, text, origin, run)?);
+    }
+    if engine.smallest_tp {
+        // A size the importer refuses (a dim it does not divide) is one the model cannot be
+        // sharded to: skipped, as vLLM would refuse it too.
+        let side = files.side();
+        let stages_for = |tp: u64| {
+            let mut at = *options;
+            at.parallel.tp = tp;
+            stage_circuits(text, origin, &at, &side).ok()
+        };
+        out.smallest_tp =
+            Some(profile.smallest_tp(text, origin, run, SMALLEST_TP_LIMIT, stages_for)?);
+    }
+    Ok(out)
+}
+
+fn print_budget(b: &Budget) -> Result<(), CliError> {
+    if let Some(answer) = b.largest_max_model_len {
+        match answer {
+            Some(n) => outln!("largest max_model_len that starts: {n}"),
+            None => outln!("largest max_model_len that starts: none (nothing starts)"),
+        }
+    }
+    if let Some(answer) = b.largest_max_num_seqs {
+        match answer {
+            Some(n) => outln!("largest max_num_seqs that starts: {n}"),
+            None => outln!("largest max_num_seqs that starts: none (not even 1 starts)"),
+        }
+    }
+    if let Some(tp) = &b.smallest_tp {
+        let tried = tp
+            .tried
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &tp.found {
+            Some((n, s)) => outln!(
+                "smallest tensor_parallel_size that starts: {n} ({} KV tokens; tried {tried})",
+                s.kv_cache_tokens
+            ),
+            None => outln!("smallest tensor_parallel_size that starts: none of {tried}"),
+        }
+    }
+    if let Some((tokens, util)) = b.target {
+        match util {
+            Some(u) => outln!(
+                "gpu_memory_utilization for {tokens} KV tokens: {:.4}",
+                // Rounded up, so the printed figure still holds the target.
+                (u * 1e4).ceil() / 1e4
+            ),
+            None => outln!(
+                "gpu_memory_utilization for {tokens} KV tokens: none (more than the whole device)"
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn add_budget(engine: &mut serde_json::Value, b: &Budget) {
+    if let Some(answer) = b.largest_max_model_len {
+        engine["largest_max_model_len"] = serde_json::json!(answer);
+    }
+    if let Some(answer) = b.largest_max_num_seqs {
+        engine["largest_max_num_seqs"] = serde_json::json!(answer);
+    }
+    if let Some(tp) = &b.smallest_tp {
+        engine["smallest_tp"] = match &tp.found {
+            Some((n, s)) => serde_json::json!({
+                "tensor_parallel_size": n,
+                "kv_cache_tokens": s.kv_cache_tokens,
+                "tried": tp.tried,
+            }),
+            None => serde_json::json!({ "tensor_parallel_size": null, "tried": tp.tried }),
+        };
+    }
+    if let Some((tokens, util)) = b.target {
+        engine["gpu_memory_utilization_for_target"] = serde_json::json!({
+            "target_kv_tokens": tokens,
+            "gpu_memory_utilization": util.map(|u| (u * 1e4).ceil() / 1e4),
+        });
+    }
 }
 
 fn gib(bytes: u64) -> String {
@@ -211,16 +372,19 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
         gib(s.requested)
     );
     outln!();
-    outln!("   ranks  stage     weights  activation peak   non-torch    KV cache");
+    outln!(
+        "   ranks  stage     weights  activation peak   non-torch    KV cache  CUDA graphs (est.)"
+    );
     for (ranks, w) in distinct_rows(&s.workers) {
         outln!(
-            "{:>8} {:>6} {:>11} {:>16} {:>11} {:>11}",
+            "{:>8} {:>6} {:>11} {:>16} {:>11} {:>11} {:>19}",
             ranks,
             w.pp_stage,
             gib(w.weights),
             gib(w.activation_peak),
             gib(w.non_torch),
-            gib(w.kv_cache)
+            gib(w.kv_cache),
+            gib(w.cuda_graph.total)
         );
     }
     outln!();
@@ -233,8 +397,22 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
         s.max_model_len,
         s.max_concurrency
     );
+    let captures = s.workers.first().map_or(String::new(), |w| {
+        w.cuda_graph
+            .captures
+            .iter()
+            .map(|(mode, n)| format!("{mode}={n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
     outln!(
-        "CUDA graph estimate: not modelled (printed by vLLM 0.19, not subtracted from the KV cache)"
+        "Estimated CUDA graph memory: {} total ({captures}; {} the KV cache)",
+        gib(s.cuda_graph_estimate),
+        if s.cuda_graph_subtracted {
+            "subtracted from"
+        } else {
+            "printed, not subtracted from"
+        }
     );
     match &s.verdict {
         Verdict::Starts => outln!("verdict   starts"),
@@ -264,7 +442,9 @@ fn json(s: &Startup) -> serde_json::Value {
                 "activation_peak": w.activation_peak,
                 "non_torch": w.non_torch,
                 "kv_cache": w.kv_cache,
+                "cuda_graph_estimate": w.cuda_graph.total,
             })).collect::<Vec<_>>(),
+            "cuda_graph_estimate": s.cuda_graph_estimate,
             "kv_cache_tokens": s.kv_cache_tokens,
             "max_concurrency": s.max_concurrency,
             "starts": s.verdict == Verdict::Starts,
@@ -280,11 +460,12 @@ pub fn bench() -> Result<(), CliError> {
     let cases_path = Path::new("data/vllm/cases.json");
     let cases: Vec<serde_json::Value> = serde_json::from_str(&read_file(cases_path)?)?;
     outln!(
-        "{:<64} {:>22} {:>22} {:>28}",
+        "{:<64} {:>22} {:>22} {:>28} {:>22}",
         "case (worker)",
         "weights GiB",
         "act. peak GiB",
-        "KV tokens"
+        "KV tokens",
+        "CUDA-graph est. GiB"
     );
     let cell = |p: f64, q: f64, d: usize| format!("{p:.d$}/{q:.d$} {:+.2}%", (p - q) / q * 100.0);
     for case in &cases {
@@ -320,7 +501,7 @@ pub fn bench() -> Result<(), CliError> {
         let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
         let w = &s.workers[0];
         outln!(
-            "{name:<64} {:>22} {:>22} {:>28}",
+            "{name:<64} {:>22} {:>22} {:>28} {:>22}",
             cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
             cell(
                 w.activation_peak as f64 / GIB,
@@ -328,6 +509,11 @@ pub fn bench() -> Result<(), CliError> {
                 2
             ),
             cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
+            cell(
+                w.cuda_graph.total as f64 / GIB,
+                printed("cuda_graph_estimated_gib"),
+                2
+            ),
         );
         let tp = options.parallel.tp;
         for (stage, worker) in case["per_worker_profile"]

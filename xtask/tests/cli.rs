@@ -566,3 +566,82 @@ fn layouts_query_names_the_smallest_layout_that_holds_the_kv_tokens() {
         serde_json::json!({"tp": 4, "pp": 1})
     );
 }
+
+#[test]
+fn engine_answers_the_budget_questions() {
+    let llama = root().join("data/models/llama-3.1-8b/config.json");
+    let base = [
+        "plan",
+        "--hf-config",
+        llama.to_str().unwrap(),
+        "--engine",
+        "vllm",
+        "--gpu-memory-utilization",
+        "0.95",
+        "--max-model-len",
+        "8192",
+    ];
+    let asked = [
+        "--largest-max-model-len",
+        "--largest-max-num-seqs",
+        "--smallest-tp",
+        "--target-kv-tokens",
+        "300000",
+    ];
+    // One line each in the table.
+    let o = xtask(&[&base[..], &asked[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for line in [
+        "largest max_model_len that starts: 131072",
+        "largest max_num_seqs that starts: 8192",
+        "smallest tensor_parallel_size that starts: 1 (",
+        "gpu_memory_utilization for 300000 KV tokens: 0.",
+    ] {
+        assert!(out.lines().any(|l| l.starts_with(line)), "{line}\n{out}");
+    }
+    // And in the JSON engine object; the utilization found holds the target when used.
+    let o = xtask(&[&base[..], &asked[..], &["--format", "json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = &j["engine"];
+    assert_eq!(e["largest_max_model_len"], 131072);
+    assert_eq!(e["largest_max_num_seqs"], 8192);
+    assert_eq!(e["smallest_tp"]["tensor_parallel_size"], 1);
+    let util = e["gpu_memory_utilization_for_target"]["gpu_memory_utilization"]
+        .as_f64()
+        .unwrap();
+    let mut at = base.to_vec();
+    let util = util.to_string();
+    at[6] = &util;
+    let o = xtask(&[&at[..], &["--format", "json"]].concat());
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(j["engine"]["kv_cache_tokens"].as_u64().unwrap() >= 300_000);
+    // Mixtral-8x7B's 87 GiB do not fit one H100: TP 2 is the smallest that starts.
+    let mixtral = root().join("data/models/mixtral-8x7b-v0.1/config.json");
+    let mut m = base.to_vec();
+    m[2] = mixtral.to_str().unwrap();
+    let o = xtask(&[&m[..], &["--smallest-tp", "--largest-max-model-len"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("smallest tensor_parallel_size that starts: 2 (466128 KV tokens; tried 1, 2)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("largest max_model_len that starts: none (nothing starts)"),
+        "{out}"
+    );
+    // Each flag is documented, and needs --engine.
+    let help = stdout(&xtask(&["plan", "--help"]));
+    for flag in [
+        "--largest-max-model-len",
+        "--largest-max-num-seqs",
+        "--smallest-tp",
+        "--target-kv-tokens",
+    ] {
+        assert!(help.contains(flag), "{flag} in --help");
+    }
+    let o = xtask(&["plan", "--smallest-tp"]);
+    assert_eq!(o.status.code(), Some(2));
+}

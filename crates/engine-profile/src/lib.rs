@@ -1,8 +1,10 @@
 //! Engine profiles as data: an engine's runtime facts (`engines/<engine>/engine.toml`) parsed
 //! into typed values, and the start-up an engine of that profile performs for a circuit:
 //! weights as loaded, the profile run's activation peak, non-torch memory, KV-cache bytes,
-//! blocks, tokens, concurrency at max-model-len and a verdict, per worker of a tensor- and
-//! pipeline-parallel layout (one circuit per stage; the KV blocks are the minimum over workers).
+//! blocks, tokens, concurrency at max-model-len, the CUDA-graph estimate and a verdict, per
+//! worker of a tensor- and pipeline-parallel layout (one circuit per stage; the KV blocks are
+//! the minimum over workers); and the budget questions answered by repeated predictions
+//! (largest max-model-len and max-num-seqs, smallest TP, utilization for a KV target).
 //!
 //! Invariants: the core is engine-agnostic (every engine-specific number or expression comes
 //! from the engine file, the families or the rules); the forward's live bytes come from
@@ -160,6 +162,10 @@ pub struct ProfileRunFacts {
     pub logits_rows: String,
     /// Bytes held across the run.
     pub persistent: Vec<Term>,
+    /// Bytes the compiled forward holds beside its planned arena at its peak (e.g. a
+    /// piecewise-compiled graph's piece inputs, which the caller keeps until the piece returns).
+    #[serde(default)]
+    pub forward_held: Vec<Term>,
     /// Bytes live at the sampler, after the forward.
     pub sampler_live: Vec<Term>,
 }
@@ -188,12 +194,66 @@ pub struct NonTorchFacts {
     pub tensor_parallel_bytes: u64,
 }
 
-/// The CUDA-graph estimate.
+/// The CUDA-graph memory estimate: the engine captures a few graphs, measures how much device
+/// memory the first and the second capture of each mode took, and extrapolates over the sizes
+/// it will capture (docs/engines.md).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CudaGraphFacts {
-    /// Bytes per captured size (0: not modelled).
-    pub estimate_bytes_per_capture_size: u64,
+    /// The largest captured size, an expression (over `tokens`, `max_num_seqs`, ...).
+    pub max_capture_size: String,
+    /// The candidate sizes, as ranges, each clipped at `max_capture_size`.
+    pub capture_sizes: Vec<SizeRange>,
+    /// The modes captured, each with the sizes it keeps.
+    pub mode: Vec<CaptureMode>,
+    /// Memory the first (largest) capture of a mode takes, an expression.
+    pub first_capture_bytes: String,
+    /// Memory each further capture takes, an expression.
+    pub per_capture_bytes: String,
+    /// The smallest per-capture figure the engine uses.
+    pub min_per_capture_bytes: u64,
+}
+
+/// Sizes `start, start + step, ...` up to `stop` (None: up to the largest captured size).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizeRange {
+    /// The first size.
+    pub start: u64,
+    /// The last size, inclusive.
+    #[serde(default)]
+    pub stop: Option<u64>,
+    /// The step (default 1).
+    #[serde(default = "one")]
+    pub step: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// A capture mode and the sizes it captures.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureMode {
+    /// Its name (`PIECEWISE`, `FULL`).
+    pub name: String,
+    /// The largest size of this mode, an expression (sizes above it are not captured).
+    pub largest: String,
+}
+
+/// The CUDA-graph estimate of one worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaGraphEstimate {
+    /// Sizes captured per mode, in the engine file's order.
+    pub captures: Vec<(String, u64)>,
+    /// The first capture's bytes.
+    pub first_capture: u64,
+    /// Each further capture's bytes.
+    pub per_capture: u64,
+    /// The estimate: the first capture (the modes share one pool, so once) plus every further
+    /// capture of every mode.
+    pub total: u64,
 }
 
 /// An engine file, typed.
@@ -284,6 +344,8 @@ pub struct Worker {
     pub activation_peak: u64,
     /// The forward's planned live bytes (the arena at the profile rows).
     pub forward_live: u64,
+    /// Bytes held beside the arena at the forward's peak (`profile_run.forward_held`).
+    pub forward_held: u64,
     /// The sampler's live bytes.
     pub sampler_live: u64,
     /// Persistent bytes (workspaces held across the run).
@@ -296,6 +358,10 @@ pub struct Worker {
     pub blocks: u64,
     /// Bytes of one KV block over the worker's layers.
     pub block_bytes: u64,
+    /// Kernel launches of the planned forward (the fusion plan's launch groups).
+    pub kernel_launches: u64,
+    /// The CUDA-graph estimate the worker prints.
+    pub cuda_graph: CudaGraphEstimate,
 }
 
 /// Whether the engine starts.
@@ -340,8 +406,10 @@ pub struct Startup {
     pub kv_cache_tokens: u64,
     /// Sequences of max-model-len the cache holds.
     pub max_concurrency: f64,
-    /// The CUDA-graph estimate, bytes.
+    /// The CUDA-graph estimate, bytes: the largest over the workers.
     pub cuda_graph_estimate: u64,
+    /// Whether the engine takes the estimate from the KV budget.
+    pub cuda_graph_subtracted: bool,
     /// The verdict.
     pub verdict: Verdict,
 }
@@ -532,6 +600,7 @@ impl EngineProfile {
         }
         let shape = Shape {
             tokens,
+            seqs,
             requests: tokens.min(seqs),
             stages: pp,
             requested,
@@ -580,6 +649,11 @@ impl EngineProfile {
         } else {
             Verdict::Starts
         };
+        let cuda_graph_estimate = workers
+            .iter()
+            .map(|w| w.cuda_graph.total)
+            .max()
+            .unwrap_or(0);
         Ok(Startup {
             engine: self.file.name.clone(),
             version: self.file.version.clone(),
@@ -591,7 +665,8 @@ impl EngineProfile {
             workers,
             kv_cache_tokens,
             max_concurrency,
-            cuda_graph_estimate: self.file.cuda_graph.estimate_bytes_per_capture_size,
+            cuda_graph_estimate,
+            cuda_graph_subtracted: self.file.kv_cache.subtract_cuda_graph_estimate,
             verdict,
         })
     }
@@ -620,6 +695,7 @@ impl EngineProfile {
         let dtype_bytes = model_dtype_bytes(circuit);
         let mut names: Vec<(&str, u64)> = vec![
             ("tokens", shape.tokens),
+            ("max_num_seqs", shape.seqs),
             ("requests", shape.requests),
             ("hidden", hidden),
             ("vocab", vocab),
@@ -654,7 +730,8 @@ impl EngineProfile {
             &self.file.profile_run.logits_rows,
             &names,
         )?;
-        let forward_live = self.forward_live(circuit, shape.tokens, logits_rows)?;
+        let (forward_live, kernel_launches) =
+            self.forward_live(circuit, shape.tokens, logits_rows)?;
         let profile_run = &self.file.profile_run;
         let sampler_live = self.sum_terms(
             "profile_run.sampler_live",
@@ -670,15 +747,30 @@ impl EngineProfile {
             circuit,
             at,
         )?;
+        let forward_held = self.sum_terms(
+            "profile_run.forward_held",
+            &profile_run.forward_held,
+            &names,
+            circuit,
+            at,
+        )?;
+        let forward = forward_live
+            .checked_add(forward_held)
+            .ok_or_else(|| overflow("forward bytes"))?;
         let activation_peak = persistent
-            .checked_add(forward_live.max(sampler_live))
+            .checked_add(forward.max(sampler_live))
             .ok_or_else(|| overflow("activation peak"))?;
 
         let non_kv = weights
             .checked_add(activation_peak)
             .and_then(|v| v.checked_add(shape.non_torch))
             .ok_or_else(|| overflow("non-KV bytes"))?;
-        let kv_cache = shape.requested.saturating_sub(non_kv);
+        names.push(("kernel_launches", kernel_launches));
+        let cuda_graph = self.cuda_graph(&names)?;
+        let mut kv_cache = shape.requested.saturating_sub(non_kv);
+        if self.file.kv_cache.subtract_cuda_graph_estimate {
+            kv_cache = kv_cache.saturating_sub(cuda_graph.total);
+        }
         let kv_per_token = circuit.state_bytes(1, 1).map_err(|e| EngineError::Plan {
             circuit: circuit.name().to_owned(),
             rows: 1,
@@ -695,23 +787,106 @@ impl EngineProfile {
             weights,
             activation_peak,
             forward_live,
+            forward_held,
             sampler_live,
             persistent,
             non_torch: shape.non_torch,
             kv_cache,
             blocks,
             block_bytes,
+            kernel_launches,
+            cuda_graph,
         })
     }
 
-    /// The forward's live bytes at `tokens` rows with the head at `logits_rows` rows: the
-    /// planned activation arena of the circuit as the profile run shapes it.
+    /// The CUDA-graph estimate: the capture sizes of each mode (the engine file's ranges
+    /// clipped at the largest captured size and at the mode's largest), then the first
+    /// capture once plus each further capture of every mode.
+    fn cuda_graph(&self, names: &[(&str, u64)]) -> Result<CudaGraphEstimate, EngineError> {
+        let facts = &self.file.cuda_graph;
+        let overflow = || EngineError::Overflow {
+            what: "CUDA-graph estimate".to_owned(),
+        };
+        let max = self.eval(
+            "cuda_graph.max_capture_size",
+            &facts.max_capture_size,
+            names,
+        )?;
+        let mut sizes: Vec<u64> = Vec::new();
+        for r in &facts.capture_sizes {
+            if r.step == 0 {
+                return Err(EngineError::Toml {
+                    origin: self.origin.clone(),
+                    message: format!(
+                        "cuda_graph.capture_sizes: range from {} has step 0: must be positive",
+                        r.start
+                    ),
+                });
+            }
+            let stop = r.stop.map_or(max, |s| s.min(max));
+            // A bound on the work: an engine captures tens of sizes, not millions.
+            if stop.saturating_sub(r.start) / r.step > 1 << 16 {
+                return Err(EngineError::Toml {
+                    origin: self.origin.clone(),
+                    message: format!(
+                        "cuda_graph.capture_sizes: range from {} to {stop} step {} holds more than 65536 sizes",
+                        r.start, r.step
+                    ),
+                });
+            }
+            let mut size = r.start;
+            while size <= stop {
+                sizes.push(size);
+                size = size.checked_add(r.step).ok_or_else(overflow)?;
+            }
+        }
+        sizes.sort_unstable();
+        sizes.dedup();
+        let mut captures = Vec::new();
+        for mode in &facts.mode {
+            let item = format!("cuda_graph.mode.{}.largest", mode.name);
+            let largest = self.eval(&item, &mode.largest, names)?;
+            let count = sizes.iter().filter(|&&s| s <= largest).count() as u64;
+            captures.push((mode.name.clone(), count));
+        }
+        let first = self.eval(
+            "cuda_graph.first_capture_bytes",
+            &facts.first_capture_bytes,
+            names,
+        )?;
+        let per = self
+            .eval(
+                "cuda_graph.per_capture_bytes",
+                &facts.per_capture_bytes,
+                names,
+            )?
+            .max(facts.min_per_capture_bytes);
+        let mut total = if captures.iter().any(|(_, n)| *n > 0) {
+            first
+        } else {
+            0
+        };
+        for (_, n) in &captures {
+            let further = n.saturating_sub(1).checked_mul(per).ok_or_else(overflow)?;
+            total = total.checked_add(further).ok_or_else(overflow)?;
+        }
+        Ok(CudaGraphEstimate {
+            captures,
+            first_capture: first,
+            per_capture: per,
+            total,
+        })
+    }
+
+    /// The forward's live bytes at `tokens` rows with the head at `logits_rows` rows (the
+    /// planned activation arena of the circuit as the profile run shapes it), and its kernel
+    /// launches (the fusion plan's launch groups).
     fn forward_live(
         &self,
         circuit: &Circuit,
         tokens: u64,
         logits_rows: u64,
-    ) -> Result<u64, EngineError> {
+    ) -> Result<(u64, u64), EngineError> {
         let plan_err = |message: String| EngineError::Plan {
             circuit: circuit.name().to_owned(),
             rows: tokens,
@@ -727,13 +902,14 @@ impl EngineProfile {
         )
         .map_err(|e| plan_err(e.to_string()))?;
         let plan = planner.plan(tokens).map_err(|e| plan_err(e.to_string()))?;
-        Ok(plan.totals.activations)
+        Ok((plan.totals.activations, plan.groups as u64))
     }
 }
 
 /// The run's shape shared by every stage.
 struct Shape {
     tokens: u64,
+    seqs: u64,
     requests: u64,
     stages: u64,
     requested: u64,
@@ -752,12 +928,22 @@ impl Worker {
 /// Answers to questions the engine cannot answer before booting, from one prediction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetAnswers {
-    /// The largest max-model-len that starts (the KV tokens of the start-up; the profile run
-    /// does not depend on it).
-    pub largest_max_model_len: u64,
+    /// The largest max-model-len that starts (None: nothing starts): the KV tokens of the
+    /// start-up (the profile run does not depend on max-model-len), at most the config's
+    /// `max_position_embeddings`, above which vLLM refuses the length.
+    pub largest_max_model_len: Option<u64>,
     /// The smallest gpu-memory-utilization whose KV cache holds `target_kv_tokens` (None when
     /// even 1.0 does not).
     pub utilization_for_target: Option<f64>,
+}
+
+/// The smallest tensor-parallel size that starts, with its start-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmallestTp {
+    /// The sizes tried, in order: those dividing the attention heads, up to the limit.
+    pub tried: Vec<u64>,
+    /// The first that starts, with its start-up (None: none does).
+    pub found: Option<(u64, Startup)>,
 }
 
 impl EngineProfile {
@@ -772,23 +958,130 @@ impl EngineProfile {
         target_kv_tokens: u64,
     ) -> Result<BudgetAnswers, EngineError> {
         let startup = self.predict_layout(stages, config, config_origin, run)?;
+        let cfg = ConfigFacts::read(config, config_origin)?;
         let overflow = || EngineError::Overflow {
             what: "bytes for the target KV tokens".to_owned(),
         };
         // Blocks are whole: the target needs ceil(target / block_size) of them on every
-        // worker, and the worker that needs the most memory sets the utilization.
+        // worker, and the worker that needs the most memory sets the utilization. The
+        // CUDA-graph estimate counts where the engine subtracts it.
         let blocks = target_kv_tokens.div_ceil(self.file.kv_cache.block_size);
+        let graphs = |w: &Worker| {
+            if self.file.kv_cache.subtract_cuda_graph_estimate {
+                w.cuda_graph.total
+            } else {
+                0
+            }
+        };
         let needed = startup
             .workers
             .iter()
-            .map(|w| w.non_kv()?.checked_add(blocks.checked_mul(w.block_bytes)?))
+            .map(|w| {
+                w.non_kv()?
+                    .checked_add(graphs(w))?
+                    .checked_add(blocks.checked_mul(w.block_bytes)?)
+            })
             .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
             .ok_or_else(overflow)?;
         let utilization = needed as f64 / startup.device_total as f64;
+        let fits =
+            !matches!(startup.verdict, Verdict::NoKvMemory { .. }) && startup.kv_cache_tokens > 0;
         Ok(BudgetAnswers {
-            largest_max_model_len: startup.kv_cache_tokens,
+            largest_max_model_len: fits
+                .then(|| startup.kv_cache_tokens.min(cfg.max_position_embeddings)),
             utilization_for_target: (utilization <= 1.0).then_some(utilization),
         })
+    }
+
+    /// The largest max-num-seqs that starts under `run` (its `max_num_seqs` is ignored), None
+    /// when even one sequence does not. vLLM refuses more sequences than batched tokens
+    /// (config/scheduler.py: max_num_batched_tokens >= max_num_seqs), so the search is over
+    /// 1..=max_num_batched_tokens; more sequences never need less memory (the sampler's rows
+    /// grow), so it bisects, about log2(tokens) predictions.
+    pub fn largest_max_num_seqs(
+        &self,
+        stages: &[StageCircuit<'_>],
+        config: &str,
+        config_origin: &str,
+        run: &RunSettings,
+    ) -> Result<Option<u64>, EngineError> {
+        let tokens = match run.max_num_batched_tokens {
+            Some(t) => t,
+            None => self.device(&run.device)?.max_num_batched_tokens,
+        };
+        let starts = |seqs: u64| -> Result<bool, EngineError> {
+            let at = RunSettings {
+                max_num_seqs: Some(seqs),
+                ..run.clone()
+            };
+            let s = self.predict_layout(stages, config, config_origin, &at)?;
+            Ok(s.verdict == Verdict::Starts)
+        };
+        if tokens == 0 || !starts(1)? {
+            return Ok(None);
+        }
+        if starts(tokens)? {
+            return Ok(Some(tokens));
+        }
+        // starts(lo), !starts(hi).
+        let (mut lo, mut hi) = (1u64, tokens);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if starts(mid)? {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(Some(lo))
+    }
+
+    /// The smallest tensor-parallel size that starts under `run` (its tensor-parallel size is
+    /// ignored): the sizes from 1 to `limit` that divide config.json's `num_attention_heads`,
+    /// in order. `stages_for(tp)` gives the layout's per-stage circuits at that size (the
+    /// caller imports them); a size whose import fails is skipped, as one the model cannot be
+    /// sharded to.
+    pub fn smallest_tp<F>(
+        &self,
+        config: &str,
+        config_origin: &str,
+        run: &RunSettings,
+        limit: u64,
+        mut stages_for: F,
+    ) -> Result<SmallestTp, EngineError>
+    where
+        F: FnMut(u64) -> Option<Vec<Circuit>>,
+    {
+        let cfg = ConfigFacts::read(config, config_origin)?;
+        let heads = cfg.num_attention_heads.ok_or_else(|| EngineError::Config {
+            origin: config_origin.to_owned(),
+            message: "num_attention_heads: absent or not an integer (the smallest TP divides it)"
+                .to_owned(),
+        })?;
+        let mut tried = Vec::new();
+        for tp in (1..=limit).filter(|tp| heads % tp == 0) {
+            tried.push(tp);
+            let Some(circuits) = stages_for(tp) else {
+                continue;
+            };
+            let stages: Vec<StageCircuit<'_>> = circuits
+                .iter()
+                .zip(0u64..)
+                .map(|(circuit, stage)| StageCircuit { stage, circuit })
+                .collect();
+            let at = RunSettings {
+                tensor_parallel_size: tp,
+                ..run.clone()
+            };
+            let startup = self.predict_layout(&stages, config, config_origin, &at)?;
+            if startup.verdict == Verdict::Starts {
+                return Ok(SmallestTp {
+                    tried,
+                    found: Some((tp, startup)),
+                });
+            }
+        }
+        Ok(SmallestTp { tried, found: None })
     }
 }
 
@@ -831,6 +1124,8 @@ struct ConfigFacts {
     max_position_embeddings: u64,
     /// The whole vocabulary: the sampler sees every rank's logits gathered.
     vocab_size: u64,
+    /// Attention heads (the tensor-parallel sizes that shard them evenly).
+    num_attention_heads: Option<u64>,
 }
 
 impl ConfigFacts {
@@ -858,6 +1153,7 @@ impl ConfigFacts {
         Ok(ConfigFacts {
             max_position_embeddings,
             vocab_size,
+            num_attention_heads: root.get("num_attention_heads").and_then(|v| v.as_u64()),
         })
     }
 }
