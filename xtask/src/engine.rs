@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use engine_profile::{
-    EngineProfile, ProfileTexts, RunSettings, StageCircuit, Startup, Verdict, Worker,
+    EngineProfile, ModelFacts, ProfileTexts, RunSettings, StageCircuit, Startup, Verdict, Worker,
 };
 
 use crate::CliError;
@@ -126,7 +126,7 @@ fn stage_circuits(
     origin: &str,
     options: &circuit_hf::ImportOptions,
     side: &[circuit_hf::SideFile<'_>],
-) -> Result<Vec<circuit_ir::Circuit>, CliError> {
+) -> Result<(Vec<circuit_ir::Circuit>, ModelFacts), CliError> {
     let sharded = circuit_hf::import_parallel(text, origin, options, side)?;
     let p = options.parallel;
     // The engine profile takes one circuit per stage: ranks of a stage must hold the same
@@ -138,7 +138,18 @@ fn stage_circuits(
         )
         .into());
     }
-    Ok(sharded.imports.into_iter().map(|i| i.circuit).collect())
+    // The model's sizes as its class gives them, which config.json may omit (Gemma 3's text
+    // config gives neither its vocabulary nor its context length).
+    let first = &sharded.imports[0];
+    let model = ModelFacts {
+        max_position_embeddings: first.max_position_embeddings,
+        vocab_size: first.vocab_size,
+        num_attention_heads: first.num_attention_heads,
+    };
+    Ok((
+        sharded.imports.into_iter().map(|i| i.circuit).collect(),
+        model,
+    ))
 }
 
 fn predict(
@@ -175,7 +186,7 @@ pub fn run_plan(
         .as_deref()
         .ok_or("--engine needs --hf-config")?;
     let files = crate::plan::HfFiles::read(path)?;
-    let circuits = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
+    let (circuits, model) = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
     let run = RunSettings {
         device: "h100-80gb".to_owned(),
         tensor_parallel_size: options.parallel.tp,
@@ -184,6 +195,7 @@ pub fn run_plan(
         max_num_batched_tokens: engine.max_num_batched_tokens,
         max_num_seqs: engine.max_num_seqs,
         max_model_len: args.max_model_len,
+        model: Some(model),
     };
     let startup = predict(&profile, &circuits, &files.text, &files.origin, &run)?;
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)?;
@@ -240,7 +252,9 @@ fn budget(
         let stages_for = |tp: u64| {
             let mut at = *options;
             at.parallel.tp = tp;
-            stage_circuits(text, origin, &at, &side).ok()
+            stage_circuits(text, origin, &at, &side)
+                .ok()
+                .map(|(circuits, _)| circuits)
         };
         out.smallest_tp =
             Some(profile.smallest_tp(text, origin, run, SMALLEST_TP_LIMIT, stages_for)?);
@@ -487,6 +501,7 @@ pub fn bench() -> Result<(), CliError> {
             dp: 1,
             expert_parallel: false,
         };
+        let (circuits, model) = stage_circuits(&text, &origin, &options, &[])?;
         let run = RunSettings {
             device: "h100-80gb".to_owned(),
             tensor_parallel_size: options.parallel.tp,
@@ -495,8 +510,8 @@ pub fn bench() -> Result<(), CliError> {
             max_num_batched_tokens: None,
             max_num_seqs: None,
             max_model_len: case["max_model_len"].as_u64(),
+            model: Some(model),
         };
-        let circuits = stage_circuits(&text, &origin, &options, &[])?;
         let s = predict(&profile, &circuits, &text, &origin, &run)?;
         let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
         let w = &s.workers[0];

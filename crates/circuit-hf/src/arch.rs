@@ -56,6 +56,9 @@ pub(crate) struct Arch {
     pub tensor_prefix: &'static str,
     /// The vision tower and projector of a multimodal checkpoint, held as weights only.
     pub vision: Option<crate::vision::VisionTower>,
+    /// `max_position_embeddings`: no byte of the circuit depends on it (the planned context is
+    /// the caller's), but an engine takes it as the default max model length.
+    pub context: u64,
     /// The tensor-parallel ranks the sizes above are one rank's share of (1: unsharded);
     /// above 1 the emitter adds the collectives that join the shares.
     pub tp: u64,
@@ -234,6 +237,8 @@ struct Sizes {
     heads: u64,
     /// `intermediate_size`: the dense MLP width (Mixtral: each expert's).
     ffn: u64,
+    /// `max_position_embeddings`: the longest sequence the model was built for.
+    context: u64,
 }
 
 impl Sizes {
@@ -256,12 +261,31 @@ impl Sizes {
             ModelType::Llama4Text => (202048, 5120, 48, 40, 8192),
             ModelType::Qwen3Next => (151936, 2048, 48, 16, 5632),
         };
+        // `max_position_embeddings`, as each class defaults it (`4096 * 32` for Mistral,
+        // Mixtral and Llama 4).
+        let context = match model {
+            ModelType::Llama | ModelType::Granite | ModelType::Phi | ModelType::DeepseekV2 => 2048,
+            ModelType::Phi3 | ModelType::DeepseekV3 | ModelType::KimiK2 => 4096,
+            ModelType::Gemma | ModelType::Gemma2 => 8192,
+            ModelType::Qwen2
+            | ModelType::Qwen3
+            | ModelType::Qwen3Moe
+            | ModelType::Qwen2Moe
+            | ModelType::Qwen3Next => 32768,
+            ModelType::Mistral
+            | ModelType::Mixtral
+            | ModelType::Gemma3Text
+            | ModelType::GptOss
+            | ModelType::Glm4Moe
+            | ModelType::Llama4Text => 131072,
+        };
         Sizes {
             vocab,
             hidden,
             layers,
             heads,
             ffn,
+            context,
         }
     }
 }
@@ -273,6 +297,7 @@ struct Base {
     hidden: u64,
     layers: u64,
     heads: u64,
+    context: u64,
 }
 
 impl Base {
@@ -283,6 +308,11 @@ impl Base {
             hidden: cfg.int_or("hidden_size", 1, d.hidden)?,
             layers: cfg.int_or_in("num_hidden_layers", 1, MAX_LAYERS, d.layers)?,
             heads: cfg.int_or("num_attention_heads", 1, d.heads)?,
+            // Not reported among the defaults: no byte of the circuit depends on it.
+            context: match cfg.int("max_position_embeddings", 1, u64::MAX)? {
+                Got::Value(v) => v,
+                Got::Missing | Got::Null => d.context,
+            },
         })
     }
 
@@ -317,6 +347,7 @@ impl Base {
             nope_temperature: false,
             tensor_prefix: "",
             vision: None,
+            context: self.context,
             tp: 1,
             mtp_names: MtpNames::DeepSeek,
             mtp_fc_rows: self.hidden,

@@ -82,6 +82,14 @@ pub struct Import {
     /// Side files handed in but not read (config.json's own quantization block wins, as in
     /// vLLM).
     pub side_files_ignored: Vec<String>,
+    /// `max_position_embeddings` (the model class's default when absent): no byte of the
+    /// circuit depends on it; an engine's default max model length does.
+    pub max_position_embeddings: u64,
+    /// The whole model's vocabulary and attention heads, before any sharding (a rank's circuit
+    /// holds its share): what an engine's sampler and its TP sizes see.
+    pub vocab_size: u64,
+    /// See `vocab_size`.
+    pub num_attention_heads: u64,
 }
 
 /// Builds the circuit of a `config.json` text. `origin` names the file in error messages and
@@ -207,6 +215,9 @@ pub(crate) fn import_shaped(
             kv_cache_format: kv_cache_format.clone(),
             quantization: b.quantization,
             side_files_ignored: side_files_ignored.clone(),
+            max_position_embeddings: arch.context,
+            vocab_size: arch.vocab,
+            num_attention_heads: arch.heads,
         })
         .collect())
 }

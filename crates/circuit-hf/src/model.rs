@@ -312,9 +312,9 @@ static COMMON: &[KeyInfo] = &[
     ignored("rope_theta", NO_MEMORY),
     ignored("rope_scaling", NO_MEMORY),
     ignored("rope_parameters", NO_MEMORY),
-    ignored(
+    read(
         "max_position_embeddings",
-        "the context length is the planner's `--kv-tokens`, not a config key",
+        "default (and null): the type's class default, not reported among the defaults since no byte of the circuit depends on it (the planned context is `--kv-tokens`); `--engine` takes it as the default max model length",
     ),
     ignored("attention_dropout", NO_MEMORY),
     ignored("pretraining_tp", NO_MEMORY),

@@ -317,6 +317,21 @@ pub struct RunSettings {
     pub max_num_seqs: Option<u64>,
     /// Max model length (None: the config's `max_position_embeddings`).
     pub max_model_len: Option<u64>,
+    /// The model's sizes as its configuration class gives them (config.json's values, or the
+    /// class defaults it omits: the importer knows them, this crate reads no model class);
+    /// None: read them from config.json, which must then hold them.
+    pub model: Option<ModelFacts>,
+}
+
+/// What the profile needs of the model beyond its circuits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelFacts {
+    /// `max_position_embeddings`: the default max model length, and the rotary cache's rows.
+    pub max_position_embeddings: u64,
+    /// The whole vocabulary (the sampler sees every rank's logits gathered).
+    pub vocab_size: u64,
+    /// Attention heads (the tensor-parallel sizes that shard them evenly).
+    pub num_attention_heads: u64,
 }
 
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
@@ -584,7 +599,7 @@ impl EngineProfile {
             what: what.to_owned(),
         };
         let world = tp.checked_mul(pp).ok_or_else(|| overflow("world size"))?;
-        let cfg = ConfigFacts::read(config, config_origin)?;
+        let cfg = ConfigFacts::read(config, config_origin, run.model)?;
         let max_model_len = run.max_model_len.unwrap_or(cfg.max_position_embeddings);
         let requested = (device.cuda_total_bytes as f64 * run.gpu_memory_utilization).ceil() as u64;
         let facts = &self.file.non_torch;
@@ -958,7 +973,7 @@ impl EngineProfile {
         target_kv_tokens: u64,
     ) -> Result<BudgetAnswers, EngineError> {
         let startup = self.predict_layout(stages, config, config_origin, run)?;
-        let cfg = ConfigFacts::read(config, config_origin)?;
+        let cfg = ConfigFacts::read(config, config_origin, run.model)?;
         let overflow = || EngineError::Overflow {
             what: "bytes for the target KV tokens".to_owned(),
         };
@@ -1052,7 +1067,7 @@ impl EngineProfile {
     where
         F: FnMut(u64) -> Option<Vec<Circuit>>,
     {
-        let cfg = ConfigFacts::read(config, config_origin)?;
+        let cfg = ConfigFacts::read(config, config_origin, run.model)?;
         let heads = cfg.num_attention_heads.ok_or_else(|| EngineError::Config {
             origin: config_origin.to_owned(),
             message: "num_attention_heads: absent or not an integer (the smallest TP divides it)"
@@ -1129,7 +1144,18 @@ struct ConfigFacts {
 }
 
 impl ConfigFacts {
-    fn read(text: &str, origin: &str) -> Result<ConfigFacts, EngineError> {
+    fn read(
+        text: &str,
+        origin: &str,
+        model: Option<ModelFacts>,
+    ) -> Result<ConfigFacts, EngineError> {
+        if let Some(m) = model {
+            return Ok(ConfigFacts {
+                max_position_embeddings: m.max_position_embeddings,
+                vocab_size: m.vocab_size,
+                num_attention_heads: Some(m.num_attention_heads),
+            });
+        }
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| EngineError::Config {
                 origin: origin.to_owned(),

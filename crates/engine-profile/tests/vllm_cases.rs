@@ -67,6 +67,7 @@ fn run_of(case: &serde_json::Value) -> RunSettings {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: case["max_model_len"].as_u64(),
+        model: None,
     }
 }
 
@@ -310,6 +311,7 @@ fn budget_answers_are_consistent_with_predictions() {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: Some(8192),
+        model: None,
     };
     let stages = [StageCircuit {
         stage: 0,
@@ -395,6 +397,7 @@ fn a_layout_needs_one_circuit_per_stage() {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: Some(8192),
+        model: None,
     };
     // The whole model is not a TP rank's shard.
     let err = profile.predict(&circuit, text, path, &run).unwrap_err();
@@ -434,6 +437,7 @@ fn largest_max_num_seqs_is_the_edge_of_starting() {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: Some(8192),
+        model: None,
     };
     // With room to spare every count up to the batched tokens starts (vLLM allows no more).
     assert_eq!(
@@ -475,6 +479,7 @@ fn smallest_tp_tries_the_sizes_that_divide_the_heads() {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: Some(8192),
+        model: None,
     };
     let stages_for = |tp: u64| {
         let mut options = ImportOptions::default();
@@ -513,6 +518,7 @@ fn cuda_graph_captures_follow_vllms_size_list() {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: Some(8192),
+        model: None,
     };
     let captures = |run: &RunSettings| {
         let s = profile.predict(&circuit, text, path, run).unwrap();
