@@ -216,6 +216,9 @@ impl Solver<'_> {
         if lower > capacity {
             return Proof::DoesNotFit;
         }
+        if self.steps_left == 0 || self.stopped() {
+            return Proof::Unproven;
+        }
         let mut parts = self.parts();
         for state in parts.iter_mut().filter(|s| s.best > capacity) {
             if state.ids.len() > self.params.max_exact_buffers {
@@ -294,6 +297,14 @@ impl Solver<'_> {
     }
 
     fn minimize(&mut self, lower: u64) -> Proof {
+        // The part tables below cost O(n log n) more: a stop that came during the greedy
+        // ends the run here.
+        if self.part_height_all() <= lower {
+            return Proof::Optimal;
+        }
+        if self.steps_left == 0 || self.stopped() {
+            return Proof::Unproven;
+        }
         let mut parts = self.parts();
         for state in &mut parts {
             let subset: Vec<Buffer> = state

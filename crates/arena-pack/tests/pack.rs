@@ -610,6 +610,63 @@ fn large_random_parts_give_valid_placements() {
     }
 }
 
+/// A `stop` already set when `solve` starts: no search node, and the plain stacking of the
+/// greedy's first pass cut short before its first buffer (every buffer above the previous one),
+/// for either goal.
+#[test]
+fn a_stop_already_set_returns_the_stacking() {
+    let buffers = pack::synth::transformer(1, 3_000);
+    let stop = || true;
+    let limits = Limits {
+        max_steps: 1_000_000,
+        stop: Some(&stop),
+    };
+    let unshared = pack::unshared(&buffers).unwrap();
+    let lower = pack::lower_bound(&buffers).unwrap();
+    for goal in [Goal::Minimize, Goal::Fit { capacity: lower }] {
+        let s = pack::solve(&buffers, goal, &limits).unwrap();
+        let height = independent(&buffers, &s.placement.offsets, None);
+        offsets_rest_on_ends(&buffers, &s.placement.offsets);
+        assert_eq!(height, s.placement.height, "{goal:?}");
+        assert_eq!(height, unshared, "{goal:?}");
+        assert_eq!(s.steps, 0, "{goal:?}");
+        assert_eq!(s.proof, Proof::Unproven, "{goal:?}");
+    }
+}
+
+/// A `stop` that fires at its n-th poll, wherever that falls (inside a greedy pass, the part
+/// tables, a window of the layered search): the placement is valid, between the two bounds,
+/// and on one thread (a fixed order of polls) the same run after run.
+#[test]
+fn a_stop_at_any_poll_returns_a_valid_placement() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let buffers = pack::synth::transformer(4, 3_000);
+    let unshared = pack::unshared(&buffers).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    for polls in [1u64, 2, 3, 5, 10, 30, 100, 1_000] {
+        let run = || {
+            let count = AtomicU64::new(0);
+            let stop = || count.fetch_add(1, Ordering::Relaxed) + 1 >= polls;
+            let limits = Limits {
+                max_steps: 1_000_000,
+                stop: Some(&stop),
+            };
+            pool.install(|| pack::solve(&buffers, Goal::Minimize, &limits).unwrap())
+        };
+        let s = run();
+        let height = independent(&buffers, &s.placement.offsets, None);
+        assert_eq!(height, s.placement.height, "stop at poll {polls}");
+        assert!(
+            height >= s.lower_bound && height <= unshared,
+            "stop at poll {polls}"
+        );
+        assert_eq!(s, run(), "stop at poll {polls}");
+    }
+}
+
 #[test]
 fn large_workload_returns_a_valid_placement_within_limits() {
     let buffers = pack::synth::transformer(1, 10_000);
