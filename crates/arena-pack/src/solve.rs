@@ -166,6 +166,32 @@ struct PartState {
     unit: u64,
     /// Whether a layered attempt was made on a part small enough for the exact search.
     tried_layered: bool,
+    /// The capacity-style ladder of `Goal::Minimize`: the exponent of the next rung to
+    /// consider (`None` once the ladder is over) and the last rung tried.
+    rung: Option<u32>,
+    last_rung: Option<u64>,
+}
+
+impl PartState {
+    /// The next rung of the ladder below `high`: the lower bound rounded up to a multiple of
+    /// 2^k (then down to the unit), for k from 63 down, each rung below the last one. The slack
+    /// above the bound is under 2^k, so the rungs close in on it geometrically, and they are
+    /// the round capacities a caller of `Goal::Fit` would ask for.
+    fn next_rung(&mut self, low: u64, high: u64) -> Option<u64> {
+        while let Some(k) = self.rung {
+            self.rung = k.checked_sub(1);
+            let step = 1u64 << k;
+            let Some(target) = low.div_ceil(step).checked_mul(step) else {
+                continue;
+            };
+            let target = target / self.unit * self.unit;
+            if target >= low && target < high && self.last_rung.is_none_or(|last| target < last) {
+                self.last_rung = Some(target);
+                return Some(target);
+            }
+        }
+        None
+    }
 }
 
 impl Solver<'_> {
@@ -199,6 +225,8 @@ impl Solver<'_> {
                     pass_budget: self.params.minimize_first_pass_steps,
                     unit,
                     tried_layered: false,
+                    rung: Some(63),
+                    last_rung: None,
                 }
             })
             .collect()
@@ -331,12 +359,15 @@ impl Solver<'_> {
             let state = &mut parts[index];
             let len = state.ids.len();
             if !state.tried_layered
+                && state.rung.is_none()
                 && len > 4 * self.params.window
                 && len <= self.params.max_exact_buffers
                 && self.steps_left >= self.params.layered_first_steps
             {
                 // Long-lived buffers (saved activations) defeat the bottom-up search; one
-                // layered attempt at the bound, with a small budget, often places them.
+                // layered attempt at the bound, with a small budget, often places them. It
+                // comes after the ladder below: before it, on MiniMalloc's J (409 buffers) it
+                // took most of a 2 s limit and the ladder's fit at 1 MiB never ran.
                 state.tried_layered = true;
                 let budget =
                     (len as u64).saturating_mul(self.params.layered_first_nodes_per_buffer);
@@ -377,6 +408,31 @@ impl Solver<'_> {
             // sum of sizes, so a multiple of their gcd: targets between two multiples are the
             // same target.
             let unit = state.unit;
+            // Between the first pass's attempt at the lower bound and its bisection, the
+            // ladder of round capacities, loosest first, each with the node budget of
+            // `Goal::Fit`'s first pass: the bisection's cheap attempts at loose targets fail
+            // where one fit at a round capacity succeeds (MiniMalloc's D and J at 1 MiB), so
+            // this makes Minimize no worse than a fit at those heights. The first rung that
+            // runs out of nodes ends the ladder (tighter rungs are rarely easier), and a rung
+            // shown impossible ends it too (the next rungs are below the new bound).
+            if state.pass_started
+                && let Some(target) = state.next_rung(low, high)
+            {
+                self.attempt_left = self
+                    .params
+                    .fit_first_pass_steps
+                    .min(self.steps_left / 2)
+                    .max(1);
+                match self.attempt(state, target) {
+                    Outcome::Found => {}
+                    Outcome::Exhausted => {
+                        state.low = target + unit;
+                        state.rung = None;
+                    }
+                    Outcome::Aborted => state.rung = None,
+                }
+                continue;
+            }
             let from = if state.pass_started {
                 state.pass_from.max(low).div_ceil(unit).saturating_mul(unit)
             } else {
