@@ -812,7 +812,7 @@ fn minimalloc_greedy_needs_more_than_the_capacity() {
 /// with 1M nodes Minimize stayed at the greedy height on J, 1.3126 x the bound).
 #[test]
 fn minimize_is_no_worse_than_a_fit_at_the_capacity() {
-    for name in ["D", "J"] {
+    for (name, minimized_height) in [("D", 1_032_192), ("J", MINIMALLOC_CAPACITY)] {
         let buffers = minimalloc(name);
         let fit = Goal::Fit {
             capacity: MINIMALLOC_CAPACITY,
@@ -822,7 +822,8 @@ fn minimize_is_no_worse_than_a_fit_at_the_capacity() {
         let fit_height = independent(&buffers, &fitted.placement.offsets, None);
         let height = independent(&buffers, &minimized.placement.offsets, None);
         assert_eq!(fit_height, MINIMALLOC_CAPACITY, "{name}");
-        assert_eq!(height, MINIMALLOC_CAPACITY, "{name}");
+        assert_eq!(height, minimized_height, "{name}");
+        assert!(height <= fit_height, "{name}");
         assert_eq!(minimized.proof, Proof::Unproven, "{name}");
     }
 }
