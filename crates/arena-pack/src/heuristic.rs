@@ -12,12 +12,15 @@
 //! whatever the overlaps, and always run. The others find a buffer's placed neighbours in a
 //! [`TimeIndex`], O(overlapping pairs) in all; they run only when the pairs, counted first in
 //! O(n log n), number at most [`Params::greedy_pairs`](crate::Params) (a deterministic
-//! choice), and stop early when the caller's `stop` fires.
+//! choice). Every pass polls the caller's `stop` as it goes and is dropped when it
+//! fires, except the start-order tightest-fit pass, which starts first: cut short, it stacks
+//! the buffers it has not reached above those it placed, so a valid placement exists however
+//! early the stop comes (a stop already set gives the plain stacking, in O(n log n)).
 
 use rayon::prelude::*;
 
 use crate::interval::{TimeIndex, overlapping_pairs};
-use crate::sweep::sweep;
+use crate::sweep::sweep_until;
 use crate::{Buffer, PackError, Params, Placement, check_intervals, unshared};
 
 /// How a pass picks among the gaps a buffer fits in.
@@ -62,8 +65,9 @@ pub fn heuristic(buffers: &[Buffer]) -> Result<Placement, PackError> {
     greedy(buffers, &Params::default(), None)
 }
 
-/// [`heuristic`] with the caller's parameters and `stop` poll (the start-order passes always
-/// complete, so a placement is always returned).
+/// [`heuristic`] with the caller's parameters and `stop` poll. A placement is always
+/// returned: the start-order tightest-fit pass runs first (beside the others), and when `stop`
+/// cuts it short the buffers it has not reached are stacked above the ones it placed.
 pub(crate) fn greedy(
     buffers: &[Buffer],
     params: &Params,
@@ -71,36 +75,80 @@ pub(crate) fn greedy(
 ) -> Result<Placement, PackError> {
     check_intervals(buffers)?;
     unshared(buffers)?;
-    let affordable = overlapping_pairs(buffers) <= params.greedy_pairs;
-    let congestion = if affordable {
-        congestion(buffers)?
-    } else {
-        Vec::new()
-    };
     let passes: Vec<(Order, Fit)> = ORDERS
         .iter()
         .flat_map(|&order| [(order, Fit::Tightest), (order, Fit::Lowest)])
         .collect();
-    let best = passes
-        .par_iter()
-        .enumerate()
-        .filter_map(|(index, &(order, fit))| {
-            let placement = if order == Order::Start {
-                let ranked = rank(buffers, order, &[]);
-                let mut offsets = vec![0; buffers.len()];
-                let height = sweep(buffers, &ranked, fit, &mut offsets);
-                Placement { offsets, height }
-            } else if affordable {
-                let ranked = rank(buffers, order, &congestion);
-                best_fit(buffers, &ranked, fit, stop)?
+    // The pass index breaks ties between equal heights, as when every pass ran in one loop.
+    let first = passes
+        .iter()
+        .position(|&pass| pass == (Order::Start, Fit::Tightest))
+        .unwrap_or(0);
+    let stopped = || stop.is_some_and(|stop| stop());
+    let (guaranteed, others) = rayon::join(
+        || first_pass(buffers, stop),
+        || -> Result<Option<(u64, usize, Placement)>, PackError> {
+            if stopped() {
+                return Ok(None);
+            }
+            let affordable = overlapping_pairs(buffers) <= params.greedy_pairs;
+            let congestion = if affordable && !stopped() {
+                congestion(buffers)?
             } else {
-                return None;
+                Vec::new()
             };
-            Some((placement.height, index, placement))
-        })
-        .min_by_key(|(height, index, _)| (*height, *index))
-        .map(|(_, _, placement)| placement);
-    Ok(best.unwrap_or_default())
+            Ok(passes
+                .par_iter()
+                .enumerate()
+                .filter(|&(index, _)| index != first)
+                .filter_map(|(index, &(order, fit))| {
+                    // Ranking and indexing cost O(n log n) before a pass's first poll.
+                    if stopped() {
+                        return None;
+                    }
+                    let placement = if order == Order::Start {
+                        let ranked = rank(buffers, order, &[]);
+                        let mut offsets = vec![0; buffers.len()];
+                        let height = sweep_until(buffers, &ranked, fit, &mut offsets, stop).ok()?;
+                        Placement { offsets, height }
+                    } else if affordable && !congestion.is_empty() {
+                        let ranked = rank(buffers, order, &congestion);
+                        best_fit(buffers, &ranked, fit, stop)?
+                    } else {
+                        return None;
+                    };
+                    Some((placement.height, index, placement))
+                })
+                .min_by_key(|(height, index, _)| (*height, *index)))
+        },
+    );
+    let mut best = (guaranteed.height, first, guaranteed);
+    if let Some(other) = others?
+        && (other.0, other.1) < (best.0, best.1)
+    {
+        best = other;
+    }
+    Ok(best.2)
+}
+
+/// The start-order pass at the tightest gap, polling `stop`; when it fires, the buffers not
+/// reached yet are stacked one above the other over the placed ones (valid: the placed ones
+/// all end at or below their height), so a placement exists however early the stop came.
+fn first_pass(buffers: &[Buffer], stop: Option<&(dyn Fn() -> bool + Sync)>) -> Placement {
+    let ranked = rank(buffers, Order::Start, &[]);
+    let mut offsets = vec![0; buffers.len()];
+    let height = match sweep_until(buffers, &ranked, Fit::Tightest, &mut offsets, stop) {
+        Ok(height) => height,
+        Err((placed, mut top)) => {
+            // No overflow: the total is at most the unshared sum, checked by the caller.
+            for &i in &ranked[placed..] {
+                offsets[i as usize] = top;
+                top += buffers[i as usize].size;
+            }
+            top
+        }
+    };
+    Placement { offsets, height }
 }
 
 /// The live buffers in the given order.
@@ -226,12 +274,16 @@ fn best_fit(
     Some(Placement { offsets, height })
 }
 
+/// Neighbours visited (plus buffers placed) between two polls of `stop` in [`best_fit_onto`]:
+/// well under a millisecond of work.
+const POLL_WORK: usize = 1 << 14;
+
 /// Marks a buffer not placed yet in [`best_fit_onto`].
 pub(crate) const UNPLACED: u64 = u64::MAX;
 
 /// Places the buffers of `order` around those already placed (`offsets[i] != UNPLACED`, kept
 /// where they are); returns the height of the buffers it placed, or `None` when `stop` fired
-/// (polled every 1024 buffers).
+/// (polled before the first buffer and after every [`POLL_WORK`] neighbours visited).
 pub(crate) fn best_fit_onto(
     buffers: &[Buffer],
     order: &[u32],
@@ -245,9 +297,15 @@ pub(crate) fn best_fit_onto(
     }
     let mut below: Vec<(u64, u64)> = Vec::new();
     let mut height = 0u64;
-    for (k, &i) in order.iter().enumerate() {
-        if k % 1024 == 1023 && stop.is_some_and(|stop| stop()) {
-            return None;
+    // A buffer costs its placed neighbours (thousands each among long-lived buffers), so the
+    // poll comes after a fixed amount of that work, not after a fixed count of buffers.
+    let mut work = POLL_WORK;
+    for &i in order {
+        if work >= POLL_WORK {
+            if stop.is_some_and(|stop| stop()) {
+                return None;
+            }
+            work = 0;
         }
         let i = i as usize;
         let b = &buffers[i];
@@ -257,6 +315,7 @@ pub(crate) fn best_fit_onto(
             below.push((offsets[n], offsets[n] + buffers[n].size));
         });
         below.sort_unstable();
+        work += below.len() + 1;
         let offset = pick_gap(&below, b.size, fit);
         offsets[i] = offset;
         index.enter(i);

@@ -49,7 +49,8 @@ pub(crate) fn layered(
         outer: None,
     };
     let windowed = windowed(buffers, ids, capacity, budget / 2, &interrupt, params);
-    if windowed.outcome == Outcome::Found || !affordable(buffers, ids, params) {
+    if windowed.outcome == Outcome::Found || interrupt.fired() || !affordable(buffers, ids, params)
+    {
         return windowed;
     }
     let mut steps = windowed.steps;
@@ -137,8 +138,10 @@ fn run_one(
         steps,
         offsets: Vec::new(),
     };
+    // Each table below costs up to O(whole_part_cells) before the search's first poll: the
+    // interrupt is polled between them.
     let base = with_base.then(|| BaseLayer::new(buffers, ids, params));
-    if base.as_ref().is_some_and(|b| b.exceeds(buffers, capacity)) {
+    if base.as_ref().is_some_and(|b| b.exceeds(buffers, capacity)) || interrupt.fired() {
         return aborted(0);
     }
     // Where each buffer of `ids` is (they are sorted by start, then index).
@@ -166,6 +169,9 @@ fn run_one(
 
     // Each section of the rest starts above the highest base buffer live in it.
     let part = Part::new(buffers, rest);
+    if interrupt.fired() {
+        return aborted(0);
+    }
     let starts = part.section_starts();
     let floors: Vec<u64> = (0..part.sections())
         .map(|s| {
@@ -175,6 +181,9 @@ fn run_one(
         .collect();
 
     let rank = part.ranks([order]).swap_remove(0);
+    if interrupt.fired() {
+        return aborted(0);
+    }
     let mut search = Search::with_floors(&part, capacity, &rank, budget, interrupt, Some(&floors));
     search.check_cells = params.stack_check_cells;
     search.set_mode(branch);

@@ -166,6 +166,87 @@ struct PartState {
     unit: u64,
     /// Whether a layered attempt was made on a part small enough for the exact search.
     tried_layered: bool,
+    /// Where the capacity-style ladder of `Goal::Minimize` is.
+    ladder: Ladder,
+}
+
+/// The ladder of `Goal::Minimize` (see [`PartState::next_rung`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ladder {
+    /// Round capacities; the exponent of the next rung to consider.
+    Rungs(u32),
+    /// Halving the room between the highest target given up on (or shown impossible) and
+    /// the best height, until `Params::ladder_aborts` attempts ran out of nodes.
+    Refine {
+        floor: u64,
+        aborts: u32,
+    },
+    Done,
+}
+
+impl PartState {
+    /// The next target of the ladder below `high`. First the rungs: the lower bound rounded up
+    /// to a multiple of 2^k (then down to the unit), for k from 63 down. The slack above the
+    /// bound is under 2^k, so the rungs close in on it geometrically, and they are the round
+    /// capacities a caller of `Goal::Fit` would ask for. Once a rung fails, the middle of the
+    /// room between it and the best height, as `Goal::Fit` bisects below its capacity.
+    fn next_rung(&mut self, low: u64, high: u64) -> Option<u64> {
+        let unit = self.unit;
+        match self.ladder {
+            Ladder::Rungs(mut k) => loop {
+                let step = 1u64 << k;
+                let target = low
+                    .div_ceil(step)
+                    .checked_mul(step)
+                    .map(|t| t / unit * unit);
+                if let Some(target) = target.filter(|&t| t >= low && t < high) {
+                    self.ladder = Ladder::Rungs(k.saturating_sub(1));
+                    return Some(target);
+                }
+                if k == 0 {
+                    self.ladder = Ladder::Done;
+                    return None;
+                }
+                k -= 1;
+            },
+            Ladder::Refine { floor, .. } => {
+                let from = floor
+                    .saturating_add(1)
+                    .max(low)
+                    .div_ceil(unit)
+                    .saturating_mul(unit);
+                if from >= high {
+                    self.ladder = Ladder::Done;
+                    return None;
+                }
+                Some(from + (high - 1 - from) / unit / 2 * unit)
+            }
+            Ladder::Done => None,
+        }
+    }
+
+    /// Records how the ladder's attempt at `target` ended.
+    fn rung_ended(&mut self, target: u64, outcome: Outcome, max_aborts: u32) {
+        let aborts = match self.ladder {
+            Ladder::Refine { aborts, .. } => aborts,
+            _ => 0,
+        };
+        self.ladder = match outcome {
+            Outcome::Found => return,
+            Outcome::Exhausted => {
+                self.low = self.low.max(target + self.unit);
+                Ladder::Refine {
+                    floor: target,
+                    aborts,
+                }
+            }
+            Outcome::Aborted if aborts + 1 >= max_aborts => Ladder::Done,
+            Outcome::Aborted => Ladder::Refine {
+                floor: target,
+                aborts: aborts + 1,
+            },
+        };
+    }
 }
 
 impl Solver<'_> {
@@ -199,6 +280,7 @@ impl Solver<'_> {
                     pass_budget: self.params.minimize_first_pass_steps,
                     unit,
                     tried_layered: false,
+                    ladder: Ladder::Rungs(63),
                 }
             })
             .collect()
@@ -215,6 +297,9 @@ impl Solver<'_> {
         }
         if lower > capacity {
             return Proof::DoesNotFit;
+        }
+        if self.steps_left == 0 || self.stopped() {
+            return Proof::Unproven;
         }
         let mut parts = self.parts();
         for state in parts.iter_mut().filter(|s| s.best > capacity) {
@@ -294,6 +379,14 @@ impl Solver<'_> {
     }
 
     fn minimize(&mut self, lower: u64) -> Proof {
+        // The part tables below cost O(n log n) more: a stop that came during the greedy
+        // ends the run here.
+        if self.part_height_all() <= lower {
+            return Proof::Optimal;
+        }
+        if self.steps_left == 0 || self.stopped() {
+            return Proof::Unproven;
+        }
         let mut parts = self.parts();
         for state in &mut parts {
             let subset: Vec<Buffer> = state
@@ -320,12 +413,15 @@ impl Solver<'_> {
             let state = &mut parts[index];
             let len = state.ids.len();
             if !state.tried_layered
+                && state.ladder == Ladder::Done
                 && len > 4 * self.params.window
                 && len <= self.params.max_exact_buffers
                 && self.steps_left >= self.params.layered_first_steps
             {
                 // Long-lived buffers (saved activations) defeat the bottom-up search; one
-                // layered attempt at the bound, with a small budget, often places them.
+                // layered attempt at the bound, with a small budget, often places them. It
+                // comes after the ladder below: before it, on MiniMalloc's J (409 buffers) it
+                // took most of a 2 s limit and the ladder's fit at 1 MiB never ran.
                 state.tried_layered = true;
                 let budget =
                     (len as u64).saturating_mul(self.params.layered_first_nodes_per_buffer);
@@ -366,6 +462,24 @@ impl Solver<'_> {
             // sum of sizes, so a multiple of their gcd: targets between two multiples are the
             // same target.
             let unit = state.unit;
+            // Between the first pass's attempt at the lower bound and its bisection, the
+            // ladder of round capacities, loosest first, then halving below the first rung that
+            // fails, each attempt with the node budget of `Goal::Fit`'s first pass: the
+            // bisection's cheap attempts at loose targets fail where one fit at such a height
+            // succeeds (MiniMalloc's D and J at 1 MiB), so this makes Minimize no worse than a
+            // fit there. `Params::ladder_aborts` attempts that run out of nodes end it.
+            if state.pass_started
+                && let Some(target) = state.next_rung(low, high)
+            {
+                self.attempt_left = self
+                    .params
+                    .fit_first_pass_steps
+                    .min(self.steps_left / 2)
+                    .max(1);
+                let outcome = self.attempt(state, target);
+                state.rung_ended(target, outcome, self.params.ladder_aborts);
+                continue;
+            }
             let from = if state.pass_started {
                 state.pass_from.max(low).div_ceil(unit).saturating_mul(unit)
             } else {

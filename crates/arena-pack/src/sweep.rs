@@ -5,7 +5,8 @@
 //! buffer goes into the tightest gap (or the lowest) that holds it, else on top of the live
 //! buffers: the same offsets as a best-fit pass over the overlap graph in that order, in
 //! O(n log n) time and O(n) memory however many buffers are live at once. Every offset is 0 or
-//! the end of a live buffer below it.
+//! the end of a live buffer below it. A sweep cut short by `stop` has placed a prefix of its
+//! order, validly.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -87,10 +88,29 @@ impl FreeList {
 
 /// Places the buffers of `order` (live, sorted by start) one by one; returns the height.
 pub(crate) fn sweep(buffers: &[Buffer], order: &[u32], fit: Fit, offsets: &mut [u64]) -> u64 {
+    match sweep_until(buffers, order, fit, offsets, None) {
+        Ok(height) | Err((_, height)) => height,
+    }
+}
+
+/// [`sweep`], polling `stop` every 1,024 buffers (before the first one too, so a stop already
+/// set costs nothing). When it fires, `Err((placed, height))`: the first `placed` buffers of
+/// `order` have their offsets (a valid placement of those, of that height), the others are
+/// untouched.
+pub(crate) fn sweep_until(
+    buffers: &[Buffer],
+    order: &[u32],
+    fit: Fit,
+    offsets: &mut [u64],
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+) -> Result<u64, (usize, u64)> {
     let mut free = FreeList::default();
     let mut ending: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     let mut height = 0u64;
-    for &i in order {
+    for (k, &i) in order.iter().enumerate() {
+        if k % 1024 == 0 && stop.is_some_and(|stop| stop()) {
+            return Err((k, height));
+        }
         let b = &buffers[i as usize];
         while let Some(&Reverse((end, j))) = ending.peek() {
             if end > b.start {
@@ -105,5 +125,5 @@ pub(crate) fn sweep(buffers: &[Buffer], order: &[u32], fit: Fit, offsets: &mut [
         height = height.max(offset + b.size);
         ending.push(Reverse((b.end, i)));
     }
-    height
+    Ok(height)
 }

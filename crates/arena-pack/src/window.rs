@@ -64,7 +64,8 @@ pub(crate) fn windowed(
     params: &Params,
 ) -> LargeRun {
     let base = BaseLayer::new(buffers, ids, params);
-    if base.exceeds(buffers, capacity) {
+    // The base layer and the cuts cost O(n log n) each before the first window's poll.
+    if base.exceeds(buffers, capacity) || interrupt.fired() {
         return LargeRun {
             outcome: Outcome::Aborted,
             steps: 0,

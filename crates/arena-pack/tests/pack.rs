@@ -610,6 +610,63 @@ fn large_random_parts_give_valid_placements() {
     }
 }
 
+/// A `stop` already set when `solve` starts: no search node, and the plain stacking of the
+/// greedy's first pass cut short before its first buffer (every buffer above the previous one),
+/// for either goal.
+#[test]
+fn a_stop_already_set_returns_the_stacking() {
+    let buffers = pack::synth::transformer(1, 3_000);
+    let stop = || true;
+    let limits = Limits {
+        max_steps: 1_000_000,
+        stop: Some(&stop),
+    };
+    let unshared = pack::unshared(&buffers).unwrap();
+    let lower = pack::lower_bound(&buffers).unwrap();
+    for goal in [Goal::Minimize, Goal::Fit { capacity: lower }] {
+        let s = pack::solve(&buffers, goal, &limits).unwrap();
+        let height = independent(&buffers, &s.placement.offsets, None);
+        offsets_rest_on_ends(&buffers, &s.placement.offsets);
+        assert_eq!(height, s.placement.height, "{goal:?}");
+        assert_eq!(height, unshared, "{goal:?}");
+        assert_eq!(s.steps, 0, "{goal:?}");
+        assert_eq!(s.proof, Proof::Unproven, "{goal:?}");
+    }
+}
+
+/// A `stop` that fires at its n-th poll, wherever that falls (inside a greedy pass, the part
+/// tables, a window of the layered search): the placement is valid, between the two bounds,
+/// and on one thread (a fixed order of polls) the same run after run.
+#[test]
+fn a_stop_at_any_poll_returns_a_valid_placement() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let buffers = pack::synth::transformer(4, 3_000);
+    let unshared = pack::unshared(&buffers).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    for polls in [1u64, 2, 3, 5, 10, 30, 100, 1_000] {
+        let run = || {
+            let count = AtomicU64::new(0);
+            let stop = || count.fetch_add(1, Ordering::Relaxed) + 1 >= polls;
+            let limits = Limits {
+                max_steps: 1_000_000,
+                stop: Some(&stop),
+            };
+            pool.install(|| pack::solve(&buffers, Goal::Minimize, &limits).unwrap())
+        };
+        let s = run();
+        let height = independent(&buffers, &s.placement.offsets, None);
+        assert_eq!(height, s.placement.height, "stop at poll {polls}");
+        assert!(
+            height >= s.lower_bound && height <= unshared,
+            "stop at poll {polls}"
+        );
+        assert_eq!(s, run(), "stop at poll {polls}");
+    }
+}
+
 #[test]
 fn large_workload_returns_a_valid_placement_within_limits() {
     let buffers = pack::synth::transformer(1, 10_000);
@@ -747,5 +804,26 @@ fn minimalloc_greedy_needs_more_than_the_capacity() {
         let p = pack::heuristic(&buffers).unwrap();
         let height = independent(&buffers, &p.offsets, None);
         assert!(height > MINIMALLOC_CAPACITY, "{name}: greedy fits?");
+    }
+}
+
+/// `Goal::Minimize` is no worse than `Goal::Fit` at the capacity, at the same node budget, on
+/// the two files whose bound is well below it (before the ladder of round capacities, even
+/// with 1M nodes Minimize stayed at the greedy height on J, 1.3126 x the bound).
+#[test]
+fn minimize_is_no_worse_than_a_fit_at_the_capacity() {
+    for (name, minimized_height) in [("D", 1_032_192), ("J", MINIMALLOC_CAPACITY)] {
+        let buffers = minimalloc(name);
+        let fit = Goal::Fit {
+            capacity: MINIMALLOC_CAPACITY,
+        };
+        let fitted = pack::solve(&buffers, fit, &limits(300_000)).unwrap();
+        let minimized = pack::solve(&buffers, Goal::Minimize, &limits(300_000)).unwrap();
+        let fit_height = independent(&buffers, &fitted.placement.offsets, None);
+        let height = independent(&buffers, &minimized.placement.offsets, None);
+        assert_eq!(fit_height, MINIMALLOC_CAPACITY, "{name}");
+        assert_eq!(height, minimized_height, "{name}");
+        assert!(height <= fit_height, "{name}");
+        assert_eq!(minimized.proof, Proof::Unproven, "{name}");
     }
 }

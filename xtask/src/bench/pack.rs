@@ -50,6 +50,9 @@ pub struct BenchPackArgs {
     /// Only the MiniMalloc files and real-shaped sets whose name contains this.
     #[arg(long)]
     pub only: Option<String>,
+    /// The `--time-limit` values of the `limits` table, in seconds.
+    #[arg(long, value_delimiter = ',', default_values = ["0.1", "0.5", "1"])]
+    pub limits: Vec<String>,
 }
 
 /// The tables of the benchmark.
@@ -65,6 +68,8 @@ pub enum Table {
     Synth,
     /// The planner on a circuit with a 20,000-edge fan-in.
     FanIn,
+    /// Wall time against `--time-limit` on the real-shaped sets of 100,000 buffers.
+    Limits,
 }
 
 fn default_data() -> PathBuf {
@@ -98,6 +103,9 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
     ] {
         seconds(flag, value)?;
     }
+    for value in &args.limits {
+        seconds("--limits", value)?;
+    }
     let wants = |t: Table| args.tables.is_empty() || args.tables.contains(&t);
     if wants(Table::Minimalloc) {
         minimalloc(args)?;
@@ -113,6 +121,9 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
     }
     if wants(Table::FanIn) {
         fan_in()?;
+    }
+    if wants(Table::Limits) {
+        limits(args)?;
     }
     Ok(())
 }
@@ -426,6 +437,77 @@ fn real(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             );
         }
     }
+    outln!();
+    Ok(())
+}
+
+/// The issue's bound on a run's wall time: 10% over the limit, or the limit plus 0.2 s,
+/// whichever is larger.
+fn allowed(limit: Duration) -> Duration {
+    limit.mul_f64(1.1).max(limit + Duration::from_millis(200))
+}
+
+/// Every phase of a solve must end within [`allowed`]: each 100,000-buffer real-shaped set at
+/// each limit, for `Minimize` and for a fit at the lower bound (no claim on the heights, which
+/// the `real` table measures).
+fn limits(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
+    let limits = args
+        .limits
+        .iter()
+        .map(|value| seconds("--limits", value))
+        .collect::<Result<Vec<_>, _>>()?;
+    outln!(
+        "Wall time against --time-limit (allowed: max(1.1 x limit, limit + 0.2 s)), real-shaped \
+         sets of 100,000 buffers"
+    );
+    outln!(
+        "{:<18} {:<9} {:>7} {:>9} {:>9} {:>10} {:>12} {:>9}  proof",
+        "set",
+        "goal",
+        "limit",
+        "wall",
+        "allowed",
+        "wall/limit",
+        "wall/allowed",
+        "ht/LB"
+    );
+    let mut worst = 0f64;
+    for (name, generate) in real_sets() {
+        let buffers = generate();
+        if buffers.len() < 100_000
+            || args
+                .only
+                .as_ref()
+                .is_some_and(|o| !name.contains(o.as_str()))
+        {
+            continue;
+        }
+        let lower = pack::lower_bound(&buffers)?;
+        for &limit in &limits {
+            for (label, goal) in [
+                ("minimize", Goal::Minimize),
+                ("fit at LB", Goal::Fit { capacity: lower }),
+            ] {
+                let (solution, elapsed) = solve_within(&buffers, goal, args.max_steps, limit)?;
+                let height = pack::validate(&buffers, &solution.placement.offsets, None)?;
+                let ratio = elapsed.as_secs_f64() / allowed(limit).as_secs_f64();
+                worst = worst.max(ratio);
+                outln!(
+                    "{:<18} {:<9} {:>5.2} s {:>7.3} s {:>7.3} s {:>10.3} {:>12.3} {:>9.4}  {:?}",
+                    name,
+                    label,
+                    limit.as_secs_f64(),
+                    elapsed.as_secs_f64(),
+                    allowed(limit).as_secs_f64(),
+                    elapsed.as_secs_f64() / limit.as_secs_f64(),
+                    ratio,
+                    height as f64 / lower as f64,
+                    solution.proof
+                );
+            }
+        }
+    }
+    outln!("worst wall/allowed {worst:.3}");
     outln!();
     Ok(())
 }
