@@ -559,7 +559,7 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
             )
     } else if output_gate {
         // Qwen3-Next: per head, head_dim query elements then head_dim gate elements.
-        block
+        let block = block
             .node(linear(
                 "q_proj",
                 "xn",
@@ -574,54 +574,19 @@ fn gqa(arch: &Arch, block: BlockDecl, p: &str, kind: Layer) -> (BlockDecl, &'sta
                     .reads(["q_gate"])
                     .writes(out("q", "q_width"))
                     .writes(out("attn_gate", "q_width")),
-            )
-            .node(linear(
-                "k_proj",
-                "xn",
-                "k",
-                "kv_width",
-                "hidden",
-                &format!("{a}.k_proj"),
-                qkv_bias,
-            ))
-            .node(linear(
-                "v_proj",
-                "xn",
-                "v",
-                "kv_width",
-                "hidden",
-                &format!("{a}.v_proj"),
-                qkv_bias,
-            ))
+            );
+        separate_kv(block, &a, qkv_bias)
     } else {
-        block
-            .node(linear(
-                "q_proj",
-                "xn",
-                "q",
-                "q_width",
-                "hidden",
-                &format!("{a}.q_proj"),
-                qkv_bias,
-            ))
-            .node(linear(
-                "k_proj",
-                "xn",
-                "k",
-                "kv_width",
-                "hidden",
-                &format!("{a}.k_proj"),
-                qkv_bias,
-            ))
-            .node(linear(
-                "v_proj",
-                "xn",
-                "v",
-                "kv_width",
-                "hidden",
-                &format!("{a}.v_proj"),
-                qkv_bias,
-            ))
+        let block = block.node(linear(
+            "q_proj",
+            "xn",
+            "q",
+            "q_width",
+            "hidden",
+            &format!("{a}.q_proj"),
+            qkv_bias,
+        ));
+        separate_kv(block, &a, qkv_bias)
     };
     let (q, k) = if qk_norm {
         block = block
@@ -819,6 +784,29 @@ fn delta_net(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str
         "delta_rule",
     ));
     (block, "o")
+}
+
+/// The separate `k_proj` and `v_proj` of grouped-query attention under `a` (`<a>.k_proj`).
+fn separate_kv(block: BlockDecl, a: &str, bias: bool) -> BlockDecl {
+    block
+        .node(linear(
+            "k_proj",
+            "xn",
+            "k",
+            "kv_width",
+            "hidden",
+            &format!("{a}.k_proj"),
+            bias,
+        ))
+        .node(linear(
+            "v_proj",
+            "xn",
+            "v",
+            "kv_width",
+            "hidden",
+            &format!("{a}.v_proj"),
+            bias,
+        ))
 }
 
 /// Multi-head latent attention in its weight-absorbed form: the cache holds the compressed
