@@ -106,6 +106,21 @@ fn predict(profile: &EngineProfile, case: &serde_json::Value) -> Startup {
         .unwrap()
 }
 
+/// The cases' settings at TP `tp` x PP `pp`: an H100 at 0.95 utilization, 8,192 tokens of
+/// context, the device's batch defaults.
+fn h100_run(tp: u64, pp: u64) -> RunSettings {
+    RunSettings {
+        device: "h100-80gb".to_owned(),
+        tensor_parallel_size: tp,
+        pipeline_parallel_size: pp,
+        gpu_memory_utilization: 0.95,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: Some(8192),
+        model: None,
+    }
+}
+
 fn rel(predicted: f64, printed: f64) -> f64 {
     (predicted - printed) / printed
 }
@@ -303,16 +318,7 @@ fn budget_answers_are_consistent_with_predictions() {
     let path = "models/llama-3.1-8b/config.json";
     let text = config(path);
     let circuit = circuit_hf::from_config_json(text, path).unwrap();
-    let mut run = RunSettings {
-        device: "h100-80gb".to_owned(),
-        tensor_parallel_size: 1,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: 0.95,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
-        max_model_len: Some(8192),
-        model: None,
-    };
+    let mut run = h100_run(1, 1);
     let stages = [StageCircuit {
         stage: 0,
         circuit: &circuit,
@@ -389,16 +395,7 @@ fn a_layout_needs_one_circuit_per_stage() {
     let path = "models/llama-3.1-8b/config.json";
     let text = config(path);
     let circuit = circuit_hf::from_config_json(text, path).unwrap();
-    let mut run = RunSettings {
-        device: "h100-80gb".to_owned(),
-        tensor_parallel_size: 2,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: 0.95,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
-        max_model_len: Some(8192),
-        model: None,
-    };
+    let mut run = h100_run(2, 1);
     // The whole model is not a TP rank's shard.
     let err = profile.predict(&circuit, text, path, &run).unwrap_err();
     assert!(matches!(err, EngineError::BadSetting { .. }), "{err}");
@@ -429,16 +426,7 @@ fn largest_max_num_seqs_is_the_edge_of_starting() {
         stage: 0,
         circuit: &circuit,
     }];
-    let mut run = RunSettings {
-        device: "h100-80gb".to_owned(),
-        tensor_parallel_size: 1,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: 0.95,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
-        max_model_len: Some(8192),
-        model: None,
-    };
+    let mut run = h100_run(1, 1);
     // With room to spare every count up to the batched tokens starts (vLLM allows no more).
     assert_eq!(
         profile
@@ -471,16 +459,7 @@ fn smallest_tp_tries_the_sizes_that_divide_the_heads() {
     let profile = profile();
     let path = "models/mixtral-8x7b-v0.1/config.json";
     let text = config(path);
-    let run = RunSettings {
-        device: "h100-80gb".to_owned(),
-        tensor_parallel_size: 1,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: 0.95,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
-        max_model_len: Some(8192),
-        model: None,
-    };
+    let run = h100_run(1, 1);
     let stages_for = |tp: u64| {
         let mut options = ImportOptions::default();
         options.parallel = Parallel {
@@ -510,16 +489,7 @@ fn cuda_graph_captures_follow_vllms_size_list() {
     let path = "models/llama-3.1-8b/config.json";
     let text = config(path);
     let circuit = circuit_hf::from_config_json(text, path).unwrap();
-    let mut run = RunSettings {
-        device: "h100-80gb".to_owned(),
-        tensor_parallel_size: 1,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: 0.95,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
-        max_model_len: Some(8192),
-        model: None,
-    };
+    let mut run = h100_run(1, 1);
     let captures = |run: &RunSettings| {
         let s = profile.predict(&circuit, text, path, run).unwrap();
         s.workers[0].cuda_graph.captures.clone()
