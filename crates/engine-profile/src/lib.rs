@@ -68,6 +68,16 @@ pub enum EngineError {
         /// The planner's message.
         message: String,
     },
+    /// A cache layout the profile does not model (vLLM's hybrid KV-cache manager).
+    #[error(
+        "{circuit}: {what}: vLLM 0.19 lays such a cache out with its hybrid KV-cache manager (layer groups of one page size), which this engine profile does not model yet; plan it without --engine"
+    )]
+    NotModelled {
+        /// The circuit.
+        circuit: String,
+        /// What is not modelled.
+        what: &'static str,
+    },
     /// A size overflowed u64.
     #[error("{what} overflows u64")]
     Overflow {
@@ -564,6 +574,9 @@ impl EngineProfile {
                 value: format!("{tp} / {pp}"),
                 why: "must be at least 1",
             });
+        }
+        for s in stages {
+            kv_layout_modelled(s.circuit)?;
         }
         let in_order = stages.iter().enumerate().all(|(i, s)| s.stage == i as u64);
         if stages.len() as u64 != pp || !in_order {
@@ -1132,6 +1145,34 @@ fn model_dtype_bytes(circuit: &Circuit) -> u64 {
         "f32" => 4,
         _ => 2,
     }
+}
+
+/// Refuses a circuit whose cache vLLM 0.19 lays out with its hybrid KV-cache manager: layers
+/// of different windows (full and sliding attention, as Gemma 2 and 3 and gpt-oss mix them) or
+/// per-sequence recurrent states (Qwen3-Next's DeltaNet). vLLM then splits the memory into
+/// layer groups of one page size (`kv_cache_utils.py`), which this profile does not model; a
+/// circuit whose cache layers all hold the same window (every layer full, or every layer
+/// sliding) is priced token by token as the uniform case is.
+fn kv_layout_modelled(circuit: &Circuit) -> Result<(), EngineError> {
+    let mut windows = circuit
+        .states()
+        .values()
+        .filter(|s| s.per_token > 0)
+        .map(|s| s.window);
+    let first = windows.next();
+    let mixed = first.is_some_and(|w| windows.any(|o| o != w));
+    let recurrent = circuit.states().values().any(|s| s.per_sequence > 0);
+    if mixed || recurrent {
+        return Err(EngineError::NotModelled {
+            circuit: circuit.name().to_owned(),
+            what: if recurrent {
+                "per-sequence recurrent state beside the KV cache"
+            } else {
+                "full-attention and sliding-window layers in one model"
+            },
+        });
+    }
+    Ok(())
 }
 
 /// What the profile reads from config.json beyond the circuit.

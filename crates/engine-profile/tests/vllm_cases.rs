@@ -510,3 +510,35 @@ fn cuda_graph_captures_follow_vllms_size_list() {
     assert_eq!(g.total, g.first_capture + 2 * 10 * g.per_capture);
     assert_eq!(s.cuda_graph_estimate, g.total);
 }
+
+/// A cache vLLM lays out with its hybrid KV-cache manager is refused, not priced token by token:
+/// Gemma 3's mix of sliding and full layers, Qwen3-Next's DeltaNet state beside its KV cache.
+#[test]
+fn hybrid_caches_are_refused_not_priced_as_uniform() {
+    let profile = profile();
+    for (name, text, what) in [
+        (
+            "gemma-3-1b-it",
+            include_str!("../../../data/checkpoints/gemma-3-1b-it/config.json"),
+            "full-attention and sliding-window layers in one model",
+        ),
+        (
+            "qwen3-next-80b-a3b-instruct",
+            include_str!("../../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json"),
+            "per-sequence recurrent state beside the KV cache",
+        ),
+    ] {
+        let origin = format!("{name}/config.json");
+        let circuit = circuit_hf::from_config_json(text, &origin).unwrap();
+        let err = profile
+            .predict(&circuit, text, &origin, &h100_run(1, 1))
+            .unwrap_err();
+        match &err {
+            EngineError::NotModelled { circuit, what: w } => {
+                assert_eq!((circuit.as_str(), *w), (name, what));
+            }
+            other => panic!("{name}: {other}"),
+        }
+        assert!(err.to_string().contains("hybrid KV-cache manager"), "{err}");
+    }
+}
