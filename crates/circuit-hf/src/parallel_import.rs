@@ -38,8 +38,8 @@ impl ParallelImport {
 }
 
 /// Imports `text` for `options.parallel`: per distinct rank the circuit of what it holds
-/// (docs/parallel.md). Quantized checkpoints are refused with TP > 1 (their shard shapes
-/// are not modelled).
+/// (docs/parallel.md). Act-order quantized checkpoints are refused with TP > 1 (vLLM keeps
+/// their row-parallel scales whole on every rank, which is not modelled).
 pub fn import_parallel(
     text: &str,
     origin: &str,
@@ -54,9 +54,12 @@ pub fn import_parallel(
             origin: origin.to_owned(),
             source,
         };
-        if storage.scheme.is_some() && parallel.tp > 1 {
+        // A rank's quantized tensors are its share of each module's shape, as vLLM's column-
+        // and row-parallel layers load them (per-channel scales split with the output, block
+        // scales with both dims, per-tensor ones kept whole), except under act order.
+        if storage.scheme.is_some_and(|s| s.act_order()) && parallel.tp > 1 {
             return Err(fail(crate::parallel::ParallelError::NotModelled {
-                what: "tensor parallelism of a quantized checkpoint",
+                what: "tensor parallelism of an act-order (desc_act, g_idx) quantized checkpoint",
                 layout: format!("tp {}", parallel.tp),
             }));
         }

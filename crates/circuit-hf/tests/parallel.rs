@@ -388,3 +388,49 @@ fn tensor_parallel_ranks_hold_their_collectives() {
     let moe = import("mixtral-8x7b-v0.1", layout(2, 1, 1, false)).unwrap();
     assert_eq!(count(&moe.imports[0].circuit, "all_reduce"), 1 + 2 * 32);
 }
+
+/// Quantized checkpoints shard as vLLM loads them: each rank holds its share of every module's
+/// quantized tensors (per-channel scales split with a column-parallel output, kept whole on a
+/// row-parallel one). Llama-3.1-8B FP8-dynamic at TP 2, per rank: embed and lm_head (bf16,
+/// lm_head ignored by the scheme) 2 x 64,128 x 4096 x 2 = 1,050,673,152; the 65 norms whole,
+/// 532,480; per layer fp8 weights 109,051,904 (q 2048 x 4096, k and v 512 x 4096, o 4096 x 2048,
+/// gate and up 7168 x 4096, down 4096 x 7168) and bf16 channel scales 51,200 (q 2048, k and v
+/// 512, o 4096 whole, gate and up 7168, down 4096 whole). Act order is refused: vLLM keeps the
+/// row-parallel scales whole there.
+#[test]
+fn quantized_checkpoints_shard_their_scales_as_vllm_loads_them() {
+    let checkpoint = |name: &str| {
+        let path = format!(
+            "{}/../../data/checkpoints/{name}/config.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let at = |name: &str, tp: u64| {
+        let mut options = ImportOptions::default();
+        options.parallel = layout(tp, 1, 1, false);
+        import_parallel(
+            &checkpoint(name),
+            &format!("{name}/config.json"),
+            &options,
+            &[],
+        )
+    };
+    let fp8 = at("llama-3.1-8b-instruct-fp8-dynamic", 2).unwrap();
+    let per_rank = fp8.imports[0].circuit.weight_bytes();
+    assert_eq!(
+        per_rank,
+        1_050_673_152 + 532_480 + 32 * (109_051_904 + 51_200)
+    );
+    // Both ranks sum to the checkpoint plus what each replicates: the norms and the
+    // row-parallel scales (o_proj and down_proj, 4,096 bf16 each per layer).
+    assert_eq!(2 * per_rank, 9_083_953_152 + 532_480 + 32 * 2 * 4096 * 2);
+    match at("llama-3.1-8b-instruct-w4a16", 2) {
+        Err(HfError::Parallel { source, .. }) => assert!(
+            matches!(source, ParallelError::NotModelled { what, .. } if what.contains("act-order")),
+            "{source}"
+        ),
+        other => panic!("{:?}", other.map(|p| p.imports.len())),
+    }
+    assert!(at("llama-3.1-8b-instruct-w4a16", 1).is_ok());
+}

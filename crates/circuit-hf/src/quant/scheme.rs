@@ -102,9 +102,30 @@ pub(crate) struct Scheme {
     /// A kind of module the format's files may or may not quantize, so that its bytes are
     /// unknown: refused, with why.
     unknown: Option<(Kind, &'static str)>,
+    /// GPTQ's `desc_act`: the input channels are permuted by `g_idx`, so a row-parallel rank
+    /// of vLLM keeps its module's scales and zeros whole rather than its share.
+    desc_act: bool,
 }
 
 impl Scheme {
+    /// Whether groups follow an activation order (GPTQ `desc_act`, compressed-tensors
+    /// `actorder: group`, stored as a `g_idx`): vLLM's row-parallel layers then keep every
+    /// group's scales and zeros on each rank (`gptq.py`, `gptq_marlin.py`,
+    /// `compressed_tensors_wNa16.py`: no input-dim partition of the scales under act order),
+    /// which a shard of the module's shape does not give.
+    pub(crate) fn act_order(&self) -> bool {
+        let group_g_idx = |l: &Layout| {
+            l.tensors
+                .iter()
+                .any(|t| t.name == crate::quant::layout::Name::Sibling("weight_g_idx"))
+        };
+        self.desc_act
+            || match &self.rule {
+                Rule::Uniform { layout, .. } => group_g_idx(layout),
+                Rule::Groups { layouts, .. } => layouts.iter().any(group_g_idx),
+            }
+    }
+
     /// Why modules of `kind` cannot be planned under this format, if they cannot.
     pub(crate) fn unknown(&self, kind: Kind) -> Option<&'static str> {
         self.unknown.filter(|(k, _)| *k == kind).map(|(_, why)| why)
@@ -517,6 +538,7 @@ pub(crate) fn parse(
             }
         },
     };
+    let desc_act = method == "gptq" && block.flag("desc_act")?.unwrap_or(false);
     let scheme = |method, summary, rule| {
         Scheme {
         origin: origin.to_owned(),
@@ -528,6 +550,7 @@ pub(crate) fn parse(
             Kind::Expert,
             "transformers 5 converts no routed experts but Llama 4's to fbgemm_fp8 (its fused experts are not nn.Linear) while older writers converted each expert's linears, so the experts' bytes are not certain",
         )),
+        desc_act,
     }
     };
     match method.as_str() {
@@ -928,6 +951,7 @@ fn fp8(block: &Block<'_>) -> Result<(String, Rule), HfError> {
 /// scale per expert over the fused w13) are refused: that fusion is not laid out here.
 pub(crate) fn online_fp8(origin: &str) -> Scheme {
     Scheme {
+        desc_act: false,
         origin: origin.to_owned(),
         key: "--quantization fp8 (on the fly)".to_owned(),
         method: "fp8",
@@ -1574,6 +1598,7 @@ fn modelopt(origin: &str, key: &str, block: &Block<'_>) -> Result<Scheme, HfErro
     };
     Ok(Scheme {
         unknown: None,
+        desc_act: false,
         origin: origin.to_owned(),
         key: key.to_owned(),
         method: "modelopt",
