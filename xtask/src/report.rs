@@ -293,11 +293,24 @@ impl Render for Table<'_> {
     ) -> io::Result<()> {
         let ctx = self.ctx;
         let circuit = ctx.circuit();
-        if s.placeholders > 0 {
+        // weights_only nodes always take a kernel-less group (fusion.md): say so apart from
+        // the nodes that --placeholders let through without a rule.
+        let held = circuit
+            .nodes()
+            .values()
+            .filter(|n| n.op == circuit_ir::Op::WeightsOnly)
+            .count();
+        if held > 0 {
             writeln!(
                 out,
-                "note: up to {} nodes no rule covers were planned as placeholder groups",
-                s.placeholders
+                "note: {held} weights_only nodes (weights held, nothing run: a vision tower, multi-token-prediction layers) are kernel-less groups"
+            )?;
+        }
+        let uncovered = s.placeholders.saturating_sub(held);
+        if uncovered > 0 {
+            writeln!(
+                out,
+                "note: up to {uncovered} nodes no rule covers were planned as placeholder groups"
             )?;
         }
         writeln!(out)?;
