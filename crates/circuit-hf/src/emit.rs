@@ -120,7 +120,19 @@ pub(crate) fn stage_circuit(
     if let (Some(tower), true) = (&arch.vision, first_stage) {
         decl.blocks.extend(vision(tower));
     }
-    storage.build(decl)
+    storage.build(decl, arch.tp)
+}
+
+/// Whether node `id` of `op` is a row-parallel projection at TP > 1 (vLLM's
+/// `RowParallelLinear`: its input features are split over the ranks, its output reduced): the
+/// attention's `o_proj` (Phi's `dense`), the MLP's `down_proj` (Phi's `fc2`), the DeltaNet's
+/// `out_proj`. The shared experts' `down_proj` is one too, reduced with the routed experts.
+pub(crate) fn row_parallel(op: &str, id: &str) -> bool {
+    op == "linear"
+        && matches!(
+            id,
+            "o_proj" | "down_proj" | "fc2" | "out_proj" | "shared_down_proj"
+        )
 }
 
 /// The collectives vLLM runs between a tensor-parallel rank's shares (`linear.py`,
@@ -136,9 +148,8 @@ fn collectives(decl: &mut circuit_ir::decl::CircuitDecl, tp: u64) {
         let mut nodes = Vec::with_capacity(block.nodes.len());
         for mut node in std::mem::take(&mut block.nodes) {
             let op = match (node.op.as_str(), node.id.as_str()) {
-                ("embed", _)
-                | ("linear", "o_proj" | "down_proj" | "fc2" | "out_proj")
-                | ("moe_combine", _) => "all_reduce",
+                (op, id) if row_parallel(op, id) && id != "shared_down_proj" => "all_reduce",
+                ("embed", _) | ("moe_combine", _) => "all_reduce",
                 ("lm_head", _) => "all_gather",
                 _ => {
                     nodes.push(node);

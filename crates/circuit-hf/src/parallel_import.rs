@@ -38,8 +38,7 @@ impl ParallelImport {
 }
 
 /// Imports `text` for `options.parallel`: per distinct rank the circuit of what it holds
-/// (docs/parallel.md). Act-order quantized checkpoints are refused with TP > 1 (vLLM keeps
-/// their row-parallel scales whole on every rank, which is not modelled).
+/// (docs/parallel.md). Act-order quantized experts are refused with TP > 1.
 pub fn import_parallel(
     text: &str,
     origin: &str,
@@ -56,10 +55,12 @@ pub fn import_parallel(
         };
         // A rank's quantized tensors are its share of each module's shape, as vLLM's column-
         // and row-parallel layers load them (per-channel scales split with the output, block
-        // scales with both dims, per-tensor ones kept whole), except under act order.
-        if storage.scheme.is_some_and(|s| s.act_order()) && parallel.tp > 1 {
+        // scales with both dims, per-tensor ones kept whole; under act order a row-parallel
+        // rank keeps every group's scales, `Size::InWhole`). Act-order experts are refused:
+        // how vLLM's MoE methods place their scales then is not modelled.
+        if storage.scheme.is_some_and(|s| s.act_order()) && parallel.tp > 1 && arch.moe.is_some() {
             return Err(fail(crate::parallel::ParallelError::NotModelled {
-                what: "tensor parallelism of an act-order (desc_act, g_idx) quantized checkpoint",
+                what: "tensor parallelism of act-order (desc_act, g_idx) quantized experts",
                 layout: format!("tp {}", parallel.tp),
             }));
         }

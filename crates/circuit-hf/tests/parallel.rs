@@ -395,8 +395,8 @@ fn tensor_parallel_ranks_hold_their_collectives() {
 /// lm_head ignored by the scheme) 2 x 64,128 x 4096 x 2 = 1,050,673,152; the 65 norms whole,
 /// 532,480; per layer fp8 weights 109,051,904 (q 2048 x 4096, k and v 512 x 4096, o 4096 x 2048,
 /// gate and up 7168 x 4096, down 4096 x 7168) and bf16 channel scales 51,200 (q 2048, k and v
-/// 512, o 4096 whole, gate and up 7168, down 4096 whole). Act order is refused: vLLM keeps the
-/// row-parallel scales whole there.
+/// 512, o 4096 whole, gate and up 7168, down 4096 whole). Under act order the row-parallel
+/// ranks keep every group's scales.
 #[test]
 fn quantized_checkpoints_shard_their_scales_as_vllm_loads_them() {
     let checkpoint = |name: &str| {
@@ -425,12 +425,22 @@ fn quantized_checkpoints_shard_their_scales_as_vllm_loads_them() {
     // Both ranks sum to the checkpoint plus what each replicates: the norms and the
     // row-parallel scales (o_proj and down_proj, 4,096 bf16 each per layer).
     assert_eq!(2 * per_rank, 9_083_953_152 + 532_480 + 32 * 2 * 4096 * 2);
-    match at("llama-3.1-8b-instruct-w4a16", 2) {
-        Err(HfError::Parallel { source, .. }) => assert!(
-            matches!(source, ParallelError::NotModelled { what, .. } if what.contains("act-order")),
-            "{source}"
-        ),
-        other => panic!("{:?}", other.map(|p| p.imports.len())),
-    }
-    assert!(at("llama-3.1-8b-instruct-w4a16", 1).is_ok());
+    // GPTQ with desc_act (Llama-3.1-8B w4a16) at TP 2: a row-parallel rank keeps every
+    // group's scales and zeros (vLLM's gptq.py), so o_proj holds qzeros [32, 512] and scales
+    // [32, 4096] and down_proj [112, 512] and [112, 4096] (i32, f16): 737,280 bytes a layer
+    // above its share of the module (qzeros 16 x 512 and scales 16 x 4096 for o_proj, 56 x
+    // 512 and 56 x 4096 for down_proj).
+    // A rank's share of every module were the scales split too: half the checkpoint plus
+    // half of what both ranks replicate (norms, row-parallel biases, column-parallel g_idx).
+    let naive_share = (5_735_587_840 + 532_480 + 32 * (2 * 8192 + 5 * 16_384)) / 2;
+    let gptq = at("llama-3.1-8b-instruct-w4a16", 2).unwrap();
+    let per_rank = gptq.imports[0].circuit.weight_bytes();
+    assert_eq!(per_rank, naive_share + 32 * 737_280);
+    // Both ranks: the checkpoint, plus what each rank keeps whole: the norms, the row-parallel
+    // biases (f16 [4096], two a layer), the column-parallel g_idx ([4096] i32, five a layer)
+    // and the row-parallel scales and zeros (1,474,560 bytes a layer).
+    assert_eq!(
+        2 * per_rank,
+        5_735_587_840 + 532_480 + 32 * (2 * 8192 + 5 * 16_384 + 1_474_560)
+    );
 }

@@ -18,6 +18,9 @@ pub(crate) enum Size {
     Out,
     /// Input features (the reduction width).
     In,
+    /// The module's whole input features: on a row-parallel rank its shard times the ranks
+    /// (act order keeps every group's scales there), else `In`.
+    InWhole,
     /// A constant.
     Lit(u64),
     /// `size / k`, which must divide exactly.
@@ -123,6 +126,9 @@ pub(crate) struct Original<'a> {
     pub(crate) tensor: &'a str,
     /// Evaluates an expression of the circuit's dims.
     pub(crate) eval: &'a dyn Fn(&ExprText) -> Option<u64>,
+    /// The ranks the module's input features are split over: the tensor-parallel size for a
+    /// row-parallel module, else 1.
+    pub(crate) in_ranks: u64,
 }
 
 impl Layout {
@@ -161,7 +167,7 @@ impl Layout {
         for stored in &self.tensors {
             let mut shape: Vec<ExprText> = w.shape[..n - 2].to_vec();
             for size in &stored.shape {
-                shape.push(eval(size, &out, &inp)?.text.into());
+                shape.push(eval(size, &out, &inp, original.in_ranks)?.text.into());
             }
             let tensor = match stored.name {
                 Name::Sibling(s) => format!("{module}.{s}"),
@@ -184,16 +190,23 @@ pub(crate) fn split_tensor(tensor: &str) -> (&str, &str) {
     tensor.rsplit_once('.').unwrap_or(("", tensor))
 }
 
-fn eval(size: &Size, out: &Dim, inp: &Dim) -> Result<Dim, Misfit> {
+fn eval(size: &Size, out: &Dim, inp: &Dim, in_ranks: u64) -> Result<Dim, Misfit> {
     Ok(match size {
         Size::Out => out.clone(),
         Size::In => inp.clone(),
+        Size::InWhole if in_ranks == 1 => inp.clone(),
+        Size::InWhole => Dim {
+            text: format!("{} * {in_ranks}", group(&inp.text)),
+            value: inp.value.checked_mul(in_ranks).ok_or_else(|| Misfit {
+                what: format!("{} x {in_ranks} overflows", inp.value),
+            })?,
+        },
         Size::Lit(v) => Dim {
             text: v.to_string(),
             value: *v,
         },
         Size::Div(x, k) => {
-            let x = eval(x, out, inp)?;
+            let x = eval(x, out, inp, in_ranks)?;
             if !x.value.is_multiple_of(*k) {
                 return Err(Misfit {
                     what: format!("`{}` = {} is not a multiple of {k}", x.text, x.value),
@@ -205,14 +218,14 @@ fn eval(size: &Size, out: &Dim, inp: &Dim) -> Result<Dim, Misfit> {
             }
         }
         Size::CeilDiv(x, k) => {
-            let x = eval(x, out, inp)?;
+            let x = eval(x, out, inp, in_ranks)?;
             Dim {
                 text: format!("ceil_div({}, {k})", x.text),
                 value: x.value.div_ceil(*k),
             }
         }
         Size::Mul(x, k) => {
-            let x = eval(x, out, inp)?;
+            let x = eval(x, out, inp, in_ranks)?;
             let value = x.value.checked_mul(*k).ok_or_else(|| Misfit {
                 what: format!("{} x {k} overflows", x.value),
             })?;

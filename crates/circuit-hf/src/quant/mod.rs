@@ -136,10 +136,10 @@ pub(crate) struct Built {
 
 impl Storage<'_> {
     /// Applies the dtype and quantization passes to `decl` and builds it.
-    pub(crate) fn build(&self, mut decl: CircuitDecl) -> Result<Built, HfError> {
+    pub(crate) fn build(&self, mut decl: CircuitDecl, tp: u64) -> Result<Built, HfError> {
         self.dtypes(&mut decl);
         let quantization = match self.scheme {
-            Some(scheme) => Some(self.quantize(&mut decl, scheme)?),
+            Some(scheme) => Some(self.quantize(&mut decl, scheme, tp)?),
             None => None,
         };
         let name = decl.name.clone();
@@ -185,7 +185,13 @@ impl Storage<'_> {
         }
     }
 
-    fn quantize(&self, decl: &mut CircuitDecl, scheme: &Scheme) -> Result<Quantization, HfError> {
+    /// `tp`: the tensor-parallel ranks `decl` is one rank of (its shapes are shards).
+    fn quantize(
+        &self,
+        decl: &mut CircuitDecl,
+        scheme: &Scheme,
+        tp: u64,
+    ) -> Result<Quantization, HfError> {
         let dims = evaluate_dims(decl);
         let embeddings: Vec<String> = decl
             .blocks
@@ -199,6 +205,7 @@ impl Storage<'_> {
             scheme,
             dims: &dims,
             embeddings: &embeddings,
+            tp,
         };
         let mut stats = Stats::default();
         let mut blocks = Vec::with_capacity(decl.blocks.len());
@@ -285,6 +292,8 @@ struct Cx<'a> {
     scheme: &'a Scheme,
     dims: &'a [(String, u64)],
     embeddings: &'a [String],
+    /// Tensor-parallel ranks (1: unsharded).
+    tp: u64,
 }
 
 /// A linear weight of a node: its module name (instance index expanded), kind and tiedness.
@@ -421,11 +430,17 @@ impl Cx<'_> {
                 };
                 let tensor = w.tensor.as_deref().unwrap_or_default();
                 let eval = |e: &ExprText| eval_expr(e, self.dims);
+                let in_ranks = if crate::emit::row_parallel(&node.op, &node.id) {
+                    self.tp
+                } else {
+                    1
+                };
                 let stored = layout
                     .apply(&Original {
                         decl: w,
                         tensor,
                         eval: &eval,
+                        in_ranks,
                     })
                     .map_err(|misfit| HfError::Contradiction {
                         origin: self.origin.to_owned(),
@@ -576,7 +591,7 @@ mod tests {
             kv: KvCacheDtype::Auto,
             scheme: Some(&scheme),
         };
-        let built = storage.build(gpt_oss_experts()).unwrap();
+        let built = storage.build(gpt_oss_experts(), 1).unwrap();
         // transformers mxfp4.py: `<param>_blocks` u8 [E, out, in / 32, 16] and `_scales` u8
         // [E, out, in / 32]; the biases stay bf16 [E, out]. Per layer: gate_up 32 x 5760 x
         // (1440 + 90) + 32 x 5760 x 2, down 32 x 2880 x (1440 + 90) + 32 x 2880 x 2:

@@ -649,8 +649,15 @@ fn gptq(block: &Block<'_>) -> Result<(String, Rule), HfError> {
         .strings("modules_in_block_to_quantize")?
         .filter(|l| !l.is_empty())
         .map(|l| l.into_iter().map(Pattern::Substring).collect());
+    // Under act order vLLM's row-parallel ranks keep every group's scales and zeros
+    // (`gptq.py`: `scale_and_zero_input_dim = None` with `desc_act`).
+    let groups_over = if block.flag("desc_act")?.unwrap_or(false) {
+        Size::InWhole
+    } else {
+        Size::In
+    };
     let groups = match group {
-        Some(g) => Size::In.div(g),
+        Some(g) => groups_over.div(g),
         None => Size::Lit(1),
     };
     let layout = Layout {
@@ -1394,8 +1401,15 @@ fn ct_layout(group: &Block<'_>, format: &str, stored: Dtype) -> Result<(Layout, 
                 ));
             }
             let bits = w.bits;
+            // Under group act order vLLM repeats the scales on every row-parallel rank
+            // (`marlin_repeat_scales_on_all_ranks`, compressed_tensors_wNa16.py).
+            let groups_over = if w.actorder_group {
+                Size::InWhole
+            } else {
+                Size::In
+            };
             let groups = match w.strategy {
-                Strategy::Group(g) => Size::In.ceil_div(g),
+                Strategy::Group(g) => groups_over.ceil_div(g),
                 Strategy::Channel => Size::Lit(1),
                 s => {
                     return Err(group.refused(
