@@ -159,8 +159,8 @@ fn collectives(decl: &mut circuit_ir::decl::CircuitDecl, tp: u64) {
             let [output] = node.outputs.as_mut_slice() else {
                 unreachable!("the nodes joined by a collective write one edge")
             };
-            let partial = format!("{}_partial", output.edge);
-            let edge = std::mem::replace(&mut output.edge, partial);
+            let edge = output.edge.clone();
+            output.edge = format!("{edge}_partial");
             let partial = output.edge.clone();
             let mut joined = OutDecl::new(
                 edge,
@@ -1044,12 +1044,7 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
     }
     let mut block = block
         .node(router)
-        .node(
-            NodeDecl::new("top_k", "top_k")
-                .reads(["router_logits"])
-                .writes(OutDecl::new("topk_w", "n", "experts_per_tok", "f32"))
-                .writes(OutDecl::new("topk_ids", "n", "experts_per_tok", "i32")),
-        )
+        .node(top_k())
         .node(
             NodeDecl::new("experts_gate_up", "expert_linear")
                 .reads(["hn", "topk_ids"])
@@ -1105,6 +1100,15 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
             .writes(out("moe_out", "hidden")),
     );
     (block, "moe_out")
+}
+
+/// The top-k selection over `router_logits`: f32 weights and i32 ids of the experts each
+/// token is routed to.
+fn top_k() -> NodeDecl {
+    NodeDecl::new("top_k", "top_k")
+        .reads(["router_logits"])
+        .writes(OutDecl::new("topk_w", "n", "experts_per_tok", "f32"))
+        .writes(OutDecl::new("topk_ids", "n", "experts_per_tok", "i32"))
 }
 
 /// The shared experts' gated MLP over `hn`, `shared_ffn` wide, under the tensor prefix `s`
@@ -1252,12 +1256,7 @@ fn fused_experts_mlp(block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
                 )
                 .weight(WeightDecl::new("b", ["experts"], "bf16").tensor(format!("{r}.bias"))),
         )
-        .node(
-            NodeDecl::new("top_k", "top_k")
-                .reads(["router_logits"])
-                .writes(OutDecl::new("topk_w", "n", "experts_per_tok", "f32"))
-                .writes(OutDecl::new("topk_ids", "n", "experts_per_tok", "i32")),
-        )
+        .node(top_k())
         .node(
             NodeDecl::new("experts_gate_up", "expert_linear")
                 .reads(["hn", "topk_ids"])
@@ -1309,12 +1308,7 @@ fn llama4_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
                         .tensor(format!("{f}.router.weight")),
                 ),
         )
-        .node(
-            NodeDecl::new("top_k", "top_k")
-                .reads(["router_logits"])
-                .writes(OutDecl::new("topk_w", "n", "experts_per_tok", "f32"))
-                .writes(OutDecl::new("topk_ids", "n", "experts_per_tok", "i32")),
-        )
+        .node(top_k())
         .node(
             NodeDecl::new("experts_gate_up", "expert_linear")
                 .reads(["hn", "topk_ids"])

@@ -145,7 +145,7 @@ pub(crate) fn import_shaped(
     let mut arch = arch::read(&cfg)?;
     if let Some(u) = &unwrapped {
         arch.tensor_prefix = u.wrapper.prefix;
-        arch.vision = Some(u.tower(origin, arch.hidden)?);
+        arch.vision = Some(u.tower(origin, &top, arch.hidden)?);
     }
     let storage = quant::Storage {
         origin,

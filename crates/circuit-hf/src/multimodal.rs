@@ -139,17 +139,21 @@ pub(crate) struct Unwrapped {
     pub text: Map<String, Value>,
     /// `vision_config` (empty when absent: the class's defaults).
     vision: Map<String, Value>,
-    /// The top level, for the projector's keys.
-    top: Map<String, Value>,
     /// Top-level keys read or forwarded, and those ignored, in file order.
     pub keys_read: Vec<String>,
     pub keys_ignored: Vec<String>,
 }
 
 impl Unwrapped {
-    /// The vision tower, for a language model of `text_hidden`.
-    pub fn tower(&self, origin: &str, text_hidden: u64) -> Result<VisionTower, HfError> {
-        (self.wrapper.tower)(origin, &self.vision, &self.top, text_hidden)
+    /// The vision tower, for a language model of `text_hidden`; `top` is the config this was
+    /// taken from (the projector reads its keys).
+    pub fn tower(
+        &self,
+        origin: &str,
+        top: &Map<String, Value>,
+        text_hidden: u64,
+    ) -> Result<VisionTower, HfError> {
+        (self.wrapper.tower)(origin, &self.vision, top, text_hidden)
     }
 }
 
@@ -250,7 +254,6 @@ pub(crate) fn unwrap(map: &Map<String, Value>, origin: &str) -> Result<Option<Un
         wrapper,
         text,
         vision,
-        top: map.clone(),
         keys_read,
         keys_ignored,
     }))
