@@ -152,6 +152,9 @@ pub struct DeviceFacts {
     pub max_num_batched_tokens: u64,
     /// The engine's default `max_num_seqs` on it.
     pub max_num_seqs: u64,
+    /// L2 cache size as CUDA reports it (`cudaDeviceProp::l2CacheSize`), bytes: the buffer
+    /// a compiled kernel's first-launch autotuning clears between timings.
+    pub l2_cache_bytes: u64,
 }
 
 /// How the KV cache is sized.
@@ -636,7 +639,7 @@ impl EngineProfile {
         };
         let mut workers = Vec::new();
         for stage in stages {
-            let one = self.stage_worker(stage, &cfg, config_origin, &shape)?;
+            let one = self.stage_worker(stage, &cfg, config_origin, &shape, device)?;
             for tp_rank in 0..tp {
                 let rank = stage
                     .stage
@@ -706,6 +709,7 @@ impl EngineProfile {
         cfg: &ConfigFacts,
         config_origin: &str,
         shape: &Shape,
+        device: &DeviceFacts,
     ) -> Result<Worker, EngineError> {
         let circuit = stage.circuit;
         let at = (stage.stage, shape.stages);
@@ -731,6 +735,7 @@ impl EngineProfile {
             ("dtype_bytes", dtype_bytes),
             ("rotary_dim", rotary_dim),
             ("max_position_embeddings", cfg.max_position_embeddings),
+            ("l2_cache_bytes", device.l2_cache_bytes),
         ];
         for (n, v) in circuit.dims() {
             if !names.iter().any(|(k, _)| k == n) {

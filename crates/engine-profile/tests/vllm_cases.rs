@@ -207,8 +207,9 @@ fn checks(case: &serde_json::Value, startup: &Startup) -> Vec<Check> {
 /// runs the forward alone (no sampler, no receive buffers), so its peak is the forward's own,
 /// which every other case hides behind the sampler: the planned forward (one dense layer's MLP
 /// at 8192 rows: residual, gate-up [n, 2 x ffn], SiLU-and-mul, 736 MiB), the piece inputs the
-/// piecewise-compiled graph holds (128 MiB) and the cuBLAS workspace make 0.88 GiB, 0.22 GiB
-/// short of what vLLM measured. docs/engines.md says what the rest may be; when a change closes
+/// piecewise-compiled graph holds (128 MiB), Inductor's L2-flush buffer while it autotunes the
+/// SiLU-and-mul kernel at its first launch (50 MiB) and the cuBLAS workspace make 946 MiB
+/// (0.92 GiB), 175-185 MiB short of what vLLM measured. docs/engines.md says what the rest may be; when a change closes
 /// it, this test fails until the entry is removed.
 ///
 /// And Llama-3.1-8B at TP 2's CUDA-graph estimate (1.69 GiB printed): vLLM's own estimate
@@ -225,14 +226,14 @@ const KNOWN_GAPS: &[(&str, &str, f64, f64)] = &[
     (
         "meta-llama-llama-3-1-8b---h100-80gb--tp1pp2dp1--8192",
         "activation peak GiB",
-        -0.22,
-        -0.19,
+        -0.18,
+        -0.14,
     ),
     (
         "meta-llama-llama-3-1-8b---h100-80gb--tp1pp2dp1--8192",
         "Worker_PP0 activation peak GiB",
-        -0.22,
-        -0.19,
+        -0.18,
+        -0.14,
     ),
 ];
 
