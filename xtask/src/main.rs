@@ -12,6 +12,7 @@ mod plan;
 mod report;
 mod svg;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -37,8 +38,46 @@ enum Command {
 /// An error for the user: its Display is the whole message, one line.
 pub type CliError = Box<dyn std::error::Error>;
 
+/// vLLM's single-dash flags of more than one letter (`vllm serve -tp 4`, engine/arg_utils.py),
+/// which clap's one-character shorts cannot declare, as the long flags they stand for.
+const VLLM_SHORT_FLAGS: &[(&str, &str)] = &[
+    ("-tp", "--tensor-parallel-size"),
+    ("-pp", "--pipeline-parallel-size"),
+    ("-dp", "--data-parallel-size"),
+    ("-ep", "--enable-expert-parallel"),
+    ("-q", "--quantization"),
+];
+
+/// The command line with vLLM's short flags spelled long (also as `-tp=4`), after `plan` only,
+/// so `cargo xtask plan --hf-config F -tp 4` reads as vLLM users type it.
+fn with_vllm_short_flags(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut in_plan = false;
+    args.into_iter()
+        .map(|arg| {
+            let Some(text) = arg.to_str() else {
+                return arg;
+            };
+            if !in_plan {
+                in_plan = text == "plan";
+                return arg;
+            }
+            let (flag, value) = match text.split_once('=') {
+                Some((flag, value)) => (flag, Some(value)),
+                None => (text, None),
+            };
+            match VLLM_SHORT_FLAGS.iter().find(|(short, _)| *short == flag) {
+                Some((_, long)) => match value {
+                    Some(value) => OsString::from(format!("{long}={value}")),
+                    None => OsString::from(*long),
+                },
+                None => arg,
+            }
+        })
+        .collect()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(with_vllm_short_flags(std::env::args_os()));
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
         Command::Pack(args) => pack::run(&args),
@@ -59,6 +98,30 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use clap::{ArgAction, CommandFactory};
+
+    #[test]
+    fn vllm_short_flags_after_plan_read_as_their_long_flags() {
+        let args = [
+            "xtask", "plan", "-tp", "4", "-pp=2", "-q", "fp8", "--out", "-tp.json",
+        ];
+        let got = super::with_vllm_short_flags(args.map(std::ffi::OsString::from));
+        let want = [
+            "xtask",
+            "plan",
+            "--tensor-parallel-size",
+            "4",
+            "--pipeline-parallel-size=2",
+            "--quantization",
+            "fp8",
+            "--out",
+            "-tp.json",
+        ];
+        assert_eq!(got, want.map(std::ffi::OsString::from));
+        // Before `plan` nothing is rewritten (a subcommand without these flags keeps its error).
+        let args = ["xtask", "pack", "-tp"];
+        let got = super::with_vllm_short_flags(args.map(std::ffi::OsString::from));
+        assert_eq!(got, args.map(std::ffi::OsString::from));
+    }
 
     /// The flags come from clap itself, so a new flag is checked without being typed twice:
     /// `plan --help` names each, and each that takes a value shows an example of it.

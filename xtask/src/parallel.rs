@@ -15,19 +15,19 @@ use crate::plan::OutputFormat;
 /// vLLM's parallel flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ParallelArgs {
-    /// With --hf-config: tensor-parallel size (vLLM's; alias --tp).
+    /// With --hf-config: tensor-parallel size (aliases --tp and, as vLLM spells it, -tp).
     ///
     /// Example: --tensor-parallel-size 4
     #[arg(long, visible_alias = "tp", value_name = "N", default_value_t = 1)]
     pub tensor_parallel_size: u64,
 
-    /// With --hf-config: pipeline-parallel size (alias --pp).
+    /// With --hf-config: pipeline-parallel size (aliases --pp and -pp).
     ///
     /// Example: --pipeline-parallel-size 2
     #[arg(long, visible_alias = "pp", value_name = "N", default_value_t = 1)]
     pub pipeline_parallel_size: u64,
 
-    /// With --hf-config: data-parallel size (alias --dp).
+    /// With --hf-config: data-parallel size (aliases --dp and -dp).
     ///
     /// Example: --data-parallel-size 2
     #[arg(long, visible_alias = "dp", value_name = "N", default_value_t = 1)]
