@@ -152,6 +152,9 @@ pub struct DeviceFacts {
     pub max_num_batched_tokens: u64,
     /// The engine's default `max_num_seqs` on it.
     pub max_num_seqs: u64,
+    /// Streaming multiprocessors (`multi_processor_count`): the `sm_count` of the kernel
+    /// families' workspaces, and of terms that size a buffer per SM.
+    pub sm_count: u64,
     /// L2 cache size as CUDA reports it (`cudaDeviceProp::l2CacheSize`), bytes: the buffer
     /// a compiled kernel's first-launch autotuning clears between timings.
     pub l2_cache_bytes: u64,
@@ -736,6 +739,7 @@ impl EngineProfile {
             ("rotary_dim", rotary_dim),
             ("max_position_embeddings", cfg.max_position_embeddings),
             ("l2_cache_bytes", device.l2_cache_bytes),
+            ("sm_count", device.sm_count),
         ];
         for (n, v) in circuit.dims() {
             if !names.iter().any(|(k, _)| k == n) {
@@ -764,7 +768,7 @@ impl EngineProfile {
             &names,
         )?;
         let (forward_live, kernel_launches) =
-            self.forward_live(circuit, shape.tokens, logits_rows)?;
+            self.forward_live(circuit, shape.tokens, logits_rows, device.sm_count)?;
         let profile_run = &self.file.profile_run;
         let sampler_live = self.sum_terms(
             "profile_run.sampler_live",
@@ -919,6 +923,7 @@ impl EngineProfile {
         circuit: &Circuit,
         tokens: u64,
         logits_rows: u64,
+        sm_count: u64,
     ) -> Result<(u64, u64), EngineError> {
         let plan_err = |message: String| EngineError::Plan {
             circuit: circuit.name().to_owned(),
@@ -931,7 +936,7 @@ impl EngineProfile {
             &self.families,
             &self.rules,
             self.rules.defaults(),
-            PlanConfig::new(132),
+            PlanConfig::new(sm_count),
         )
         .map_err(|e| plan_err(e.to_string()))?;
         let plan = planner.plan(tokens).map_err(|e| plan_err(e.to_string()))?;
