@@ -155,8 +155,6 @@ fn stage_circuits(
 fn predict(
     profile: &EngineProfile,
     circuits: &[circuit_ir::Circuit],
-    text: &str,
-    origin: &str,
     run: &RunSettings,
 ) -> Result<Startup, CliError> {
     let stages: Vec<StageCircuit<'_>> = circuits
@@ -164,7 +162,7 @@ fn predict(
         .zip(0u64..)
         .map(|(circuit, stage)| StageCircuit { stage, circuit })
         .collect();
-    Ok(profile.predict_layout(&stages, text, origin, run)?)
+    Ok(profile.predict_layout(&stages, run)?)
 }
 
 /// `cargo xtask plan --hf-config FILE --engine NAME ...`.
@@ -195,9 +193,9 @@ pub fn run_plan(
         max_num_batched_tokens: engine.max_num_batched_tokens,
         max_num_seqs: engine.max_num_seqs,
         max_model_len: args.max_model_len,
-        model: Some(model),
+        model,
     };
-    let startup = predict(&profile, &circuits, &files.text, &files.origin, &run)?;
+    let startup = predict(&profile, &circuits, &run)?;
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)?;
     match args.format {
         OutputFormat::Table => {
@@ -234,7 +232,7 @@ fn budget(
     let mut out = Budget::default();
     if engine.largest_max_model_len || engine.target_kv_tokens.is_some() {
         let target = engine.target_kv_tokens.unwrap_or(0);
-        let answers = profile.budget_answers(&stages, text, origin, run, target)?;
+        let answers = profile.budget_answers(&stages, run, target)?;
         if engine.largest_max_model_len {
             out.largest_max_model_len = Some(answers.largest_max_model_len);
         }
@@ -243,7 +241,7 @@ fn budget(
         }
     }
     if engine.largest_max_num_seqs {
-        out.largest_max_num_seqs = Some(profile.largest_max_num_seqs(&stages, text, origin, run)?);
+        out.largest_max_num_seqs = Some(profile.largest_max_num_seqs(&stages, run)?);
     }
     if engine.smallest_tp {
         // A size the importer refuses (a dim it does not divide) is one the model cannot be
@@ -256,8 +254,7 @@ fn budget(
                 .ok()
                 .map(|(circuits, _)| circuits)
         };
-        out.smallest_tp =
-            Some(profile.smallest_tp(text, origin, run, SMALLEST_TP_LIMIT, stages_for)?);
+        out.smallest_tp = Some(profile.smallest_tp(run, SMALLEST_TP_LIMIT, stages_for)?);
     }
     Ok(out)
 }
@@ -510,9 +507,9 @@ pub fn bench() -> Result<(), CliError> {
             max_num_batched_tokens: None,
             max_num_seqs: None,
             max_model_len: case["max_model_len"].as_u64(),
-            model: Some(model),
+            model,
         };
-        let s = predict(&profile, &circuits, &text, &origin, &run)?;
+        let s = predict(&profile, &circuits, &run)?;
         let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
         let w = &s.workers[0];
         outln!(

@@ -50,13 +50,15 @@ pub enum EngineError {
         /// The loader's message.
         message: String,
     },
-    /// The model's config.json lacks what the profile needs, or is not JSON.
-    #[error("{origin}: {message}")]
-    Config {
-        /// The file.
-        origin: String,
-        /// What is missing.
-        message: String,
+    /// The circuit lacks a dim the profile needs.
+    #[error("{circuit}: the circuit has no dim `{dim}` (the engine profile sizes {why} from it)")]
+    MissingDim {
+        /// The circuit.
+        circuit: String,
+        /// The dim.
+        dim: &'static str,
+        /// What the profile sizes from it.
+        why: &'static str,
     },
     /// Planning the circuit failed.
     #[error("planning {circuit} at {rows} rows: {message}")]
@@ -331,12 +333,12 @@ pub struct RunSettings {
     pub max_num_batched_tokens: Option<u64>,
     /// Sequences (None: the device's default).
     pub max_num_seqs: Option<u64>,
-    /// Max model length (None: the config's `max_position_embeddings`).
+    /// Max model length (None: the model's `max_position_embeddings`).
     pub max_model_len: Option<u64>,
     /// The model's sizes as its configuration class gives them (config.json's values, or the
-    /// class defaults it omits: the importer knows them, this crate reads no model class);
-    /// None: read them from config.json, which must then hold them.
-    pub model: Option<ModelFacts>,
+    /// class defaults it omits): the importer knows them, this crate reads no model class and
+    /// no config file.
+    pub model: ModelFacts,
 }
 
 /// What the profile needs of the model beyond its circuits.
@@ -534,16 +536,10 @@ impl EngineProfile {
         })
     }
 
-    /// Predicts the start-up of `circuit` (imported from the `config.json` text `config`,
-    /// named `config_origin`) on one rank: `run` must ask for tensor- and pipeline-parallel
-    /// size 1 (use [`EngineProfile::predict_layout`] for a parallel layout).
-    pub fn predict(
-        &self,
-        circuit: &Circuit,
-        config: &str,
-        config_origin: &str,
-        run: &RunSettings,
-    ) -> Result<Startup, EngineError> {
+    /// Predicts the start-up of `circuit` (the model `run.model` describes) on one rank: `run`
+    /// must ask for tensor- and pipeline-parallel size 1 (use [`EngineProfile::predict_layout`]
+    /// for a parallel layout).
+    pub fn predict(&self, circuit: &Circuit, run: &RunSettings) -> Result<Startup, EngineError> {
         // A whole-model circuit read as one rank's shard would be planned silently wrong.
         if (run.tensor_parallel_size, run.pipeline_parallel_size) != (1, 1) {
             return Err(EngineError::BadSetting {
@@ -555,12 +551,7 @@ impl EngineProfile {
                 why: "predict takes the whole model on one rank; give predict_layout one circuit per stage",
             });
         }
-        self.predict_layout(
-            &[StageCircuit { stage: 0, circuit }],
-            config,
-            config_origin,
-            run,
-        )
+        self.predict_layout(&[StageCircuit { stage: 0, circuit }], run)
     }
 
     /// Predicts the start-up of a layout of `run.tensor_parallel_size` x
@@ -569,8 +560,6 @@ impl EngineProfile {
     pub fn predict_layout(
         &self,
         stages: &[StageCircuit<'_>],
-        config: &str,
-        config_origin: &str,
         run: &RunSettings,
     ) -> Result<Startup, EngineError> {
         let (tp, pp) = (run.tensor_parallel_size, run.pipeline_parallel_size);
@@ -618,7 +607,7 @@ impl EngineProfile {
             what: what.to_owned(),
         };
         let world = tp.checked_mul(pp).ok_or_else(|| overflow("world size"))?;
-        let cfg = ConfigFacts::read(config, config_origin, run.model)?;
+        let cfg = &run.model;
         let max_model_len = run.max_model_len.unwrap_or(cfg.max_position_embeddings);
         let requested = (device.cuda_total_bytes as f64 * run.gpu_memory_utilization).ceil() as u64;
         let facts = &self.file.non_torch;
@@ -642,7 +631,7 @@ impl EngineProfile {
         };
         let mut workers = Vec::new();
         for stage in stages {
-            let one = self.stage_worker(stage, &cfg, config_origin, &shape, device)?;
+            let one = self.stage_worker(stage, cfg, &shape, device)?;
             for tp_rank in 0..tp {
                 let rank = stage
                     .stage
@@ -709,23 +698,23 @@ impl EngineProfile {
     fn stage_worker(
         &self,
         stage: &StageCircuit<'_>,
-        cfg: &ConfigFacts,
-        config_origin: &str,
+        cfg: &ModelFacts,
         shape: &Shape,
         device: &DeviceFacts,
     ) -> Result<Worker, EngineError> {
         let circuit = stage.circuit;
         let at = (stage.stage, shape.stages);
         let dim = |name: &str| circuit.dim(name);
-        let need = |name: &str| {
-            dim(name).ok_or_else(|| EngineError::Config {
-                origin: config_origin.to_owned(),
-                message: format!("the circuit has no dim `{name}`"),
+        let need = |name: &'static str, why: &'static str| {
+            dim(name).ok_or_else(|| EngineError::MissingDim {
+                circuit: circuit.name().to_owned(),
+                dim: name,
+                why,
             })
         };
-        let hidden = need("hidden")?;
-        let vocab = need("vocab")?;
-        let head_dim = need("head_dim")?;
+        let hidden = need("hidden", "the engine file's activation terms")?;
+        let vocab = need("vocab", "the logits")?;
+        let head_dim = need("head_dim", "the rotary cache")?;
         let rotary_dim = dim("qk_rope_head_dim").unwrap_or(head_dim);
         let dtype_bytes = model_dtype_bytes(circuit);
         let mut names: Vec<(&str, u64)> = vec![
@@ -967,7 +956,7 @@ impl Worker {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetAnswers {
     /// The largest max-model-len that starts (None: nothing starts): the KV tokens of the
-    /// start-up (the profile run does not depend on max-model-len), at most the config's
+    /// start-up (the profile run does not depend on max-model-len), at most the model's
     /// `max_position_embeddings`, above which vLLM refuses the length.
     pub largest_max_model_len: Option<u64>,
     /// The smallest gpu-memory-utilization whose KV cache holds `target_kv_tokens` (None when
@@ -990,13 +979,10 @@ impl EngineProfile {
     pub fn budget_answers(
         &self,
         stages: &[StageCircuit<'_>],
-        config: &str,
-        config_origin: &str,
         run: &RunSettings,
         target_kv_tokens: u64,
     ) -> Result<BudgetAnswers, EngineError> {
-        let startup = self.predict_layout(stages, config, config_origin, run)?;
-        let cfg = ConfigFacts::read(config, config_origin, run.model)?;
+        let startup = self.predict_layout(stages, run)?;
         let overflow = || EngineError::Overflow {
             what: "bytes for the target KV tokens".to_owned(),
         };
@@ -1025,8 +1011,11 @@ impl EngineProfile {
         let fits =
             !matches!(startup.verdict, Verdict::NoKvMemory { .. }) && startup.kv_cache_tokens > 0;
         Ok(BudgetAnswers {
-            largest_max_model_len: fits
-                .then(|| startup.kv_cache_tokens.min(cfg.max_position_embeddings)),
+            largest_max_model_len: fits.then(|| {
+                startup
+                    .kv_cache_tokens
+                    .min(run.model.max_position_embeddings)
+            }),
             utilization_for_target: (utilization <= 1.0).then_some(utilization),
         })
     }
@@ -1039,8 +1028,6 @@ impl EngineProfile {
     pub fn largest_max_num_seqs(
         &self,
         stages: &[StageCircuit<'_>],
-        config: &str,
-        config_origin: &str,
         run: &RunSettings,
     ) -> Result<Option<u64>, EngineError> {
         let tokens = match run.max_num_batched_tokens {
@@ -1052,7 +1039,7 @@ impl EngineProfile {
                 max_num_seqs: Some(seqs),
                 ..run.clone()
             };
-            let s = self.predict_layout(stages, config, config_origin, &at)?;
+            let s = self.predict_layout(stages, &at)?;
             Ok(s.verdict == Verdict::Starts)
         };
         if tokens == 0 || !starts(1)? {
@@ -1075,14 +1062,12 @@ impl EngineProfile {
     }
 
     /// The smallest tensor-parallel size that starts under `run` (its tensor-parallel size is
-    /// ignored): the sizes from 1 to `limit` that divide config.json's `num_attention_heads`,
+    /// ignored): the sizes from 1 to `limit` that divide the model's `num_attention_heads`,
     /// in order. `stages_for(tp)` gives the layout's per-stage circuits at that size (the
     /// caller imports them); a size whose import fails is skipped, as one the model cannot be
     /// sharded to.
     pub fn smallest_tp<F>(
         &self,
-        config: &str,
-        config_origin: &str,
         run: &RunSettings,
         limit: u64,
         mut stages_for: F,
@@ -1090,14 +1075,9 @@ impl EngineProfile {
     where
         F: FnMut(u64) -> Option<Vec<Circuit>>,
     {
-        let cfg = ConfigFacts::read(config, config_origin, run.model)?;
-        let heads = cfg.num_attention_heads.ok_or_else(|| EngineError::Config {
-            origin: config_origin.to_owned(),
-            message: "num_attention_heads: absent or not an integer (the smallest TP divides it)"
-                .to_owned(),
-        })?;
+        let heads = run.model.num_attention_heads;
         let mut tried = Vec::new();
-        for tp in (1..=limit).filter(|tp| heads % tp == 0) {
+        for tp in (1..=limit).filter(|tp| heads.is_multiple_of(*tp)) {
             tried.push(tp);
             let Some(circuits) = stages_for(tp) else {
                 continue;
@@ -1111,7 +1091,7 @@ impl EngineProfile {
                 tensor_parallel_size: tp,
                 ..run.clone()
             };
-            let startup = self.predict_layout(&stages, config, config_origin, &at)?;
+            let startup = self.predict_layout(&stages, &at)?;
             if startup.verdict == Verdict::Starts {
                 return Ok(SmallestTp {
                     tried,
@@ -1183,54 +1163,4 @@ fn kv_layout_modelled(circuit: &Circuit) -> Result<(), EngineError> {
         });
     }
     Ok(())
-}
-
-/// What the profile reads from config.json beyond the circuit.
-struct ConfigFacts {
-    max_position_embeddings: u64,
-    /// The whole vocabulary: the sampler sees every rank's logits gathered.
-    vocab_size: u64,
-    /// Attention heads (the tensor-parallel sizes that shard them evenly).
-    num_attention_heads: Option<u64>,
-}
-
-impl ConfigFacts {
-    fn read(
-        text: &str,
-        origin: &str,
-        model: Option<ModelFacts>,
-    ) -> Result<ConfigFacts, EngineError> {
-        if let Some(m) = model {
-            return Ok(ConfigFacts {
-                max_position_embeddings: m.max_position_embeddings,
-                vocab_size: m.vocab_size,
-                num_attention_heads: Some(m.num_attention_heads),
-            });
-        }
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| EngineError::Config {
-                origin: origin.to_owned(),
-                message: e.to_string(),
-            })?;
-        let root = value.get("text_config").unwrap_or(&value);
-        let max_position_embeddings = root
-            .get("max_position_embeddings")
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| EngineError::Config {
-                origin: origin.to_owned(),
-                message: "max_position_embeddings: absent or not an integer".to_owned(),
-            })?;
-        let vocab_size = root
-            .get("vocab_size")
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| EngineError::Config {
-                origin: origin.to_owned(),
-                message: "vocab_size: absent or not an integer".to_owned(),
-            })?;
-        Ok(ConfigFacts {
-            max_position_embeddings,
-            vocab_size,
-            num_attention_heads: root.get("num_attention_heads").and_then(|v| v.as_u64()),
-        })
-    }
 }

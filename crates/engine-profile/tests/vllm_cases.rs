@@ -10,7 +10,8 @@
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
 use engine_profile::{
-    EngineError, EngineProfile, ProfileTexts, RunSettings, StageCircuit, Startup, Verdict,
+    EngineError, EngineProfile, ModelFacts, ProfileTexts, RunSettings, StageCircuit, Startup,
+    Verdict,
 };
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -58,7 +59,23 @@ fn config(path: &str) -> &'static str {
     }
 }
 
-fn run_of(case: &serde_json::Value) -> RunSettings {
+/// The model's sizes as the importer read them (config.json's values or the class defaults).
+fn facts(import: &circuit_hf::Import) -> ModelFacts {
+    ModelFacts {
+        max_position_embeddings: import.max_position_embeddings,
+        vocab_size: import.vocab_size,
+        num_attention_heads: import.num_attention_heads,
+    }
+}
+
+/// The whole model of `path` on one rank, with its sizes from the same import.
+fn whole(path: &str) -> (Circuit, ModelFacts) {
+    let import = circuit_hf::import(config(path), path).unwrap();
+    let model = facts(&import);
+    (import.circuit, model)
+}
+
+fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
     RunSettings {
         device: "h100-80gb".to_owned(),
         tensor_parallel_size: case["tensor_parallel_size"].as_u64().unwrap(),
@@ -67,13 +84,13 @@ fn run_of(case: &serde_json::Value) -> RunSettings {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: case["max_model_len"].as_u64(),
-        model: None,
+        model,
     }
 }
 
 /// The circuits of a case's layout, one per pipeline stage, imported as vLLM loads the
-/// model (with `--quantization` when the case gives one).
-fn imports_of(case: &serde_json::Value) -> Vec<Circuit> {
+/// model (with `--quantization` when the case gives one), and the model's sizes.
+fn imports_of(case: &serde_json::Value) -> (Vec<Circuit>, ModelFacts) {
     let path = case["config"].as_str().unwrap();
     let mut options = ImportOptions::default();
     if let Some(q) = case["quantization"].as_str() {
@@ -87,12 +104,15 @@ fn imports_of(case: &serde_json::Value) -> Vec<Circuit> {
     };
     let sharded = circuit_hf::import_parallel(config(path), path, &options, &[]).unwrap();
     assert_eq!(sharded.imports.len() as u64, options.parallel.pp);
-    sharded.imports.into_iter().map(|i| i.circuit).collect()
+    let model = facts(&sharded.imports[0]);
+    (
+        sharded.imports.into_iter().map(|i| i.circuit).collect(),
+        model,
+    )
 }
 
 fn predict(profile: &EngineProfile, case: &serde_json::Value) -> Startup {
-    let path = case["config"].as_str().unwrap();
-    let circuits = imports_of(case);
+    let (circuits, model) = imports_of(case);
     let stages: Vec<StageCircuit<'_>> = circuits
         .iter()
         .enumerate()
@@ -102,13 +122,13 @@ fn predict(profile: &EngineProfile, case: &serde_json::Value) -> Startup {
         })
         .collect();
     profile
-        .predict_layout(&stages, config(path), path, &run_of(case))
+        .predict_layout(&stages, &run_of(case, model))
         .unwrap()
 }
 
 /// The cases' settings at TP `tp` x PP `pp`: an H100 at 0.95 utilization, 8,192 tokens of
 /// context, the device's batch defaults.
-fn h100_run(tp: u64, pp: u64) -> RunSettings {
+fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
     RunSettings {
         device: "h100-80gb".to_owned(),
         tensor_parallel_size: tp,
@@ -117,7 +137,7 @@ fn h100_run(tp: u64, pp: u64) -> RunSettings {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: Some(8192),
-        model: None,
+        model,
     }
 }
 
@@ -317,16 +337,13 @@ fn bad_engine_file_is_a_typed_error() {
 fn budget_answers_are_consistent_with_predictions() {
     let profile = profile();
     let path = "models/llama-3.1-8b/config.json";
-    let text = config(path);
-    let circuit = circuit_hf::from_config_json(text, path).unwrap();
-    let mut run = h100_run(1, 1);
+    let (circuit, model) = whole(path);
+    let mut run = h100_run(1, 1, model);
     let stages = [StageCircuit {
         stage: 0,
         circuit: &circuit,
     }];
-    let answers = profile
-        .budget_answers(&stages, text, path, &run, 100_000)
-        .unwrap();
+    let answers = profile.budget_answers(&stages, &run, 100_000).unwrap();
     // 476,032 KV tokens, but vLLM refuses a length beyond max_position_embeddings.
     assert_eq!(answers.largest_max_model_len, Some(131_072));
     // Where the KV cache is the limit, the largest length is its tokens: it starts there and
@@ -334,25 +351,19 @@ fn budget_answers_are_consistent_with_predictions() {
     let mut small = run.clone();
     small.gpu_memory_utilization = 0.25;
     let largest = profile
-        .budget_answers(&stages, text, path, &small, 1)
+        .budget_answers(&stages, &small, 1)
         .unwrap()
         .largest_max_model_len
         .unwrap();
     assert!(largest > 0 && largest < 131_072, "{largest}");
     small.max_model_len = Some(largest);
     assert_eq!(
-        profile
-            .predict(&circuit, text, path, &small)
-            .unwrap()
-            .verdict,
+        profile.predict(&circuit, &small).unwrap().verdict,
         Verdict::Starts
     );
     small.max_model_len = Some(largest + 1);
     assert_eq!(
-        profile
-            .predict(&circuit, text, path, &small)
-            .unwrap()
-            .verdict,
+        profile.predict(&circuit, &small).unwrap().verdict,
         Verdict::MaxModelLenTooLong {
             kv_tokens: largest,
             max_model_len: largest + 1
@@ -360,33 +371,17 @@ fn budget_answers_are_consistent_with_predictions() {
     );
     // Nothing starts at 0.2 (weights, peak and non-torch exceed 0.2 x 79.19 GiB): no length.
     small.gpu_memory_utilization = 0.2;
-    let none = profile
-        .budget_answers(&stages, text, path, &small, 1)
-        .unwrap();
+    let none = profile.budget_answers(&stages, &small, 1).unwrap();
     assert_eq!(none.largest_max_model_len, None);
     // The utilization found gives at least the target; a hair less gives fewer tokens.
     run.max_model_len = Some(8192);
     let util = answers.utilization_for_target.unwrap();
     run.gpu_memory_utilization = util;
-    assert!(
-        profile
-            .predict(&circuit, text, path, &run)
-            .unwrap()
-            .kv_cache_tokens
-            >= 100_000
-    );
+    assert!(profile.predict(&circuit, &run).unwrap().kv_cache_tokens >= 100_000);
     run.gpu_memory_utilization = util - 1e-4;
-    assert!(
-        profile
-            .predict(&circuit, text, path, &run)
-            .unwrap()
-            .kv_cache_tokens
-            < 100_000
-    );
+    assert!(profile.predict(&circuit, &run).unwrap().kv_cache_tokens < 100_000);
     // A target beyond the device: no utilization.
-    let none = profile
-        .budget_answers(&stages, text, path, &run, 10_000_000)
-        .unwrap();
+    let none = profile.budget_answers(&stages, &run, 10_000_000).unwrap();
     assert_eq!(none.utilization_for_target, None);
 }
 
@@ -394,11 +389,10 @@ fn budget_answers_are_consistent_with_predictions() {
 fn a_layout_needs_one_circuit_per_stage() {
     let profile = profile();
     let path = "models/llama-3.1-8b/config.json";
-    let text = config(path);
-    let circuit = circuit_hf::from_config_json(text, path).unwrap();
-    let mut run = h100_run(2, 1);
+    let (circuit, model) = whole(path);
+    let mut run = h100_run(2, 1, model);
     // The whole model is not a TP rank's shard.
-    let err = profile.predict(&circuit, text, path, &run).unwrap_err();
+    let err = profile.predict(&circuit, &run).unwrap_err();
     assert!(matches!(err, EngineError::BadSetting { .. }), "{err}");
     // Two stages asked, one circuit given.
     run.tensor_parallel_size = 1;
@@ -407,10 +401,7 @@ fn a_layout_needs_one_circuit_per_stage() {
         stage: 0,
         circuit: &circuit,
     }];
-    let err = profile
-        .predict_layout(&one, text, path, &run)
-        .unwrap_err()
-        .to_string();
+    let err = profile.predict_layout(&one, &run).unwrap_err().to_string();
     assert!(
         err.starts_with("stage circuits = stages [0]: one circuit per pipeline stage"),
         "{err}"
@@ -421,18 +412,15 @@ fn a_layout_needs_one_circuit_per_stage() {
 fn largest_max_num_seqs_is_the_edge_of_starting() {
     let profile = profile();
     let path = "models/llama-3.1-8b/config.json";
-    let text = config(path);
-    let circuit = circuit_hf::from_config_json(text, path).unwrap();
+    let (circuit, model) = whole(path);
     let stages = [StageCircuit {
         stage: 0,
         circuit: &circuit,
     }];
-    let mut run = h100_run(1, 1);
+    let mut run = h100_run(1, 1, model);
     // With room to spare every count up to the batched tokens starts (vLLM allows no more).
     assert_eq!(
-        profile
-            .largest_max_num_seqs(&stages, text, path, &run)
-            .unwrap(),
+        profile.largest_max_num_seqs(&stages, &run).unwrap(),
         Some(8192)
     );
     // Near the edge (at 0.42, KV for barely more than one 131,072-token sequence at 1024),
@@ -440,7 +428,7 @@ fn largest_max_num_seqs_is_the_edge_of_starting() {
     run.max_model_len = Some(131_072);
     run.gpu_memory_utilization = 0.42;
     let seqs = profile
-        .largest_max_num_seqs(&stages, text, path, &run)
+        .largest_max_num_seqs(&stages, &run)
         .unwrap()
         .unwrap();
     assert!(seqs > 1 && seqs < 8192, "{seqs}");
@@ -449,7 +437,7 @@ fn largest_max_num_seqs_is_the_edge_of_starting() {
             max_num_seqs: Some(n),
             ..run.clone()
         };
-        profile.predict(&circuit, text, path, &at).unwrap().verdict
+        profile.predict(&circuit, &at).unwrap().verdict
     };
     assert_eq!(verdict(seqs), Verdict::Starts);
     assert_ne!(verdict(seqs + 1), Verdict::Starts);
@@ -460,7 +448,8 @@ fn smallest_tp_tries_the_sizes_that_divide_the_heads() {
     let profile = profile();
     let path = "models/mixtral-8x7b-v0.1/config.json";
     let text = config(path);
-    let run = h100_run(1, 1);
+    let (_, model) = whole(path);
+    let run = h100_run(1, 1, model);
     let stages_for = |tp: u64| {
         let mut options = ImportOptions::default();
         options.parallel = Parallel {
@@ -474,9 +463,7 @@ fn smallest_tp_tries_the_sizes_that_divide_the_heads() {
             .map(|s| s.imports.into_iter().map(|i| i.circuit).collect())
     };
     // 87 GiB of bf16 weights do not fit one H100; at TP 2 each rank holds 43.5 GiB.
-    let answer = profile
-        .smallest_tp(text, path, &run, 8, stages_for)
-        .unwrap();
+    let answer = profile.smallest_tp(&run, 8, stages_for).unwrap();
     assert_eq!(answer.tried, [1, 2]);
     let (tp, startup) = answer.found.unwrap();
     assert_eq!(tp, 2);
@@ -488,11 +475,10 @@ fn smallest_tp_tries_the_sizes_that_divide_the_heads() {
 fn cuda_graph_captures_follow_vllms_size_list() {
     let profile = profile();
     let path = "models/llama-3.1-8b/config.json";
-    let text = config(path);
-    let circuit = circuit_hf::from_config_json(text, path).unwrap();
-    let mut run = h100_run(1, 1);
+    let (circuit, model) = whole(path);
+    let mut run = h100_run(1, 1, model);
     let captures = |run: &RunSettings| {
-        let s = profile.predict(&circuit, text, path, run).unwrap();
+        let s = profile.predict(&circuit, run).unwrap();
         s.workers[0].cuda_graph.captures.clone()
     };
     let modes = |p: u64, f: u64| vec![("PIECEWISE".to_owned(), p), ("FULL".to_owned(), f)];
@@ -506,7 +492,7 @@ fn cuda_graph_captures_follow_vllms_size_list() {
     run.max_num_batched_tokens = Some(64);
     run.max_num_seqs = Some(64);
     assert_eq!(captures(&run), modes(11, 11));
-    let s = profile.predict(&circuit, text, path, &run).unwrap();
+    let s = profile.predict(&circuit, &run).unwrap();
     let g = &s.workers[0].cuda_graph;
     assert_eq!(g.total, g.first_capture + 2 * 10 * g.per_capture);
     assert_eq!(s.cuda_graph_estimate, g.total);
@@ -530,9 +516,9 @@ fn hybrid_caches_are_refused_not_priced_as_uniform() {
         ),
     ] {
         let origin = format!("{name}/config.json");
-        let circuit = circuit_hf::from_config_json(text, &origin).unwrap();
+        let import = circuit_hf::import(text, &origin).unwrap();
         let err = profile
-            .predict(&circuit, text, &origin, &h100_run(1, 1))
+            .predict(&import.circuit, &h100_run(1, 1, facts(&import)))
             .unwrap_err();
         match &err {
             EngineError::NotModelled { circuit, what: w } => {
