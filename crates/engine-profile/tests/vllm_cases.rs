@@ -315,6 +315,51 @@ fn all_eight_cases_against_the_issue_bounds() {
     );
 }
 
+/// The sampler's live bytes, term by term from vLLM's source (engine.toml `sampler_live`), for
+/// Llama-3.1-8B (hidden 4096, vocab 128,256) at 8,192 tokens: `requests` rows of logits in the
+/// model dtype, the float32 cast of them (none when the model runs in float32, where
+/// `logits.to(torch.float32)` returns them), the softmax and the sampling noise, and the Triton
+/// top-k/top-p buffer of min(132 SMs, requests) rows; beside the forward's hidden states and
+/// the gathered last-token rows with their norm.
+#[test]
+fn sampler_terms_follow_the_dtype_and_the_requests() {
+    let profile = profile();
+    let path = "models/llama-3.1-8b/config.json";
+    let sampler = |dtype: &str, seqs: u64| {
+        let mut options = ImportOptions::default();
+        options.dtype = dtype.parse().unwrap();
+        let import = circuit_hf::import_with(config(path), path, &options, &[]).unwrap();
+        let run = RunSettings {
+            max_num_seqs: Some(seqs),
+            ..h100_run(1, 1, facts(&import))
+        };
+        let startup = profile.predict(&import.circuit, &run).unwrap();
+        startup.workers[0].clone()
+    };
+    let (tokens, hidden, vocab) = (8192u64, 4096u64, 128_256u64);
+    let expected = |dtype_bytes: u64, requests: u64, float32_temporaries: u64| {
+        tokens * hidden * dtype_bytes
+            + 2 * requests * hidden * dtype_bytes
+            + requests * vocab * dtype_bytes
+            + float32_temporaries * requests * vocab * 4
+            + requests.min(132) * vocab * 4
+    };
+    let bf16 = sampler("bfloat16", 1024);
+    assert_eq!(bf16.sampler_live, expected(2, 1024, 3));
+    assert_eq!(bf16.sampler_live, 1_990_283_264);
+    let f32 = sampler("float32", 1024);
+    assert_eq!(f32.sampler_live, expected(4, 1024, 2));
+    // In float32 the forward (twice the bytes of bf16) sets the peak, not the sampler.
+    assert!(f32.forward_live + f32.forward_held > f32.sampler_live);
+    assert_eq!(
+        f32.activation_peak,
+        f32.persistent + f32.forward_live + f32.forward_held
+    );
+    // 64 requests: 64 rows of the top-k/top-p buffer (a power of two, so exact).
+    let few = sampler("bfloat16", 64);
+    assert_eq!(few.sampler_live, expected(2, 64, 3));
+}
+
 #[test]
 fn bad_engine_file_is_a_typed_error() {
     let err = EngineProfile::from_texts(&ProfileTexts {
