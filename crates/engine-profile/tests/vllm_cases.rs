@@ -591,7 +591,7 @@ fn assert_printed(s: &Startup, block_bytes: u64, token_block: u64, per_request: 
 /// Gemma 3 1B: 26 layers, every sixth full (layers 5, 11, 17, 23; transformers' default
 /// `sliding_window_pattern` 6), the other 22 sliding over 512 tokens; one KV head of 256 in
 /// bf16, so 2 x 1 x 256 x 2 = 1,024 bytes per token and layer, a 16-token page of 16,384 bytes
-/// for both kinds (kv_cache_interface.py:76-84). The group size is the fewest layers of a
+/// for both kinds (kv_cache_interface.py:79-87). The group size is the fewest layers of a
 /// kind, 4, as 22 is not below 1.5 x 4 (kv_cache_utils.py:1043-1054); the sliding layers make
 /// ceil(22 / 4) = 6 groups (layers[i::6]: 4, 4, 4, 4, 3, 3; two padding slots) and come first,
 /// as layer 0 slides (:1027-1029); the full layers one group of 4. A block costs 4 x 16,384 =
