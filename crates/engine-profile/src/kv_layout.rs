@@ -124,7 +124,13 @@ fn cache_layers(
         what: format!("{}: cache bytes of a layer", circuit.name()),
     };
     for state in circuit.states().values() {
-        let instance = circuit.nodes()[state.writer].instance;
+        // circuit-ir validates that a state's writer is one of its nodes.
+        let Some(instance) = circuit.nodes().get(state.writer).map(|n| n.instance) else {
+            return Err(not_modelled(
+                circuit,
+                format!("state {} has no writer node", state.id),
+            ));
+        };
         let pos = match rows.iter().position(|r| r.0 == instance) {
             Some(p) => p,
             None => {
@@ -292,9 +298,10 @@ impl EngineProfile {
 
         let mut specs = Vec::with_capacity(layers.len());
         for l in &layers {
-            specs.push(match l.kind {
-                LayerKind::Recurrent => recurrent_spec.ok_or_else(|| overflow("recurrent spec"))?,
-                kind => Spec {
+            specs.push(match (l.kind, recurrent_spec) {
+                // Set above whenever a layer is recurrent.
+                (LayerKind::Recurrent, Some(spec)) => spec,
+                (kind, _) => Spec {
                     kind,
                     block_size: attention_block,
                     page: attention_block

@@ -510,6 +510,15 @@ impl EngineProfile {
                 message: format!("schema = {}: only schema 1 is known", file.schema),
             });
         }
+        let slack = file.kv_cache.group_size_slack;
+        if !(slack.is_finite() && slack >= 1.0) {
+            return Err(EngineError::Toml {
+                origin: origin.to_owned(),
+                message: format!(
+                    "kv_cache.group_size_slack = {slack}: must be a finite number of at least 1"
+                ),
+            });
+        }
         if file.kv_cache.block_size == 0 {
             return Err(EngineError::Toml {
                 origin: origin.to_owned(),

@@ -691,6 +691,79 @@ fn qwen3_next_recurrent_state_pads_to_the_attention_page() {
     assert_eq!(s.verdict, Verdict::Starts);
 }
 
+/// Gemma 3 1B at PP 2: stage 0 holds layers 0-12, stage 1 layers 13-25 (13 each). The groups
+/// are the whole model's (kv_cache_utils.py:1543-1560), each projected onto a stage (:1472-1505):
+/// the 22 sliding layers in order are 0-4, 6-10, 12 (stage 0, positions 0-10) and 13-16, 18-22,
+/// 24, 25 (stage 1, positions 11-21); group i takes positions i, i + 6, i + 12, i + 18, so
+/// stage 0 holds 2, 2, 2, 2, 2, 1 of groups 0-5 and stage 1 2, 2, 2, 2, 1, 2; of the full layers
+/// 5, 11, 17, 23 each stage holds 2. A block costs either stage 2 x 16,384 = 32,768 bytes (the
+/// page times its largest projected group, :1126-1140), and every worker gets the smaller
+/// stage's blocks (:1600-1615).
+#[test]
+fn a_pipeline_stage_holds_its_share_of_every_group() {
+    let profile = profile();
+    let origin = "gemma-3-1b-it/config.json";
+    let mut options = ImportOptions::default();
+    options.parallel = Parallel {
+        tp: 1,
+        pp: 2,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded =
+        circuit_hf::import_parallel(checkpoint("gemma-3-1b-it"), origin, &options, &[]).unwrap();
+    let mut run = h100_run(1, 2, facts(&sharded.imports[0]));
+    run.max_model_len = None;
+    run.gpu_memory_utilization = 0.9;
+    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let s = predict_checkpoint(&profile, &circuits, &run);
+    assert_eq!(s.kv_layout.stage_block_bytes, [32_768, 32_768]);
+    assert_eq!(s.kv_layout.groups.len(), 7);
+    assert_printed(&s, 32_768, 16, 5_318);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+/// A layout fact out of range is a typed error naming the item and its value, never a panic.
+#[test]
+fn bad_layout_facts_are_typed_errors() {
+    let texts = |engine: &str| {
+        EngineProfile::from_texts(&ProfileTexts {
+            engine: (engine, "engine.toml"),
+            families: (
+                include_str!("../../../engines/vllm-0.19/families.toml"),
+                "families.toml",
+            ),
+            rules: (
+                include_str!("../../../engines/vllm-0.19/rules.toml"),
+                "rules.toml",
+            ),
+        })
+    };
+    let engine = include_str!("../../../engines/vllm-0.19/engine.toml");
+    let err = texts(&engine.replace("group_size_slack = 1.5", "group_size_slack = 0.5"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "engine.toml: kv_cache.group_size_slack = 0.5: must be a finite number of at least 1"
+    );
+    let profile = profile_with(|t| {
+        t.replace(
+            "sliding = \"ceil_div(min(window - 1 + tokens, max_model_len), block_size) + 1\"",
+            "sliding = \"ceil_div(min(window - 1 + tokens, max_model_len), block_size) + spare\"",
+        )
+    });
+    let (circuits, run) = checkpoint_layout("gemma-3-1b-it", 1);
+    let stages = [StageCircuit {
+        stage: 0,
+        circuit: &circuits[0],
+    }];
+    match profile.predict_layout(&stages, &run).unwrap_err() {
+        EngineError::Expr { item, .. } => assert_eq!(item, "kv_cache.blocks_per_request.sliding"),
+        other => panic!("{other}"),
+    }
+}
+
 /// With the hybrid manager off, Gemma 3's sliding layers are kept as full attention
 /// (kv_cache_utils.py:1160-1219): one group of 26 layers, a block of 26 x 16,384 = 425,984
 /// bytes, 2,048 blocks per request of 32,768 tokens. Qwen3-Next's recurrent state cannot be
