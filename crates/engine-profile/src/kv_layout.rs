@@ -257,15 +257,29 @@ impl EngineProfile {
                 ));
             }
             // vLLM derives one page per kind from the model config, so the layers must agree.
-            let per_token = attention.first().copied();
-            let alike = |v: &[u64]| v.windows(2).all(|w| w[0] == w[1]);
-            let Some(per_token) = per_token.filter(|_| alike(&attention) && alike(&recurrent))
-            else {
+            let distinct = |v: &[u64]| {
+                let mut d = v.to_vec();
+                d.sort_unstable();
+                d.dedup();
+                d
+            };
+            let (sizes, states) = (distinct(&attention), distinct(&recurrent));
+            let [per_token] = sizes[..] else {
                 return Err(not_modelled(
                     named,
-                    "recurrent state with no attention layer, or layers of one kind with different sizes (vLLM sizes one attention page and one recurrent page from the model config)".to_owned(),
+                    format!(
+                        "recurrent state beside attention layers of {sizes:?} bytes per token (vLLM sizes one attention page from the model config, and needs one)"
+                    ),
                 ));
             };
+            if states.len() != 1 {
+                return Err(not_modelled(
+                    named,
+                    format!(
+                        "recurrent states of {states:?} bytes per sequence (vLLM sizes one recurrent page from the model config)"
+                    ),
+                ));
+            }
             let r = &facts.recurrent;
             let mut names = base.to_vec();
             names.push(("recurrent_page", state));
