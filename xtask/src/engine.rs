@@ -145,6 +145,7 @@ fn stage_circuits(
         max_position_embeddings: first.max_position_embeddings,
         vocab_size: first.vocab_size,
         num_attention_heads: first.num_attention_heads,
+        attention_chunk_size: first.attention_chunk_size,
     };
     Ok((
         sharded.imports.into_iter().map(|i| i.circuit).collect(),
@@ -402,6 +403,11 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
     if s.workers.len() > 1 {
         outln!("(KV blocks: the smallest count over the workers, as vLLM allocates them)");
     }
+    outln!(
+        "KV layout {} blocks, {}",
+        s.kv_blocks,
+        kv_groups(&s.kv_layout)
+    );
     outln!("GPU KV cache size: {} tokens", s.kv_cache_tokens);
     outln!(
         "Maximum concurrency for {} tokens per request: {:.2}x",
@@ -441,6 +447,64 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
     Ok(())
 }
 
+/// The layout's groups, consecutive alike ones counted together: "7 groups: 6 x sliding window
+/// 512 (4, 4, 4, 4, 3, 3 layers), 1 x full attention (4 layers)".
+fn kv_groups(layout: &engine_profile::KvLayout) -> String {
+    let mut runs: Vec<(String, u64, Vec<u64>)> = Vec::new();
+    for g in &layout.groups {
+        let kind = kind_name(g.kind, g.block_size);
+        match runs.last_mut() {
+            Some((k, n, layers)) if *k == kind => {
+                *n += 1;
+                layers.push(g.layers);
+            }
+            _ => runs.push((kind, 1, vec![g.layers])),
+        }
+    }
+    let parts: Vec<String> = runs
+        .iter()
+        .map(|(kind, n, layers)| {
+            let layers: Vec<String> = layers.iter().map(u64::to_string).collect();
+            let noun = if layers.len() == 1 && layers[0] == "1" {
+                "layer"
+            } else {
+                "layers"
+            };
+            format!("{n} x {kind} ({} {noun})", layers.join(", "))
+        })
+        .collect();
+    let groups = layout.groups.len();
+    format!(
+        "{groups} group{}: {}",
+        if groups == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
+}
+
+fn kind_name(kind: engine_profile::LayerKind, block_size: u64) -> String {
+    use engine_profile::LayerKind;
+    match kind {
+        LayerKind::Full => format!("full attention, {block_size}-token blocks"),
+        LayerKind::Sliding { window } => {
+            format!("sliding window {window}, {block_size}-token blocks")
+        }
+        LayerKind::Chunked { chunk } => {
+            format!("chunked attention {chunk}, {block_size}-token blocks")
+        }
+        LayerKind::Recurrent => "recurrent state, one block per sequence".to_owned(),
+    }
+}
+
+fn kind_json(kind: engine_profile::LayerKind) -> serde_json::Value {
+    use engine_profile::LayerKind;
+    match kind {
+        LayerKind::Full => serde_json::json!({ "kind": "full" }),
+        LayerKind::Sliding { window } => serde_json::json!({ "kind": "sliding", "window": window }),
+        LayerKind::Chunked { chunk } => serde_json::json!({ "kind": "chunked", "chunk": chunk }),
+        LayerKind::Recurrent => serde_json::json!({ "kind": "recurrent" }),
+    }
+}
+
 fn json(s: &Startup) -> serde_json::Value {
     serde_json::json!({
         "engine": {
@@ -453,10 +517,22 @@ fn json(s: &Startup) -> serde_json::Value {
                 "activation_peak": w.activation_peak,
                 "non_torch": w.non_torch,
                 "kv_cache": w.kv_cache,
+                "kv_blocks": w.blocks,
+                "kv_block_bytes": w.block_bytes,
                 "cuda_graph_estimate": w.cuda_graph.total,
             })).collect::<Vec<_>>(),
             "cuda_graph_estimate": s.cuda_graph_estimate,
             "kv_cache_tokens": s.kv_cache_tokens,
+            "kv_blocks": s.kv_blocks,
+            "kv_block_size": s.kv_layout.token_block_size,
+            "kv_blocks_per_request": s.kv_layout.blocks_per_request,
+            "kv_groups": s.kv_layout.groups.iter().map(|g| {
+                let mut j = kind_json(g.kind);
+                j["block_size"] = serde_json::json!(g.block_size);
+                j["layers"] = serde_json::json!(g.layers);
+                j["blocks_per_request"] = serde_json::json!(g.blocks_per_request);
+                j
+            }).collect::<Vec<_>>(),
             "max_concurrency": s.max_concurrency,
             "starts": s.verdict == Verdict::Starts,
         }

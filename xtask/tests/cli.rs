@@ -526,6 +526,55 @@ fn engine_plans_every_rank_of_a_layout() {
     assert!(bad.contains("--quantization"), "{bad}");
 }
 
+/// A model mixing full and sliding-window layers is laid out as vLLM's hybrid KV-cache manager
+/// lays it out: Gemma 3 1B's 22 sliding layers in 6 groups and 4 full ones in 1, each group 4
+/// layers, a block 4 x 16 tokens x 1,024 bytes, the printed tokens blocks // 7 x 16, and one
+/// request of 32,768 tokens 2,048 + 6 x 545 = 5,318 blocks (the derivation is in
+/// crates/engine-profile/tests/vllm_cases.rs).
+#[test]
+fn engine_lays_out_a_hybrid_cache_in_groups() {
+    let config = root().join("data/checkpoints/gemma-3-1b-it/config.json");
+    let config = config.to_str().unwrap();
+    let base = ["plan", "--hf-config", config, "--engine", "vllm"];
+    let o = xtask(&[&base[..], &["--format", "json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let e = &json["engine"];
+    let blocks = e["kv_blocks"].as_u64().unwrap();
+    let w = &e["workers"][0];
+    assert_eq!(w["kv_block_bytes"], 65_536);
+    assert_eq!(blocks, w["kv_cache"].as_u64().unwrap() / 65_536);
+    assert_eq!(e["kv_cache_tokens"].as_u64().unwrap(), blocks / 7 * 16);
+    assert_eq!(e["kv_blocks_per_request"], 5_318);
+    assert_eq!(
+        e["max_concurrency"].as_f64().unwrap(),
+        blocks as f64 / 5_318.0
+    );
+    let groups = e["kv_groups"].as_array().unwrap();
+    let layers: Vec<u64> = groups
+        .iter()
+        .map(|g| g["layers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(layers, [4, 4, 4, 4, 3, 3, 4]);
+    assert_eq!(groups[0]["kind"], "sliding");
+    assert_eq!(groups[0]["window"], 512);
+    assert_eq!(groups[6]["kind"], "full");
+    assert_eq!(e["starts"], true);
+    let table = xtask(&base);
+    assert!(table.status.success(), "{}", stderr(&table));
+    let out = stdout(&table);
+    let tokens = e["kv_cache_tokens"].as_u64().unwrap();
+    for line in [
+        format!(
+            "KV layout {blocks} blocks, 7 groups: 6 x sliding window 512, 16-token blocks (4, 4, 4, 4, 3, 3 layers), 1 x full attention, 16-token blocks (4 layers)"
+        ),
+        format!("GPU KV cache size: {tokens} tokens"),
+        "verdict   starts".to_owned(),
+    ] {
+        assert!(out.lines().any(|l| l == line), "no {line:?} in\n{out}");
+    }
+}
+
 /// `--layouts`: every TP x PP layout's KV tokens side by side, and the smallest TP and TP x PP
 /// (fewest ranks, then fewest stages) that hold `--kv-tokens` under the budget. Llama-3.1-70B
 /// does not fit one H100; at 8192 rows TP 2 holds 71,900 tokens, TP 4 580,831.

@@ -7,7 +7,8 @@
 //!
 //! Invariants: every size in an [`Arch`] is at least 1; `layers.len() == num_hidden_layers`;
 //! `dense` is `Some` exactly when some layer is dense and `moe` exactly when some layer is
-//! sparse; `window` is `Some` exactly when some layer slides; `delta_net` is `Some` exactly
+//! sparse; `window` is `Some` exactly when some layer slides (`chunked_attention` only then);
+//! `delta_net` is `Some` exactly
 //! when some layer is a linear-attention (Gated DeltaNet) layer, and `v_heads % k_heads == 0`
 //! there; a gated shared expert (`Moe::gated_shared`) comes without counted shared experts;
 //! grouped-query attention has `heads % kv_heads == 0`.
@@ -30,6 +31,10 @@ pub(crate) struct Arch {
     pub layers: Vec<Layer>,
     /// Tokens per sequence a sliding layer holds.
     pub window: Option<u64>,
+    /// Llama 4: the windowed layers attend within chunks of `window` tokens (chunked local
+    /// attention), not over a sliding window; the bytes are alike, an engine's block
+    /// accounting is not.
+    pub chunked_attention: bool,
     /// Gemma 2: norms after attention and after the MLP too (four per layer).
     pub sandwich_norms: bool,
     /// Gemma 2: embeddings scaled by sqrt(hidden).
@@ -336,6 +341,7 @@ impl Base {
                 self.layers as usize
             ],
             window: None,
+            chunked_attention: false,
             sandwich_norms: false,
             embed_scale: false,
             final_softcap: false,
@@ -1289,6 +1295,7 @@ fn llama4_text(cfg: &Config<'_>, base: Base) -> Result<Arch, HfError> {
     // A chunked layer attends within its chunk, so its cache holds at most `chunk` tokens per
     // sequence: a window, as far as bytes go.
     set_windows(&mut arch, chunk, |i| chunked[i]);
+    arch.chunked_attention = arch.window.is_some();
     arch.qk_weightless_norm = cfg.flag("use_qk_norm", true)?;
     // Published configs write a number here (Llama-4-Scout: 4); the attention tests its truth.
     arch.nope_temperature = match cfg.value("attn_temperature_tuning") {

@@ -90,6 +90,10 @@ pub struct Import {
     pub vocab_size: u64,
     /// See `vocab_size`.
     pub num_attention_heads: u64,
+    /// `attention_chunk_size` when some layer attends within chunks (Llama 4's chunked local
+    /// attention; those layers' states carry it as their `window`), else `None`: a window of
+    /// the circuit is then a sliding window.
+    pub attention_chunk_size: Option<u64>,
 }
 
 /// Builds the circuit of a `config.json` text. `origin` names the file in error messages and
@@ -218,6 +222,7 @@ pub(crate) fn import_shaped(
             max_position_embeddings: arch.context,
             vocab_size: arch.vocab,
             num_attention_heads: arch.heads,
+            attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),
         })
         .collect())
 }

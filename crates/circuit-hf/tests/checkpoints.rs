@@ -281,3 +281,20 @@ fn qwen3_next_80b_hybrid_layers_gated_shared_expert_and_its_unannounced_mtp() {
         1000 * 24_576 + 7 * 39_518_208
     );
 }
+
+/// Llama 4's windows are chunks (chunked local attention over `attention_chunk_size`), which an
+/// engine's block accounting tells apart from sliding windows: the import names the chunk
+/// exactly when some layer is chunked, and never for a model whose windows slide.
+#[test]
+fn only_chunked_attention_names_its_chunk() {
+    let chunk = |name: &str| {
+        let (config, _) = checkpoint(name);
+        circuit_hf::import(&config, &format!("{name}/config.json"))
+            .unwrap()
+            .attention_chunk_size
+    };
+    assert_eq!(chunk("llama-4-scout-17b-16e-instruct"), Some(8192));
+    assert_eq!(chunk("gemma-3-1b-it"), None);
+    assert_eq!(chunk("gpt-oss-20b"), None);
+    assert_eq!(chunk("qwen3-next-80b-a3b-instruct"), None);
+}

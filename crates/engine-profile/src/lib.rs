@@ -3,8 +3,9 @@
 //! weights as loaded, the profile run's activation peak, non-torch memory, KV-cache bytes,
 //! blocks, tokens, concurrency at max-model-len, the CUDA-graph estimate and a verdict, per
 //! worker of a tensor- and pipeline-parallel layout (one circuit per stage; the KV blocks are
-//! the minimum over workers); and the budget questions answered by repeated predictions
-//! (largest max-model-len and max-num-seqs, smallest TP, utilization for a KV target).
+//! the minimum over workers, laid out by [`kv_layout`] as the engine groups the cache layers);
+//! and the budget questions answered by repeated predictions (largest max-model-len and
+//! max-num-seqs, smallest TP, utilization for a KV target).
 //!
 //! Invariants: the core is engine-agnostic (every engine-specific number or expression comes
 //! from the engine file, the families or the rules); the forward's live bytes come from
@@ -13,11 +14,15 @@
 
 #![warn(missing_docs)]
 
+pub mod kv_layout;
+
 use circuit_ir::{Circuit, CircuitBuilder, Expr, ExprText};
 use fuser::Rules;
 use kernel_families::Families;
 use memory_plan::{PlanConfig, Planner};
 use serde::Deserialize;
+
+pub use kv_layout::{KvGroup, KvLayout, LayerKind};
 
 /// What can go wrong reading an engine profile or predicting a start-up.
 #[derive(Debug, thiserror::Error)]
@@ -70,15 +75,16 @@ pub enum EngineError {
         /// The planner's message.
         message: String,
     },
-    /// A cache layout the profile does not model (vLLM's hybrid KV-cache manager).
+    /// A cache layout the profile does not model, or one the engine refuses to build
+    /// (docs/engines.md, "KV-cache layout").
     #[error(
-        "{circuit}: {what}: vLLM 0.19 lays such a cache out with its hybrid KV-cache manager (layer groups of one page size), which this engine profile does not model yet; plan it without --engine"
+        "{circuit}: {what}: the engine profile does not lay this KV cache out; plan it without --engine"
     )]
     NotModelled {
         /// The circuit.
         circuit: String,
-        /// What is not modelled.
-        what: &'static str,
+        /// What is not modelled, with the value at fault.
+        what: String,
     },
     /// A size overflowed u64.
     #[error("{what} overflows u64")]
@@ -162,7 +168,7 @@ pub struct DeviceFacts {
     pub l2_cache_bytes: u64,
 }
 
-/// How the KV cache is sized.
+/// How the KV cache is sized and laid out (see [`kv_layout`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KvCacheFacts {
@@ -170,6 +176,45 @@ pub struct KvCacheFacts {
     pub block_size: u64,
     /// Whether the CUDA-graph estimate is subtracted from the KV budget.
     pub subtract_cuda_graph_estimate: bool,
+    /// Whether cache layers of different kinds get groups of their own (vLLM's hybrid
+    /// KV-cache manager); false: windowed layers beside full ones are kept as full.
+    pub hybrid_manager: bool,
+    /// The groups hold as many layers as the most numerous kind when it has fewer than this
+    /// times the layers of the least numerous one, else as many as the least numerous.
+    pub group_size_slack: f64,
+    /// Blocks one request of max-model-len takes in a group, per kind.
+    pub blocks_per_request: BlocksPerRequest,
+    /// Block sizes beside recurrent state.
+    pub recurrent: RecurrentFacts,
+}
+
+/// Blocks one request of max-model-len takes in a group of each kind: expressions over
+/// `max_model_len`, `tokens` (max_num_batched_tokens), `block_size` (the group's) and, for the
+/// windowed kinds, `window` (the window or the chunk).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlocksPerRequest {
+    /// Full attention.
+    pub full: String,
+    /// Sliding-window attention.
+    pub sliding: String,
+    /// Chunked local attention.
+    pub chunked: String,
+    /// A recurrent state.
+    pub recurrent: String,
+}
+
+/// Block sizes when the model has recurrent layers: expressions over `block_size` (the
+/// default), `max_model_len`, `tokens`, `recurrent_page` (bytes of one layer's recurrent
+/// states) and `attention_page_per_token` (bytes per token of one attention layer).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecurrentFacts {
+    /// Tokens per attention block (its page must hold `recurrent_page`; the recurrent page is
+    /// padded to it).
+    pub attention_block_size: String,
+    /// Tokens per recurrent block.
+    pub block_size: String,
 }
 
 /// The profile run's shape and its non-circuit live bytes.
@@ -350,6 +395,9 @@ pub struct ModelFacts {
     pub vocab_size: u64,
     /// Attention heads (the tensor-parallel sizes that shard them evenly).
     pub num_attention_heads: u64,
+    /// `attention_chunk_size` when the windowed layers attend within chunks (Llama 4's chunked
+    /// local attention), None when a window is a sliding window.
+    pub attention_chunk_size: Option<u64>,
 }
 
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
@@ -389,7 +437,8 @@ pub struct Worker {
     pub kv_cache: u64,
     /// KV blocks its memory holds (the engine allocates the minimum over workers).
     pub blocks: u64,
-    /// Bytes of one KV block over the worker's layers.
+    /// Bytes one KV block costs the worker: its layers' pages with one group, else the page
+    /// times the most layers of one group it holds ([`KvLayout::stage_block_bytes`]).
     pub block_bytes: u64,
     /// Kernel launches of the planned forward (the fusion plan's launch groups).
     pub kernel_launches: u64,
@@ -435,10 +484,16 @@ pub struct Startup {
     pub max_model_len: u64,
     /// Per worker.
     pub workers: Vec<Worker>,
-    /// KV tokens (blocks x block size, the minimum over workers).
+    /// KV tokens as the engine prints them: the blocks (the minimum over workers) over the
+    /// groups, times the smallest block size.
     pub kv_cache_tokens: u64,
-    /// Sequences of max-model-len the cache holds.
+    /// Requests of max-model-len the cache holds: the blocks over the blocks one request
+    /// takes in every group.
     pub max_concurrency: f64,
+    /// The KV blocks every worker gets (the minimum over workers).
+    pub kv_blocks: u64,
+    /// The cache's layout: its groups and block sizes.
+    pub kv_layout: KvLayout,
     /// The CUDA-graph estimate, bytes: the largest over the workers.
     pub cuda_graph_estimate: u64,
     /// Whether the engine takes the estimate from the KV budget.
@@ -459,6 +514,15 @@ impl EngineProfile {
             return Err(EngineError::Toml {
                 origin: origin.to_owned(),
                 message: format!("schema = {}: only schema 1 is known", file.schema),
+            });
+        }
+        let slack = file.kv_cache.group_size_slack;
+        if !(slack.is_finite() && slack >= 1.0) {
+            return Err(EngineError::Toml {
+                origin: origin.to_owned(),
+                message: format!(
+                    "kv_cache.group_size_slack = {slack}: must be a finite number of at least 1"
+                ),
             });
         }
         if file.kv_cache.block_size == 0 {
@@ -570,9 +634,6 @@ impl EngineProfile {
                 why: "must be at least 1",
             });
         }
-        for s in stages {
-            kv_layout_modelled(s.circuit)?;
-        }
         let in_order = stages.iter().enumerate().all(|(i, s)| s.stage == i as u64);
         if stages.len() as u64 != pp || !in_order {
             return Err(EngineError::BadSetting {
@@ -629,9 +690,10 @@ impl EngineProfile {
             requested,
             non_torch,
         };
+        let layout = self.kv_layout(stages, cfg, max_model_len, tokens)?;
         let mut workers = Vec::new();
-        for stage in stages {
-            let one = self.stage_worker(stage, cfg, &shape, device)?;
+        for (stage, &block_bytes) in stages.iter().zip(&layout.stage_block_bytes) {
+            let one = self.stage_worker(stage, cfg, &shape, device, block_bytes)?;
             for tp_rank in 0..tp {
                 let rank = stage
                     .stage
@@ -648,14 +710,13 @@ impl EngineProfile {
         // vLLM gives every worker the smallest block count of all (kv_cache_utils.py
         // get_kv_cache_configs: "the smallest among all ranks").
         let blocks = workers.iter().map(|w| w.blocks).min().unwrap_or(0);
-        let block_size = self.file.kv_cache.block_size;
-        let kv_cache_tokens = blocks
-            .checked_mul(block_size)
-            .ok_or_else(|| overflow("KV tokens"))?;
-        let max_concurrency = if max_model_len == 0 {
+        let kv_cache_tokens = layout.tokens(blocks).ok_or_else(|| overflow("KV tokens"))?;
+        // kv_cache_utils.py get_max_concurrency_for_kv_cache_config: num_blocks over the blocks
+        // one request of max-model-len takes in every group.
+        let max_concurrency = if layout.blocks_per_request == 0 {
             0.0
         } else {
-            kv_cache_tokens as f64 / max_model_len as f64
+            blocks as f64 / layout.blocks_per_request as f64
         };
         let short = workers
             .iter()
@@ -664,7 +725,9 @@ impl EngineProfile {
             .ok_or_else(|| overflow("non-KV bytes"))?;
         let verdict = if workers.iter().any(|w| w.kv_cache == 0) {
             Verdict::NoKvMemory { short_by: short }
-        } else if kv_cache_tokens < max_model_len {
+        } else if blocks < layout.blocks_per_request {
+            // kv_cache_utils.py _check_enough_kv_cache_memory: a worker's memory must hold one
+            // request of max-model-len in every group.
             Verdict::MaxModelLenTooLong {
                 kv_tokens: kv_cache_tokens,
                 max_model_len,
@@ -688,6 +751,8 @@ impl EngineProfile {
             workers,
             kv_cache_tokens,
             max_concurrency,
+            kv_blocks: blocks,
+            kv_layout: layout,
             cuda_graph_estimate,
             cuda_graph_subtracted: self.file.kv_cache.subtract_cuda_graph_estimate,
             verdict,
@@ -701,6 +766,7 @@ impl EngineProfile {
         cfg: &ModelFacts,
         shape: &Shape,
         device: &DeviceFacts,
+        block_bytes: u64,
     ) -> Result<Worker, EngineError> {
         let circuit = stage.circuit;
         let at = (stage.stage, shape.stages);
@@ -797,14 +863,6 @@ impl EngineProfile {
         if self.file.kv_cache.subtract_cuda_graph_estimate {
             kv_cache = kv_cache.saturating_sub(cuda_graph.total);
         }
-        let kv_per_token = circuit.state_bytes(1, 1).map_err(|e| EngineError::Plan {
-            circuit: circuit.name().to_owned(),
-            rows: 1,
-            message: e.to_string(),
-        })?;
-        let block_bytes = kv_per_token
-            .checked_mul(self.file.kv_cache.block_size)
-            .ok_or_else(|| overflow("KV block bytes"))?;
         let blocks = kv_cache.checked_div(block_bytes).unwrap_or(0);
         Ok(Worker {
             rank: 0,
@@ -986,10 +1044,14 @@ impl EngineProfile {
         let overflow = || EngineError::Overflow {
             what: "bytes for the target KV tokens".to_owned(),
         };
-        // Blocks are whole: the target needs ceil(target / block_size) of them on every
-        // worker, and the worker that needs the most memory sets the utilization. The
-        // CUDA-graph estimate counts where the engine subtracts it.
-        let blocks = target_kv_tokens.div_ceil(self.file.kv_cache.block_size);
+        // Blocks are whole and the printed tokens count a block per group: the target needs
+        // ceil(target / block size) x groups of them on every worker, and the worker that
+        // needs the most memory sets the utilization. The CUDA-graph estimate counts where the
+        // engine subtracts it.
+        let blocks = startup
+            .kv_layout
+            .blocks_for_tokens(target_kv_tokens)
+            .ok_or_else(overflow)?;
         let graphs = |w: &Worker| {
             if self.file.kv_cache.subtract_cuda_graph_estimate {
                 w.cuda_graph.total
@@ -1010,14 +1072,50 @@ impl EngineProfile {
         let utilization = needed as f64 / startup.device_total as f64;
         let fits =
             !matches!(startup.verdict, Verdict::NoKvMemory { .. }) && startup.kv_cache_tokens > 0;
+        let largest_max_model_len = if fits {
+            self.largest_len(stages, run, &startup)?
+        } else {
+            None
+        };
         Ok(BudgetAnswers {
-            largest_max_model_len: fits.then(|| {
-                startup
-                    .kv_cache_tokens
-                    .min(run.model.max_position_embeddings)
-            }),
+            largest_max_model_len,
             utilization_for_target: (utilization <= 1.0).then_some(utilization),
         })
+    }
+
+    /// The largest max-model-len, at most `max_position_embeddings`, one request of which the
+    /// start-up's blocks hold in every group (vLLM's check, kv_cache_utils.py
+    /// _check_enough_kv_cache_memory). The blocks do not depend on the length (the profile run
+    /// and the pages do not), the blocks a request takes grow with it: a bisection.
+    fn largest_len(
+        &self,
+        stages: &[StageCircuit<'_>],
+        run: &RunSettings,
+        startup: &Startup,
+    ) -> Result<Option<u64>, EngineError> {
+        let tokens = startup.max_num_batched_tokens;
+        let fits = |len: u64| -> Result<bool, EngineError> {
+            let layout = self.kv_layout(stages, &run.model, len, tokens)?;
+            Ok(layout.blocks_per_request <= startup.kv_blocks)
+        };
+        let top = run.model.max_position_embeddings;
+        if top == 0 || !fits(1)? {
+            return Ok(None);
+        }
+        if fits(top)? {
+            return Ok(Some(top));
+        }
+        // fits(lo), !fits(hi).
+        let (mut lo, mut hi) = (1u64, top);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid)? {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(Some(lo))
     }
 
     /// The largest max-num-seqs that starts under `run` (its `max_num_seqs` is ignored), None
@@ -1135,32 +1233,4 @@ fn model_dtype_bytes(circuit: &Circuit) -> u64 {
         "f32" => 4,
         _ => 2,
     }
-}
-
-/// Refuses a circuit whose cache vLLM 0.19 lays out with its hybrid KV-cache manager: layers
-/// of different windows (full and sliding attention, as Gemma 2 and 3 and gpt-oss mix them) or
-/// per-sequence recurrent states (Qwen3-Next's DeltaNet). vLLM then splits the memory into
-/// layer groups of one page size (`kv_cache_utils.py`), which this profile does not model; a
-/// circuit whose cache layers all hold the same window (every layer full, or every layer
-/// sliding) is priced token by token as the uniform case is.
-fn kv_layout_modelled(circuit: &Circuit) -> Result<(), EngineError> {
-    let mut windows = circuit
-        .states()
-        .values()
-        .filter(|s| s.per_token > 0)
-        .map(|s| s.window);
-    let first = windows.next();
-    let mixed = first.is_some_and(|w| windows.any(|o| o != w));
-    let recurrent = circuit.states().values().any(|s| s.per_sequence > 0);
-    if mixed || recurrent {
-        return Err(EngineError::NotModelled {
-            circuit: circuit.name().to_owned(),
-            what: if recurrent {
-                "per-sequence recurrent state beside the KV cache"
-            } else {
-                "full-attention and sliding-window layers in one model"
-            },
-        });
-    }
-    Ok(())
 }

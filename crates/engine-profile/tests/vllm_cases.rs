@@ -10,8 +10,8 @@
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
 use engine_profile::{
-    EngineError, EngineProfile, ModelFacts, ProfileTexts, RunSettings, StageCircuit, Startup,
-    Verdict,
+    EngineError, EngineProfile, LayerKind, ModelFacts, ProfileTexts, RunSettings, StageCircuit,
+    Startup, Verdict,
 };
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -65,6 +65,7 @@ fn facts(import: &circuit_hf::Import) -> ModelFacts {
         max_position_embeddings: import.max_position_embeddings,
         vocab_size: import.vocab_size,
         num_attention_heads: import.num_attention_heads,
+        attention_chunk_size: import.attention_chunk_size,
     }
 }
 
@@ -543,34 +544,336 @@ fn cuda_graph_captures_follow_vllms_size_list() {
     assert_eq!(s.cuda_graph_estimate, g.total);
 }
 
-/// A cache vLLM lays out with its hybrid KV-cache manager is refused, not priced token by token:
-/// Gemma 3's mix of sliding and full layers, Qwen3-Next's DeltaNet state beside its KV cache.
-#[test]
-fn hybrid_caches_are_refused_not_priced_as_uniform() {
-    let profile = profile();
-    for (name, text, what) in [
-        (
-            "gemma-3-1b-it",
-            include_str!("../../../data/checkpoints/gemma-3-1b-it/config.json"),
-            "full-attention and sliding-window layers in one model",
-        ),
-        (
-            "qwen3-next-80b-a3b-instruct",
-            include_str!("../../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json"),
-            "per-sequence recurrent state beside the KV cache",
-        ),
-    ] {
-        let origin = format!("{name}/config.json");
-        let import = circuit_hf::import(text, &origin).unwrap();
-        let err = profile
-            .predict(&import.circuit, &h100_run(1, 1, facts(&import)))
-            .unwrap_err();
-        match &err {
-            EngineError::NotModelled { circuit, what: w } => {
-                assert_eq!((circuit.as_str(), *w), (name, what));
-            }
-            other => panic!("{name}: {other}"),
+fn checkpoint(name: &str) -> &'static str {
+    match name {
+        "gemma-3-1b-it" => include_str!("../../../data/checkpoints/gemma-3-1b-it/config.json"),
+        "gpt-oss-20b" => include_str!("../../../data/checkpoints/gpt-oss-20b/config.json"),
+        "llama-4-scout-17b-16e-instruct" => {
+            include_str!("../../../data/checkpoints/llama-4-scout-17b-16e-instruct/config.json")
         }
-        assert!(err.to_string().contains("hybrid KV-cache manager"), "{err}");
+        "qwen3-next-80b-a3b-instruct" => {
+            include_str!("../../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json")
+        }
+        other => panic!("no checkpoint {other}"),
     }
+}
+
+/// The profile with `edit` applied to its engine file.
+fn profile_with(edit: impl Fn(&str) -> String) -> EngineProfile {
+    let engine = edit(include_str!("../../../engines/vllm-0.19/engine.toml"));
+    EngineProfile::from_texts(&ProfileTexts {
+        engine: (&engine, "engine.toml"),
+        families: (
+            include_str!("../../../engines/vllm-0.19/families.toml"),
+            "families.toml",
+        ),
+        rules: (
+            include_str!("../../../engines/vllm-0.19/rules.toml"),
+            "rules.toml",
+        ),
+    })
+    .unwrap()
+}
+
+/// A checkpoint's layout at TP `tp` (one stage), with the model's sizes, at 0.9 utilization
+/// and its own max-model-len (`max_position_embeddings`).
+fn checkpoint_layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
+    layout_of(name, checkpoint(name), tp)
+}
+
+/// The layout of config text `text` named `name` at TP `tp`, as [`checkpoint_layout`].
+fn layout_of(name: &str, text: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
+    let origin = format!("{name}/config.json");
+    let mut options = ImportOptions::default();
+    options.parallel = Parallel {
+        tp,
+        pp: 1,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded = circuit_hf::import_parallel(text, &origin, &options, &[]).unwrap();
+    let mut run = h100_run(tp, 1, facts(&sharded.imports[0]));
+    run.max_model_len = None;
+    run.gpu_memory_utilization = 0.9;
+    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    (circuits, run)
+}
+
+fn predict_checkpoint(profile: &EngineProfile, circuits: &[Circuit], run: &RunSettings) -> Startup {
+    let stages: Vec<StageCircuit<'_>> = circuits
+        .iter()
+        .zip(0u64..)
+        .map(|(circuit, stage)| StageCircuit { stage, circuit })
+        .collect();
+    profile.predict_layout(&stages, run).unwrap()
+}
+
+/// `groups` as (kind, block size, layers, blocks per request), in vLLM's order.
+fn groups(s: &Startup) -> Vec<(LayerKind, u64, u64, u64)> {
+    s.kv_layout
+        .groups
+        .iter()
+        .map(|g| (g.kind, g.block_size, g.layers, g.blocks_per_request))
+        .collect()
+}
+
+/// What vLLM derives from a worker's available memory once the groups are known
+/// (kv_cache_utils.py:851 get_num_blocks, :1300-1306 _report_kv_cache_config, :802-819
+/// get_max_concurrency_for_kv_cache_config): blocks = available // page // group size, tokens
+/// = blocks // groups x smallest block size, concurrency = blocks / blocks per request.
+fn assert_printed(s: &Startup, block_bytes: u64, token_block: u64, per_request: u64) {
+    let groups = s.kv_layout.groups.len() as u64;
+    for w in &s.workers {
+        assert_eq!(w.block_bytes, block_bytes);
+        assert_eq!(w.blocks, w.kv_cache / block_bytes);
+    }
+    let blocks = s.workers.iter().map(|w| w.blocks).min().unwrap();
+    assert_eq!(s.kv_blocks, blocks);
+    assert_eq!(s.kv_layout.blocks_per_request, per_request);
+    assert_eq!(s.kv_cache_tokens, blocks / groups * token_block);
+    assert_eq!(s.max_concurrency, blocks as f64 / per_request as f64);
+}
+
+/// Gemma 3 1B: 26 layers, every sixth full (layers 5, 11, 17, 23; transformers' default
+/// `sliding_window_pattern` 6), the other 22 sliding over 512 tokens; one KV head of 256 in
+/// bf16, so 2 x 1 x 256 x 2 = 1,024 bytes per token and layer, a 16-token page of 16,384 bytes
+/// for both kinds (kv_cache_interface.py:79-87). The group size is the fewest layers of a
+/// kind, 4, as 22 is not below 1.5 x 4 (kv_cache_utils.py:1043-1054); the sliding layers make
+/// ceil(22 / 4) = 6 groups (layers[i::6]: 4, 4, 4, 4, 3, 3; two padding slots) and come first,
+/// as layer 0 slides (:1027-1029); the full layers one group of 4. A block costs 4 x 16,384 =
+/// 65,536 bytes (:851); the printed tokens are blocks // 7 x 16 (:1300-1306). One request of
+/// 32,768 tokens (max_position_embeddings) at 8,192 batched tokens takes ceil(32768 / 16) =
+/// 2,048 full blocks and ceil(min(511 + 8192, 32768) / 16) + 1 = 545 blocks in each sliding
+/// group (kv_cache_interface.py:113-121, 251-271): 2,048 + 6 x 545 = 5,318.
+#[test]
+fn gemma_3_full_and_sliding_layers_are_grouped_as_vllm_groups_them() {
+    let profile = profile();
+    let (circuits, run) = checkpoint_layout("gemma-3-1b-it", 1);
+    let s = predict_checkpoint(&profile, &circuits, &run);
+    assert_eq!(s.max_model_len, 32_768);
+    let sliding = LayerKind::Sliding { window: 512 };
+    let mut expect = vec![(sliding, 16, 4, 545); 4];
+    expect.extend([(sliding, 16, 3, 545); 2]);
+    expect.push((LayerKind::Full, 16, 4, 2048));
+    assert_eq!(groups(&s), expect);
+    assert_printed(&s, 65_536, 16, 5_318);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+/// gpt-oss-20b: 24 layers alternating sliding (even, 128 tokens) and full (odd); 8 KV heads of
+/// 64, 2 x 8 x 64 x 2 = 2,048 bytes per token and layer, a 32,768-byte page. 12 and 12: the
+/// most is below 1.5 x the fewest, so the group size is 12 and each kind is one group, the
+/// sliding one first. A block costs 12 x 32,768 = 393,216 bytes; tokens are blocks // 2 x 16.
+/// One request of 131,072 tokens takes 131072 / 16 = 8,192 full blocks and
+/// ceil(min(127 + 8192, 131072) / 16) + 1 = 521 sliding ones: 8,713.
+#[test]
+fn gpt_oss_alternating_layers_make_two_groups() {
+    let profile = profile();
+    let (circuits, run) = checkpoint_layout("gpt-oss-20b", 1);
+    let s = predict_checkpoint(&profile, &circuits, &run);
+    assert_eq!(s.max_model_len, 131_072);
+    assert_eq!(
+        groups(&s),
+        [
+            (LayerKind::Sliding { window: 128 }, 16, 12, 521),
+            (LayerKind::Full, 16, 12, 8192)
+        ]
+    );
+    assert_printed(&s, 393_216, 16, 8_713);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+/// Llama 4 Scout's language model (its `text_config`: the importer refuses the vision tower
+/// at TP > 1, and one rank does not hold the 200 GB of weights) at TP 8: 48 layers, every fourth NoPE with full attention (12), the 36 rotary
+/// ones chunked local attention over 8,192 tokens (vLLM's Llama4Attention: ChunkedLocalAttention
+/// when not NoPE, models/llama4.py:258-259). The hybrid manager stays on: chunked attention
+/// would turn it off only with VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0, whose
+/// default is 1 (config/vllm.py:1205-1225, envs.py:1459-1461). 8 KV heads of 128 over 8 ranks:
+/// 2 x 1 x 128 x 2 = 512 bytes per token and layer, an 8,192-byte page. Group size 12 (36 is
+/// not below 18): 3 chunked groups, then 1 full; a block costs 12 x 8,192 = 98,304 bytes; tokens
+/// are blocks // 4 x 16. One request of the 262,144 tokens of max_position_embeddings takes
+/// 16,384 full blocks and ceil(min(8192 + 8192, 262144) / 16) = 1,024 in each chunked group
+/// (kv_cache_interface.py:232-246): 19,456.
+#[test]
+fn llama_4_chunked_layers_group_beside_the_full_ones() {
+    let profile = profile();
+    let name = "llama-4-scout-17b-16e-instruct";
+    let whole: serde_json::Value = serde_json::from_str(checkpoint(name)).unwrap();
+    let text = whole["text_config"].to_string();
+    let (circuits, run) = layout_of(name, &text, 8);
+    assert_eq!(run.model.attention_chunk_size, Some(8192));
+    let s = predict_checkpoint(&profile, &circuits, &run);
+    assert_eq!(s.max_model_len, 262_144);
+    let chunked = LayerKind::Chunked { chunk: 8192 };
+    let mut expect = vec![(chunked, 16, 12, 1024); 3];
+    expect.push((LayerKind::Full, 16, 12, 16_384));
+    assert_eq!(groups(&s), expect);
+    assert_printed(&s, 98_304, 16, 19_456);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+/// Qwen3-Next-80B-A3B at TP 4: 48 layers, every fourth full attention (12), the others Gated
+/// DeltaNet (36). Per rank, one DeltaNet layer holds a convolution state of (4 - 1) x (128 x
+/// 16 x 2 + 128 x 32) / 4 = 6,144 and a recurrent state of 32 / 4 x 128 x 128 = 131,072 bf16
+/// elements (mamba_utils.py:177-200, dtypes :55-87: the model dtype): 274,432 bytes. An
+/// attention layer's token is 2 x 1 x 256 x 2 = 1,024 bytes (2 KV heads over 4 ranks, one
+/// each). The attention block grows to 16 x ceil(274,432 / (16 x 1,024)) = 272 tokens and the
+/// recurrent page is padded to its 278,528 bytes (models/config.py:218, 273-280, 299-308). Group
+/// size 12: 3 recurrent groups (the first layer is DeltaNet), then 1 full; a block costs 12 x
+/// 278,528 = 3,342,336 bytes. The recurrent block is max_model_len (config.py:479-480), so the
+/// printed tokens are blocks // 4 x 272; one request of 262,144 tokens takes ceil(262144 / 272)
+/// = 964 full blocks and 1 per recurrent group (kv_cache_interface.py:293-301, mode "none"):
+/// 967.
+#[test]
+fn qwen3_next_recurrent_state_pads_to_the_attention_page() {
+    let profile = profile();
+    let (circuits, run) = checkpoint_layout("qwen3-next-80b-a3b-instruct", 4);
+    let s = predict_checkpoint(&profile, &circuits, &run);
+    assert_eq!(s.max_model_len, 262_144);
+    let mut expect = vec![(LayerKind::Recurrent, 262_144, 12, 1); 3];
+    expect.push((LayerKind::Full, 272, 12, 964));
+    assert_eq!(groups(&s), expect);
+    assert_printed(&s, 3_342_336, 272, 967);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+/// Gemma 3 1B at PP 2: stage 0 holds layers 0-12, stage 1 layers 13-25 (13 each). The groups
+/// are the whole model's (kv_cache_utils.py:1543-1560), each projected onto a stage (:1472-1505):
+/// the 22 sliding layers in order are 0-4, 6-10, 12 (stage 0, positions 0-10) and 13-16, 18-22,
+/// 24, 25 (stage 1, positions 11-21); group i takes positions i, i + 6, i + 12, i + 18, so
+/// stage 0 holds 2, 2, 2, 2, 2, 1 of groups 0-5 and stage 1 2, 2, 2, 2, 1, 2; of the full layers
+/// 5, 11, 17, 23 each stage holds 2. A block costs either stage 2 x 16,384 = 32,768 bytes (the
+/// page times its largest projected group, :1126-1140), and every worker gets the smaller
+/// stage's blocks (:1600-1615).
+#[test]
+fn a_pipeline_stage_holds_its_share_of_every_group() {
+    let profile = profile();
+    let origin = "gemma-3-1b-it/config.json";
+    let mut options = ImportOptions::default();
+    options.parallel = Parallel {
+        tp: 1,
+        pp: 2,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded =
+        circuit_hf::import_parallel(checkpoint("gemma-3-1b-it"), origin, &options, &[]).unwrap();
+    let mut run = h100_run(1, 2, facts(&sharded.imports[0]));
+    run.max_model_len = None;
+    run.gpu_memory_utilization = 0.9;
+    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let s = predict_checkpoint(&profile, &circuits, &run);
+    assert_eq!(s.kv_layout.stage_block_bytes, [32_768, 32_768]);
+    assert_eq!(s.kv_layout.groups.len(), 7);
+    assert_printed(&s, 32_768, 16, 5_318);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+/// A layout fact out of range is a typed error naming the item and its value, never a panic.
+#[test]
+fn bad_layout_facts_are_typed_errors() {
+    let texts = |engine: &str| {
+        EngineProfile::from_texts(&ProfileTexts {
+            engine: (engine, "engine.toml"),
+            families: (
+                include_str!("../../../engines/vllm-0.19/families.toml"),
+                "families.toml",
+            ),
+            rules: (
+                include_str!("../../../engines/vllm-0.19/rules.toml"),
+                "rules.toml",
+            ),
+        })
+    };
+    let engine = include_str!("../../../engines/vllm-0.19/engine.toml");
+    let err = texts(&engine.replace("group_size_slack = 1.5", "group_size_slack = 0.5"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "engine.toml: kv_cache.group_size_slack = 0.5: must be a finite number of at least 1"
+    );
+    let profile = profile_with(|t| {
+        t.replace(
+            "sliding = \"ceil_div(min(window - 1 + tokens, max_model_len), block_size) + 1\"",
+            "sliding = \"ceil_div(min(window - 1 + tokens, max_model_len), block_size) + spare\"",
+        )
+    });
+    let (circuits, run) = checkpoint_layout("gemma-3-1b-it", 1);
+    let stages = [StageCircuit {
+        stage: 0,
+        circuit: &circuits[0],
+    }];
+    match profile.predict_layout(&stages, &run).unwrap_err() {
+        EngineError::Expr { item, .. } => assert_eq!(item, "kv_cache.blocks_per_request.sliding"),
+        other => panic!("{other}"),
+    }
+}
+
+/// With the hybrid manager off, Gemma 3's sliding layers are kept as full attention
+/// (kv_cache_utils.py:1160-1219): one group of 26 layers, a block of 26 x 16,384 = 425,984
+/// bytes, 2,048 blocks per request of 32,768 tokens. Qwen3-Next's recurrent state cannot be
+/// unified then (vLLM raises): refused, naming the circuit.
+#[test]
+fn without_the_hybrid_manager_windows_are_full_and_recurrent_state_is_refused() {
+    let profile = profile_with(|t| t.replace("hybrid_manager = true", "hybrid_manager = false"));
+    let (circuits, run) = checkpoint_layout("gemma-3-1b-it", 1);
+    let s = predict_checkpoint(&profile, &circuits, &run);
+    assert_eq!(groups(&s), [(LayerKind::Full, 16, 26, 2048)]);
+    assert_printed(&s, 425_984, 16, 2_048);
+
+    let (circuits, run) = checkpoint_layout("qwen3-next-80b-a3b-instruct", 4);
+    let stages = [StageCircuit {
+        stage: 0,
+        circuit: &circuits[0],
+    }];
+    let err = profile.predict_layout(&stages, &run).unwrap_err();
+    match &err {
+        EngineError::NotModelled { circuit, what } => {
+            assert_eq!(circuit, "qwen3-next-80b-a3b-instruct");
+            assert!(
+                what.starts_with(
+                    "per-sequence recurrent state without the hybrid KV-cache manager"
+                ),
+                "{what}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+}
+
+/// The largest max-model-len of a hybrid layout is the longest request its blocks hold in
+/// every group, not its printed tokens. Gemma 3 1B with memory for 4,000 blocks beyond the rest
+/// (4,000 x 65,536 bytes): the sliding groups take 6 x 545 = 3,270 of them however long the
+/// request, the full group ceil(L / 16), so L = 16 x 730 = 11,680 starts and one token more
+/// does not, while the cache prints 4,000 // 7 x 16 = 9,136 tokens.
+#[test]
+fn a_hybrid_layouts_largest_max_model_len_is_vllms_check() {
+    let profile = profile();
+    let (circuits, mut run) = checkpoint_layout("gemma-3-1b-it", 1);
+    let stages = [StageCircuit {
+        stage: 0,
+        circuit: &circuits[0],
+    }];
+    // The utilization whose requested bytes (ceil(total x utilization)) leave 4,000 blocks:
+    // the non-KV bytes do not depend on it.
+    let s = profile.predict_layout(&stages, &run).unwrap();
+    let wanted = s.workers[0].non_kv().unwrap() + 4_000 * 65_536;
+    run.gpu_memory_utilization = wanted as f64 / s.device_total as f64;
+    let s = profile.predict_layout(&stages, &run).unwrap();
+    assert_eq!(s.kv_blocks, 4_000);
+    assert_eq!(s.kv_cache_tokens, 9_136);
+    let answers = profile.budget_answers(&stages, &run, 1).unwrap();
+    assert_eq!(answers.largest_max_model_len, Some(11_680));
+    let largest = 11_680;
+    run.max_model_len = Some(largest);
+    assert_eq!(
+        profile.predict_layout(&stages, &run).unwrap().verdict,
+        Verdict::Starts
+    );
+    run.max_model_len = Some(largest + 1);
+    assert!(matches!(
+        profile.predict_layout(&stages, &run).unwrap().verdict,
+        Verdict::MaxModelLenTooLong { .. }
+    ));
 }
