@@ -861,3 +861,21 @@ fn a_stop_during_the_greedy_keeps_a_whole_first_pass() {
     // 1.1492 x the bound: the start-order tightest-fit pass over all 10,000 buffers.
     assert_eq!((lower, height), (1_446_150_144, 1_661_992_960));
 }
+
+/// The ResNet-50 training step: about 1,000 buffers (the workspaces vary with the seed, the
+/// peak does not), a pure function of its seed, packed at its max-live bound and proven so.
+#[test]
+fn resnet50_training_is_packed_at_its_bound() {
+    let buffers = pack::synth::resnet50(1);
+    assert_eq!(buffers, pack::synth::resnet50(1));
+    let counts: Vec<usize> = (1..=4)
+        .map(|seed| pack::synth::resnet50(seed).len())
+        .collect();
+    assert_eq!(counts, [1009, 1005, 1008, 1008]);
+    let lower = pack::lower_bound(&buffers).unwrap();
+    assert_eq!(lower, 2_532_812_288);
+    assert_eq!(pack::lower_bound(&pack::synth::resnet50(2)).unwrap(), lower);
+    let s = pack::solve(&buffers, Goal::Minimize, &limits(100_000)).unwrap();
+    assert_eq!(independent(&buffers, &s.placement.offsets, None), lower);
+    assert_eq!(s.proof, Proof::Optimal);
+}
