@@ -263,7 +263,10 @@ impl PartState {
                 m = u64::MAX;
             },
             Ladder::Refine { .. } => {
-                let floor = self.given_up.iter().copied().filter(|&t| t < high).max()?;
+                let Some(floor) = self.given_up.iter().copied().filter(|&t| t < high).max() else {
+                    self.ladder = Ladder::Done;
+                    return None;
+                };
                 let from = floor
                     .saturating_add(1)
                     .max(low)
