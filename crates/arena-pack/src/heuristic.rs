@@ -13,14 +13,14 @@
 //! [`TimeIndex`], O(overlapping pairs) in all; they run only when the pairs, counted first in
 //! O(n log n), number at most [`Params::greedy_pairs`](crate::Params) (a deterministic
 //! choice). Every pass polls the caller's `stop` as it goes and is dropped when it
-//! fires, except the start-order tightest-fit pass, which starts first: cut short, it stacks
-//! the buffers it has not reached above those it placed, so a valid placement exists however
-//! early the stop comes (a stop already set gives the plain stacking, in O(n log n)).
+//! fires, except the start-order tightest-fit pass, which starts first and, once started,
+//! always runs to the end (one O(n log n) sweep), so a whole pass's placement exists however
+//! early the stop comes (a stop already set gives the plain stacking, in O(n)).
 
 use rayon::prelude::*;
 
 use crate::interval::{TimeIndex, overlapping_pairs};
-use crate::sweep::sweep_until;
+use crate::sweep::{sweep, sweep_until};
 use crate::{Buffer, PackError, Params, Placement, check_intervals, unshared};
 
 /// How a pass picks among the gaps a buffer fits in.
@@ -66,8 +66,8 @@ pub fn heuristic(buffers: &[Buffer]) -> Result<Placement, PackError> {
 }
 
 /// [`heuristic`] with the caller's parameters and `stop` poll. A placement is always
-/// returned: the start-order tightest-fit pass runs first (beside the others), and when `stop`
-/// cuts it short the buffers it has not reached are stacked above the ones it placed.
+/// returned: the start-order tightest-fit pass runs first (beside the others) and is not cut
+/// short by `stop` once started.
 pub(crate) fn greedy(
     buffers: &[Buffer],
     params: &Params,
@@ -131,23 +131,32 @@ pub(crate) fn greedy(
     Ok(best.2)
 }
 
-/// The start-order pass at the tightest gap, polling `stop`; when it fires, the buffers not
-/// reached yet are stacked one above the other over the placed ones (valid: the placed ones
-/// all end at or below their height), so a placement exists however early the stop came.
+/// The start-order pass at the tightest gap. A `stop` already set when it starts gives the
+/// plain stacking (every live buffer above the one before, in index order, in O(n)); otherwise it
+/// runs to the end whatever `stop` says, so a placement exists however early the stop comes
+/// and it is that of a whole pass. The pass is one sweep with a free list, O(n log n) (a
+/// 0.01 s limit answers after 0.03-0.05 s on the 100,000-buffer sets of `bench pack`, load
+/// average 1.5 on 2 cores); once `stop` fires, the other passes drop at their next poll and
+/// leave it the machine. Before, a pass cut short stacked the buffers it had not
+/// reached above the others: 148-303 x the bound at 0.1 s on a 100,000-buffer training set.
 fn first_pass(buffers: &[Buffer], stop: Option<&(dyn Fn() -> bool + Sync)>) -> Placement {
-    let ranked = rank(buffers, Order::Start, &[]);
     let mut offsets = vec![0; buffers.len()];
-    let height = match sweep_until(buffers, &ranked, Fit::Tightest, &mut offsets, stop) {
-        Ok(height) => height,
-        Err((placed, mut top)) => {
-            // No overflow: the total is at most the unshared sum, checked by the caller.
-            for &i in &ranked[placed..] {
-                offsets[i as usize] = top;
-                top += buffers[i as usize].size;
+    if stop.is_some_and(|stop| stop()) {
+        // No overflow: the total is at most the unshared sum, checked by the caller.
+        let mut top = 0u64;
+        for (offset, buffer) in offsets.iter_mut().zip(buffers) {
+            if buffer.is_live() {
+                *offset = top;
+                top += buffer.size;
             }
-            top
         }
-    };
+        return Placement {
+            offsets,
+            height: top,
+        };
+    }
+    let ranked = rank(buffers, Order::Start, &[]);
+    let height = sweep(buffers, &ranked, Fit::Tightest, &mut offsets);
     Placement { offsets, height }
 }
 

@@ -14,8 +14,10 @@ pub struct Params {
     pub max_exact_buffers: usize,
     /// Search nodes per exact attempt in the first pass of `Goal::Fit` (doubled each pass).
     pub fit_first_pass_steps: u64,
-    /// `Goal::Minimize`'s ladder of round capacities ends after this many of its attempts ran
-    /// out of nodes (each has `fit_first_pass_steps`).
+    /// Search nodes per attempt of `Goal::Minimize`'s ladder of round capacities (in the
+    /// rounds of a `fit_first_pass_steps` attempt).
+    pub ladder_steps: u64,
+    /// The ladder ends after this many of its attempts ran out of nodes.
     pub ladder_aborts: u32,
     /// Search nodes per exact attempt in the first bisection pass of `Goal::Minimize`
     /// (doubled each pass).
@@ -62,6 +64,7 @@ impl Default for Params {
             greedy_pairs: 1 << 24,
             max_exact_buffers: 1500,
             fit_first_pass_steps: 256_000,
+            ladder_steps: 96_000,
             ladder_aborts: 4,
             minimize_first_pass_steps: 16_000,
             portfolio_first_round: 4_000,

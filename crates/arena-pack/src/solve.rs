@@ -112,6 +112,7 @@ pub fn solve_with(
         offsets: greedy.offsets,
         steps_left: limits.max_steps,
         attempt_left: limits.max_steps,
+        round_scale: 0,
         steps: 0,
         stop: limits.stop,
     };
@@ -144,6 +145,9 @@ struct Solver<'a> {
     steps_left: u64,
     /// What the current exact attempt may still spend (at most `steps_left`).
     attempt_left: u64,
+    /// When above `attempt_left`, the budget whose rounds the current attempt follows (its
+    /// first round is 1/64 of it, at most `Params::portfolio_first_round`).
+    round_scale: u64,
     steps: u64,
     stop: Option<&'a (dyn Fn() -> bool + Sync)>,
 }
@@ -168,48 +172,101 @@ struct PartState {
     tried_layered: bool,
     /// Where the capacity-style ladder of `Goal::Minimize` is.
     ladder: Ladder,
+    /// The ladder's targets that ran out of nodes or were shown impossible.
+    given_up: Vec<u64>,
 }
 
 /// The ladder of `Goal::Minimize` (see [`PartState::next_rung`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ladder {
-    /// Round capacities; the exponent of the next rung to consider.
-    Rungs(u32),
-    /// Halving the room between the highest target given up on (or shown impossible) and
-    /// the best height, until `Params::ladder_aborts` attempts ran out of nodes.
+    /// The round capacities `unit x m x 2^k` (m odd), each once: the next rung is the
+    /// greatest odd `m`, at most `m`, at scale `2^k` whose rung is below the best height (and
+    /// at least the proven bound); `aborts` attempts ran out of nodes so far; `first` until
+    /// the first rung is given out.
+    Scan {
+        k: u32,
+        m: u64,
+        aborts: u32,
+        first: bool,
+    },
+    /// Halving the room between the highest rung given up on below the best height and the
+    /// best height, with `Goal::Fit`'s first-pass budget, as a fit bisects below its capacity.
     Refine {
-        floor: u64,
         aborts: u32,
     },
     Done,
 }
 
+/// What the ladder's next attempt is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rung {
+    target: u64,
+    /// Whether it has `Goal::Fit`'s first-pass budget (the scan's first rung, the
+    /// refinement) rather than a scan's (`Params::ladder_steps`).
+    full: bool,
+}
+
 impl PartState {
-    /// The next target of the ladder below `high`. First the rungs: the lower bound rounded up
-    /// to a multiple of 2^k (then down to the unit), for k from 63 down. The slack above the
-    /// bound is under 2^k, so the rungs close in on it geometrically, and they are the round
-    /// capacities a caller of `Goal::Fit` would ask for. Once a rung fails, the middle of the
-    /// room between it and the best height, as `Goal::Fit` bisects below its capacity.
-    fn next_rung(&mut self, low: u64, high: u64) -> Option<u64> {
+    /// The next attempt of the ladder below `high` (the best height). First the scan of the
+    /// round capacities, coarsest first, descending within a scale: `unit x m x 2^k` with `m`
+    /// odd are every multiple of the unit once, so each scale halves the spacing of the one
+    /// before. Coarse rungs are the capacities a caller of `Goal::Fit` asks for (1 MiB on
+    /// MiniMalloc's files, then 992 KiB, ...), and whether the search succeeds at a capacity
+    /// does not follow its distance to the bound (on D a fit at 1,007,616 takes 44,893 nodes,
+    /// at 1,024,000 none in 2M), so the scan visits round capacities at every scale rather
+    /// than closing in on one point. Once `Params::ladder_aborts` scan attempts ran out of
+    /// nodes, the refinement: the middle of the room between the highest rung given up on
+    /// below the best height and the best height, as `Goal::Fit` bisects below its capacity
+    /// (J's 1,044,480 lies between the rung 1,040,384 and 1 MiB), until as many refining
+    /// attempts ran out of nodes.
+    fn next_rung(&mut self, low: u64, high: u64) -> Option<Rung> {
         let unit = self.unit;
         match self.ladder {
-            Ladder::Rungs(mut k) => loop {
-                let step = 1u64 << k;
-                let target = low
-                    .div_ceil(step)
-                    .checked_mul(step)
-                    .map(|t| t / unit * unit);
-                if let Some(target) = target.filter(|&t| t >= low && t < high) {
-                    self.ladder = Ladder::Rungs(k.saturating_sub(1));
-                    return Some(target);
+            Ladder::Scan {
+                mut k,
+                mut m,
+                aborts,
+                first,
+            } => loop {
+                // unit x 2^k, or the scale is above every height: go down.
+                let step = 1u64.checked_shl(k).and_then(|s| s.checked_mul(unit));
+                if let Some(step) = step
+                    && high > 0
+                {
+                    // The greatest odd multiple of `step` below `high`, at most `m`.
+                    let top = (high - 1) / step;
+                    let odd = m.min(if top.is_multiple_of(2) {
+                        top.saturating_sub(1)
+                    } else {
+                        top
+                    });
+                    if !odd.is_multiple_of(2)
+                        && let Some(target) = odd.checked_mul(step).filter(|&t| t >= low)
+                    {
+                        self.ladder = Ladder::Scan {
+                            k,
+                            m: odd.saturating_sub(2),
+                            aborts,
+                            first: false,
+                        };
+                        return Some(Rung {
+                            target,
+                            full: first,
+                        });
+                    }
                 }
                 if k == 0 {
-                    self.ladder = Ladder::Done;
-                    return None;
+                    self.ladder = Ladder::Refine { aborts: 0 };
+                    return self.next_rung(low, high);
                 }
                 k -= 1;
+                m = u64::MAX;
             },
-            Ladder::Refine { floor, .. } => {
+            Ladder::Refine { .. } => {
+                let Some(floor) = self.given_up.iter().copied().filter(|&t| t < high).max() else {
+                    self.ladder = Ladder::Done;
+                    return None;
+                };
                 let from = floor
                     .saturating_add(1)
                     .max(low)
@@ -219,7 +276,10 @@ impl PartState {
                     self.ladder = Ladder::Done;
                     return None;
                 }
-                Some(from + (high - 1 - from) / unit / 2 * unit)
+                Some(Rung {
+                    target: from + (high - 1 - from) / unit / 2 * unit,
+                    full: true,
+                })
             }
             Ladder::Done => None,
         }
@@ -227,25 +287,35 @@ impl PartState {
 
     /// Records how the ladder's attempt at `target` ended.
     fn rung_ended(&mut self, target: u64, outcome: Outcome, max_aborts: u32) {
-        let aborts = match self.ladder {
-            Ladder::Refine { aborts, .. } => aborts,
-            _ => 0,
-        };
-        self.ladder = match outcome {
-            Outcome::Found => return,
+        match outcome {
+            Outcome::Found => {}
             Outcome::Exhausted => {
                 self.low = self.low.max(target + self.unit);
-                Ladder::Refine {
-                    floor: target,
-                    aborts,
-                }
+                self.given_up.push(target);
             }
-            Outcome::Aborted if aborts + 1 >= max_aborts => Ladder::Done,
-            Outcome::Aborted => Ladder::Refine {
-                floor: target,
-                aborts: aborts + 1,
-            },
-        };
+            Outcome::Aborted => {
+                self.given_up.push(target);
+                self.ladder = match self.ladder {
+                    Ladder::Scan { aborts, .. } if aborts + 1 >= max_aborts => {
+                        Ladder::Refine { aborts: 0 }
+                    }
+                    Ladder::Scan {
+                        k,
+                        m,
+                        aborts,
+                        first,
+                    } => Ladder::Scan {
+                        k,
+                        m,
+                        aborts: aborts + 1,
+                        first,
+                    },
+                    Ladder::Refine { aborts } if aborts + 1 >= max_aborts => Ladder::Done,
+                    Ladder::Refine { aborts } => Ladder::Refine { aborts: aborts + 1 },
+                    Ladder::Done => Ladder::Done,
+                };
+            }
+        }
     }
 }
 
@@ -280,7 +350,13 @@ impl Solver<'_> {
                     pass_budget: self.params.minimize_first_pass_steps,
                     unit,
                     tried_layered: false,
-                    ladder: Ladder::Rungs(63),
+                    ladder: Ladder::Scan {
+                        k: 63,
+                        m: u64::MAX,
+                        aborts: 0,
+                        first: true,
+                    },
+                    given_up: Vec::new(),
                 }
             })
             .collect()
@@ -469,14 +545,22 @@ impl Solver<'_> {
             // succeeds (MiniMalloc's D and J at 1 MiB), so this makes Minimize no worse than a
             // fit there. `Params::ladder_aborts` attempts that run out of nodes end it.
             if state.pass_started
-                && let Some(target) = state.next_rung(low, high)
+                && let Some(Rung { target, full }) = state.next_rung(low, high)
             {
-                self.attempt_left = self
-                    .params
-                    .fit_first_pass_steps
-                    .min(self.steps_left / 2)
-                    .max(1);
+                // A scan's rung after the first has fewer nodes than a fit's first pass, in
+                // the same rounds: a fit there that succeeds within them succeeds here with
+                // the same nodes, and a rung that fails costs less. The first (1 MiB on
+                // MiniMalloc's files; K needs 182,734 nodes there) and the refinement get a
+                // fit's first-pass budget.
+                let budget = if full {
+                    self.params.fit_first_pass_steps
+                } else {
+                    self.params.ladder_steps
+                };
+                self.attempt_left = budget.min(self.steps_left).max(1);
+                self.round_scale = self.params.fit_first_pass_steps;
                 let outcome = self.attempt(state, target);
+                self.round_scale = 0;
                 state.rung_ended(target, outcome, self.params.ladder_aborts);
                 continue;
             }
@@ -642,7 +726,8 @@ impl Solver<'_> {
             }
         };
         let (part, ranks) = &*cached;
-        let mut round_budget = (self.attempt_left / 64).clamp(1, self.params.portfolio_first_round);
+        let scale = self.attempt_left.max(self.round_scale);
+        let mut round_budget = (scale / 64).clamp(1, self.params.portfolio_first_round);
         loop {
             if self.attempt_left == 0 {
                 return Outcome::Aborted;

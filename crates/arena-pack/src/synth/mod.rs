@@ -6,7 +6,8 @@
 //! - [`transformer()`]: inference of a stack of transformer layers (this module);
 //! - [`training()`]: transformer training, forward and backward over micro-batches in a 1F1B
 //!   schedule, with activation recomputation, skip connections and weight-gradient buckets;
-//! - [`resnet50()`]: ResNet-50 training at batch 32, forward and backward, ~1,000 buffers;
+//! - [`resnet50()`]: ResNet-50 training at batch 32 in mixed precision, forward, backward and
+//!   the SGD step, ~1,000 buffers;
 //! - [`co_live()`]: tens of thousands of buffers live at once (a fan-in), to check that the
 //!   packer's cost does not grow with the pairs of overlapping buffers.
 //!

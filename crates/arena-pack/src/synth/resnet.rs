@@ -1,15 +1,22 @@
-//! ResNet-50 training at batch 32 (fp16 activations, fp32 batch-norm statistics): one step,
-//! forward then backward, about 1,000 buffers, as a training compiler schedules it.
+//! ResNet-50 training at batch 32 in mixed precision (fp16 activations and weight copies, fp32
+//! batch-norm statistics and master gradients), SGD with momentum and weight decay: one step,
+//! forward, backward and the optimizer, about 1,000 buffers (1,001-1,021 for seeds 1-12: the
+//! workspaces vary), as a training compiler schedules it.
 //!
 //! Forward: the 7x7 stem convolution, batch norm, ReLU and max pool; 16 bottleneck blocks in
 //! four stages (3, 4, 6, 3 blocks; 256 to 2048 channels, 56x56 down to 7x7), each 1x1, 3x3 and
 //! 1x1 convolutions with batch norm (and ReLU after the first two), a projection shortcut in
 //! the first block of each stage, the residual add and a ReLU; then average pool, the
-//! classifier and the loss. Every convolution has a workspace for the op's step. Training
-//! saves what the backward reads: each convolution's input, each batch norm's input, mean and
-//! inverse deviation, each ReLU's output. Backward mirrors every op in reverse: the gradient
-//! of its input, workspaces for the data and filter gradients, and weight, scale and shift
-//! gradients, which stay live to the end of the step (the optimizer update reads them all).
+//! classifier and the softmax cross-entropy loss: 53 convolutions and 53 batch norms. Every
+//! convolution casts its fp32 weight to an fp16 copy first (as autocast does) and may have a
+//! workspace for the op's step. Training saves what the backward reads: each convolution's
+//! input and fp16 weight, each batch norm's input, mean and inverse deviation, each ReLU's
+//! output, the max pool's indices, the softmax probabilities. Backward mirrors every op in
+//! reverse: the gradient of its input, workspaces for the data and filter gradients, and
+//! weight, scale and shift gradients; each fp16 weight gradient is cast to an fp32 master
+//! gradient. The master gradients stay live until the optimizer, which steps the 161
+//! parameters one by one in model order: weight decay makes a temporary from each gradient
+//! (`d_p + wd x p`, as SGD does), and the momentum and parameter updates read it in place.
 //! `seed` varies the workspace sizes only.
 
 use super::{SplitMix, Trace};
@@ -21,6 +28,8 @@ const FP16: u64 = 2;
 /// A convolution, batch norm and optional ReLU as recorded in the forward.
 struct Unit {
     input: usize,
+    /// The fp16 copy of the weight (read by the forward and by the data gradient).
+    weight: usize,
     conv_out: usize,
     mean: usize,
     inv_std: usize,
@@ -84,9 +93,14 @@ impl Builder {
         let input_bytes = BATCH * side_in * side_in * cin * FP16;
         let output_bytes = BATCH * side_out * side_out * cout * FP16;
         let ws = self.workspace(output_bytes);
+        let weight_bytes = kernel * kernel * cin * cout * FP16;
         let t = &mut self.trace;
+        // The cast of the fp32 master weight (not an activation) to its fp16 copy.
+        t.op();
+        let weight = t.produce(weight_bytes);
         t.op();
         t.read(input);
+        t.read(weight);
         let conv_out = t.produce(output_bytes);
         if ws > 0 {
             t.produce(ws);
@@ -103,6 +117,7 @@ impl Builder {
         });
         Unit {
             input,
+            weight,
             conv_out,
             mean,
             inv_std,
@@ -110,7 +125,7 @@ impl Builder {
             relu_out,
             input_bytes,
             output_bytes,
-            weight_bytes: kernel * kernel * cin * cout * FP16,
+            weight_bytes,
             channels: cout,
         }
     }
@@ -124,6 +139,8 @@ impl Builder {
         t.op();
         t.read(stem_out);
         let mut x = t.produce(BATCH * 56 * 56 * 64 * FP16);
+        // int64 indices of the maxima, for the pool's backward.
+        let pool_indices = t.produce(BATCH * 56 * 56 * 64 * 8);
         let mut channels = 64;
         let mut side = 56;
         let mut blocks: Vec<Block> = Vec::new();
@@ -173,17 +190,33 @@ impl Builder {
         t.read(x);
         let pooled = t.produce(BATCH * 2048 * FP16);
         t.op();
+        let fc_weight = t.produce(2048 * 1000 * FP16);
+        t.op();
         t.read(pooled);
+        t.read(fc_weight);
         let logits = t.produce(BATCH * 1000 * 4);
         t.op();
         t.read(logits);
+        let probs = t.produce(BATCH * 1000 * 4);
+        let loss = t.produce(4);
+        // The backward starts from the loss.
+        t.op();
+        t.read(loss);
+        t.read(probs);
         let d_logits = t.produce(BATCH * 1000 * 4);
         t.op();
         t.read(d_logits);
-        t.read(pooled);
+        t.read(fc_weight);
         let d_pooled = t.produce(BATCH * 2048 * FP16);
+        t.op();
+        t.read(d_logits);
+        t.read(pooled);
         let fc_grad = t.produce(2048 * 1000 * FP16);
-        self.grads.push(fc_grad);
+        let fc_bias_grad = t.produce(1000 * 4);
+        t.op();
+        t.read(fc_grad);
+        let fc_master = t.produce(2048 * 1000 * 4);
+        self.grads.extend([fc_master, fc_bias_grad]);
         let t = &mut self.trace;
         t.op();
         t.read(d_pooled);
@@ -217,14 +250,21 @@ impl Builder {
         let t = &mut self.trace;
         t.op();
         t.read(d_x);
-        t.read(stem_out);
+        t.read(pool_indices);
         let d_stem = t.produce(stem.output_bytes);
         self.unit_backward(&stem, d_stem);
-        // The optimizer update reads every gradient.
-        let t = &mut self.trace;
-        t.op();
-        for &g in &self.grads {
+        // The optimizer, parameter by parameter in model order (the reverse of the backward's):
+        // the weight-decayed gradient is a temporary, the momentum and parameter updates are in
+        // place.
+        let grads = std::mem::take(&mut self.grads);
+        for &g in grads.iter().rev() {
+            let bytes = self.trace.size(g);
+            let t = &mut self.trace;
+            t.op();
             t.read(g);
+            let decayed = t.produce(bytes);
+            t.op();
+            t.read(decayed);
         }
     }
 
@@ -251,6 +291,7 @@ impl Builder {
         let d_shift = t.produce(u.channels * 4);
         t.op();
         t.read(d_conv);
+        t.read(u.weight);
         let d_input = t.produce(u.input_bytes);
         if ws_data > 0 {
             t.produce(ws_data);
@@ -262,7 +303,10 @@ impl Builder {
         if ws_filter > 0 {
             t.produce(ws_filter);
         }
-        self.grads.extend([d_scale, d_shift, d_weight]);
+        t.op();
+        t.read(d_weight);
+        let master = t.produce(2 * u.weight_bytes);
+        self.grads.extend([d_scale, d_shift, master]);
         d_input
     }
 }
