@@ -56,7 +56,8 @@ pub struct EngineArgs {
     pub quantization: String,
 
     /// With --engine: also print the largest --max-model-len that starts with the other flags
-    /// (the KV tokens, at most the config's max_position_embeddings, which vLLM will not exceed).
+    /// (the KV tokens, at most the context the config allows: max_position_embeddings with its
+    /// rope scaling, which vLLM will not exceed).
     ///
     /// Example: --largest-max-model-len
     #[arg(long, requires = "engine")]
@@ -143,6 +144,8 @@ fn stage_circuits(
     let first = &sharded.imports[0];
     let model = ModelFacts {
         max_position_embeddings: first.max_position_embeddings,
+        longest_max_model_len: first.context.longest,
+        default_max_model_len: first.context.default,
         vocab_size: first.vocab_size,
         num_attention_heads: first.num_attention_heads,
         attention_chunk_size: first.attention_chunk_size,
@@ -442,6 +445,12 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
             max_model_len,
         } => outln!(
             "verdict   does not start: the KV cache holds {kv_tokens} tokens, fewer than max_model_len {max_model_len}"
+        ),
+        Verdict::MaxModelLenAboveModel {
+            max_model_len,
+            longest,
+        } => outln!(
+            "verdict   does not start: max_model_len {max_model_len} is above the {longest} tokens the model allows (max_position_embeddings with its rope scaling); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
         ),
     }
     Ok(())

@@ -575,6 +575,40 @@ fn engine_lays_out_a_hybrid_cache_in_groups() {
     }
 }
 
+/// vLLM refuses a max-model-len above the context the model allows (max_position_embeddings
+/// with its rope scaling: DeepSeek-V2-Lite's yarn gives 4,096 x 40 = 163,840), and takes that
+/// context when none is given.
+#[test]
+fn engine_refuses_a_max_model_len_above_the_models_context() {
+    let config = root().join("data/models/deepseek-v2-lite/config.json");
+    let config = config.to_str().unwrap();
+    let default = xtask(&["plan", "--hf-config", config, "--engine", "vllm"]);
+    assert!(default.status.success(), "{}", stderr(&default));
+    assert!(
+        stdout(&default).contains("Maximum concurrency for 163840 tokens per request"),
+        "{}",
+        stdout(&default)
+    );
+    let long = [
+        "plan",
+        "--hf-config",
+        config,
+        "--engine",
+        "vllm",
+        "--max-model-len",
+        "163841",
+    ];
+    let o = xtask(&long);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "verdict   does not start: max_model_len 163841 is above the 163840 tokens the model allows"
+        ),
+        "{}",
+        stdout(&o)
+    );
+}
+
 /// `--layouts`: every TP x PP layout's KV tokens side by side, and the smallest TP and TP x PP
 /// (fewest ranks, then fewest stages) that hold `--kv-tokens` under the budget. Llama-3.1-70B
 /// does not fit one H100; at 8192 rows TP 2 holds 71,900 tokens, TP 4 580,831.

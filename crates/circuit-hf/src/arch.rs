@@ -64,6 +64,8 @@ pub(crate) struct Arch {
     /// `max_position_embeddings`: no byte of the circuit depends on it (the planned context is
     /// the caller's), but an engine takes it as the default max model length.
     pub context: u64,
+    /// The context an engine accepts and defaults to: `context` extended by the rope scaling.
+    pub context_limits: crate::context::ContextLimits,
     /// The tensor-parallel ranks the sizes above are one rank's share of (1: unsharded);
     /// above 1 the emitter adds the collectives that join the shares.
     pub tp: u64,
@@ -303,21 +305,24 @@ struct Base {
     layers: u64,
     heads: u64,
     context: u64,
+    context_limits: crate::context::ContextLimits,
 }
 
 impl Base {
     fn read(cfg: &Config<'_>) -> Result<Base, HfError> {
         let d = Sizes::of(cfg.model());
+        // Not reported among the defaults: no byte of the circuit depends on it.
+        let context = match cfg.int("max_position_embeddings", 1, u64::MAX)? {
+            Got::Value(v) => v,
+            Got::Missing | Got::Null => d.context,
+        };
         Ok(Base {
             vocab: cfg.int_or("vocab_size", 1, d.vocab)?,
             hidden: cfg.int_or("hidden_size", 1, d.hidden)?,
             layers: cfg.int_or_in("num_hidden_layers", 1, MAX_LAYERS, d.layers)?,
             heads: cfg.int_or("num_attention_heads", 1, d.heads)?,
-            // Not reported among the defaults: no byte of the circuit depends on it.
-            context: match cfg.int("max_position_embeddings", 1, u64::MAX)? {
-                Got::Value(v) => v,
-                Got::Missing | Got::Null => d.context,
-            },
+            context,
+            context_limits: crate::context::ContextLimits::read(cfg, context)?,
         })
     }
 
@@ -354,6 +359,7 @@ impl Base {
             tensor_prefix: "",
             vision: None,
             context: self.context,
+            context_limits: self.context_limits,
             tp: 1,
             mtp_names: MtpNames::DeepSeek,
             mtp_fc_rows: self.hidden,

@@ -33,6 +33,7 @@
 
 mod arch;
 mod config;
+pub mod context;
 mod emit;
 pub mod error;
 pub mod model;
@@ -85,6 +86,9 @@ pub struct Import {
     /// `max_position_embeddings` (the model class's default when absent): no byte of the
     /// circuit depends on it; an engine's default max model length does.
     pub max_position_embeddings: u64,
+    /// The longest and the default max model length an engine derives from
+    /// `max_position_embeddings` and the rope scaling ([`context::ContextLimits`]).
+    pub context: context::ContextLimits,
     /// The whole model's vocabulary and attention heads, before any sharding (a rank's circuit
     /// holds its share): what an engine's sampler and its TP sizes see.
     pub vocab_size: u64,
@@ -220,6 +224,7 @@ pub(crate) fn import_shaped(
             quantization: b.quantization,
             side_files_ignored: side_files_ignored.clone(),
             max_position_embeddings: arch.context,
+            context: arch.context_limits,
             vocab_size: arch.vocab,
             num_attention_heads: arch.heads,
             attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),

@@ -310,8 +310,14 @@ static COMMON: &[KeyInfo] = &[
     ignored("initializer_range", NO_MEMORY),
     ignored("rms_norm_eps", NO_MEMORY),
     ignored("rope_theta", NO_MEMORY),
-    ignored("rope_scaling", NO_MEMORY),
-    ignored("rope_parameters", NO_MEMORY),
+    read(
+        "rope_scaling",
+        "read for the context an engine accepts: a `factor` of any rope type but `su`, `longrope` and `llama3` multiplies `max_position_embeddings` (under `yarn` its `original_max_position_embeddings`), except for Gemma 3; no byte depends on it",
+    ),
+    read(
+        "rope_parameters",
+        "as `rope_scaling` (transformers 5 writes this one; it wins when both are given)",
+    ),
     read(
         "max_position_embeddings",
         "default (and null): the type's class default, not reported among the defaults since no byte of the circuit depends on it (the planned context is `--kv-tokens`); `--engine` takes it as the default max model length",
@@ -682,7 +688,10 @@ static PHI3: &[KeyInfo] = &[
     ignored("attention_bias", NO_BIAS),
     ignored("resid_pdrop", NO_MEMORY),
     ignored("embd_pdrop", NO_MEMORY),
-    ignored("original_max_position_embeddings", NO_MEMORY),
+    read(
+        "original_max_position_embeddings",
+        "under `longrope` rope scaling, the max model length an engine defaults to; no byte depends on it",
+    ),
     ignored("partial_rotary_factor", NO_MEMORY),
 ];
 

@@ -378,7 +378,7 @@ pub struct RunSettings {
     pub max_num_batched_tokens: Option<u64>,
     /// Sequences (None: the device's default).
     pub max_num_seqs: Option<u64>,
-    /// Max model length (None: the model's `max_position_embeddings`).
+    /// Max model length (None: the model's `default_max_model_len`).
     pub max_model_len: Option<u64>,
     /// The model's sizes as its configuration class gives them (config.json's values, or the
     /// class defaults it omits): the importer knows them, this crate reads no model class and
@@ -391,6 +391,13 @@ pub struct RunSettings {
 pub struct ModelFacts {
     /// `max_position_embeddings`: the default max model length, and the rotary cache's rows.
     pub max_position_embeddings: u64,
+    /// The longest max model length the engine accepts: `max_position_embeddings` extended by
+    /// the rope scaling (vLLM's derived max_model_len, config/model.py
+    /// `_get_and_verify_max_len`; circuit-hf's `ContextLimits`).
+    pub longest_max_model_len: u64,
+    /// The max model length the engine takes when none is given (the longest, except under
+    /// longrope scaling: the original context).
+    pub default_max_model_len: u64,
     /// The whole vocabulary (the sampler sees every rank's logits gathered).
     pub vocab_size: u64,
     /// Attention heads (the tensor-parallel sizes that shard them evenly).
@@ -462,6 +469,15 @@ pub enum Verdict {
         kv_tokens: u64,
         /// The max model length.
         max_model_len: u64,
+    },
+    /// The max model length is above the longest the model allows, which the engine refuses
+    /// before it loads anything (vLLM: "User-specified max_model_len ... is greater than the
+    /// derived max_model_len").
+    MaxModelLenAboveModel {
+        /// The max model length asked for.
+        max_model_len: u64,
+        /// The longest the model allows.
+        longest: u64,
     },
 }
 
@@ -669,7 +685,7 @@ impl EngineProfile {
         };
         let world = tp.checked_mul(pp).ok_or_else(|| overflow("world size"))?;
         let cfg = &run.model;
-        let max_model_len = run.max_model_len.unwrap_or(cfg.max_position_embeddings);
+        let max_model_len = run.max_model_len.unwrap_or(cfg.default_max_model_len);
         let requested = (device.cuda_total_bytes as f64 * run.gpu_memory_utilization).ceil() as u64;
         let facts = &self.file.non_torch;
         let mut non_torch = if world == 1 {
@@ -723,7 +739,12 @@ impl EngineProfile {
             .map(|w| w.non_kv().map(|n| n.saturating_sub(requested)))
             .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
             .ok_or_else(|| overflow("non-KV bytes"))?;
-        let verdict = if workers.iter().any(|w| w.kv_cache == 0) {
+        let verdict = if max_model_len > cfg.longest_max_model_len {
+            Verdict::MaxModelLenAboveModel {
+                max_model_len,
+                longest: cfg.longest_max_model_len,
+            }
+        } else if workers.iter().any(|w| w.kv_cache == 0) {
             Verdict::NoKvMemory { short_by: short }
         } else if blocks < layout.blocks_per_request {
             // kv_cache_utils.py _check_enough_kv_cache_memory: a worker's memory must hold one
@@ -1015,7 +1036,7 @@ impl Worker {
 pub struct BudgetAnswers {
     /// The largest max-model-len that starts (None: nothing starts): the KV tokens of the
     /// start-up (the profile run does not depend on max-model-len), at most the model's
-    /// `max_position_embeddings`, above which vLLM refuses the length.
+    /// `longest_max_model_len`, above which vLLM refuses the length.
     pub largest_max_model_len: Option<u64>,
     /// The smallest gpu-memory-utilization whose KV cache holds `target_kv_tokens` (None when
     /// even 1.0 does not).
@@ -1070,8 +1091,10 @@ impl EngineProfile {
             .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
             .ok_or_else(overflow)?;
         let utilization = needed as f64 / startup.device_total as f64;
-        let fits =
-            !matches!(startup.verdict, Verdict::NoKvMemory { .. }) && startup.kv_cache_tokens > 0;
+        let fits = !matches!(
+            startup.verdict,
+            Verdict::NoKvMemory { .. } | Verdict::MaxModelLenAboveModel { .. }
+        ) && startup.kv_cache_tokens > 0;
         let largest_max_model_len = if fits {
             self.largest_len(stages, run, &startup)?
         } else {
@@ -1083,7 +1106,7 @@ impl EngineProfile {
         })
     }
 
-    /// The largest max-model-len, at most `max_position_embeddings`, one request of which the
+    /// The largest max-model-len, at most `longest_max_model_len`, one request of which the
     /// start-up's blocks hold in every group (vLLM's check, kv_cache_utils.py
     /// _check_enough_kv_cache_memory). The blocks do not depend on the length (the profile run
     /// and the pages do not), the blocks a request takes grow with it: a bisection.
@@ -1098,7 +1121,7 @@ impl EngineProfile {
             let layout = self.kv_layout(stages, &run.model, len, tokens)?;
             Ok(layout.blocks_per_request <= startup.kv_blocks)
         };
-        let top = run.model.max_position_embeddings;
+        let top = run.model.longest_max_model_len;
         if top == 0 || !fits(1)? {
             return Ok(None);
         }

@@ -63,6 +63,8 @@ fn config(path: &str) -> &'static str {
 fn facts(import: &circuit_hf::Import) -> ModelFacts {
     ModelFacts {
         max_position_embeddings: import.max_position_embeddings,
+        longest_max_model_len: import.context.longest,
+        default_max_model_len: import.context.default,
         vocab_size: import.vocab_size,
         num_attention_heads: import.num_attention_heads,
         attention_chunk_size: import.attention_chunk_size,
