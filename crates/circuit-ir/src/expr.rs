@@ -75,6 +75,8 @@ pub enum Func {
     Min,
     /// `max(a, ...)`: one or more arguments.
     Max,
+    /// `next_pow2(a)`: the smallest power of two that is >= a (1 for 0).
+    NextPow2,
 }
 
 impl Func {
@@ -84,6 +86,7 @@ impl Func {
             "round_up" => Func::RoundUp,
             "min" => Func::Min,
             "max" => Func::Max,
+            "next_pow2" => Func::NextPow2,
             _ => return None,
         })
     }
@@ -95,6 +98,7 @@ impl Func {
             Func::RoundUp => "round_up",
             Func::Min => "min",
             Func::Max => "max",
+            Func::NextPow2 => "next_pow2",
         }
     }
 }
@@ -320,7 +324,10 @@ impl Trend {
             Tree::Call { func, args } => {
                 let trends = args.iter().map(|a| Trend::of(a, name));
                 match func {
-                    Func::Min | Func::Max => trends.fold(Trend::Constant, Trend::both_up),
+                    // next_pow2 never falls as its argument grows.
+                    Func::Min | Func::Max | Func::NextPow2 => {
+                        trends.fold(Trend::Constant, Trend::both_up)
+                    }
                     Func::CeilDiv => {
                         let (a, b) = (Trend::of(&args[0], name), Trend::of(&args[1], name));
                         a.both_up(b.flip())
@@ -645,6 +652,8 @@ enum Step {
     RoundUp,
     Min,
     Max,
+    /// Unary: the right operand is ignored (always `Rhs::Const(0)`).
+    NextPow2,
 }
 
 /// Where a step's right operand comes from. Leaves are encoded in the step itself, so a chain
@@ -802,6 +811,10 @@ fn apply(step: Step, a: u64, b: u64) -> Result<u64, Fault> {
         }
         Step::Min => Ok(a.min(b)),
         Step::Max => Ok(a.max(b)),
+        Step::NextPow2 => {
+            let _ = b;
+            a.checked_next_power_of_two().ok_or(Fault::Overflow)
+        }
     }
 }
 
@@ -870,8 +883,13 @@ impl Compiler<'_> {
                     Func::RoundUp => Step::RoundUp,
                     Func::Min => Step::Min,
                     Func::Max => Step::Max,
+                    Func::NextPow2 => Step::NextPow2,
                 };
                 let site = Site { node, upto: 0 };
+                if step == Step::NextPow2 {
+                    // One argument (the parser checks).
+                    return self.unary(step, &args[0], tree, site);
+                }
                 let mut acc = self.emit(&args[0])?;
                 for arg in &args[1..] {
                     acc = self.combine(step, acc, arg, tree, site)?;
@@ -929,6 +947,36 @@ impl Compiler<'_> {
         }
         self.push(Op::Apply(step, rhs), site);
         Ok(Emitted::Stacked)
+    }
+
+    /// A one-operand step: folded on a constant, else the operand reaches the stack and the
+    /// step applies to it (with an ignored constant right operand).
+    fn unary(
+        &mut self,
+        step: Step,
+        arg: &Tree,
+        tree: &Tree,
+        site: Site,
+    ) -> Result<Emitted, ExprError> {
+        match self.emit(arg)? {
+            Emitted::Const(a) => {
+                apply(step, a, 0)
+                    .map(Emitted::Const)
+                    .map_err(|fault| ExprError::Eval {
+                        expr: self.expr.source.to_string(),
+                        at: SiteText(tree, site.upto).to_string(),
+                        fault,
+                    })
+            }
+            operand => {
+                match operand {
+                    Emitted::Slot(s) => self.push(Op::Slot(s), Site::NONE),
+                    Emitted::Const(_) | Emitted::Stacked => {}
+                }
+                self.push(Op::Apply(step, Rhs::Const(0)), site);
+                Ok(Emitted::Stacked)
+            }
+        }
     }
 
     fn push(&mut self, op: Op, site: Site) {
@@ -1142,7 +1190,9 @@ impl<'a> Parser<'a> {
         let Some(func) = Func::from_name(name) else {
             return Err(self.error_at(
                 start,
-                &format!("unknown function `{name}` (known: ceil_div, round_up, min, max)"),
+                &format!(
+                    "unknown function `{name}` (known: ceil_div, round_up, min, max, next_pow2)"
+                ),
             ));
         };
         self.pos += 1; // '('
@@ -1163,11 +1213,16 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.error_at(self.pos, "expected `,` or `)`")),
             }
         }
-        let fixed_two = matches!(func, Func::CeilDiv | Func::RoundUp);
-        if fixed_two && args.len() != 2 {
+        let fixed = match func {
+            Func::CeilDiv | Func::RoundUp => Some(2),
+            Func::NextPow2 => Some(1),
+            Func::Min | Func::Max => None,
+        };
+        if let Some(want) = fixed.filter(|&w| w != args.len()) {
+            let plural = if want == 1 { "argument" } else { "arguments" };
             return Err(self.error_at(
                 start,
-                &format!("`{name}` takes 2 arguments, found {}", args.len()),
+                &format!("`{name}` takes {want} {plural}, found {}", args.len()),
             ));
         }
         Ok(Tree::Call { func, args })
@@ -1190,6 +1245,42 @@ mod tests {
 
     fn eval(text: &str, n: u64, k: u64) -> Result<u64, ExprError> {
         Expr::parse(text)?.compile(&scope)?.eval(&[n, k])
+    }
+
+    #[test]
+    fn next_pow2_rounds_up_to_a_power_of_two() {
+        for (n, want) in [
+            (0, 1),
+            (1, 1),
+            (2, 2),
+            (3, 4),
+            (100, 128),
+            (128, 128),
+            (129, 256),
+        ] {
+            assert_eq!(eval("next_pow2(n)", n, 0), Ok(want), "n = {n}");
+        }
+        // Inside a sum and a min, on a slot and on a stacked operand, and folded.
+        assert_eq!(eval("4 * next_pow2(n + 1) + 1", 100, 0), Ok(513));
+        assert_eq!(eval("min(next_pow2(min(132, n)), 132)", 100, 0), Ok(128));
+        assert_eq!(eval("min(next_pow2(min(132, n)), 132)", 130, 0), Ok(132));
+        assert_eq!(eval("k + next_pow2(n)", 5, 3), Ok(11));
+        assert_eq!(eval("next_pow2(1000)", 0, 0), Ok(1024));
+        assert_eq!(
+            Expr::parse("next_pow2( n )").unwrap().to_string(),
+            "next_pow2(n)"
+        );
+        // Above 2^63 there is no power of two in u64.
+        let e = eval("next_pow2(n)", (1 << 63) + 1, 0).unwrap_err();
+        assert!(e.to_string().contains("next_pow2(n)"), "{e}");
+        assert!(eval("next_pow2(9223372036854775809)", 0, 0).is_err());
+        // One argument, exactly.
+        let e = Expr::parse("next_pow2(n, 2)").unwrap_err().to_string();
+        assert!(e.contains("`next_pow2` takes 1 argument, found 2"), "{e}");
+        assert_eq!(
+            Expr::parse("next_pow2(n) * 2").unwrap().trend_in("n"),
+            Trend::Nondecreasing
+        );
     }
 
     #[test]
@@ -1283,7 +1374,7 @@ mod tests {
         );
         assert_eq!(
             msg("floor(n, 2)"),
-            "expression `floor(n, 2)`: syntax error at column 1: unknown function `floor` (known: ceil_div, round_up, min, max)"
+            "expression `floor(n, 2)`: syntax error at column 1: unknown function `floor` (known: ceil_div, round_up, min, max, next_pow2)"
         );
         assert_eq!(
             msg("ceil_div(n)"),

@@ -42,6 +42,10 @@ fn tree() -> impl Strategy<Value = Tree> {
                     func,
                     args: vec![a, b]
                 }),
+            inner.clone().prop_map(|a| Tree::Call {
+                func: Func::NextPow2,
+                args: vec![a]
+            }),
             (
                 prop_oneof![Just(Func::Min), Just(Func::Max)],
                 prop::collection::vec(inner, 1..4)
@@ -142,6 +146,14 @@ fn reference(t: &Tree, env: &[(&str, u64)], faults: &mut Vec<Fault>) -> Option<i
                 Func::RoundUp => Ok((vals[0] + vals[1] - 1) / vals[1] * vals[1]),
                 Func::Min => Ok(*vals.iter().min().unwrap()),
                 Func::Max => Ok(*vals.iter().max().unwrap()),
+                // The smallest power of two >= the value (1 for 0), by doubling in i128.
+                Func::NextPow2 => {
+                    let mut p = 1i128;
+                    while p < vals[0] {
+                        p *= 2;
+                    }
+                    Ok(p)
+                }
             };
             step(v, faults)
         }

@@ -322,8 +322,8 @@ fn all_eight_cases_against_the_issue_bounds() {
 /// Llama-3.1-8B (hidden 4096, vocab 128,256) at 8,192 tokens: `requests` rows of logits in the
 /// model dtype, the float32 cast of them (none when the model runs in float32, where
 /// `logits.to(torch.float32)` returns them), the softmax and the sampling noise, and the Triton
-/// top-k/top-p buffer of min(132 SMs, requests) rows; beside the forward's hidden states and
-/// the gathered last-token rows with their norm.
+/// top-k/top-p buffer of min(next_pow2(min(132 SMs, requests)), 132) rows; beside the
+/// forward's hidden states and the gathered last-token rows with their norm.
 #[test]
 fn sampler_terms_follow_the_dtype_and_the_requests() {
     let profile = profile();
@@ -345,7 +345,7 @@ fn sampler_terms_follow_the_dtype_and_the_requests() {
             + 2 * requests * hidden * dtype_bytes
             + requests * vocab * dtype_bytes
             + float32_temporaries * requests * vocab * 4
-            + requests.min(132) * vocab * 4
+            + requests.min(132).next_power_of_two().min(132) * vocab * 4
     };
     let bf16 = sampler("bfloat16", 1024);
     assert_eq!(bf16.sampler_live, expected(2, 1024, 3));
@@ -358,9 +358,15 @@ fn sampler_terms_follow_the_dtype_and_the_requests() {
         f32.activation_peak,
         f32.persistent + f32.forward_live + f32.forward_held
     );
-    // 64 requests: 64 rows of the top-k/top-p buffer (a power of two, so exact).
-    let few = sampler("bfloat16", 64);
-    assert_eq!(few.sampler_live, expected(2, 64, 3));
+    // 64 requests: 64 rows of the top-k/top-p buffer; 100 requests: 128 rows, the next power
+    // of two; 130: 256 rows, capped at the 132 SMs.
+    for seqs in [64, 100, 130] {
+        let few = sampler("bfloat16", seqs);
+        assert_eq!(few.sampler_live, expected(2, seqs, 3), "{seqs} requests");
+    }
+    // The 100-request figure by hand: 64 MiB of hidden states, 1.6 MB of last-token rows,
+    // 25.7 MB of bf16 logits, 3 x 51.3 MB of float32 temporaries and 128 rows x 128,256 x 4 B.
+    assert_eq!(sampler("bfloat16", 100).sampler_live, 313_972_736);
 }
 
 #[test]
