@@ -59,6 +59,7 @@ fn reference(t: &Tree, n: u64) -> Option<u64> {
                         _ => (a / b + 1).checked_mul(b),
                     }
                 }
+                Func::NextPow2 => vals[0].checked_next_power_of_two(),
             }
         }
     }
