@@ -1012,6 +1012,32 @@ impl EngineProfile {
     }
 }
 
+/// The largest `x` in 1..=`top` that `passes`, None when 1 does not (or `top` is 0), by
+/// bisection: `passes` must hold on a prefix of 1..=`top` (what fits at some size fits at every
+/// smaller one), so it runs about log2(top) times.
+fn largest_passing(
+    top: u64,
+    mut passes: impl FnMut(u64) -> Result<bool, EngineError>,
+) -> Result<Option<u64>, EngineError> {
+    if top == 0 || !passes(1)? {
+        return Ok(None);
+    }
+    if passes(top)? {
+        return Ok(Some(top));
+    }
+    // passes(lo), !passes(hi).
+    let (mut lo, mut hi) = (1u64, top);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if passes(mid)? {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(Some(lo))
+}
+
 /// The run's shape shared by every stage.
 struct Shape {
     tokens: u64,
@@ -1121,24 +1147,7 @@ impl EngineProfile {
             let layout = self.kv_layout(stages, &run.model, len, tokens)?;
             Ok(layout.blocks_per_request <= startup.kv_blocks)
         };
-        let top = run.model.longest_max_model_len;
-        if top == 0 || !fits(1)? {
-            return Ok(None);
-        }
-        if fits(top)? {
-            return Ok(Some(top));
-        }
-        // fits(lo), !fits(hi).
-        let (mut lo, mut hi) = (1u64, top);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid)? {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        Ok(Some(lo))
+        largest_passing(run.model.longest_max_model_len, fits)
     }
 
     /// The largest max-num-seqs that starts under `run` (its `max_num_seqs` is ignored), None
@@ -1163,23 +1172,7 @@ impl EngineProfile {
             let s = self.predict_layout(stages, &at)?;
             Ok(s.verdict == Verdict::Starts)
         };
-        if tokens == 0 || !starts(1)? {
-            return Ok(None);
-        }
-        if starts(tokens)? {
-            return Ok(Some(tokens));
-        }
-        // starts(lo), !starts(hi).
-        let (mut lo, mut hi) = (1u64, tokens);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if starts(mid)? {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        Ok(Some(lo))
+        largest_passing(tokens, starts)
     }
 
     /// The smallest tensor-parallel size that starts under `run` (its tensor-parallel size is
