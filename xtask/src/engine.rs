@@ -161,12 +161,7 @@ fn predict(
     circuits: &[circuit_ir::Circuit],
     run: &RunSettings,
 ) -> Result<Startup, CliError> {
-    let stages: Vec<StageCircuit<'_>> = circuits
-        .iter()
-        .zip(0u64..)
-        .map(|(circuit, stage)| StageCircuit { stage, circuit })
-        .collect();
-    Ok(profile.predict_layout(&stages, run)?)
+    Ok(profile.predict_layout(&StageCircuit::in_order(circuits), run)?)
 }
 
 /// `cargo xtask plan --hf-config FILE --engine NAME ...`.
@@ -227,11 +222,7 @@ fn budget(
     (files, options): (&crate::plan::HfFiles, &circuit_hf::ImportOptions),
     run: &RunSettings,
 ) -> Result<Budget, CliError> {
-    let stages: Vec<StageCircuit<'_>> = circuits
-        .iter()
-        .zip(0u64..)
-        .map(|(circuit, stage)| StageCircuit { stage, circuit })
-        .collect();
+    let stages = StageCircuit::in_order(circuits);
     let (text, origin) = (files.text.as_str(), files.origin.as_str());
     let mut out = Budget::default();
     if engine.largest_max_model_len || engine.target_kv_tokens.is_some() {

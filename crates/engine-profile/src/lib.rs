@@ -417,6 +417,18 @@ pub struct StageCircuit<'a> {
     pub circuit: &'a Circuit,
 }
 
+impl<'a> StageCircuit<'a> {
+    /// A layout's stages from its circuits in stage order (stage 0 first), as an importer
+    /// returns them.
+    pub fn in_order(circuits: &'a [Circuit]) -> Vec<StageCircuit<'a>> {
+        circuits
+            .iter()
+            .zip(0u64..)
+            .map(|(circuit, stage)| StageCircuit { stage, circuit })
+            .collect()
+    }
+}
+
 /// What one worker allocates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Worker {
@@ -1196,11 +1208,7 @@ impl EngineProfile {
             let Some(circuits) = stages_for(tp) else {
                 continue;
             };
-            let stages: Vec<StageCircuit<'_>> = circuits
-                .iter()
-                .zip(0u64..)
-                .map(|(circuit, stage)| StageCircuit { stage, circuit })
-                .collect();
+            let stages = StageCircuit::in_order(&circuits);
             let at = RunSettings {
                 tensor_parallel_size: tp,
                 ..run.clone()

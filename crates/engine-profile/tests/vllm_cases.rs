@@ -116,16 +116,8 @@ fn imports_of(case: &serde_json::Value) -> (Vec<Circuit>, ModelFacts) {
 
 fn predict(profile: &EngineProfile, case: &serde_json::Value) -> Startup {
     let (circuits, model) = imports_of(case);
-    let stages: Vec<StageCircuit<'_>> = circuits
-        .iter()
-        .enumerate()
-        .map(|(i, circuit)| StageCircuit {
-            stage: i as u64,
-            circuit,
-        })
-        .collect();
     profile
-        .predict_layout(&stages, &run_of(case, model))
+        .predict_layout(&StageCircuit::in_order(&circuits), &run_of(case, model))
         .unwrap()
 }
 
@@ -608,12 +600,9 @@ fn layout_of(name: &str, text: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
 }
 
 fn predict_checkpoint(profile: &EngineProfile, circuits: &[Circuit], run: &RunSettings) -> Startup {
-    let stages: Vec<StageCircuit<'_>> = circuits
-        .iter()
-        .zip(0u64..)
-        .map(|(circuit, stage)| StageCircuit { stage, circuit })
-        .collect();
-    profile.predict_layout(&stages, run).unwrap()
+    profile
+        .predict_layout(&StageCircuit::in_order(circuits), run)
+        .unwrap()
 }
 
 /// `groups` as (kind, block size, layers, blocks per request), in vLLM's order.
