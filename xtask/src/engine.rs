@@ -43,6 +43,14 @@ pub struct EngineArgs {
     #[arg(long, value_name = "SEQS")]
     pub max_num_seqs: Option<u64>,
 
+    /// With --engine: the profile run leaves a multimodal model's vision encoder out, as vLLM
+    /// does with this flag. A multimodal checkpoint needs it: the encoder's profile (vLLM runs
+    /// it on its largest dummy image batch and keeps its outputs) is not modelled.
+    ///
+    /// Example: --skip-mm-profiling
+    #[arg(long, requires = "engine")]
+    pub skip_mm_profiling: bool,
+
     /// With --hf-config: quantization applied while loading an unquantized checkpoint (none or
     /// fp8, vLLM's on-the-fly FP8); a checkpoint's own quantization comes from its config.
     ///
@@ -149,6 +157,7 @@ fn stage_circuits(
         vocab_size: first.vocab_size,
         num_attention_heads: first.num_attention_heads,
         attention_chunk_size: first.attention_chunk_size,
+        vision_encoder: first.vision_tower,
     };
     Ok((
         sharded.imports.into_iter().map(|i| i.circuit).collect(),
@@ -192,6 +201,7 @@ pub fn run_plan(
         max_num_batched_tokens: engine.max_num_batched_tokens,
         max_num_seqs: engine.max_num_seqs,
         max_model_len: args.max_model_len,
+        skip_mm_profiling: engine.skip_mm_profiling,
         model,
     };
     let startup = predict(&profile, &circuits, &run)?;
@@ -583,6 +593,7 @@ pub fn bench() -> Result<(), CliError> {
             max_num_batched_tokens: None,
             max_num_seqs: None,
             max_model_len: case["max_model_len"].as_u64(),
+            skip_mm_profiling: false,
             model,
         };
         let s = predict(&profile, &circuits, &run)?;

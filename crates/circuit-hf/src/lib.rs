@@ -98,6 +98,9 @@ pub struct Import {
     /// attention; those layers' states carry it as their `window`), else `None`: a window of
     /// the circuit is then a sliding window.
     pub attention_chunk_size: Option<u64>,
+    /// Whether the checkpoint holds a vision tower (a multimodal config's `vision_config`):
+    /// an engine also runs that encoder when it profiles its memory.
+    pub vision_tower: bool,
 }
 
 /// Builds the circuit of a `config.json` text. `origin` names the file in error messages and
@@ -228,6 +231,7 @@ pub(crate) fn import_shaped(
             vocab_size: arch.vocab,
             num_attention_heads: arch.heads,
             attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),
+            vision_tower: arch.vision.is_some(),
         })
         .collect())
 }

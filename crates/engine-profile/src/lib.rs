@@ -86,6 +86,14 @@ pub enum EngineError {
         /// What is not modelled, with the value at fault.
         what: String,
     },
+    /// A multimodal model whose encoder the profile run would run: not modelled.
+    #[error(
+        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is not modelled; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, or plan without --engine"
+    )]
+    EncoderProfileNotModelled {
+        /// The circuit.
+        circuit: String,
+    },
     /// A size overflowed u64.
     #[error("{what} overflows u64")]
     Overflow {
@@ -380,6 +388,10 @@ pub struct RunSettings {
     pub max_num_seqs: Option<u64>,
     /// Max model length (None: the model's `default_max_model_len`).
     pub max_model_len: Option<u64>,
+    /// The profile run leaves the multimodal encoder out (vLLM's `--skip-mm-profiling`): the
+    /// only way a model with a vision encoder is predicted, as the encoder's profile is not
+    /// modelled.
+    pub skip_mm_profiling: bool,
     /// The model's sizes as its configuration class gives them (config.json's values, or the
     /// class defaults it omits): the importer knows them, this crate reads no model class and
     /// no config file.
@@ -405,6 +417,10 @@ pub struct ModelFacts {
     /// `attention_chunk_size` when the windowed layers attend within chunks (Llama 4's chunked
     /// local attention), None when a window is a sliding window.
     pub attention_chunk_size: Option<u64>,
+    /// Whether the model has a multimodal encoder (a vision tower), which vLLM's profile run
+    /// also runs (gpu_model_runner.py `profile_run`: `embed_multimodal` on the largest dummy
+    /// batch, its outputs kept in the encoder cache through the forward and the sampler).
+    pub vision_encoder: bool,
 }
 
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
@@ -678,6 +694,11 @@ impl EngineProfile {
                 what: "gpu_memory_utilization",
                 value: run.gpu_memory_utilization.to_string(),
                 why: "must be in (0, 1]",
+            });
+        }
+        if run.model.vision_encoder && !run.skip_mm_profiling {
+            return Err(EngineError::EncoderProfileNotModelled {
+                circuit: stages[0].circuit.name().to_owned(),
             });
         }
         let device = self.device(&run.device)?;

@@ -68,6 +68,7 @@ fn facts(import: &circuit_hf::Import) -> ModelFacts {
         vocab_size: import.vocab_size,
         num_attention_heads: import.num_attention_heads,
         attention_chunk_size: import.attention_chunk_size,
+        vision_encoder: import.vision_tower,
     }
 }
 
@@ -87,6 +88,7 @@ fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: case["max_model_len"].as_u64(),
+        skip_mm_profiling: false,
         model,
     }
 }
@@ -132,6 +134,7 @@ fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: Some(8192),
+        skip_mm_profiling: false,
         model,
     }
 }
@@ -873,4 +876,43 @@ fn a_hybrid_layouts_largest_max_model_len_is_vllms_check() {
         profile.predict_layout(&stages, &run).unwrap().verdict,
         Verdict::MaxModelLenTooLong { .. }
     ));
+}
+
+/// A multimodal checkpoint's profile run also runs its vision encoder, which is not modelled:
+/// the prediction is refused unless the run skips it (vLLM's `--skip-mm-profiling`), and then
+/// the weights are the whole checkpoint's, vision tower included, while the profile run is the
+/// language model's alone.
+#[test]
+fn a_vision_encoder_is_predicted_only_when_its_profile_is_skipped() {
+    let profile = profile();
+    let name = "llama-4-scout-17b-16e-instruct";
+    let (circuits, mut run) = checkpoint_layout(name, 1);
+    assert!(run.model.vision_encoder);
+    let refused = profile
+        .predict_layout(&StageCircuit::in_order(&circuits), &run)
+        .unwrap_err();
+    assert!(
+        matches!(&refused, EngineError::EncoderProfileNotModelled { circuit } if circuit == "llama-4-scout-17b-16e-instruct"),
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("pass --skip-mm-profiling"),
+        "{refused}"
+    );
+    run.skip_mm_profiling = true;
+    let with_tower = predict_checkpoint(&profile, &circuits, &run);
+
+    let whole: serde_json::Value = serde_json::from_str(checkpoint(name)).unwrap();
+    let (text_circuits, text_run) = layout_of(name, &whole["text_config"].to_string(), 1);
+    assert!(!text_run.model.vision_encoder);
+    let text_only = predict_checkpoint(&profile, &text_circuits, &text_run);
+    let tower = circuits[0].weight_bytes() - text_circuits[0].weight_bytes();
+    assert_eq!(
+        with_tower.workers[0].weights - text_only.workers[0].weights,
+        tower
+    );
+    assert_eq!(
+        with_tower.workers[0].activation_peak,
+        text_only.workers[0].activation_peak
+    );
 }
