@@ -14,10 +14,13 @@ pub struct Params {
     pub max_exact_buffers: usize,
     /// Search nodes per exact attempt in the first pass of `Goal::Fit` (doubled each pass).
     pub fit_first_pass_steps: u64,
-    /// Search nodes per attempt of `Goal::Minimize`'s ladder of round capacities (in the
-    /// rounds of a `fit_first_pass_steps` attempt).
-    pub ladder_steps: u64,
-    /// The ladder ends after this many of its attempts ran out of nodes.
+    /// Whole portfolio rounds per attempt of `Goal::Minimize`'s ladder of round capacities
+    /// (its scan and its descent), in the rounds of a `fit_first_pass_steps` attempt: with the
+    /// defaults, 10 runs x (4,000 + 8,000) = 120,000 nodes. Whole rounds, so that a fit
+    /// there which decides within them decides here with the same nodes.
+    pub ladder_rounds: u32,
+    /// Each phase of the ladder (scan, refinement, descent) ends after this many of its
+    /// attempts ran out of nodes.
     pub ladder_aborts: u32,
     /// Search nodes per exact attempt in the first bisection pass of `Goal::Minimize`
     /// (doubled each pass).
@@ -64,7 +67,7 @@ impl Default for Params {
             greedy_pairs: 1 << 24,
             max_exact_buffers: 1500,
             fit_first_pass_steps: 256_000,
-            ladder_steps: 96_000,
+            ladder_rounds: 2,
             ladder_aborts: 4,
             minimize_first_pass_steps: 16_000,
             portfolio_first_round: 4_000,

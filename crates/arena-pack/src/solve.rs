@@ -194,6 +194,12 @@ enum Ladder {
     Refine {
         aborts: u32,
     },
+    /// Down from the best height at half the spacing of its own scale, each rung not given up
+    /// on yet below `from` (the last one tried) and at least the proven bound.
+    Descend {
+        from: u64,
+        aborts: u32,
+    },
     Done,
 }
 
@@ -202,7 +208,7 @@ enum Ladder {
 struct Rung {
     target: u64,
     /// Whether it has `Goal::Fit`'s first-pass budget (the scan's first rung, the
-    /// refinement) rather than a scan's (`Params::ladder_steps`).
+    /// refinement) rather than whole rounds of it (`Params::ladder_rounds`).
     full: bool,
 }
 
@@ -217,8 +223,14 @@ impl PartState {
     /// than closing in on one point. Once `Params::ladder_aborts` scan attempts ran out of
     /// nodes, the refinement: the middle of the room between the highest rung given up on
     /// below the best height and the best height, as `Goal::Fit` bisects below its capacity
-    /// (J's 1,044,480 lies between the rung 1,040,384 and 1 MiB), until as many refining
-    /// attempts ran out of nodes.
+    /// (J's 1,044,480 lies between the rung 1,040,384 and 1 MiB), until one succeeds or as
+    /// many refining attempts ran out of nodes. Last the descent: from the best height
+    /// `unit x m x 2^k` (m odd) down in steps of `unit x 2^(k-1)` (of `unit` when k is 0),
+    /// the rungs of the next finer scale near the best with the ones of its own, each rung
+    /// not tried yet, until as many attempts ran out of nodes: once the refinement has found
+    /// a placement, the room it bisects is a few units wide, while a fit may succeed several
+    /// rungs lower (J: 1,034,240, four rungs of 2 KiB below 1,044,480, where the scan would
+    /// get only after 17 failed rungs).
     fn next_rung(&mut self, low: u64, high: u64) -> Option<Rung> {
         let unit = self.unit;
         match self.ladder {
@@ -263,22 +275,54 @@ impl PartState {
                 m = u64::MAX;
             },
             Ladder::Refine { .. } => {
-                let Some(floor) = self.given_up.iter().copied().filter(|&t| t < high).max() else {
-                    self.ladder = Ladder::Done;
-                    return None;
+                let from = self
+                    .given_up
+                    .iter()
+                    .copied()
+                    .filter(|&t| t < high)
+                    .max()
+                    .map(|floor| {
+                        floor
+                            .saturating_add(1)
+                            .max(low)
+                            .div_ceil(unit)
+                            .saturating_mul(unit)
+                    })
+                    .filter(|&from| from < high);
+                let Some(from) = from else {
+                    self.ladder = Ladder::Descend {
+                        from: u64::MAX,
+                        aborts: 0,
+                    };
+                    return self.next_rung(low, high);
                 };
-                let from = floor
-                    .saturating_add(1)
-                    .max(low)
-                    .div_ceil(unit)
-                    .saturating_mul(unit);
-                if from >= high {
-                    self.ladder = Ladder::Done;
-                    return None;
-                }
                 Some(Rung {
                     target: from + (high - 1 - from) / unit / 2 * unit,
                     full: true,
+                })
+            }
+            Ladder::Descend { from, aborts } => {
+                // `unit x 2^(k-1)` for a best height `unit x m x 2^k` (m odd), at most `high`.
+                let zeros = (high / unit).trailing_zeros().clamp(1, 63) - 1;
+                let step = unit
+                    .checked_shl(zeros)
+                    .filter(|&s| s <= high)
+                    .unwrap_or(unit);
+                let mut target = (from.min(high).saturating_sub(1) / step).saturating_mul(step);
+                while target >= low && target > 0 && self.given_up.contains(&target) {
+                    target = target.saturating_sub(step);
+                }
+                if target < low || target == 0 {
+                    self.ladder = Ladder::Done;
+                    return None;
+                }
+                self.ladder = Ladder::Descend {
+                    from: target,
+                    aborts,
+                };
+                Some(Rung {
+                    target,
+                    full: false,
                 })
             }
             Ladder::Done => None,
@@ -288,7 +332,14 @@ impl PartState {
     /// Records how the ladder's attempt at `target` ended.
     fn rung_ended(&mut self, target: u64, outcome: Outcome, max_aborts: u32) {
         match outcome {
-            Outcome::Found => {}
+            Outcome::Found => {
+                if let Ladder::Refine { .. } = self.ladder {
+                    self.ladder = Ladder::Descend {
+                        from: u64::MAX,
+                        aborts: 0,
+                    };
+                }
+            }
             Outcome::Exhausted => {
                 self.low = self.low.max(target + self.unit);
                 self.given_up.push(target);
@@ -310,8 +361,16 @@ impl PartState {
                         aborts: aborts + 1,
                         first,
                     },
-                    Ladder::Refine { aborts } if aborts + 1 >= max_aborts => Ladder::Done,
+                    Ladder::Refine { aborts } if aborts + 1 >= max_aborts => Ladder::Descend {
+                        from: u64::MAX,
+                        aborts: 0,
+                    },
                     Ladder::Refine { aborts } => Ladder::Refine { aborts: aborts + 1 },
+                    Ladder::Descend { aborts, .. } if aborts + 1 >= max_aborts => Ladder::Done,
+                    Ladder::Descend { from, aborts } => Ladder::Descend {
+                        from,
+                        aborts: aborts + 1,
+                    },
                     Ladder::Done => Ladder::Done,
                 };
             }
@@ -555,7 +614,14 @@ impl Solver<'_> {
                 let budget = if full {
                     self.params.fit_first_pass_steps
                 } else {
-                    self.params.ladder_steps
+                    // Whole rounds of a fit's first pass (see `search_group`).
+                    let first = first_round(self.params.fit_first_pass_steps, self.params);
+                    let rounds = 1u64
+                        .checked_shl(self.params.ladder_rounds)
+                        .map_or(u64::MAX, |r| r - 1);
+                    first
+                        .saturating_mul(PORTFOLIO.len() as u64)
+                        .saturating_mul(rounds)
                 };
                 self.attempt_left = budget.min(self.steps_left).max(1);
                 self.round_scale = self.params.fit_first_pass_steps;
@@ -726,8 +792,7 @@ impl Solver<'_> {
             }
         };
         let (part, ranks) = &*cached;
-        let scale = self.attempt_left.max(self.round_scale);
-        let mut round_budget = (scale / 64).clamp(1, self.params.portfolio_first_round);
+        let mut round_budget = first_round(self.attempt_left.max(self.round_scale), self.params);
         loop {
             if self.attempt_left == 0 {
                 return Outcome::Aborted;
@@ -768,6 +833,12 @@ impl Solver<'_> {
             }
         }
     }
+}
+
+/// The first round's node budget of each portfolio run in an attempt that follows the rounds
+/// of a `scale`-node budget: 1/64 of it, at most `Params::portfolio_first_round`.
+fn first_round(scale: u64, params: &Params) -> u64 {
+    (scale / 64).clamp(1, params.portfolio_first_round)
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
