@@ -203,6 +203,14 @@ enum Ladder {
     Done,
 }
 
+impl Ladder {
+    /// The descent's start: no rung tried yet, none of its attempts given up on.
+    const DESCENT: Ladder = Ladder::Descend {
+        from: u64::MAX,
+        aborts: 0,
+    };
+}
+
 /// What the ladder's next attempt is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Rung {
@@ -290,10 +298,7 @@ impl PartState {
                     })
                     .filter(|&from| from < high);
                 let Some(from) = from else {
-                    self.ladder = Ladder::Descend {
-                        from: u64::MAX,
-                        aborts: 0,
-                    };
+                    self.ladder = Ladder::DESCENT;
                     return self.next_rung(low, high);
                 };
                 Some(Rung {
@@ -334,10 +339,7 @@ impl PartState {
         match outcome {
             Outcome::Found => {
                 if let Ladder::Refine { .. } = self.ladder {
-                    self.ladder = Ladder::Descend {
-                        from: u64::MAX,
-                        aborts: 0,
-                    };
+                    self.ladder = Ladder::DESCENT;
                 }
             }
             Outcome::Exhausted => {
@@ -361,10 +363,7 @@ impl PartState {
                         aborts: aborts + 1,
                         first,
                     },
-                    Ladder::Refine { aborts } if aborts + 1 >= max_aborts => Ladder::Descend {
-                        from: u64::MAX,
-                        aborts: 0,
-                    },
+                    Ladder::Refine { aborts } if aborts + 1 >= max_aborts => Ladder::DESCENT,
                     Ladder::Refine { aborts } => Ladder::Refine { aborts: aborts + 1 },
                     Ladder::Descend { aborts, .. } if aborts + 1 >= max_aborts => Ladder::Done,
                     Ladder::Descend { from, aborts } => Ladder::Descend {
