@@ -581,21 +581,22 @@ fn profile_with(edit: impl Fn(&str) -> String) -> EngineProfile {
 /// A checkpoint's layout at TP `tp` (one stage), with the model's sizes, at 0.9 utilization
 /// and its own max-model-len (`max_position_embeddings`).
 fn checkpoint_layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
-    layout_of(name, checkpoint(name), tp)
+    layout_of(name, checkpoint(name), tp, 1)
 }
 
-/// The layout of config text `text` named `name` at TP `tp`, as [`checkpoint_layout`].
-fn layout_of(name: &str, text: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
+/// The layout of config text `text` named `name` at TP `tp` x PP `pp`, as
+/// [`checkpoint_layout`].
+fn layout_of(name: &str, text: &str, tp: u64, pp: u64) -> (Vec<Circuit>, RunSettings) {
     let origin = format!("{name}/config.json");
     let mut options = ImportOptions::default();
     options.parallel = Parallel {
         tp,
-        pp: 1,
+        pp,
         dp: 1,
         expert_parallel: false,
     };
     let sharded = circuit_hf::import_parallel(text, &origin, &options, &[]).unwrap();
-    let mut run = h100_run(tp, 1, facts(&sharded.imports[0]));
+    let mut run = h100_run(tp, pp, facts(&sharded.imports[0]));
     run.max_model_len = None;
     run.gpu_memory_utilization = 0.9;
     let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
@@ -700,7 +701,7 @@ fn llama_4_chunked_layers_group_beside_the_full_ones() {
     let name = "llama-4-scout-17b-16e-instruct";
     let whole: serde_json::Value = serde_json::from_str(checkpoint(name)).unwrap();
     let text = whole["text_config"].to_string();
-    let (circuits, run) = layout_of(name, &text, 8);
+    let (circuits, run) = layout_of(name, &text, 8, 1);
     assert_eq!(run.model.attention_chunk_size, Some(8192));
     let s = predict_checkpoint(&profile, &circuits, &run);
     assert_eq!(s.max_model_len, 262_144);
@@ -748,20 +749,8 @@ fn qwen3_next_recurrent_state_pads_to_the_attention_page() {
 #[test]
 fn a_pipeline_stage_holds_its_share_of_every_group() {
     let profile = profile();
-    let origin = "gemma-3-1b-it/config.json";
-    let mut options = ImportOptions::default();
-    options.parallel = Parallel {
-        tp: 1,
-        pp: 2,
-        dp: 1,
-        expert_parallel: false,
-    };
-    let sharded =
-        circuit_hf::import_parallel(checkpoint("gemma-3-1b-it"), origin, &options, &[]).unwrap();
-    let mut run = h100_run(1, 2, facts(&sharded.imports[0]));
-    run.max_model_len = None;
-    run.gpu_memory_utilization = 0.9;
-    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let name = "gemma-3-1b-it";
+    let (circuits, run) = layout_of(name, checkpoint(name), 1, 2);
     let s = predict_checkpoint(&profile, &circuits, &run);
     assert_eq!(s.kv_layout.stage_block_bytes, [32_768, 32_768]);
     assert_eq!(s.kv_layout.groups.len(), 7);
@@ -903,7 +892,7 @@ fn a_vision_encoder_is_predicted_only_when_its_profile_is_skipped() {
     let with_tower = predict_checkpoint(&profile, &circuits, &run);
 
     let whole: serde_json::Value = serde_json::from_str(checkpoint(name)).unwrap();
-    let (text_circuits, text_run) = layout_of(name, &whole["text_config"].to_string(), 1);
+    let (text_circuits, text_run) = layout_of(name, &whole["text_config"].to_string(), 1, 1);
     assert!(!text_run.model.vision_encoder);
     let text_only = predict_checkpoint(&profile, &text_circuits, &text_run);
     let tower = circuits[0].weight_bytes() - text_circuits[0].weight_bytes();
