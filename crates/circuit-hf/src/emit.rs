@@ -116,8 +116,10 @@ pub(crate) fn stage_circuit(
     if arch.tp > 1 {
         collectives(&mut decl, arch.tp);
     }
-    // The vision tower is loaded with the first stage's embedding.
-    if let (Some(tower), true) = (&arch.vision, first_stage) {
+    // Every pipeline stage holds the vision tower: vLLM's multimodal wrappers build it
+    // whatever the stage (mllama4.py, gemma3_mm.py, mistral3.py, llava.py: no PP condition
+    // around the tower) and load its weights on every rank.
+    if let Some(tower) = &arch.vision {
         decl.blocks.extend(vision(tower));
     }
     storage.build(decl, arch.tp)

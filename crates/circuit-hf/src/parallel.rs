@@ -9,6 +9,7 @@
 //! ([`RankShape`] is the key), so `rank -> distinct shape` is a map, not a copy per rank.
 
 use crate::arch::{Arch, Attn};
+use crate::vision::{Held, Split, VisionTower};
 
 /// vLLM pads the vocabulary of `VocabParallelEmbedding` and `ParallelLMHead` to a multiple of
 /// this before splitting it over the TP ranks (`DEFAULT_VOCAB_PADDING_SIZE`,
@@ -147,6 +148,20 @@ pub enum ParallelError {
         /// Experts.
         experts: u64,
     },
+    /// A vision tower tensor whose split dim the tensor-parallel size does not divide.
+    #[error(
+        "the vision tower's `{tensor}` splits {size} {unit} over tensor_parallel_size = {tp}, which does not divide them (vLLM's `divide` asserts it: {LINEAR})"
+    )]
+    TowerNotDivisible {
+        /// The checkpoint's tensor name (`{i}` for the encoder layer).
+        tensor: String,
+        /// The size split.
+        size: u64,
+        /// What is split: `heads` or `features`.
+        unit: &'static str,
+        /// TP size.
+        tp: u64,
+    },
     /// A combination whose sharding is not modelled.
     #[error("{what} is not modelled with {layout}")]
     NotModelled {
@@ -265,16 +280,11 @@ impl Parallel {
     /// (see [`RankShape`]).
     pub(crate) fn shard(self, arch: &Arch) -> Result<Arch, ParallelError> {
         let tp = self.tp;
-        if arch.vision.is_some() && tp > 1 {
-            // vLLM shards Llama 4's vision tower over TP or, with `mm_encoder_tp_mode=data`,
-            // replicates it; neither is modelled.
-            return Err(ParallelError::NotModelled {
-                what: "the vision tower of a multimodal checkpoint",
-                layout: self.layout(),
-            });
-        }
         let mut a = arch.clone();
         a.tp = tp;
+        if let Some(tower) = &mut a.vision {
+            *tower = shard_tower(tower, tp)?;
+        }
         // Column-parallel q (QKVParallelLinear) and row-parallel o_proj split the heads.
         a.heads = divide(
             "num_attention_heads",
@@ -401,6 +411,39 @@ impl Parallel {
         }
         Ok(a)
     }
+}
+
+/// What one of `tp` ranks holds of a vision tower: each tensor's share as its [`Split`] says.
+fn shard_tower(tower: &VisionTower, tp: u64) -> Result<VisionTower, ParallelError> {
+    let shard = |held: &[Held]| -> Result<Vec<Held>, ParallelError> {
+        held.iter()
+            .map(|h| {
+                let mut h = h.clone();
+                let refuse = |size: u64, unit: &'static str| ParallelError::TowerNotDivisible {
+                    tensor: h.tensor.clone(),
+                    size,
+                    unit,
+                    tp,
+                };
+                let (dim, units, unit) = match h.split {
+                    Split::Whole => return Ok(h),
+                    Split::Out => (0, h.shape[0], "features"),
+                    Split::Heads(heads) => (0, heads, "heads"),
+                    Split::In => (h.shape.len() - 1, h.shape[h.shape.len() - 1], "features"),
+                };
+                if !units.is_multiple_of(tp) {
+                    return Err(refuse(units, unit));
+                }
+                h.shape[dim] /= tp;
+                Ok(h)
+            })
+            .collect()
+    };
+    Ok(VisionTower {
+        once: shard(&tower.once)?,
+        layer: shard(&tower.layer)?,
+        layers: tower.layers,
+    })
 }
 
 #[cfg(test)]

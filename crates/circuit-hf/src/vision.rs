@@ -4,9 +4,15 @@
 //! 5.25.0, `modeling_<type>.py`). The step the planner plans is text-only, so the tower is held
 //! as weights only: it is loaded with the model and holds memory, but runs no kernel here.
 //!
+//! Each tensor also carries how vLLM 0.19 splits it over tensor-parallel ranks ([`Split`], from
+//! the layer class the model's vLLM code builds it with), so a rank's tower is its share
+//! ([`VisionTower::shard`]).
+//!
 //! Invariants: every key of `vision_config` is read, known to leave memory unchanged, or
 //! refused (an unknown key is refused), as for the language model's keys; every size is at
-//! least 1 and every shape's element count fits a u64 (circuit-ir checks the bytes).
+//! least 1 and every shape's element count fits a u64 (circuit-ir checks the bytes); a
+//! sharded tower's split dims are exact quotients (a size the ranks do not divide is
+//! refused, as vLLM's `divide` asserts).
 
 use serde_json::{Map, Value};
 
@@ -22,6 +28,26 @@ pub(crate) struct Held {
     /// The checkpoint's tensor name; `{i}` stands for the encoder layer in [`VisionTower::layer`].
     pub tensor: String,
     pub shape: Vec<u64>,
+    /// How tensor-parallel ranks share it.
+    pub split: Split,
+}
+
+/// How vLLM 0.19 places a tower tensor on the tensor-parallel ranks, by the layer that holds
+/// it (`model_executor/layers/linear.py`; the towers' `mm_encoder_tp_mode` is "weights" by
+/// default, `config/multimodal.py`, so they are split, not replicated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// Every rank holds it whole: norms, embeddings, convolutions, plain `nn.Linear` and
+    /// `nn.Parameter` tensors, and a `RowParallelLinear`'s bias (added after the reduce).
+    Whole,
+    /// Split on the first dim, the output features: `ColumnParallelLinear` and
+    /// `MergedColumnParallelLinear`, bias included.
+    Out,
+    /// A q, k or v projection of `QKVParallelLinear` over this many heads (bias included):
+    /// split on the first dim by heads, so the heads must divide.
+    Heads(u64),
+    /// Split on the last dim, the input features: a `RowParallelLinear`'s weight.
+    In,
 }
 
 /// The tower's tensors: those stored once and those of each encoder layer.
@@ -204,11 +230,15 @@ pub(crate) fn llama4(
         });
     }
     let v = "vision_model";
+    // vLLM's mllama4.py: the patch embedding's linear, the adapter's fc1 and the projector are
+    // ColumnParallelLinear, the adapter's fc2 a RowParallelLinear; the embeddings are
+    // parameters and the norms LayerNorms, whole on every rank.
     let once = vec![
-        held(
+        held_split(
             "linear",
             format!("{v}.patch_embedding.linear.weight"),
             &[hidden, patch_in],
+            Split::Out,
         ),
         held("embed", format!("{v}.class_embedding"), &[hidden]),
         held(
@@ -224,48 +254,53 @@ pub(crate) fn llama4(
             &[hidden],
         ),
         held("layer_norm", format!("{v}.layernorm_post.bias"), &[hidden]),
-        held(
+        held_split(
             "linear",
             format!("{v}.vision_adapter.mlp.fc1.weight"),
             &[proj_in, ffn],
+            Split::Out,
         ),
-        held(
+        held_split(
             "linear",
             format!("{v}.vision_adapter.mlp.fc2.weight"),
             &[proj_out, proj_out],
+            Split::In,
         ),
-        held(
+        held_split(
             "linear",
             "multi_modal_projector.linear_1.weight".to_owned(),
             &[text_hidden, output],
+            Split::Out,
         ),
     ];
+    // Llama4VisionAttention: q, k, v in a QKVParallelLinear over the heads, o_proj a
+    // RowParallelLinear; Llama4VisionMLP: fc1 column-, fc2 row-parallel (biases as theirs).
     let l = format!("{v}.model.layers.{{i}}");
     let mut layer = Vec::new();
     for proj in ["q_proj", "k_proj", "v_proj"] {
-        layer.push(held(
+        layer.push(held_split(
             "linear",
             format!("{l}.self_attn.{proj}.weight"),
             &[attn_width, hidden],
+            Split::Heads(heads),
         ));
-        layer.push(held(
+        layer.push(held_split(
             "linear",
             format!("{l}.self_attn.{proj}.bias"),
             &[attn_width],
+            Split::Heads(heads),
         ));
     }
     layer.extend([
-        held(
+        held_split(
             "linear",
             format!("{l}.self_attn.o_proj.weight"),
             &[hidden, attn_width],
+            Split::In,
         ),
         held("linear", format!("{l}.self_attn.o_proj.bias"), &[hidden]),
-        held("linear", format!("{l}.mlp.fc1.weight"), &[ffn, hidden]),
-        held("linear", format!("{l}.mlp.fc1.bias"), &[ffn]),
-        held("linear", format!("{l}.mlp.fc2.weight"), &[hidden, ffn]),
-        held("linear", format!("{l}.mlp.fc2.bias"), &[hidden]),
     ]);
+    layer.extend(mlp(&format!("{l}.mlp"), hidden, ffn));
     for norm in ["input_layernorm", "post_attention_layernorm"] {
         layer.push(held("layer_norm", format!("{l}.{norm}.weight"), &[hidden]));
         layer.push(held("layer_norm", format!("{l}.{norm}.bias"), &[hidden]));
@@ -318,6 +353,7 @@ pub(crate) fn siglip_gemma3(
     r.check_keys(SIGLIP_KEYS, "siglip_vision_model")?;
     let Vit {
         hidden,
+        heads,
         ffn,
         layers,
         channels,
@@ -372,11 +408,10 @@ pub(crate) fn siglip_gemma3(
             held("linear", format!("{h}.attention.out_proj.bias"), &[hidden]),
             held("layer_norm", format!("{h}.layernorm.weight"), &[hidden]),
             held("layer_norm", format!("{h}.layernorm.bias"), &[hidden]),
-            held("linear", format!("{h}.mlp.fc1.weight"), &[ffn, hidden]),
-            held("linear", format!("{h}.mlp.fc1.bias"), &[ffn]),
-            held("linear", format!("{h}.mlp.fc2.weight"), &[hidden, ffn]),
-            held("linear", format!("{h}.mlp.fc2.bias"), &[hidden]),
         ]);
+        // The pooling head's attention is a torch.nn.MultiheadAttention (whole on every
+        // rank), its MLP a SiglipMLP (siglip.py).
+        once.extend(mlp(&format!("{h}.mlp"), hidden, ffn));
     }
     // The projector's weight is `[vision hidden, text hidden]` and applied as `x @ w`, so it
     // is stored unlike a linear's `[out, in]`; it is held as a plain tensor (no format
@@ -395,19 +430,28 @@ pub(crate) fn siglip_gemma3(
     ]);
     let tower = VisionTower {
         once,
-        layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, ffn),
+        layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
         layers,
     };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
 }
 
-/// A held tensor.
+/// A held tensor every rank holds whole.
 fn held(op: &'static str, tensor: String, shape: &[u64]) -> Held {
     Held {
         op,
         tensor,
         shape: shape.to_vec(),
+        split: Split::Whole,
+    }
+}
+
+/// A held tensor the ranks share as `split` says.
+fn held_split(op: &'static str, tensor: String, shape: &[u64], split: Split) -> Held {
+    Held {
+        split,
+        ..held(op, tensor, shape)
     }
 }
 
@@ -437,6 +481,7 @@ fn patches_per_side(origin: &str, image: u64, patch: u64) -> Result<u64, HfError
 /// patch's default differs (SigLIP 16, CLIP 32).
 struct Vit {
     hidden: u64,
+    heads: u64,
     ffn: u64,
     layers: u64,
     channels: u64,
@@ -446,23 +491,24 @@ struct Vit {
 
 impl Vit {
     fn read(r: &Reader<'_>, patch_default: u64) -> Result<Vit, HfError> {
-        let vit = Vit {
+        Ok(Vit {
             hidden: r.int_or("hidden_size", 768)?,
+            // No weight's size depends on it, but tensor parallelism splits q, k, v by heads.
+            heads: r.int_or("num_attention_heads", 12)?,
             ffn: r.int_or("intermediate_size", 3072)?,
             layers: r.layers_or(12)?,
             channels: r.int_or("num_channels", 3)?,
             image: r.int_or("image_size", 224)?,
             patch: r.int_or("patch_size", patch_default)?,
-        };
-        // Validated though no weight depends on it.
-        r.int_or("num_attention_heads", 12)?;
-        Ok(vit)
+        })
     }
 }
 
 /// A ViT encoder layer as SigLIP and CLIP store it (`<prefix>.` then `layer_norm1`,
 /// `layer_norm2`, `self_attn.{q,k,v,out}_proj` and `mlp.fc1`, `mlp.fc2`, all with biases).
-fn vit_layer(prefix: &str, hidden: u64, ffn: u64) -> Vec<Held> {
+/// vLLM's SiglipAttention and CLIPAttention hold q, k, v in a QKVParallelLinear over `heads`
+/// and `out_proj` in a RowParallelLinear; their MLPs are [`mlp`]s (siglip.py, clip.py).
+fn vit_layer(prefix: &str, hidden: u64, heads: u64, ffn: u64) -> Vec<Held> {
     let mut layer = Vec::new();
     for norm in ["layer_norm1", "layer_norm2"] {
         layer.push(held(
@@ -476,25 +522,57 @@ fn vit_layer(prefix: &str, hidden: u64, ffn: u64) -> Vec<Held> {
             &[hidden],
         ));
     }
-    for proj in ["q_proj", "k_proj", "v_proj", "out_proj"] {
-        layer.push(held(
+    for proj in ["q_proj", "k_proj", "v_proj"] {
+        layer.push(held_split(
             "linear",
             format!("{prefix}.self_attn.{proj}.weight"),
             &[hidden, hidden],
+            Split::Heads(heads),
         ));
-        layer.push(held(
+        layer.push(held_split(
             "linear",
             format!("{prefix}.self_attn.{proj}.bias"),
             &[hidden],
+            Split::Heads(heads),
         ));
     }
     layer.extend([
-        held("linear", format!("{prefix}.mlp.fc1.weight"), &[ffn, hidden]),
-        held("linear", format!("{prefix}.mlp.fc1.bias"), &[ffn]),
-        held("linear", format!("{prefix}.mlp.fc2.weight"), &[hidden, ffn]),
-        held("linear", format!("{prefix}.mlp.fc2.bias"), &[hidden]),
+        held_split(
+            "linear",
+            format!("{prefix}.self_attn.out_proj.weight"),
+            &[hidden, hidden],
+            Split::In,
+        ),
+        held(
+            "linear",
+            format!("{prefix}.self_attn.out_proj.bias"),
+            &[hidden],
+        ),
     ]);
+    layer.extend(mlp(&format!("{prefix}.mlp"), hidden, ffn));
     layer
+}
+
+/// A biased two-layer MLP `<prefix>.fc1` `[ffn, hidden]`, `<prefix>.fc2` `[hidden, ffn]` as vLLM
+/// builds it (SiglipMLP, CLIPMLP, Llama4VisionMLP): fc1 a ColumnParallelLinear, fc2 a
+/// RowParallelLinear whose bias every rank holds whole.
+fn mlp(prefix: &str, hidden: u64, ffn: u64) -> [Held; 4] {
+    [
+        held_split(
+            "linear",
+            format!("{prefix}.fc1.weight"),
+            &[ffn, hidden],
+            Split::Out,
+        ),
+        held_split("linear", format!("{prefix}.fc1.bias"), &[ffn], Split::Out),
+        held_split(
+            "linear",
+            format!("{prefix}.fc2.weight"),
+            &[hidden, ffn],
+            Split::In,
+        ),
+        held("linear", format!("{prefix}.fc2.bias"), &[hidden]),
+    ]
 }
 
 /// A bad top-level value.
@@ -547,6 +625,37 @@ impl Projector {
             bias,
         })
     }
+
+    /// `<p>.linear_1` `[text_hidden, features]` and `<p>.linear_2` `[text_hidden, text_hidden]`,
+    /// with their biases when `multimodal_projector_bias`: vLLM's LlavaMultiModalProjector and
+    /// Mistral3MultiModalProjector build linear_1 as a ColumnParallelLinear and linear_2 as a
+    /// RowParallelLinear (llava.py, mistral3.py).
+    fn linears(&self, p: &str, text_hidden: u64, features: u64) -> Vec<Held> {
+        let mut out = vec![
+            held_split(
+                "linear",
+                format!("{p}.linear_1.weight"),
+                &[text_hidden, features],
+                Split::Out,
+            ),
+            held_split(
+                "linear",
+                format!("{p}.linear_2.weight"),
+                &[text_hidden, text_hidden],
+                Split::In,
+            ),
+        ];
+        if self.bias {
+            out.push(held_split(
+                "linear",
+                format!("{p}.linear_1.bias"),
+                &[text_hidden],
+                Split::Out,
+            ));
+            out.push(held("linear", format!("{p}.linear_2.bias"), &[text_hidden]));
+        }
+        out
+    }
 }
 
 /// The keys of `PixtralVisionConfig` (transformers 5.25.0 `configuration_pixtral.py`).
@@ -590,7 +699,7 @@ pub(crate) fn pixtral_mistral3(
     let hidden = r.int_or("hidden_size", 1024)?;
     let ffn = r.int_or("intermediate_size", 4096)?;
     let layers = r.layers_or(24)?;
-    r.int_or("num_attention_heads", 16)?;
+    let heads = r.int_or("num_attention_heads", 16)?;
     let channels = r.int_or("num_channels", 3)?;
     let patch = r.int_or("patch_size", 16)?;
     let projector = Projector::read(origin, top, false)?;
@@ -627,53 +736,54 @@ pub(crate) fn pixtral_mistral3(
         ),
         held("rms_norm", format!("{v}.ln_pre.weight"), &[hidden]),
         held("rms_norm", format!("{p}.norm.weight"), &[hidden]),
+        // Mistral3PatchMerger's merging layer is a plain nn.Linear (mistral3.py).
         held(
             "linear",
             format!("{p}.patch_merger.merging_layer.weight"),
             &[hidden, merged],
         ),
-        held(
-            "linear",
-            format!("{p}.linear_1.weight"),
-            &[text_hidden, features],
-        ),
-        held(
-            "linear",
-            format!("{p}.linear_2.weight"),
-            &[text_hidden, text_hidden],
-        ),
     ];
-    if projector.bias {
-        once.push(held("linear", format!("{p}.linear_1.bias"), &[text_hidden]));
-        once.push(held("linear", format!("{p}.linear_2.bias"), &[text_hidden]));
-    }
+    once.extend(projector.linears(p, text_hidden, features));
+    // PixtralHFAttention: q, k, v in a QKVParallelLinear over the heads, o_proj a
+    // RowParallelLinear; PixtralHFMLP: gate and up in a MergedColumnParallelLinear, down a
+    // RowParallelLinear (pixtral.py).
     let l = format!("{v}.transformer.layers.{{i}}");
     let mut layer = vec![
         held("rms_norm", format!("{l}.attention_norm.weight"), &[hidden]),
         held("rms_norm", format!("{l}.ffn_norm.weight"), &[hidden]),
     ];
-    for proj in ["q_proj", "k_proj", "v_proj", "o_proj"] {
-        layer.push(held(
+    for proj in ["q_proj", "k_proj", "v_proj"] {
+        layer.push(held_split(
             "linear",
             format!("{l}.attention.{proj}.weight"),
             &[hidden, hidden],
+            Split::Heads(heads),
         ));
     }
     layer.extend([
-        held(
+        held_split(
+            "linear",
+            format!("{l}.attention.o_proj.weight"),
+            &[hidden, hidden],
+            Split::In,
+        ),
+        held_split(
             "linear",
             format!("{l}.feed_forward.gate_proj.weight"),
             &[ffn, hidden],
+            Split::Out,
         ),
-        held(
+        held_split(
             "linear",
             format!("{l}.feed_forward.up_proj.weight"),
             &[ffn, hidden],
+            Split::Out,
         ),
-        held(
+        held_split(
             "linear",
             format!("{l}.feed_forward.down_proj.weight"),
             &[hidden, ffn],
+            Split::In,
         ),
     ]);
     let tower = VisionTower {
@@ -729,6 +839,7 @@ pub(crate) fn clip_llava(
     r.check_keys(CLIP_KEYS, "clip_vision_model")?;
     let Vit {
         hidden,
+        heads,
         ffn,
         layers,
         channels,
@@ -773,24 +884,11 @@ pub(crate) fn clip_llava(
             &[hidden],
         ),
         held("layer_norm", format!("{v}.post_layernorm.bias"), &[hidden]),
-        held(
-            "linear",
-            format!("{p}.linear_1.weight"),
-            &[text_hidden, features],
-        ),
-        held(
-            "linear",
-            format!("{p}.linear_2.weight"),
-            &[text_hidden, text_hidden],
-        ),
     ];
-    if projector.bias {
-        once.push(held("linear", format!("{p}.linear_1.bias"), &[text_hidden]));
-        once.push(held("linear", format!("{p}.linear_2.bias"), &[text_hidden]));
-    }
+    once.extend(projector.linears(p, text_hidden, features));
     let tower = VisionTower {
         once,
-        layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, ffn),
+        layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
         layers,
     };
     tower.params().ok_or_else(too_large)?;

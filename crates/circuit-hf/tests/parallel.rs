@@ -389,6 +389,114 @@ fn tensor_parallel_ranks_hold_their_collectives() {
     assert_eq!(count(&moe.imports[0].circuit, "all_reduce"), 1 + 2 * 32);
 }
 
+fn checkpoint(name: &str) -> String {
+    let path = format!(
+        "{}/../../data/checkpoints/{name}/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// `text` (a config.json) imported for `parallel`.
+fn import_text(text: &str, origin: &str, parallel: Parallel) -> Result<ParallelImport, HfError> {
+    let mut options = ImportOptions::default();
+    options.parallel = parallel;
+    import_parallel(text, origin, &options, &[])
+}
+
+/// The bytes the vision tower adds to each rank of `parallel`: the multimodal config's ranks
+/// minus those of its `text_config` alone.
+fn tower_per_rank(text: &str, parallel: Parallel) -> Vec<u64> {
+    let bytes = |p: ParallelImport| -> Vec<u64> {
+        p.rank_shape
+            .iter()
+            .map(|&s| p.imports[s].circuit.weight_bytes())
+            .collect()
+    };
+    let whole = bytes(import_text(text, "multimodal", parallel).unwrap());
+    let json: serde_json::Value = serde_json::from_str(text).unwrap();
+    let language =
+        bytes(import_text(&json["text_config"].to_string(), "text_config", parallel).unwrap());
+    whole.iter().zip(&language).map(|(w, l)| w - l).collect()
+}
+
+/// The vision tower of a multimodal checkpoint shards as vLLM 0.19's tower classes load it
+/// (mllama4.py): the patch embedding, the adapter's fc1 and the projector column-parallel, the
+/// adapter's fc2 row-parallel; per encoder layer q, k, v split over the 16 heads with their
+/// biases, o_proj and fc2 row-parallel with their biases whole, fc1 column-parallel; the
+/// embeddings and LayerNorms whole. Llama 4 Scout at TP 8, per rank (elements): once
+/// 176 x 588 + 1,408 + 577 x 1,408 + 4 x 1,408 + 512 x 5,632 + 4,096 x 512 + 640 x 4,096 =
+/// 8,525,120; a layer 3 x 176 x 1,408 + 3 x 176 + 1,408 x 176 + 1,408 + 704 x 1,408 + 704 +
+/// 1,408 x 704 + 1,408 + 4 x 1,408 = 2,983,376, 34 of them; in bf16 219,919,808 bytes.
+/// Whole, 1,743,864,832 bytes; each rank replicates 2,213,376 of them.
+#[test]
+fn a_vision_tower_shards_over_tensor_parallel_ranks_as_vllm_loads_it() {
+    let scout = checkpoint("llama-4-scout-17b-16e-instruct");
+    let tp8 = tower_per_rank(&scout, layout(8, 1, 1, false));
+    assert_eq!(tp8, vec![219_919_808; 8]);
+    let whole = 1_743_864_832;
+    assert_eq!(tower_per_rank(&scout, Parallel::SINGLE), [whole]);
+    assert_eq!(tp8.iter().sum::<u64>(), whole + 7 * 2_213_376);
+    // Every pipeline stage holds the whole tower: vLLM builds it on every rank.
+    assert_eq!(
+        tower_per_rank(&scout, layout(1, 2, 1, false)),
+        [whole, whole]
+    );
+}
+
+/// LLaVA's CLIP tower and projector at TP 2 (clip.py, llava.py), float16, per rank (elements):
+/// once the class embedding, patch convolution, positions and two LayerNorms whole, 1,198,080;
+/// linear_1 2,048 x 1,024 with its bias 2,048; linear_2 4,096 x 2,048 with its bias whole,
+/// 4,096; a layer two LayerNorms 4,096, q/k/v 3 x (512 x 1,024 + 512), out_proj
+/// 1,024 x 512 + 1,024, fc1 2,048 x 1,024 + 2,048, fc2 1,024 x 2,048 + 1,024 = 6,301,184, 24 of them;
+/// 325,836,800 bytes. A tower whose heads the ranks do not divide is refused, naming the
+/// tensor, as vLLM's `divide` asserts.
+#[test]
+fn a_clip_tower_shards_and_refuses_heads_the_ranks_do_not_divide() {
+    let llava = |heads: u64| {
+        format!(
+            r#"{{
+              "model_type": "llava", "projector_hidden_act": "gelu",
+              "text_config": {{"model_type": "llama", "torch_dtype": "float16", "vocab_size": 32064}},
+              "torch_dtype": "float16",
+              "vision_config": {{
+                "hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+                "model_type": "clip_vision_model", "num_attention_heads": {heads},
+                "num_hidden_layers": 24, "patch_size": 14
+              }},
+              "vision_feature_layer": -2, "vocab_size": 32064
+            }}"#
+        )
+    };
+    assert_eq!(
+        tower_per_rank(&llava(16), layout(2, 1, 1, false)),
+        [325_836_800; 2]
+    );
+    match import_text(&llava(12), "llava", layout(8, 1, 1, false)) {
+        Err(HfError::Parallel {
+            source:
+                ParallelError::TowerNotDivisible {
+                    tensor,
+                    size,
+                    unit,
+                    tp,
+                },
+            ..
+        }) => {
+            assert_eq!(
+                (tensor.as_str(), size, unit, tp),
+                (
+                    "vision_tower.vision_model.encoder.layers.{i}.self_attn.q_proj.weight",
+                    12,
+                    "heads",
+                    8
+                )
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Quantized checkpoints shard as vLLM loads them: each rank holds its share of every module's
 /// quantized tensors (per-channel scales split with a column-parallel output, kept whole on a
 /// row-parallel one). Llama-3.1-8B FP8-dynamic at TP 2, per rank: embed and lm_head (bf16,
@@ -399,21 +507,11 @@ fn tensor_parallel_ranks_hold_their_collectives() {
 /// ranks keep every group's scales.
 #[test]
 fn quantized_checkpoints_shard_their_scales_as_vllm_loads_them() {
-    let checkpoint = |name: &str| {
-        let path = format!(
-            "{}/../../data/checkpoints/{name}/config.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    };
     let at = |name: &str, tp: u64| {
-        let mut options = ImportOptions::default();
-        options.parallel = layout(tp, 1, 1, false);
-        import_parallel(
+        import_text(
             &checkpoint(name),
             &format!("{name}/config.json"),
-            &options,
-            &[],
+            layout(tp, 1, 1, false),
         )
     };
     let fp8 = at("llama-3.1-8b-instruct-fp8-dynamic", 2).unwrap();
