@@ -475,7 +475,8 @@ pub struct Worker {
     /// Bytes one KV block costs the worker: its layers' pages with one group, else the page
     /// times the most layers of one group it holds ([`KvLayout::stage_block_bytes`]).
     pub block_bytes: u64,
-    /// Kernel launches of the planned forward (the fusion plan's launch groups).
+    /// Kernel launches of the planned forward (the fusion plan's launch groups that run a
+    /// kernel; weights_only groups launch none).
     pub kernel_launches: u64,
     /// The CUDA-graph estimate the worker prints.
     pub cuda_graph: CudaGraphEstimate,
@@ -1018,7 +1019,7 @@ impl EngineProfile {
 
     /// The forward's live bytes at `tokens` rows with the head at `logits_rows` rows (the
     /// planned activation arena of the circuit as the profile run shapes it), and its kernel
-    /// launches (the fusion plan's launch groups).
+    /// launches (the fusion plan's groups that run a kernel).
     fn forward_live(
         &self,
         circuit: &Circuit,
@@ -1041,7 +1042,10 @@ impl EngineProfile {
         )
         .map_err(|e| plan_err(e.to_string()))?;
         let plan = planner.plan(tokens).map_err(|e| plan_err(e.to_string()))?;
-        Ok((plan.totals.activations, plan.groups as u64))
+        // The kernel-less groups (weights_only nodes: a vision tower, MTP layers; the engine
+        // plans with no other placeholder) launch nothing a graph would record.
+        let launches = plan.groups - plan.placeholders;
+        Ok((plan.totals.activations, launches as u64))
     }
 }
 

@@ -904,4 +904,13 @@ fn a_vision_encoder_is_predicted_only_when_its_profile_is_skipped() {
         with_tower.workers[0].activation_peak,
         text_only.workers[0].activation_peak
     );
+    // The tower's weights_only groups launch no kernel a CUDA graph would record.
+    assert_eq!(
+        with_tower.workers[0].kernel_launches,
+        text_only.workers[0].kernel_launches
+    );
+    assert_eq!(
+        with_tower.workers[0].cuda_graph,
+        text_only.workers[0].cuda_graph
+    );
 }
