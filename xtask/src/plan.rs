@@ -67,6 +67,22 @@ pub struct PlanArgs {
     )]
     pub kv_cache_dtype: String,
 
+    /// With --hf-config: a multimodal checkpoint is loaded as its language model alone,
+    /// without its vision tower and projector (vLLM's flag; vLLM then builds no tower and runs
+    /// no encoder in its profile).
+    ///
+    /// Example: --language-model-only
+    #[arg(long, requires = "hf_config")]
+    pub language_model_only: bool,
+
+    /// With --hf-config: vLLM's per-prompt limits of multimodal items, a JSON object of
+    /// modality -> count (or -> {"count": N, ...}); an image limit of 0 is --language-model-only
+    /// (the modelled multimodal models take images only), other limits change nothing planned.
+    ///
+    /// Example: --limit-mm-per-prompt '{"image": 0}'
+    #[arg(long, value_name = "JSON", requires = "hf_config")]
+    pub limit_mm_per_prompt: Option<String>,
+
     /// Kernel families TOML file [default: the example's registry].
     ///
     /// Example: --families examples/llama-3.1-8b/families.toml
@@ -239,7 +255,34 @@ fn import_options(args: &PlanArgs) -> Result<circuit_hf::ImportOptions, CliError
         (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
     options.online_quantization =
         (args.engine.quantization.parse()).map_err(|e| format!("--quantization: {e}"))?;
+    options.language_model_only = args.language_model_only
+        || match &args.limit_mm_per_prompt {
+            Some(json) => no_images(json).map_err(|e| format!("--limit-mm-per-prompt: {e}"))?,
+            None => false,
+        };
     Ok(options)
+}
+
+/// Whether vLLM's `--limit-mm-per-prompt` JSON allows no image per prompt: the modelled
+/// multimodal wrappers (llama4, gemma3, mistral3, llava) take images only, so that leaves
+/// them text-only. Each limit is a count or an object with a `count` (vLLM 0.19
+/// `config/multimodal.py`, `limit_per_prompt`); an absent modality keeps vLLM's default, 999.
+fn no_images(json: &str) -> Result<bool, String> {
+    let expected = r#"expected a JSON object of modality -> count, such as {"image": 0}"#;
+    let limits: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(json).map_err(|e| format!("{expected} ({e})"))?;
+    let mut image = None;
+    for (modality, limit) in &limits {
+        let count = limit
+            .get("count")
+            .unwrap_or(limit)
+            .as_u64()
+            .ok_or_else(|| format!("`{modality}`: {limit} is not a count; {expected}"))?;
+        if modality == "image" {
+            image = Some(count);
+        }
+    }
+    Ok(image == Some(0))
 }
 
 /// A text from a file, or the embedded default, with the name errors should use.

@@ -319,13 +319,13 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("rules-"), 12);
     assert_eq!(count("hf-"), 18);
     assert_eq!(count("csv-"), 10);
-    assert_eq!(count("flag-"), 35);
+    assert_eq!(count("flag-"), 36);
     assert_eq!(count("file-"), 7);
     assert_eq!(count("pack-"), 9);
     assert_eq!(count("bench-"), 2);
     assert_eq!(count("huge-"), 7);
     assert_eq!(count("engine-"), 1);
-    assert_eq!(cases.len(), 146);
+    assert_eq!(cases.len(), 147);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())
@@ -354,6 +354,7 @@ fn the_corpus_covers_every_format_and_the_flags() {
         "--minimize",
         "--time-limit",
         "--out",
+        "--limit-mm-per-prompt",
     ] {
         assert!(flags.contains(flag), "no case uses {flag}");
     }

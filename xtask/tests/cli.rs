@@ -575,6 +575,61 @@ fn engine_lays_out_a_hybrid_cache_in_groups() {
     }
 }
 
+/// A multimodal checkpoint at TP 8 (its vision tower split over the ranks): its encoder's
+/// profile run is not modelled, so the prediction needs vLLM's `--skip-mm-profiling`, or no
+/// tower at all: `--language-model-only`, or an image limit of 0, with which vLLM loads the
+/// language model alone. Without the tower each rank holds 219,919,808 bytes less (the
+/// tower's share, crates/circuit-hf/tests/parallel.rs) and the same kernels run.
+#[test]
+fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
+    let config = root().join("data/checkpoints/llama-4-scout-17b-16e-instruct/config.json");
+    let config = config.to_str().unwrap();
+    let base = [
+        "plan",
+        "--hf-config",
+        config,
+        "--engine",
+        "vllm",
+        "-tp",
+        "8",
+        "--format",
+        "json",
+    ];
+    let refused = failure(&base);
+    assert!(refused.contains("--language-model-only"), "{refused}");
+    let worker = |extra: &[&str]| {
+        let o = xtask(&[&base[..], extra].concat());
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        json["engine"]["workers"][0].clone()
+    };
+    let with_tower = worker(&["--skip-mm-profiling"]);
+    let text = worker(&["--language-model-only"]);
+    assert_eq!(
+        with_tower["weights"].as_u64().unwrap() - text["weights"].as_u64().unwrap(),
+        219_919_808
+    );
+    assert_eq!(
+        with_tower["cuda_graph_estimate"],
+        text["cuda_graph_estimate"]
+    );
+    assert_eq!(worker(&["--limit-mm-per-prompt", r#"{"image": 0}"#]), text);
+    assert_eq!(
+        worker(&[
+            "--limit-mm-per-prompt",
+            r#"{"image": {"count": 0}, "video": 1}"#
+        ]),
+        text
+    );
+    let images = failure(&[&base[..], &["--limit-mm-per-prompt", r#"{"image": 2}"#]].concat());
+    assert!(images.contains("--skip-mm-profiling"), "{images}");
+    let bad = failure(&[&base[..], &["--limit-mm-per-prompt", "image=0"]].concat());
+    assert!(
+        bad.starts_with("error: --limit-mm-per-prompt: expected a JSON object"),
+        "{bad}"
+    );
+}
+
 /// vLLM refuses a max-model-len above the context the model allows (max_position_embeddings
 /// with its rope scaling: DeepSeek-V2-Lite's yarn gives 4,096 x 40 = 163,840), and takes that
 /// context when none is given.

@@ -98,8 +98,9 @@ pub struct Import {
     /// attention; those layers' states carry it as their `window`), else `None`: a window of
     /// the circuit is then a sliding window.
     pub attention_chunk_size: Option<u64>,
-    /// Whether the checkpoint holds a vision tower (a multimodal config's `vision_config`):
-    /// an engine also runs that encoder when it profiles its memory.
+    /// Whether the circuit holds a vision tower (a multimodal config's `vision_config`, unless
+    /// imported with `ImportOptions::language_model_only`): an engine also runs that encoder
+    /// when it profiles its memory.
     pub vision_tower: bool,
 }
 
@@ -156,7 +157,8 @@ pub(crate) fn import_shaped(
     let mut arch = arch::read(&cfg)?;
     if let Some(u) = &unwrapped {
         arch.tensor_prefix = u.wrapper.prefix;
-        arch.vision = Some(u.tower(origin, &top, arch.hidden)?);
+        let tower = u.tower(origin, &top, arch.hidden)?;
+        arch.vision = (!options.language_model_only).then_some(tower);
     }
     let storage = quant::Storage {
         origin,

@@ -139,6 +139,12 @@ pub struct ImportOptions {
     /// Quantization the engine applies while loading an unquantized checkpoint (vLLM's
     /// `--quantization`).
     pub online_quantization: OnlineQuantization,
+    /// A multimodal checkpoint loaded as its language model alone, without the vision tower
+    /// and projector: vLLM's `--language-model-only`, or `--limit-mm-per-prompt` with 0 for
+    /// every modality, with which its wrappers build no tower (`_mark_tower_model`,
+    /// `model_executor/models/interfaces.py`). The tower's config is still read and checked.
+    /// No effect on a text-only config.
+    pub language_model_only: bool,
 }
 
 /// Quantization applied at load time to a checkpoint stored unquantized.

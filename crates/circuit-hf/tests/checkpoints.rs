@@ -202,6 +202,22 @@ fn llama_4_scout_moe_every_layer_chunked_nope_and_vision_tower() {
     );
     assert!(imp.keys_read.contains(&"text_config.moe_layers".to_owned()));
     assert!(imp.keys_ignored.contains(&"boi_token_index".to_owned()));
+
+    // As its language model alone (vLLM's --language-model-only): the checkpoint less the
+    // tower, which is still read and checked.
+    let (config, expect) = checkpoint("llama-4-scout-17b-16e-instruct");
+    let mut options = circuit_hf::ImportOptions::default();
+    options.language_model_only = true;
+    let text = circuit_hf::import_with(&config, "scout", &options, &[]).unwrap();
+    assert!(imp.vision_tower && !text.vision_tower);
+    assert_eq!(
+        text.circuit.weight_bytes(),
+        expect["weights"].as_u64().unwrap() - 2 * 871_932_416
+    );
+    assert_eq!(text.keys_read, imp.keys_read);
+    let bad = config.replace("\"patch_size\": 14", "\"patch_size\": 0");
+    assert_ne!(bad, config);
+    assert!(circuit_hf::import_with(&bad, "scout", &options, &[]).is_err());
 }
 
 #[test]

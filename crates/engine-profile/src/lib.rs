@@ -88,7 +88,7 @@ pub enum EngineError {
     },
     /// A multimodal model whose encoder the profile run would run: not modelled.
     #[error(
-        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is not modelled; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, or plan without --engine"
+        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is not modelled; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
     )]
     EncoderProfileNotModelled {
         /// The circuit.
