@@ -129,13 +129,21 @@ fn profile_named(name: &str) -> Result<EngineProfile, CliError> {
     }
 }
 
+/// What the engine profile predicts from: one circuit per pipeline stage, the model's sizes,
+/// and the quantization the weights are loaded in, in a few words.
+struct Stages {
+    circuits: Vec<circuit_ir::Circuit>,
+    model: ModelFacts,
+    quantization: String,
+}
+
 /// The per-stage circuits of `text` under `options` (its layout), for the engine profile.
 fn stage_circuits(
     text: &str,
     origin: &str,
     options: &circuit_hf::ImportOptions,
     side: &[circuit_hf::SideFile<'_>],
-) -> Result<(Vec<circuit_ir::Circuit>, ModelFacts), CliError> {
+) -> Result<Stages, CliError> {
     let sharded = circuit_hf::import_parallel(text, origin, options, side)?;
     let p = options.parallel;
     // The engine profile takes one circuit per stage: ranks of a stage must hold the same
@@ -159,10 +167,16 @@ fn stage_circuits(
         attention_chunk_size: first.attention_chunk_size,
         vision_encoder: first.vision_tower,
     };
-    Ok((
-        sharded.imports.into_iter().map(|i| i.circuit).collect(),
+    let quantization = match &first.quantization {
+        None => "none".to_owned(),
+        Some(q) if q.at_load => format!("{} (--quantization, at load)", q.method),
+        Some(q) => format!("{} (the checkpoint's)", q.method),
+    };
+    Ok(Stages {
+        circuits: sharded.imports.into_iter().map(|i| i.circuit).collect(),
         model,
-    ))
+        quantization,
+    })
 }
 
 fn predict(
@@ -192,7 +206,11 @@ pub fn run_plan(
         .as_deref()
         .ok_or("--engine needs --hf-config")?;
     let files = crate::plan::HfFiles::read(path)?;
-    let (circuits, model) = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
+    let Stages {
+        circuits,
+        model,
+        quantization,
+    } = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
     let run = RunSettings {
         device: "h100-80gb".to_owned(),
         tensor_parallel_size: options.parallel.tp,
@@ -208,7 +226,7 @@ pub fn run_plan(
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)?;
     match args.format {
         OutputFormat::Table => {
-            print_table(&files.origin, &engine.quantization, &startup)?;
+            print_table(&files.origin, &quantization, &startup)?;
             print_budget(&budget)?;
         }
         OutputFormat::Json => {
@@ -257,7 +275,7 @@ fn budget(
             at.parallel.tp = tp;
             stage_circuits(text, origin, &at, &side)
                 .ok()
-                .map(|(circuits, _)| circuits)
+                .map(|stages| stages.circuits)
         };
         out.smallest_tp = Some(profile.smallest_tp(run, SMALLEST_TP_LIMIT, stages_for)?);
     }
@@ -584,7 +602,9 @@ pub fn bench() -> Result<(), CliError> {
             dp: 1,
             expert_parallel: false,
         };
-        let (circuits, model) = stage_circuits(&text, &origin, &options, &[])?;
+        let Stages {
+            circuits, model, ..
+        } = stage_circuits(&text, &origin, &options, &[])?;
         let run = RunSettings {
             device: "h100-80gb".to_owned(),
             tensor_parallel_size: options.parallel.tp,

@@ -524,6 +524,30 @@ fn engine_plans_every_rank_of_a_layout() {
     );
     let bad = failure(&[&base[..], &["--quantization", "int3"]].concat());
     assert!(bad.contains("--quantization"), "{bad}");
+    // The table's run line names the quantization the weights are loaded in, and whence.
+    let run_line = |args: &[&str]| {
+        let o = xtask(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let line = out.lines().find(|l| l.starts_with("run ")).unwrap();
+        line[line.find("quantization ").unwrap()..].to_owned()
+    };
+    assert_eq!(
+        run_line(&[&base[..], &["--quantization", "fp8"]].concat()),
+        "quantization fp8 (--quantization, at load)"
+    );
+    assert_eq!(run_line(&base), "quantization none");
+    let gptq = root().join("data/checkpoints/llama-3.1-8b-instruct-w4a16/config.json");
+    assert_eq!(
+        run_line(&[
+            "plan",
+            "--engine",
+            "vllm",
+            "--hf-config",
+            gptq.to_str().unwrap()
+        ]),
+        "quantization gptq (the checkpoint's)"
+    );
 }
 
 /// A model mixing full and sliding-window layers is laid out as vLLM's hybrid KV-cache manager

@@ -40,6 +40,9 @@ pub struct Quantization {
     pub quantized: u64,
     /// Linear weights in all (the same count, quantized or not).
     pub linear: u64,
+    /// Quantized by the engine while loading an unquantized checkpoint
+    /// (`ImportOptions::online_quantization`), not stored so.
+    pub at_load: bool,
 }
 
 /// The scheme planned when the engine is asked to quantize at load time (`online`): the
@@ -265,6 +268,7 @@ impl Storage<'_> {
             summary: scheme.summary.clone(),
             quantized: stats.quantized,
             linear: stats.linear,
+            at_load: scheme.key == scheme::ONLINE_FP8_KEY,
         })
     }
 }

@@ -948,6 +948,9 @@ fn fp8(block: &Block<'_>) -> Result<(String, Rule), HfError> {
     ))
 }
 
+/// The [`Scheme::key`] of [`online_fp8`]: where the scheme comes from, the engine's flag.
+pub(crate) const ONLINE_FP8_KEY: &str = "--quantization fp8 (on the fly)";
+
 /// vLLM's on-the-fly FP8 (`--quantization fp8` on an unquantized checkpoint): Fp8Config with
 /// `is_checkpoint_fp8_serialized = False` gives every `LinearBase` `Fp8OnlineLinearMethod`
 /// (layers/quantization/fp8.py), whose `process_weights_after_loading` quantizes the weight
@@ -960,7 +963,7 @@ pub(crate) fn online_fp8(origin: &str) -> Scheme {
     Scheme {
         desc_act: false,
         origin: origin.to_owned(),
-        key: "--quantization fp8 (on the fly)".to_owned(),
+        key: ONLINE_FP8_KEY.to_owned(),
         method: "fp8",
         summary: "e4m3 weights quantized at load, one f32 scale per tensor".to_owned(),
         rule: Rule::Uniform {
