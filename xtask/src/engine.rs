@@ -51,6 +51,14 @@ pub struct EngineArgs {
     #[arg(long, requires = "engine")]
     pub skip_mm_profiling: bool,
 
+    /// With --engine: the forward runs eagerly, op by op, and no CUDA graph is captured (vLLM's
+    /// flag): the profile run holds what an eager forward holds, and there is no CUDA-graph
+    /// estimate.
+    ///
+    /// Example: --enforce-eager
+    #[arg(long, requires = "engine")]
+    pub enforce_eager: bool,
+
     /// With --hf-config: quantization applied while loading an unquantized checkpoint (none or
     /// fp8, vLLM's on-the-fly FP8); a checkpoint's own quantization comes from its config.
     ///
@@ -220,6 +228,7 @@ pub fn run_plan(
         max_num_seqs: engine.max_num_seqs,
         max_model_len: args.max_model_len,
         skip_mm_profiling: engine.skip_mm_profiling,
+        enforce_eager: engine.enforce_eager,
         model,
     };
     let startup = predict(&profile, &circuits, &run)?;
@@ -444,15 +453,19 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
             .collect::<Vec<_>>()
             .join(", ")
     });
-    outln!(
-        "Estimated CUDA graph memory: {} total ({captures}; {} the KV cache)",
-        gib(s.cuda_graph_estimate),
-        if s.cuda_graph_subtracted {
-            "subtracted from"
-        } else {
-            "printed, not subtracted from"
-        }
-    );
+    if captures.is_empty() {
+        outln!("CUDA graphs: none captured (--enforce-eager)");
+    } else {
+        outln!(
+            "Estimated CUDA graph memory: {} total ({captures}; {} the KV cache)",
+            gib(s.cuda_graph_estimate),
+            if s.cuda_graph_subtracted {
+                "subtracted from"
+            } else {
+                "printed, not subtracted from"
+            }
+        );
+    }
     match &s.verdict {
         Verdict::Starts => outln!("verdict   starts"),
         Verdict::NoKvMemory { short_by } => outln!(
@@ -614,6 +627,7 @@ pub fn bench() -> Result<(), CliError> {
             max_num_seqs: None,
             max_model_len: case["max_model_len"].as_u64(),
             skip_mm_profiling: false,
+            enforce_eager: false,
             model,
         };
         let s = predict(&profile, &circuits, &run)?;

@@ -524,6 +524,16 @@ fn engine_plans_every_rank_of_a_layout() {
     );
     let bad = failure(&[&base[..], &["--quantization", "int3"]].concat());
     assert!(bad.contains("--quantization"), "{bad}");
+    // --enforce-eager: no CUDA graph, so no estimate; the table says so.
+    let eager = xtask(&[&base[..], &["--enforce-eager"]].concat());
+    assert!(eager.status.success(), "{}", stderr(&eager));
+    let out = stdout(&eager);
+    assert!(
+        out.lines()
+            .any(|l| l == "CUDA graphs: none captured (--enforce-eager)"),
+        "{out}"
+    );
+    assert!(!out.contains("Estimated CUDA graph memory"), "{out}");
     // The table's run line names the quantization the weights are loaded in, and whence.
     let run_line = |args: &[&str]| {
         let o = xtask(args);

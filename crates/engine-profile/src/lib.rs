@@ -126,6 +126,19 @@ pub struct Term {
     /// Counted only on the pipeline stages it names (e.g. the sampler on the last).
     #[serde(default)]
     pub stage: Option<StageFilter>,
+    /// Counted only when the forward runs so (e.g. a compiled graph's held piece inputs).
+    #[serde(default)]
+    pub execution: Option<Execution>,
+}
+
+/// How the engine runs the model's forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Execution {
+    /// Compiled and captured in CUDA graphs (the engine's default).
+    Compiled,
+    /// Eager, op by op, with no CUDA graph (vLLM's `--enforce-eager`).
+    Eager,
 }
 
 /// The pipeline stages a term counts on.
@@ -152,6 +165,14 @@ impl StageFilter {
             StageFilter::NotLast => !last,
         }
     }
+}
+
+/// Where a worker's terms are summed: its pipeline stage of `stages`, run as `execution` says.
+#[derive(Debug, Clone, Copy)]
+struct Where {
+    stage: u64,
+    stages: u64,
+    execution: Execution,
 }
 
 /// A device as CUDA reports it, with the engine's defaults for it.
@@ -313,8 +334,8 @@ pub struct CaptureMode {
     pub largest: String,
 }
 
-/// The CUDA-graph estimate of one worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The CUDA-graph estimate of one worker (the default: none, nothing captured).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CudaGraphEstimate {
     /// Sizes captured per mode, in the engine file's order.
     pub captures: Vec<(String, u64)>,
@@ -392,6 +413,9 @@ pub struct RunSettings {
     /// only way a model with a vision encoder is predicted, as the encoder's profile is not
     /// modelled.
     pub skip_mm_profiling: bool,
+    /// The forward runs eagerly and no CUDA graph is captured (vLLM's `--enforce-eager`):
+    /// terms count by their `execution`, and the CUDA-graph estimate is none.
+    pub enforce_eager: bool,
     /// The model's sizes as its configuration class gives them (config.json's values, or the
     /// class defaults it omits): the importer knows them, this crate reads no model class and
     /// no config file.
@@ -629,13 +653,14 @@ impl EngineProfile {
         terms: &[Term],
         names: &[(&str, u64)],
         circuit: &Circuit,
-        stage: (u64, u64),
+        at: Where,
     ) -> Result<u64, EngineError> {
         let applies = |t: &&Term| {
             t.when_dim
                 .as_deref()
                 .is_none_or(|d| circuit.dim(d).is_some())
-                && t.stage.is_none_or(|f| f.holds(stage.0, stage.1))
+                && t.stage.is_none_or(|f| f.holds(at.stage, at.stages))
+                && t.execution.is_none_or(|e| e == at.execution)
         };
         terms.iter().filter(applies).try_fold(0u64, |acc, t| {
             let v = self.eval(&format!("{section}.{}", t.name), &t.bytes, names)?;
@@ -739,6 +764,11 @@ impl EngineProfile {
             stages: pp,
             requested,
             non_torch,
+            execution: if run.enforce_eager {
+                Execution::Eager
+            } else {
+                Execution::Compiled
+            },
         };
         let layout = self.kv_layout(stages, cfg, max_model_len, tokens)?;
         let mut workers = Vec::new();
@@ -824,7 +854,11 @@ impl EngineProfile {
         block_bytes: u64,
     ) -> Result<Worker, EngineError> {
         let circuit = stage.circuit;
-        let at = (stage.stage, shape.stages);
+        let at = Where {
+            stage: stage.stage,
+            stages: shape.stages,
+            execution: shape.execution,
+        };
         let dim = |name: &str| circuit.dim(name);
         let need = |name: &'static str, why: &'static str| {
             dim(name).ok_or_else(|| EngineError::MissingDim {
@@ -913,7 +947,13 @@ impl EngineProfile {
             .and_then(|v| v.checked_add(shape.non_torch))
             .ok_or_else(|| overflow("non-KV bytes"))?;
         names.push(("kernel_launches", kernel_launches));
-        let cuda_graph = self.cuda_graph(&names)?;
+        let cuda_graph = match shape.execution {
+            Execution::Compiled => self.cuda_graph(&names)?,
+            // vLLM's --enforce-eager sets cudagraph_mode NONE and profiles no capture
+            // (config/vllm.py; gpu_worker.py determine_available_memory skips
+            // profile_cudagraph_memory under enforce_eager).
+            Execution::Eager => CudaGraphEstimate::default(),
+        };
         let mut kv_cache = shape.requested.saturating_sub(non_kv);
         if self.file.kv_cache.subtract_cuda_graph_estimate {
             kv_cache = kv_cache.saturating_sub(cuda_graph.total);
@@ -1083,6 +1123,7 @@ struct Shape {
     stages: u64,
     requested: u64,
     non_torch: u64,
+    execution: Execution,
 }
 
 impl Worker {

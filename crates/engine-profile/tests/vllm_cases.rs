@@ -89,6 +89,7 @@ fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
         max_num_seqs: None,
         max_model_len: case["max_model_len"].as_u64(),
         skip_mm_profiling: false,
+        enforce_eager: false,
         model,
     }
 }
@@ -135,6 +136,7 @@ fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
         max_num_seqs: None,
         max_model_len: Some(8192),
         skip_mm_profiling: false,
+        enforce_eager: false,
         model,
     }
 }
@@ -545,6 +547,44 @@ fn cuda_graph_captures_follow_vllms_size_list() {
     let g = &s.workers[0].cuda_graph;
     assert_eq!(g.total, g.first_capture + 2 * 10 * g.per_capture);
     assert_eq!(s.cuda_graph_estimate, g.total);
+}
+
+/// `--enforce-eager`: no piece is compiled, so no piece input is held and no kernel
+/// autotunes, but the decoder layer's frame holds the normed MLP input [tokens, hidden] until
+/// the MLP returns; and no CUDA graph is captured. Llama-3.1-8B's PP 2 first stage, whose peak
+/// is its forward's: compiled 991,952,896 bytes less the piece inputs 8192 x (4096 + 4096) x 2
+/// and the 50 MiB L2 flush, plus 8192 x 4096 x 2: 872,415,232. The last stage's peak is its
+/// sampler's, unchanged, and so are the KV blocks it sets.
+#[test]
+fn an_eager_forward_holds_its_mlp_input_and_captures_no_graph() {
+    let profile = profile();
+    let (circuits, run) = layout_of(
+        "llama-3.1-8b",
+        config("models/llama-3.1-8b/config.json"),
+        1,
+        2,
+    );
+    let compiled = predict_checkpoint(&profile, &circuits, &run);
+    let eager = predict_checkpoint(
+        &profile,
+        &circuits,
+        &RunSettings {
+            enforce_eager: true,
+            ..run
+        },
+    );
+    assert_eq!(compiled.workers[0].activation_peak, 991_952_896);
+    assert_eq!(eager.workers[0].activation_peak, 872_415_232);
+    assert_eq!(
+        eager.workers[1].activation_peak,
+        compiled.workers[1].activation_peak
+    );
+    assert_eq!(eager.kv_cache_tokens, compiled.kv_cache_tokens);
+    for w in &eager.workers {
+        assert_eq!(w.cuda_graph, engine_profile::CudaGraphEstimate::default());
+    }
+    assert_eq!(eager.cuda_graph_estimate, 0);
+    assert!(compiled.cuda_graph_estimate > 0);
 }
 
 fn checkpoint(name: &str) -> &'static str {
