@@ -542,3 +542,29 @@ fn quantized_checkpoints_shard_their_scales_as_vllm_loads_them() {
         5_735_587_840 + 532_480 + 32 * (2 * 8192 + 5 * 16_384 + 1_474_560)
     );
 }
+
+/// gpt-oss with expert parallelism: each rank creates its `E / ep` local experts
+/// (`FusedMoE.local_num_experts`, fused_moe/layer.py), so every fused expert tensor of a rank
+/// at EP 4 counts 8 of the 32 experts; the router still scores all 32.
+#[test]
+fn gpt_oss_expert_parallel_ranks_hold_their_experts() {
+    let p = import_text(
+        &checkpoint("gpt-oss-20b"),
+        "gpt-oss-20b/config.json",
+        layout(4, 1, 1, true),
+    )
+    .unwrap();
+    let tensors = p.imports[0].circuit.tensors();
+    let experts: Vec<u64> = tensors
+        .values()
+        .filter(|t| t.name.starts_with("model.layers.0.mlp.experts."))
+        .map(|t| t.count)
+        .collect();
+    assert_eq!(experts.len(), 6);
+    assert!(experts.iter().all(|&c| c == 8), "{experts:?}");
+    let router = tensors
+        .values()
+        .find(|t| t.name == "model.layers.0.mlp.router.weight")
+        .unwrap();
+    assert_eq!(router.shape, [32, 2880]);
+}
