@@ -8,7 +8,7 @@
 //! architecture, the layout and the rank; ranks with equal shapes are emitted once
 //! ([`RankShape`] is the key), so `rank -> distinct shape` is a map, not a copy per rank.
 
-use crate::arch::{Arch, Attn};
+use crate::arch::{Arch, Attn, MoeNames};
 use crate::vision::{Held, Split, VisionTower};
 
 /// vLLM pads the vocabulary of `VocabParallelEmbedding` and `ParallelLMHead` to a multiple of
@@ -114,7 +114,7 @@ pub enum ParallelError {
     },
     /// A model size the tensor-parallel split must divide.
     #[error(
-        "{what} = {value} is not divisible by {by_name} = {by} (vLLM's `divide` asserts it: {source_file})"
+        "{what} = {value} is not divisible by {by_name} = {by} (vLLM asserts it: {source_file})"
     )]
     NotDivisible {
         /// The model size (`num_attention_heads`, `intermediate_size`, ...).
@@ -223,6 +223,7 @@ fn divide(
 
 const LINEAR: &str = "model_executor/layers/linear.py";
 const FUSED_MOE: &str = "model_executor/layers/fused_moe/layer.py";
+const GPT_OSS: &str = "model_executor/models/gpt_oss.py";
 const MXFP4_ORACLE: &str = "model_executor/layers/fused_moe/oracle/mxfp4.py";
 const GDN: &str = "model_executor/layers/mamba/gdn_linear_attn.py";
 
@@ -264,6 +265,20 @@ impl Parallel {
                 pp: self.pp,
                 layers,
             });
+        }
+        if let Some(m) = arch.moe
+            && m.names == MoeNames::GptOss
+        {
+            // gpt-oss's MLPBlock asserts `intermediate_size % world_size == 0` with the
+            // torch.distributed world, every rank of the job: tp x pp x dp (parallel_state.py
+            // init_distributed_environment), with or without expert parallelism.
+            divide(
+                "intermediate_size",
+                m.ffn,
+                "tensor_parallel_size x pipeline_parallel_size x data_parallel_size",
+                world,
+                GPT_OSS,
+            )?;
         }
         // Validates every split once (the shard of rank 0 performs them all).
         self.shard(arch, expert_ffn_multiple)?;

@@ -684,11 +684,28 @@ fn gpt_oss_expert_tensors_of_a_tp_4_rank() {
     assert!(q.summary.contains("Triton MoE backend"), "{}", q.summary);
 }
 
+/// gpt-oss's MLPBlock asserts that the world (tp x pp x dp) divides intermediate_size, and
 /// vLLM's Mxfp4Config gives every FusedMoE its MXFP4 method, so a checkpoint that left the
-/// experts unconverted does not load: a typed refusal.
+/// experts unconverted does not load: both are typed refusals.
 #[test]
 fn gpt_oss_layouts_vllm_refuses() {
     let config = checkpoint("gpt-oss-20b");
+    match import_text(&config, "gpt-oss-20b/config.json", layout(1, 7, 1, false)) {
+        Err(HfError::Parallel {
+            source:
+                ParallelError::NotDivisible {
+                    what: "intermediate_size",
+                    value: 2880,
+                    by: 7,
+                    source_file,
+                    ..
+                },
+            ..
+        }) => assert_eq!(source_file, "model_executor/models/gpt_oss.py"),
+        other => panic!("{other:?}"),
+    }
+    // 24 layers over 3 stages and 2880 over 3 x 2 ranks: accepted.
+    assert!(import_text(&config, "gpt-oss-20b/config.json", layout(2, 3, 1, false)).is_ok());
     let unconverted = config.replace(
         r#""model.layers.*.mlp.router","#,
         r#""model.layers.*.mlp.router", "model.layers.*.mlp.experts","#,
