@@ -1236,15 +1236,16 @@ fn qwen3_next_mtp_shared() -> BlockDecl {
 }
 
 /// gpt-oss's sparse MLP (`GptOssMLP`): a router with a bias, each expert projection one
-/// tensor for all experts (`count = experts`, no `*`) with a `_bias` tensor, and the clamped
-/// SwiGLU on the interleaved gate-up output.
+/// tensor for the rank's experts (`count = local_experts`, no `*`: all of them unless expert
+/// parallelism places them) with a `_bias` tensor, and the clamped SwiGLU on the interleaved
+/// gate-up output.
 fn fused_experts_mlp(block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
     let e = format!("{p}.mlp.experts");
     let r = format!("{p}.mlp.router");
     let expert_w = |name: &str, shape: Vec<&str>, tensor: &str| {
         WeightDecl::new(name, shape, "bf16")
             .tensor(format!("{e}.{tensor}"))
-            .count("experts")
+            .count("local_experts")
     };
     let rows = "n * experts_per_tok";
     let block = block

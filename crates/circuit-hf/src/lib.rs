@@ -125,19 +125,26 @@ pub fn import_with(
     options: &ImportOptions,
     side_files: &[SideFile<'_>],
 ) -> Result<Import, HfError> {
-    let mut imports = import_shaped(text, origin, options, side_files, |arch, name, storage| {
-        emit::circuit(arch, name, storage).map(|built| vec![built])
-    })?;
+    let mut imports = import_shaped(
+        text,
+        origin,
+        options,
+        side_files,
+        quant::WeightBytes::Checkpoint,
+        |arch, name, storage| emit::circuit(arch, name, storage).map(|built| vec![built]),
+    )?;
     Ok(imports.remove(0))
 }
 
 /// Reads the config and imports each circuit `emit` builds from its architecture (one for the
-/// whole model; one per distinct rank for a parallel layout), with the same key report.
+/// whole model; one per distinct rank for a parallel layout), with the same key report; the
+/// weights are `weight_bytes`' (the checkpoint's, or what vLLM holds after loading).
 pub(crate) fn import_shaped(
     text: &str,
     origin: &str,
     options: &ImportOptions,
     side_files: &[SideFile<'_>],
+    weight_bytes: quant::WeightBytes,
     emit: impl FnOnce(&arch::Arch, &str, &quant::Storage<'_>) -> Result<Vec<quant::Built>, HfError>,
 ) -> Result<Vec<Import>, HfError> {
     let top = config::parse(text, origin)?;
@@ -165,6 +172,7 @@ pub(crate) fn import_shaped(
         planned: dtype,
         kv: options.kv_cache_dtype,
         scheme: scheme.as_ref(),
+        weight_bytes,
     };
     let built = emit(&arch, &circuit_name(origin, model_type), &storage)?;
     let read = cfg.keys_read();

@@ -8,7 +8,7 @@
 //! architecture, the layout and the rank; ranks with equal shapes are emitted once
 //! ([`RankShape`] is the key), so `rank -> distinct shape` is a map, not a copy per rank.
 
-use crate::arch::{Arch, Attn};
+use crate::arch::{Arch, Attn, MoeNames};
 use crate::vision::{Held, Split, VisionTower};
 
 /// vLLM pads the vocabulary of `VocabParallelEmbedding` and `ParallelLMHead` to a multiple of
@@ -114,7 +114,7 @@ pub enum ParallelError {
     },
     /// A model size the tensor-parallel split must divide.
     #[error(
-        "{what} = {value} is not divisible by {by_name} = {by} (vLLM's `divide` asserts it: {source_file})"
+        "{what} = {value} is not divisible by {by_name} = {by} (vLLM asserts it: {source_file})"
     )]
     NotDivisible {
         /// The model size (`num_attention_heads`, `intermediate_size`, ...).
@@ -161,6 +161,17 @@ pub enum ParallelError {
         unit: &'static str,
         /// TP size.
         tp: u64,
+    },
+    /// A rank's expert intermediate size, rounded up to the multiple vLLM's MoE method pads it
+    /// to, overflows.
+    #[error(
+        "moe_intermediate_size per rank = {value} rounded up to a multiple of {multiple} (vLLM's MXFP4 MoE method pads it: {MXFP4_ORACLE}) overflows a 64-bit count"
+    )]
+    ExpertPaddingOverflow {
+        /// The rank's expert intermediate size before padding.
+        value: u64,
+        /// The multiple.
+        multiple: u64,
     },
     /// A combination whose sharding is not modelled.
     #[error("{what} is not modelled with {layout}")]
@@ -212,6 +223,8 @@ fn divide(
 
 const LINEAR: &str = "model_executor/layers/linear.py";
 const FUSED_MOE: &str = "model_executor/layers/fused_moe/layer.py";
+const GPT_OSS: &str = "model_executor/models/gpt_oss.py";
+const MXFP4_ORACLE: &str = "model_executor/layers/fused_moe/oracle/mxfp4.py";
 const GDN: &str = "model_executor/layers/mamba/gdn_linear_attn.py";
 
 impl Parallel {
@@ -226,7 +239,12 @@ impl Parallel {
     }
 
     /// Checks the layout against `arch` and returns every rank's shape, in global rank order.
-    pub(crate) fn rank_shapes(self, arch: &Arch) -> Result<Vec<RankShape>, ParallelError> {
+    /// `expert_ffn_multiple`: as for [`Parallel::shard`].
+    pub(crate) fn rank_shapes(
+        self,
+        arch: &Arch,
+        expert_ffn_multiple: Option<u64>,
+    ) -> Result<Vec<RankShape>, ParallelError> {
         for (what, v) in [
             ("tensor_parallel_size", self.tp),
             ("pipeline_parallel_size", self.pp),
@@ -248,8 +266,22 @@ impl Parallel {
                 layers,
             });
         }
+        if let Some(m) = arch.moe
+            && m.names == MoeNames::GptOss
+        {
+            // gpt-oss's MLPBlock asserts `intermediate_size % world_size == 0` with the
+            // torch.distributed world, every rank of the job: tp x pp x dp (parallel_state.py
+            // init_distributed_environment), with or without expert parallelism.
+            divide(
+                "intermediate_size",
+                m.ffn,
+                "tensor_parallel_size x pipeline_parallel_size x data_parallel_size",
+                world,
+                GPT_OSS,
+            )?;
+        }
         // Validates every split once (the shard of rank 0 performs them all).
-        self.shard(arch)?;
+        self.shard(arch, expert_ffn_multiple)?;
         let ep = self.tp * self.dp;
         (0..world)
             .map(|index| {
@@ -277,8 +309,13 @@ impl Parallel {
 
     /// The architecture one TP rank holds (every TP rank of a stage holds the same shapes):
     /// heads, KV heads, FFN and vocab per rank. Layers and expert placement are not cut here
-    /// (see [`RankShape`]).
-    pub(crate) fn shard(self, arch: &Arch) -> Result<Arch, ParallelError> {
+    /// (see [`RankShape`]). `expert_ffn_multiple`: the multiple vLLM's MoE method rounds a
+    /// rank's expert intermediate size up to (MXFP4 experts, `maybe_roundup_sizes`), if any.
+    pub(crate) fn shard(
+        self,
+        arch: &Arch,
+        expert_ffn_multiple: Option<u64>,
+    ) -> Result<Arch, ParallelError> {
         let tp = self.tp;
         let mut a = arch.clone();
         a.tp = tp;
@@ -348,6 +385,16 @@ impl Parallel {
                     "tensor_parallel_size x data_parallel_size",
                     moe_tp,
                     FUSED_MOE,
+                )?;
+            }
+            // FusedMoE creates the experts at `maybe_roundup_sizes`' padded width, with or
+            // without EP (fused_moe/layer.py); the padding is zeros the kernels multiply.
+            if let Some(multiple) = expert_ffn_multiple {
+                m.ffn = m.ffn.div_ceil(multiple).checked_mul(multiple).ok_or(
+                    ParallelError::ExpertPaddingOverflow {
+                        value: m.ffn,
+                        multiple,
+                    },
                 )?;
             }
         }

@@ -542,3 +542,182 @@ fn quantized_checkpoints_shard_their_scales_as_vllm_loads_them() {
         5_735_587_840 + 532_480 + 32 * (2 * 8192 + 5 * 16_384 + 1_474_560)
     );
 }
+
+/// gpt-oss with expert parallelism: each rank creates its `E / ep` local experts
+/// (`FusedMoE.local_num_experts`, fused_moe/layer.py), so every fused expert tensor of a rank
+/// at EP 4 counts 8 of the 32 experts; the router still scores all 32.
+#[test]
+fn gpt_oss_expert_parallel_ranks_hold_their_experts() {
+    let p = import_text(
+        &checkpoint("gpt-oss-20b"),
+        "gpt-oss-20b/config.json",
+        layout(4, 1, 1, true),
+    )
+    .unwrap();
+    let tensors = p.imports[0].circuit.tensors();
+    let experts: Vec<u64> = tensors
+        .values()
+        .filter(|t| t.name.starts_with("model.layers.0.mlp.experts."))
+        .map(|t| t.count)
+        .collect();
+    // Values, scales as loaded, swizzled scales and bias, for gate_up_proj and down_proj.
+    assert_eq!(experts.len(), 8);
+    assert!(experts.iter().all(|&c| c == 8), "{experts:?}");
+    let router = tensors
+        .values()
+        .find(|t| t.name == "model.layers.0.mlp.router.weight")
+        .unwrap();
+    assert_eq!(router.shape, [32, 2880]);
+}
+
+/// Weight bytes of every rank of gpt-oss-20b under `parallel`.
+fn gpt_oss_ranks(parallel: Parallel) -> Vec<u64> {
+    let p = import_text(
+        &checkpoint("gpt-oss-20b"),
+        "gpt-oss-20b/config.json",
+        parallel,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    p.rank_shape
+        .iter()
+        .map(|&s| p.imports[s].circuit.weight_bytes())
+        .collect()
+}
+
+/// gpt-oss-20b as vLLM 0.19 holds it on an H100 after loading (docs/quantization.md, "MXFP4
+/// as vLLM 0.19 loads it"): the Triton MoE backend rounds each rank's expert intermediate
+/// size I = 2880 / tp up to a multiple of 64 (TP 1 2,880; TP 2 1,440 -> 1,472; TP 4 720 ->
+/// 768; TP 8 360 -> 384), the hidden size H = 2,880 stays. Per expert, in bytes:
+/// - gate_up `[2I, H]`: values round_up(2I, 64) x round_up(H / 2, 64) = 2I x 1,472; the
+///   loaded scales 2I x H / 32 = 2I x 90; their swizzled copy round_up(2I, 256) x 90; the
+///   bias, f32, 2I x 4;
+/// - down `[H, I]`: values round_up(H, 64) x round_up(I / 2, 64) = 2,880 x round_up(I / 2,
+///   64); the loaded scales 2,880 x I / 32; their swizzled copy round_up(2,880, 256) = 3,072
+///   x round_up(I / 32, 2); the bias, f32, 2,880 x 4 = 11,520.
+///
+/// TP 1: 5,760 x 1,472 = 8,478,720 + 518,400 + 5,888 x 90 = 529,920 + 23,040; 2,880 x 1,472 =
+/// 4,239,360 + 259,200 + 3,072 x 90 = 276,480 + 11,520: 14,336,640.
+/// TP 2: 2,944 x 1,472 = 4,333,568 + 264,960 + 3,072 x 90 = 276,480 + 11,776; 2,880 x 768 =
+/// 2,211,840 + 2,880 x 46 = 132,480 + 3,072 x 46 = 141,312 + 11,520: 7,383,936.
+/// TP 4: 1,536 x 1,472 = 2,260,992 + 138,240 + 1,536 x 90 = 138,240 + 6,144; 2,880 x 384 =
+/// 1,105,920 + 69,120 + 3,072 x 24 = 73,728 + 11,520: 3,803,904.
+/// TP 8: 768 x 1,472 = 1,130,496 + 69,120 + 768 x 90 = 69,120 + 3,072; 2,880 x 192 =
+/// 552,960 + 34,560 + 3,072 x 12 = 36,864 + 11,520: 1,907,712.
+/// Times 32 experts x 24 layers: 11,010,539,520; 5,670,862,848; 2,921,398,272; 1,465,122,816.
+///
+/// The rest is bf16 and loads as stored. Elements per layer: q, k, v, o weights (4,096 + 512 +
+/// 512) x 2,880 + 2,880 x 4,096 = 26,542,080 / tp, q/k/v biases 5,120 / tp, sinks 64 / tp,
+/// o_proj's bias 2,880, two norms 5,760, the router 32 x 2,880 + 32 = 92,192; once: embedding
+/// and lm_head 2 x 201,088 / tp x 2,880 and the final norm 2,880. TP 1: 26,648,096 a layer
+/// and 1,158,269,760 once, 3,595,648,128 bytes; TP 2: 13,374,464 and 579,136,320,
+/// 1,800,246,912; TP 4: 6,737,648 and 289,569,600, 902,546,304; TP 8: 3,419,240 and
+/// 144,786,240, 453,696,000.
+///
+/// Per rank: TP 1 14,606,187,648; TP 2 7,471,109,760; TP 4 3,823,944,576; TP 8
+/// 1,918,818,816. With expert parallelism over TP 4 each rank holds 8 whole experts at I =
+/// 2,880: 8 x 14,336,640 x 24 + 902,546,304 = 3,655,181,184.
+#[test]
+fn gpt_oss_mxfp4_experts_as_vllm_loads_them_on_an_h100() {
+    assert_eq!(gpt_oss_ranks(Parallel::SINGLE), [14_606_187_648]);
+    assert_eq!(gpt_oss_ranks(layout(2, 1, 1, false)), [7_471_109_760; 2]);
+    assert_eq!(gpt_oss_ranks(layout(4, 1, 1, false)), [3_823_944_576; 4]);
+    assert_eq!(gpt_oss_ranks(layout(8, 1, 1, false)), [1_918_818_816; 8]);
+    assert_eq!(gpt_oss_ranks(layout(4, 1, 1, true)), [3_655_181_184; 4]);
+}
+
+/// What one layer of a gpt-oss-20b rank holds of its experts at TP 4 (I = 768, the rounding
+/// of 720 up to 64), tensor by tensor, as `gpt_oss_mxfp4_experts_as_vllm_loads_them_on_an_h100`
+/// derives them: the values as their bytes `[E, round_up(out, 64), round_up(in / 2, 64)]`,
+/// the scales as loaded `[E, out, in / 32]` and swizzled `[E, round_up(out, 256),
+/// round_up(in / 32, 2)]`, the biases f32. The expert intermediate edge is the padded width
+/// too (the kernels run the padded weights).
+#[test]
+fn gpt_oss_expert_tensors_of_a_tp_4_rank() {
+    let p = import_text(
+        &checkpoint("gpt-oss-20b"),
+        "gpt-oss-20b/config.json",
+        layout(4, 1, 1, false),
+    )
+    .unwrap();
+    let circuit = &p.imports[0].circuit;
+    let held: Vec<(String, Vec<u64>, String)> = circuit
+        .tensors()
+        .values()
+        .filter(|t| t.name.starts_with("model.layers.0.mlp.experts."))
+        .map(|t| {
+            let name = t.name.trim_start_matches("model.layers.0.mlp.experts.");
+            (name.to_owned(), t.shape.clone(), t.format.to_string())
+        })
+        .collect();
+    let row = |name: &str, shape: &[u64], format: &str| {
+        (name.to_owned(), shape.to_vec(), format.to_owned())
+    };
+    assert_eq!(
+        held,
+        [
+            row("gate_up_proj_blocks", &[1536, 1472], "u8"),
+            row("gate_up_proj_scales", &[1536, 90], "u8"),
+            row("gate_up_proj_scales_swizzled", &[1536, 90], "u8"),
+            row("gate_up_proj_bias", &[1536], "f32"),
+            row("down_proj_blocks", &[2880, 384], "u8"),
+            row("down_proj_scales", &[2880, 24], "u8"),
+            row("down_proj_scales_swizzled", &[3072, 24], "u8"),
+            row("down_proj_bias", &[2880], "f32"),
+        ]
+    );
+    assert!(
+        circuit
+            .tensors()
+            .values()
+            .filter(|t| t.name.starts_with("model.layers.0.mlp.experts."))
+            .all(|t| t.count == 32)
+    );
+    // 10 rows routed to 4 experts each: the gate-up output is 2I = 1,536 wide, bf16.
+    assert_eq!(circuit.dim("moe_ffn"), Some(768));
+    let gate_up = circuit
+        .edges()
+        .values()
+        .find(|e| e.id == "layer_0.expert_h")
+        .unwrap();
+    assert_eq!(gate_up.bytes_at(10).unwrap(), 10 * 4 * 1536 * 2);
+    let q = p.imports[0].quantization.as_ref().unwrap();
+    assert!(q.summary.contains("Triton MoE backend"), "{}", q.summary);
+}
+
+/// gpt-oss's MLPBlock asserts that the world (tp x pp x dp) divides intermediate_size, and
+/// vLLM's Mxfp4Config gives every FusedMoE its MXFP4 method, so a checkpoint that left the
+/// experts unconverted does not load: both are typed refusals.
+#[test]
+fn gpt_oss_layouts_vllm_refuses() {
+    let config = checkpoint("gpt-oss-20b");
+    match import_text(&config, "gpt-oss-20b/config.json", layout(1, 7, 1, false)) {
+        Err(HfError::Parallel {
+            source:
+                ParallelError::NotDivisible {
+                    what: "intermediate_size",
+                    value: 2880,
+                    by: 7,
+                    source_file,
+                    ..
+                },
+            ..
+        }) => assert_eq!(source_file, "model_executor/models/gpt_oss.py"),
+        other => panic!("{other:?}"),
+    }
+    // 24 layers over 3 stages and 2880 over 3 x 2 ranks: accepted.
+    assert!(import_text(&config, "gpt-oss-20b/config.json", layout(2, 3, 1, false)).is_ok());
+    let unconverted = config.replace(
+        r#""model.layers.*.mlp.router","#,
+        r#""model.layers.*.mlp.router", "model.layers.*.mlp.experts","#,
+    );
+    assert_ne!(unconverted, config);
+    let message = import_text(&unconverted, "g/config.json", Parallel::SINGLE)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("leaves the experts `model.layers.0.mlp.experts` unquantized"),
+        "{message}"
+    );
+    // The checkpoint's own bytes (circuit_hf::import) still plan such a file.
+    assert!(circuit_hf::import(&unconverted, "g/config.json").is_ok());
+}

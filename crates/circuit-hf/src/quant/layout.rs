@@ -27,6 +27,8 @@ pub(crate) enum Size {
     Div(Box<Size>, u64),
     /// `ceil(size / k)`.
     CeilDiv(Box<Size>, u64),
+    /// `size` rounded up to a multiple of `k` (a kernel layout's padding).
+    RoundUp(Box<Size>, u64),
     /// `size * k`.
     Mul(Box<Size>, u64),
 }
@@ -42,6 +44,10 @@ impl Size {
 
     pub(crate) fn mul(self, k: u64) -> Size {
         Size::Mul(Box::new(self), k)
+    }
+
+    pub(crate) fn round_up(self, k: u64) -> Size {
+        Size::RoundUp(Box::new(self), k)
     }
 }
 
@@ -222,6 +228,19 @@ fn eval(size: &Size, out: &Dim, inp: &Dim, in_ranks: u64) -> Result<Dim, Misfit>
             Dim {
                 text: format!("ceil_div({}, {k})", x.text),
                 value: x.value.div_ceil(*k),
+            }
+        }
+        Size::RoundUp(x, k) => {
+            let x = eval(x, out, inp, in_ranks)?;
+            let value = x.value.div_ceil(*k).checked_mul(*k).ok_or_else(|| Misfit {
+                what: format!(
+                    "`{}` = {} rounded up to a multiple of {k} overflows",
+                    x.text, x.value
+                ),
+            })?;
+            Dim {
+                text: format!("round_up({}, {k})", x.text),
+                value,
             }
         }
         Size::Mul(x, k) => {

@@ -14,6 +14,7 @@
 mod layout;
 mod pattern;
 mod scheme;
+mod vllm_mxfp4;
 
 use circuit_ir::decl::{BlockDecl, CircuitDecl, NodeDecl, WeightDecl};
 use circuit_ir::{Circuit, CircuitBuilder, ExprText};
@@ -122,6 +123,17 @@ pub(crate) fn read_scheme(
     }
 }
 
+/// Whose bytes a circuit's weights are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WeightBytes {
+    /// The checkpoint's tensors as its format stores them ([`crate::import_with`]).
+    Checkpoint,
+    /// What vLLM 0.19 holds on an H100 once `process_weights_after_loading` has run
+    /// ([`crate::import_parallel`]): the checkpoint's bytes except where vLLM's MoE method
+    /// re-lays the experts out ([`Scheme::vllm_experts`]: MXFP4).
+    VllmLoaded,
+}
+
 /// The storage passes and the build.
 pub(crate) struct Storage<'a> {
     pub(crate) origin: &'a str,
@@ -129,6 +141,7 @@ pub(crate) struct Storage<'a> {
     pub(crate) planned: Dtype,
     pub(crate) kv: KvCacheDtype,
     pub(crate) scheme: Option<&'a Scheme>,
+    pub(crate) weight_bytes: WeightBytes,
 }
 
 /// A built circuit and its quantization.
@@ -209,6 +222,10 @@ impl Storage<'_> {
             dims: &dims,
             embeddings: &embeddings,
             tp,
+            vllm_experts: match self.weight_bytes {
+                WeightBytes::Checkpoint => None,
+                WeightBytes::VllmLoaded => scheme.vllm_experts(),
+            },
         };
         let mut stats = Stats::default();
         let mut blocks = Vec::with_capacity(decl.blocks.len());
@@ -265,7 +282,11 @@ impl Storage<'_> {
             } else {
                 format!("{}: {}", scheme.origin, scheme.key)
             },
-            summary: scheme.summary.clone(),
+            summary: if stats.vllm_experts {
+                format!("{}; {}", scheme.summary, vllm_mxfp4::SUMMARY)
+            } else {
+                scheme.summary.clone()
+            },
             quantized: stats.quantized,
             linear: stats.linear,
             at_load: scheme.key == scheme::ONLINE_FP8_KEY,
@@ -277,6 +298,8 @@ impl Storage<'_> {
 struct Stats {
     quantized: u64,
     linear: u64,
+    /// Some experts were laid out as vLLM holds them after loading, not as stored.
+    vllm_experts: bool,
 }
 
 /// The dims of `decl` evaluated in order (a dim that does not evaluate is left out: the
@@ -298,6 +321,9 @@ struct Cx<'a> {
     embeddings: &'a [String],
     /// Tensor-parallel ranks (1: unsharded).
     tp: u64,
+    /// The layout of quantized routed experts as vLLM holds them after loading, when the
+    /// circuit is of vLLM's bytes and that differs from the checkpoint's.
+    vllm_experts: Option<&'a Layout>,
 }
 
 /// A linear weight of a node: its module name (instance index expanded), kind and tiedness.
@@ -428,6 +454,21 @@ impl Cx<'_> {
                 if layout.is_some() {
                     stats.quantized += instances;
                 }
+                let layout = match (self.vllm_experts, m.kind, layout) {
+                    (Some(held), Kind::Expert, Some(_)) => {
+                        stats.vllm_experts = true;
+                        Some(held)
+                    }
+                    (Some(_), Kind::Expert, None) => {
+                        // Mxfp4Config.from_config keeps no ignore list and get_quant_method
+                        // gives every FusedMoE an Mxfp4MoEMethod (quantization/mxfp4.py).
+                        return Err(self.refused(format!(
+                            "leaves the experts `{}` unquantized, but vLLM 0.19's Mxfp4Config gives every FusedMoE layer its MXFP4 method (quantization/mxfp4.py), so their stored tensors would not load",
+                            m.name
+                        )));
+                    }
+                    (_, _, layout) => layout,
+                };
                 let Some(layout) = layout else {
                     weights.push(w.clone());
                     continue;
@@ -594,6 +635,7 @@ mod tests {
             planned: Dtype::Bfloat16,
             kv: KvCacheDtype::Auto,
             scheme: Some(&scheme),
+            weight_bytes: WeightBytes::Checkpoint,
         };
         let built = storage.build(gpt_oss_experts(), 1).unwrap();
         // transformers mxfp4.py: `<param>_blocks` u8 [E, out, in / 32, 16] and `_scales` u8
@@ -623,6 +665,79 @@ mod tests {
         );
         let q = built.quantization.unwrap();
         assert_eq!((q.quantized, q.linear), (48, 48));
+    }
+
+    /// The same experts as vLLM 0.19 holds them on an H100 after loading (`vllm_mxfp4.rs`),
+    /// at TP 1 (I = 2880, already a multiple of 64), per expert in bytes: gate_up values
+    /// round_up(5760, 64) x round_up(1440, 64) = 5760 x 1472 = 8,478,720, scales as loaded
+    /// 5760 x 90 = 518,400, swizzled round_up(5760, 256) x 90 = 5888 x 90 = 529,920, f32 bias
+    /// 23,040; down values 2880 x 1472 = 4,239,360, scales 2880 x 90 = 259,200, swizzled
+    /// round_up(2880, 256) x 90 = 3072 x 90 = 276,480, f32 bias 11,520: 14,336,640, times 32
+    /// experts and 24 layers 11,010,539,520.
+    #[test]
+    fn mxfp4_experts_as_vllm_holds_them_after_loading() {
+        let quant = serde_json::json!({"quant_method": "mxfp4"});
+        let scheme = scheme::parse(
+            "gpt-oss-20b/config.json",
+            "quantization_config",
+            quant.as_object().unwrap(),
+            None,
+            Dtype::Bfloat16,
+        )
+        .unwrap();
+        let storage = Storage {
+            origin: "gpt-oss-20b/config.json",
+            planned: Dtype::Bfloat16,
+            kv: KvCacheDtype::Auto,
+            scheme: Some(&scheme),
+            weight_bytes: WeightBytes::VllmLoaded,
+        };
+        let built = storage.build(gpt_oss_experts(), 1).unwrap();
+        assert_eq!(built.circuit.weight_bytes(), 11_010_539_520);
+        let held: Vec<(&str, String)> = built
+            .circuit
+            .tensors()
+            .values()
+            .filter(|t| t.name.starts_with("model.layers.0."))
+            .map(|t| (t.name.as_str(), t.format.to_string()))
+            .collect();
+        assert_eq!(
+            held,
+            [
+                (
+                    "model.layers.0.mlp.experts.gate_up_proj_blocks",
+                    "u8".to_owned()
+                ),
+                (
+                    "model.layers.0.mlp.experts.gate_up_proj_scales",
+                    "u8".to_owned()
+                ),
+                (
+                    "model.layers.0.mlp.experts.gate_up_proj_scales_swizzled",
+                    "u8".to_owned()
+                ),
+                (
+                    "model.layers.0.mlp.experts.gate_up_proj_bias",
+                    "f32".to_owned()
+                ),
+                (
+                    "model.layers.0.mlp.experts.down_proj_blocks",
+                    "u8".to_owned()
+                ),
+                (
+                    "model.layers.0.mlp.experts.down_proj_scales",
+                    "u8".to_owned()
+                ),
+                (
+                    "model.layers.0.mlp.experts.down_proj_scales_swizzled",
+                    "u8".to_owned()
+                ),
+                (
+                    "model.layers.0.mlp.experts.down_proj_bias",
+                    "f32".to_owned()
+                ),
+            ]
+        );
     }
 }
 

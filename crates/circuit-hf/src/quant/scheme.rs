@@ -105,6 +105,9 @@ pub(crate) struct Scheme {
     /// GPTQ's `desc_act`: the input channels are permuted by `g_idx`, so a row-parallel rank
     /// of vLLM keeps its module's scales and zeros whole rather than its share.
     desc_act: bool,
+    /// The routed experts as vLLM 0.19 holds them after loading, when its MoE method lays
+    /// them out otherwise than the checkpoint (MXFP4, `vllm_mxfp4.rs`); `None`: as stored.
+    vllm_experts: Option<Layout>,
 }
 
 impl Scheme {
@@ -124,6 +127,20 @@ impl Scheme {
                 Rule::Uniform { layout, .. } => group_g_idx(layout),
                 Rule::Groups { layouts, .. } => layouts.iter().any(group_g_idx),
             }
+    }
+
+    /// The layout vLLM 0.19 holds routed experts in after `process_weights_after_loading`,
+    /// when it is not the checkpoint's (MXFP4 on an H100, `vllm_mxfp4.rs`).
+    pub(crate) fn vllm_experts(&self) -> Option<&Layout> {
+        self.vllm_experts.as_ref()
+    }
+
+    /// The multiple vLLM 0.19's MoE method rounds each rank's expert intermediate size up to
+    /// (`maybe_roundup_sizes`), when it rounds it.
+    pub(crate) fn vllm_expert_ffn_multiple(&self) -> Option<u64> {
+        self.vllm_experts
+            .is_some()
+            .then_some(super::vllm_mxfp4::EXPERT_FFN_MULTIPLE)
     }
 
     /// Why modules of `kind` cannot be planned under this format, if they cannot.
@@ -551,6 +568,7 @@ pub(crate) fn parse(
             "transformers 5 converts no routed experts but Llama 4's to fbgemm_fp8 (its fused experts are not nn.Linear) while older writers converted each expert's linears, so the experts' bytes are not certain",
         )),
         desc_act,
+        vllm_experts: (method == "mxfp4").then(super::vllm_mxfp4::held_experts),
     }
     };
     match method.as_str() {
@@ -962,6 +980,7 @@ pub(crate) const ONLINE_FP8_KEY: &str = "--quantization fp8 (on the fly)";
 pub(crate) fn online_fp8(origin: &str) -> Scheme {
     Scheme {
         desc_act: false,
+        vllm_experts: None,
         origin: origin.to_owned(),
         key: ONLINE_FP8_KEY.to_owned(),
         method: "fp8",
@@ -1616,6 +1635,7 @@ fn modelopt(origin: &str, key: &str, block: &Block<'_>) -> Result<Scheme, HfErro
     Ok(Scheme {
         unknown: None,
         desc_act: false,
+        vllm_experts: None,
         origin: origin.to_owned(),
         key: key.to_owned(),
         method: "modelopt",
