@@ -173,6 +173,7 @@ fn stage_circuits(
         vocab_size: first.vocab_size,
         num_attention_heads: first.num_attention_heads,
         attention_chunk_size: first.attention_chunk_size,
+        rotary_cache_dtype_bytes: first.rotary_cache_dtype.bytes(),
         vision_encoder: first.vision_tower,
     };
     let quantization = match &first.quantization {

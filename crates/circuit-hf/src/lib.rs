@@ -98,6 +98,10 @@ pub struct Import {
     /// attention; those layers' states carry it as their `window`), else `None`: a window of
     /// the circuit is then a sliding window.
     pub attention_chunk_size: Option<u64>,
+    /// The dtype an engine builds the rotary cos/sin cache in: the planned dtype, unless the
+    /// model's vLLM class asks for its own (gpt-oss: float32, vLLM 0.19 models/gpt_oss.py
+    /// `get_rope(..., dtype=torch.float32)`).
+    pub rotary_cache_dtype: Dtype,
     /// Whether the circuit holds a vision tower (a multimodal config's `vision_config`, unless
     /// imported with `ImportOptions::language_model_only`): an engine also runs that encoder
     /// when it profiles its memory.
@@ -241,6 +245,10 @@ pub(crate) fn import_shaped(
             vocab_size: arch.vocab,
             num_attention_heads: arch.heads,
             attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),
+            rotary_cache_dtype: match model_type {
+                model::ModelType::GptOss => Dtype::Float32,
+                _ => dtype,
+            },
             vision_tower: arch.vision.is_some(),
         })
         .collect())

@@ -441,6 +441,9 @@ pub struct ModelFacts {
     /// `attention_chunk_size` when the windowed layers attend within chunks (Llama 4's chunked
     /// local attention), None when a window is a sliding window.
     pub attention_chunk_size: Option<u64>,
+    /// Bytes per element of the rotary cos/sin cache (the model dtype's, unless the model's
+    /// class builds the cache in a dtype of its own).
+    pub rotary_cache_dtype_bytes: u64,
     /// Whether the model has a multimodal encoder (a vision tower), which vLLM's profile run
     /// also runs (gpu_model_runner.py `profile_run`: `embed_multimodal` on the largest dummy
     /// batch, its outputs kept in the encoder cache through the forward and the sampler).
@@ -881,6 +884,7 @@ impl EngineProfile {
             ("vocab_size", cfg.vocab_size),
             ("dtype_bytes", dtype_bytes),
             ("rotary_dim", rotary_dim),
+            ("rotary_dtype_bytes", cfg.rotary_cache_dtype_bytes),
             ("max_position_embeddings", cfg.max_position_embeddings),
             ("l2_cache_bytes", device.l2_cache_bytes),
             ("sm_count", device.sm_count),

@@ -68,6 +68,7 @@ fn facts(import: &circuit_hf::Import) -> ModelFacts {
         vocab_size: import.vocab_size,
         num_attention_heads: import.num_attention_heads,
         attention_chunk_size: import.attention_chunk_size,
+        rotary_cache_dtype_bytes: import.rotary_cache_dtype.bytes(),
         vision_encoder: import.vision_tower,
     }
 }
@@ -722,6 +723,13 @@ fn gpt_oss_alternating_layers_make_two_groups() {
     );
     assert_printed(&s, 393_216, 16, 8_713);
     assert_eq!(s.verdict, Verdict::Starts);
+    // The weights as loaded: the rank's circuit and the rotary cache, which gpt-oss's class
+    // builds in float32 (models/gpt_oss.py), 131,072 positions x 64 x 4 bytes.
+    assert_eq!(run.model.rotary_cache_dtype_bytes, 4);
+    assert_eq!(
+        s.workers[0].weights,
+        circuits[0].weight_bytes() + 131_072 * 64 * 4
+    );
 }
 
 /// Llama 4 Scout's language model (its `text_config`: the importer refuses the vision tower
