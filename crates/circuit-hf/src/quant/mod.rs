@@ -615,13 +615,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn mxfp4_blocks_and_scales_of_gpt_oss_20b() {
-        let quant = serde_json::json!({
-            "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
-                "model.embed_tokens", "lm_head"],
-            "quant_method": "mxfp4"
-        });
+    /// gpt-oss-20b's experts stored as the MXFP4 block `quant` says, with `weight_bytes`'
+    /// layout, in bf16 at TP 1.
+    fn mxfp4_experts(quant: &serde_json::Value, weight_bytes: WeightBytes) -> Built {
         let scheme = scheme::parse(
             "gpt-oss-20b/config.json",
             "quantization_config",
@@ -635,9 +631,19 @@ mod tests {
             planned: Dtype::Bfloat16,
             kv: KvCacheDtype::Auto,
             scheme: Some(&scheme),
-            weight_bytes: WeightBytes::Checkpoint,
+            weight_bytes,
         };
-        let built = storage.build(gpt_oss_experts(), 1).unwrap();
+        storage.build(gpt_oss_experts(), 1).unwrap()
+    }
+
+    #[test]
+    fn mxfp4_blocks_and_scales_of_gpt_oss_20b() {
+        let quant = serde_json::json!({
+            "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                "model.embed_tokens", "lm_head"],
+            "quant_method": "mxfp4"
+        });
+        let built = mxfp4_experts(&quant, WeightBytes::Checkpoint);
         // transformers mxfp4.py: `<param>_blocks` u8 [E, out, in / 32, 16] and `_scales` u8
         // [E, out, in / 32]; the biases stay bf16 [E, out]. Per layer: gate_up 32 x 5760 x
         // (1440 + 90) + 32 x 5760 x 2, down 32 x 2880 x (1440 + 90) + 32 x 2880 x 2:
@@ -677,22 +683,7 @@ mod tests {
     #[test]
     fn mxfp4_experts_as_vllm_holds_them_after_loading() {
         let quant = serde_json::json!({"quant_method": "mxfp4"});
-        let scheme = scheme::parse(
-            "gpt-oss-20b/config.json",
-            "quantization_config",
-            quant.as_object().unwrap(),
-            None,
-            Dtype::Bfloat16,
-        )
-        .unwrap();
-        let storage = Storage {
-            origin: "gpt-oss-20b/config.json",
-            planned: Dtype::Bfloat16,
-            kv: KvCacheDtype::Auto,
-            scheme: Some(&scheme),
-            weight_bytes: WeightBytes::VllmLoaded,
-        };
-        let built = storage.build(gpt_oss_experts(), 1).unwrap();
+        let built = mxfp4_experts(&quant, WeightBytes::VllmLoaded);
         assert_eq!(built.circuit.weight_bytes(), 11_010_539_520);
         let held: Vec<(&str, String)> = built
             .circuit
