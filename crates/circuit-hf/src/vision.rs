@@ -6,7 +6,7 @@
 //!
 //! Each tensor also carries how vLLM 0.19 splits it over tensor-parallel ranks ([`Split`], from
 //! the layer class the model's vLLM code builds it with), so a rank's tower is its share
-//! ([`VisionTower::shard`]).
+//! (`shard_tower` in `parallel.rs`).
 //!
 //! Invariants: every key of `vision_config` is read, known to leave memory unchanged, or
 //! refused (an unknown key is refused), as for the language model's keys; every size is at
