@@ -404,6 +404,11 @@ fn import_text(text: &str, origin: &str, parallel: Parallel) -> Result<ParallelI
     import_parallel(text, origin, &options, &[])
 }
 
+/// The checkpoint `data/checkpoints/<name>` imported for `parallel`.
+fn import_checkpoint(name: &str, parallel: Parallel) -> Result<ParallelImport, HfError> {
+    import_text(&checkpoint(name), &format!("{name}/config.json"), parallel)
+}
+
 /// The bytes the vision tower adds to each rank of `parallel`: the multimodal config's ranks
 /// minus those of its `text_config` alone.
 fn tower_per_rank(text: &str, parallel: Parallel) -> Vec<u64> {
@@ -507,13 +512,7 @@ fn a_clip_tower_shards_and_refuses_heads_the_ranks_do_not_divide() {
 /// ranks keep every group's scales.
 #[test]
 fn quantized_checkpoints_shard_their_scales_as_vllm_loads_them() {
-    let at = |name: &str, tp: u64| {
-        import_text(
-            &checkpoint(name),
-            &format!("{name}/config.json"),
-            layout(tp, 1, 1, false),
-        )
-    };
+    let at = |name: &str, tp: u64| import_checkpoint(name, layout(tp, 1, 1, false));
     let fp8 = at("llama-3.1-8b-instruct-fp8-dynamic", 2).unwrap();
     let per_rank = fp8.imports[0].circuit.weight_bytes();
     assert_eq!(
@@ -548,12 +547,7 @@ fn quantized_checkpoints_shard_their_scales_as_vllm_loads_them() {
 /// at EP 4 counts 8 of the 32 experts; the router still scores all 32.
 #[test]
 fn gpt_oss_expert_parallel_ranks_hold_their_experts() {
-    let p = import_text(
-        &checkpoint("gpt-oss-20b"),
-        "gpt-oss-20b/config.json",
-        layout(4, 1, 1, true),
-    )
-    .unwrap();
+    let p = import_checkpoint("gpt-oss-20b", layout(4, 1, 1, true)).unwrap();
     let tensors = p.imports[0].circuit.tensors();
     let experts: Vec<u64> = tensors
         .values()
@@ -572,12 +566,7 @@ fn gpt_oss_expert_parallel_ranks_hold_their_experts() {
 
 /// Weight bytes of every rank of gpt-oss-20b under `parallel`.
 fn gpt_oss_ranks(parallel: Parallel) -> Vec<u64> {
-    let p = import_text(
-        &checkpoint("gpt-oss-20b"),
-        "gpt-oss-20b/config.json",
-        parallel,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let p = import_checkpoint("gpt-oss-20b", parallel).unwrap_or_else(|e| panic!("{e}"));
     p.rank_shape
         .iter()
         .map(|&s| p.imports[s].circuit.weight_bytes())
@@ -633,12 +622,7 @@ fn gpt_oss_mxfp4_experts_as_vllm_loads_them_on_an_h100() {
 /// too (the kernels run the padded weights).
 #[test]
 fn gpt_oss_expert_tensors_of_a_tp_4_rank() {
-    let p = import_text(
-        &checkpoint("gpt-oss-20b"),
-        "gpt-oss-20b/config.json",
-        layout(4, 1, 1, false),
-    )
-    .unwrap();
+    let p = import_checkpoint("gpt-oss-20b", layout(4, 1, 1, false)).unwrap();
     let circuit = &p.imports[0].circuit;
     let held: Vec<(String, Vec<u64>, String)> = circuit
         .tensors()
