@@ -167,6 +167,7 @@ fn stage_circuits(
     // config gives neither its vocabulary nor its context length).
     let first = &sharded.imports[0];
     let model = ModelFacts {
+        architecture: first.architecture.to_owned(),
         max_position_embeddings: first.max_position_embeddings,
         longest_max_model_len: first.context.longest,
         default_max_model_len: first.context.default,

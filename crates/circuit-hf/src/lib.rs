@@ -65,6 +65,10 @@ pub struct Import {
     pub circuit: Circuit,
     /// The model type.
     pub model_type: ModelType,
+    /// The class an engine resolves the config to: the multimodal wrapper's
+    /// (`Llama4ForConditionalGeneration`), else the causal LM's (`GptOssForCausalLM`). Engines
+    /// key per-model settings by it (vLLM 0.19's `MODELS_CONFIG_MAP`).
+    pub architecture: &'static str,
     /// Keys of the file whose values shaped the circuit, in reading order.
     pub keys_read: Vec<String>,
     /// Keys of the file that did not: known to leave memory unchanged, or without effect in
@@ -232,6 +236,9 @@ pub(crate) fn import_shaped(
         .map(|b| Import {
             circuit: b.circuit,
             model_type,
+            architecture: unwrapped
+                .as_ref()
+                .map_or(model_type.causal_lm_class(), |u| u.wrapper.class),
             keys_read: keys_read.clone(),
             keys_ignored: keys_ignored.clone(),
             defaults: defaults.clone(),

@@ -27,7 +27,7 @@ pub(crate) struct Wrapper {
     /// The top-level `model_type`.
     pub name: &'static str,
     /// The class `architectures` must name.
-    class: &'static str,
+    pub class: &'static str,
     /// The model types `text_config` may name; the first is the class's default when it
     /// names none.
     pub text: &'static [ModelType],

@@ -294,6 +294,10 @@ pub struct NonTorchFacts {
 pub struct CudaGraphFacts {
     /// The largest captured size, an expression (over `tokens`, `max_num_seqs`, ...).
     pub max_capture_size: String,
+    /// Models whose class sets its own largest captured size (vLLM's per-class config
+    /// updates), by the class the engine resolves ([`ModelFacts::architecture`]).
+    #[serde(default)]
+    pub architecture: Vec<ArchitectureCaptureSize>,
     /// The candidate sizes, as ranges, each clipped at `max_capture_size`.
     pub capture_sizes: Vec<SizeRange>,
     /// The modes captured, each with the sizes it keeps.
@@ -304,6 +308,16 @@ pub struct CudaGraphFacts {
     pub per_capture_bytes: String,
     /// The smallest per-capture figure the engine uses.
     pub min_per_capture_bytes: u64,
+}
+
+/// A model class's own largest captured size.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchitectureCaptureSize {
+    /// The class, as `architectures` names it (`GptOssForCausalLM`).
+    pub name: String,
+    /// Its largest captured size, an expression replacing `max_capture_size`.
+    pub max_capture_size: String,
 }
 
 /// Sizes `start, start + step, ...` up to `stop` (None: up to the largest captured size).
@@ -423,8 +437,11 @@ pub struct RunSettings {
 }
 
 /// What the profile needs of the model beyond its circuits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelFacts {
+    /// The class the engine resolves the config to (`architectures`: `LlamaForCausalLM`,
+    /// `Llama4ForConditionalGeneration`); the engine file keys per-class settings by it.
+    pub architecture: String,
     /// `max_position_embeddings`: the default max model length, and the rotary cache's rows.
     pub max_position_embeddings: u64,
     /// The longest max model length the engine accepts: `max_position_embeddings` extended by
@@ -952,7 +969,7 @@ impl EngineProfile {
             .ok_or_else(|| overflow("non-KV bytes"))?;
         names.push(("kernel_launches", kernel_launches));
         let cuda_graph = match shape.execution {
-            Execution::Compiled => self.cuda_graph(&names)?,
+            Execution::Compiled => self.cuda_graph(&cfg.architecture, &names)?,
             // vLLM's --enforce-eager sets cudagraph_mode NONE and profiles no capture
             // (config/vllm.py; gpu_worker.py determine_available_memory skips
             // profile_cudagraph_memory under enforce_eager).
@@ -983,18 +1000,30 @@ impl EngineProfile {
     }
 
     /// The CUDA-graph estimate: the capture sizes of each mode (the engine file's ranges
-    /// clipped at the largest captured size and at the mode's largest), then the first
-    /// capture once plus each further capture of every mode.
-    fn cuda_graph(&self, names: &[(&str, u64)]) -> Result<CudaGraphEstimate, EngineError> {
+    /// clipped at the largest captured size, the model class's own when the file gives one,
+    /// and at the mode's largest), then the first capture once plus each further capture of
+    /// every mode.
+    fn cuda_graph(
+        &self,
+        architecture: &str,
+        names: &[(&str, u64)],
+    ) -> Result<CudaGraphEstimate, EngineError> {
         let facts = &self.file.cuda_graph;
         let overflow = || EngineError::Overflow {
             what: "CUDA-graph estimate".to_owned(),
         };
-        let max = self.eval(
-            "cuda_graph.max_capture_size",
-            &facts.max_capture_size,
-            names,
-        )?;
+        let max = match facts.architecture.iter().find(|a| a.name == architecture) {
+            Some(own) => self.eval(
+                &format!("cuda_graph.architecture.{}.max_capture_size", own.name),
+                &own.max_capture_size,
+                names,
+            )?,
+            None => self.eval(
+                "cuda_graph.max_capture_size",
+                &facts.max_capture_size,
+                names,
+            )?,
+        };
         let mut sizes: Vec<u64> = Vec::new();
         for r in &facts.capture_sizes {
             if r.step == 0 {

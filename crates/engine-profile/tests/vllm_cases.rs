@@ -62,6 +62,7 @@ fn config(path: &str) -> &'static str {
 /// The model's sizes as the importer read them (config.json's values or the class defaults).
 fn facts(import: &circuit_hf::Import) -> ModelFacts {
     ModelFacts {
+        architecture: import.architecture.to_owned(),
         max_position_embeddings: import.max_position_embeddings,
         longest_max_model_len: import.context.longest,
         default_max_model_len: import.context.default,
@@ -729,6 +730,14 @@ fn gpt_oss_alternating_layers_make_two_groups() {
     assert_eq!(
         s.workers[0].weights,
         circuits[0].weight_bytes() + 131_072 * 64 * 4
+    );
+    // gpt-oss's class raises the largest captured size to 1024 (models/config.py
+    // GptOssForCausalLMConfig): [1, 2, 4] + 8..=248 by 8 + 256..=1024 by 16 = 3 + 31 + 49 = 83
+    // sizes in both modes ("from 67 to 83" graphs), where Llama captures 51.
+    assert_eq!(run.model.architecture, "GptOssForCausalLM");
+    assert_eq!(
+        s.workers[0].cuda_graph.captures,
+        [("PIECEWISE".to_owned(), 83), ("FULL".to_owned(), 83)]
     );
 }
 
