@@ -173,6 +173,10 @@ pub(crate) fn import_shaped(
     if let Some(u) = &unwrapped {
         arch.tensor_prefix = u.wrapper.prefix;
         let tower = u.tower(origin, &top, arch.hidden)?;
+        let tower = match weight_bytes {
+            quant::WeightBytes::Checkpoint => tower,
+            quant::WeightBytes::VllmLoaded => tower.into_vllm_build(),
+        };
         arch.vision = (!options.language_model_only).then_some(tower);
     }
     let storage = quant::Storage {

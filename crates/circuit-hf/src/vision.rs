@@ -56,9 +56,36 @@ pub(crate) struct VisionTower {
     pub once: Vec<Held>,
     pub layer: Vec<Held>,
     pub layers: u64,
+    /// The encoder layers vLLM 0.19 builds and loads: LLaVA's and Mistral 3's towers only up
+    /// to the deepest `vision_feature_layer` (`init_vision_tower_for_llava`,
+    /// `init_vision_tower_for_mistral3`: `num_hidden_layers_override`), the others all.
+    pub vllm_layers: u64,
+    /// `once` tensors vLLM 0.19 builds no parameter for (LLaVA's CLIP `post_layernorm`:
+    /// `require_post_norm=False`, llava.py).
+    pub vllm_skips: Vec<String>,
 }
 
 impl VisionTower {
+    /// A tower of `layers` encoder layers that vLLM builds whole.
+    fn whole(once: Vec<Held>, layer: Vec<Held>, layers: u64) -> VisionTower {
+        VisionTower {
+            once,
+            layer,
+            layers,
+            vllm_layers: layers,
+            vllm_skips: Vec::new(),
+        }
+    }
+
+    /// The tower as vLLM 0.19 holds it after loading: its layers up to the deepest feature
+    /// layer, without the tensors it skips (the checkpoint's other tensors are not loaded).
+    pub fn into_vllm_build(mut self) -> VisionTower {
+        self.layers = self.vllm_layers;
+        let skips = std::mem::take(&mut self.vllm_skips);
+        self.once.retain(|h| !skips.contains(&h.tensor));
+        self
+    }
+
     /// Parameters of the whole tower (every layer), checked.
     pub fn params(&self) -> Option<u64> {
         let sum = |held: &[Held]| {
@@ -305,11 +332,7 @@ pub(crate) fn llama4(
         layer.push(held("layer_norm", format!("{l}.{norm}.weight"), &[hidden]));
         layer.push(held("layer_norm", format!("{l}.{norm}.bias"), &[hidden]));
     }
-    let tower = VisionTower {
-        once,
-        layer,
-        layers,
-    };
+    let tower = VisionTower::whole(once, layer, layers);
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
 }
@@ -428,11 +451,11 @@ pub(crate) fn siglip_gemma3(
             &[hidden],
         ),
     ]);
-    let tower = VisionTower {
+    let tower = VisionTower::whole(
         once,
-        layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
+        vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
         layers,
-    };
+    );
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
 }
@@ -587,26 +610,33 @@ fn top_bad(origin: &str, key: &str, expected: &str, v: &Value) -> HfError {
 
 /// The top-level keys of a LLaVA-style two-layer projector (LLaVA, Mistral 3).
 struct Projector {
-    /// `vision_feature_layer`: an index selects one layer's features, a list concatenates
-    /// that many, which widens `linear_1`'s input.
-    feature_layers: u64,
+    /// `vision_feature_layer`: the encoder layers whose features feed the projector (an
+    /// index, or a list concatenated, which widens `linear_1`'s input); `None` when absent.
+    feature_layer: Option<Vec<i64>>,
     /// `multimodal_projector_bias`.
     bias: bool,
 }
 
 impl Projector {
     fn read(origin: &str, top: &Map<String, Value>, bias_default: bool) -> Result<Self, HfError> {
-        let feature_layers = match top.get("vision_feature_layer") {
-            None | Some(Value::Number(_)) => 1,
-            Some(Value::Array(items)) if !items.is_empty() => items.len() as u64,
-            Some(v) => {
-                return Err(top_bad(
-                    origin,
-                    "vision_feature_layer",
-                    "a layer index or a non-empty list of them",
-                    v,
-                ));
-            }
+        let bad = |v: &Value| {
+            top_bad(
+                origin,
+                "vision_feature_layer",
+                "a layer index or a non-empty list of them",
+                v,
+            )
+        };
+        let feature_layer = match top.get("vision_feature_layer") {
+            None => None,
+            Some(v @ Value::Number(n)) => Some(vec![n.as_i64().ok_or_else(|| bad(v))?]),
+            Some(v @ Value::Array(items)) if !items.is_empty() => Some(
+                items
+                    .iter()
+                    .map(|i| i.as_i64().ok_or_else(|| bad(v)))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Some(v) => return Err(bad(v)),
         };
         let bias = match top.get("multimodal_projector_bias") {
             None => bias_default,
@@ -621,9 +651,44 @@ impl Projector {
             }
         };
         Ok(Projector {
-            feature_layers,
+            feature_layer,
             bias,
         })
+    }
+
+    /// The number of feature layers concatenated into `linear_1`'s input.
+    fn feature_layers(&self) -> u64 {
+        self.feature_layer.as_ref().map_or(1, |l| l.len() as u64)
+    }
+
+    /// The encoder layers vLLM 0.19 builds for a tower of `layers`: up to the deepest feature
+    /// layer (`_get_num_hidden_layers`, llava.py and mistral3.py; `get_layer_index`,
+    /// models/utils.py: a negative index counts `layers + index + 1`); `default` is the
+    /// config class's `vision_feature_layer` when the file gives none. An index outside the
+    /// tower is refused: vLLM would build layers the checkpoint does not hold.
+    fn vllm_layers(&self, origin: &str, layers: u64, default: i64) -> Result<u64, HfError> {
+        let indices = self.feature_layer.clone().unwrap_or_else(|| vec![default]);
+        let mut deepest = 0;
+        for index in indices {
+            let built = if index < 0 {
+                i128::from(layers) + i128::from(index) + 1
+            } else {
+                i128::from(index)
+            };
+            if built < 0 || built > i128::from(layers) {
+                return Err(HfError::BadValue {
+                    origin: origin.to_owned(),
+                    key: "vision_feature_layer".to_owned(),
+                    expected: format!(
+                        "an index of one of the vision tower's {layers} layers (from -{} to {layers})",
+                        layers + 1
+                    ),
+                    found: index.to_string(),
+                });
+            }
+            deepest = deepest.max(built as u64);
+        }
+        Ok(deepest)
     }
 
     /// `<p>.linear_1` `[text_hidden, features]` and `<p>.linear_2` `[text_hidden, text_hidden]`,
@@ -723,7 +788,7 @@ pub(crate) fn pixtral_mistral3(
         .and_then(|m| m.checked_mul(hidden))
         .ok_or_else(too_large)?;
     let features = hidden
-        .checked_mul(projector.feature_layers)
+        .checked_mul(projector.feature_layers())
         .ok_or_else(too_large)?;
     let v = "vision_tower";
     let p = "multi_modal_projector";
@@ -787,9 +852,9 @@ pub(crate) fn pixtral_mistral3(
         ),
     ]);
     let tower = VisionTower {
-        once,
-        layer,
-        layers,
+        // Mistral3Config's vision_feature_layer is -1 (transformers 5.25.0).
+        vllm_layers: projector.vllm_layers(origin, layers, -1)?,
+        ..VisionTower::whole(once, layer, layers)
     };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
@@ -855,7 +920,7 @@ pub(crate) fn clip_llava(
         .and_then(|p| p.checked_add(1))
         .ok_or_else(too_large)?;
     let features = hidden
-        .checked_mul(projector.feature_layers)
+        .checked_mul(projector.feature_layers())
         .ok_or_else(too_large)?;
     let v = "vision_tower.vision_model";
     let p = "multi_modal_projector";
@@ -890,6 +955,12 @@ pub(crate) fn clip_llava(
         once,
         layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
         layers,
+        // LlavaConfig's vision_feature_layer is -2 (transformers 5.25.0).
+        vllm_layers: projector.vllm_layers(origin, layers, -2)?,
+        vllm_skips: vec![
+            format!("{v}.post_layernorm.weight"),
+            format!("{v}.post_layernorm.bias"),
+        ],
     };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)

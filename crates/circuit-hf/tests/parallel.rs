@@ -449,13 +449,15 @@ fn a_vision_tower_shards_over_tensor_parallel_ranks_as_vllm_loads_it() {
     );
 }
 
-/// LLaVA's CLIP tower and projector at TP 2 (clip.py, llava.py), float16, per rank (elements):
-/// once the class embedding, patch convolution, positions and two LayerNorms whole, 1,198,080;
-/// linear_1 2,048 x 1,024 with its bias 2,048; linear_2 4,096 x 2,048 with its bias whole,
-/// 4,096; a layer two LayerNorms 4,096, q/k/v 3 x (512 x 1,024 + 512), out_proj
-/// 1,024 x 512 + 1,024, fc1 2,048 x 1,024 + 2,048, fc2 1,024 x 2,048 + 1,024 = 6,301,184, 24 of them;
-/// 325,836,800 bytes. A tower whose heads the ranks do not divide is refused, naming the
-/// tensor, as vLLM's `divide` asserts.
+/// LLaVA's CLIP tower and projector at TP 2 (clip.py, llava.py), float16, per rank (elements),
+/// as vLLM builds it: up to the deepest feature layer, 24 - 2 + 1 = 23 of the 24
+/// (`vision_feature_layer` -2, `init_vision_tower_for_llava`), and no `post_layernorm`
+/// (`require_post_norm=False`). Once the class embedding, patch convolution, positions and
+/// `pre_layrnorm` whole, 1,196,032; linear_1 2,048 x 1,024 with its bias 2,048; linear_2
+/// 4,096 x 2,048 with its bias whole, 4,096; a layer two LayerNorms 4,096, q/k/v
+/// 3 x (512 x 1,024 + 512), out_proj 1,024 x 512 + 1,024, fc1 2,048 x 1,024 + 2,048, fc2
+/// 1,024 x 2,048 + 1,024 = 6,301,184, 23 of them; 313,230,336 bytes. A tower whose heads the
+/// ranks do not divide is refused, naming the tensor, as vLLM's `divide` asserts.
 #[test]
 fn a_clip_tower_shards_and_refuses_heads_the_ranks_do_not_divide() {
     let llava = |heads: u64| {
@@ -475,7 +477,7 @@ fn a_clip_tower_shards_and_refuses_heads_the_ranks_do_not_divide() {
     };
     assert_eq!(
         tower_per_rank(&llava(16), layout(2, 1, 1, false)),
-        [325_836_800; 2]
+        [313_230_336; 2]
     );
     match import_text(&llava(12), "llava", layout(8, 1, 1, false)) {
         Err(HfError::Parallel {
@@ -500,6 +502,65 @@ fn a_clip_tower_shards_and_refuses_heads_the_ranks_do_not_divide() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// vLLM builds a LLaVA tower only up to its deepest feature layer (`get_layer_index`: a
+/// negative index counts 24 + index + 1): one CLIP layer is 12,596,224 elements (two
+/// LayerNorms 4,096, q/k/v/out 4 x (1024^2 + 1024), fc1 4096 x 1024 + 4096, fc2 1024 x 4096 +
+/// 1024), 25,192,448 bytes in float16 at TP 1, and `vision_feature_layer` [-2, -5] widens linear_1 to two feature layers, one more
+/// 1,024 x 4,096 float16 block, 8,388,608 bytes. An index outside the 24 layers is a typed
+/// error naming the key and the value. The checkpoint's own count keeps every layer.
+#[test]
+fn a_llava_tower_is_built_up_to_its_deepest_feature_layer() {
+    let llava = |feature_layer: &str| {
+        format!(
+            r#"{{
+              "model_type": "llava",
+              "text_config": {{"model_type": "llama", "torch_dtype": "float16", "vocab_size": 32064}},
+              "torch_dtype": "float16",
+              "vision_config": {{
+                "hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+                "model_type": "clip_vision_model", "num_attention_heads": 16,
+                "num_hidden_layers": 24, "patch_size": 14
+              }}{feature_layer}
+            }}"#
+        )
+    };
+    let single = layout(1, 1, 1, false);
+    let tower = |feature_layer: &str| tower_per_rank(&llava(feature_layer), single)[0];
+    let layer = 25_192_448;
+    // LlavaConfig's default is -2, as the published configs write it.
+    let default = tower("");
+    assert_eq!(tower(r#", "vision_feature_layer": -2"#), default);
+    assert_eq!(tower(r#", "vision_feature_layer": -1"#), default + layer);
+    assert_eq!(
+        tower(r#", "vision_feature_layer": 12"#),
+        default - 11 * layer
+    );
+    assert_eq!(
+        tower(r#", "vision_feature_layer": [-2, -5]"#),
+        default + 8_388_608
+    );
+    match import_text(&llava(r#", "vision_feature_layer": 25"#), "llava", single) {
+        Err(HfError::BadValue { key, found, .. }) => {
+            assert_eq!(
+                (key.as_str(), found.as_str()),
+                ("vision_feature_layer", "25")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // The checkpoint's count (the plain import) holds all 24 layers and the post_layernorm.
+    let plain = |feature_layer: &str| {
+        circuit_hf::import(&llava(feature_layer), "llava")
+            .unwrap()
+            .circuit
+            .weight_bytes()
+    };
+    assert_eq!(
+        plain(r#", "vision_feature_layer": -2"#),
+        plain(r#", "vision_feature_layer": -1"#)
+    );
 }
 
 /// Quantized checkpoints shard as vLLM loads them: each rank holds its share of every module's
