@@ -418,15 +418,16 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
     );
     outln!();
     outln!(
-        "   ranks  stage     weights  activation peak   non-torch    KV cache  CUDA graphs (est.)"
+        "   ranks  stage     weights  activation peak  (set by)   non-torch    KV cache  CUDA graphs (est.)"
     );
     for (ranks, w) in distinct_rows(&s.workers) {
         outln!(
-            "{:>8} {:>6} {:>11} {:>16} {:>11} {:>11} {:>19}",
+            "{:>8} {:>6} {:>11} {:>16} {:>9} {:>11} {:>11} {:>19}",
             ranks,
             w.pp_stage,
             gib(w.weights),
             gib(w.activation_peak),
+            w.peak_set_by().name(),
             gib(w.non_torch),
             gib(w.kv_cache),
             gib(w.cuda_graph.total)
@@ -558,6 +559,7 @@ fn json(s: &Startup) -> serde_json::Value {
                 "pp_stage": w.pp_stage,
                 "weights": w.weights,
                 "activation_peak": w.activation_peak,
+                "activation_peak_set_by": w.peak_set_by().name(),
                 "non_torch": w.non_torch,
                 "kv_cache": w.kv_cache,
                 "kv_blocks": w.blocks,

@@ -497,6 +497,12 @@ fn engine_plans_every_rank_of_a_layout() {
     // The last stage runs the sampler and receives the first stage's tensors: more peak,
     // less KV, and its blocks are the ones every worker gets.
     assert!(workers[1]["activation_peak"].as_u64() > workers[0]["activation_peak"].as_u64());
+    // The first stage's peak is its forward's; the last stage's, its sampler's.
+    let set_by: Vec<&str> = workers
+        .iter()
+        .map(|w| w["activation_peak_set_by"].as_str().unwrap())
+        .collect();
+    assert_eq!(set_by, ["forward", "sampler"]);
     let per_token_block = 16 * 16 * 8 * 128 * 2 * 2;
     let last_blocks = workers[1]["kv_cache"].as_u64().unwrap() / per_token_block;
     assert_eq!(

@@ -526,6 +526,38 @@ pub struct Worker {
     pub cuda_graph: CudaGraphEstimate,
 }
 
+/// The part of the profile run whose live bytes set a worker's activation peak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeakSetBy {
+    /// The model's forward (the planned arena and what is held beside it).
+    Forward,
+    /// The sampler after the forward (on the last pipeline stage).
+    Sampler,
+}
+
+impl PeakSetBy {
+    /// The lowercase name the CLI prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            PeakSetBy::Forward => "forward",
+            PeakSetBy::Sampler => "sampler",
+        }
+    }
+}
+
+impl Worker {
+    /// Which part of the profile run sets the activation peak: the forward's live and held
+    /// bytes or the sampler's, whichever is larger (the forward on a tie); the persistent
+    /// bytes lie under both.
+    pub fn peak_set_by(&self) -> PeakSetBy {
+        if self.forward_live.saturating_add(self.forward_held) >= self.sampler_live {
+            PeakSetBy::Forward
+        } else {
+            PeakSetBy::Sampler
+        }
+    }
+}
+
 /// Whether the engine starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {

@@ -10,8 +10,8 @@
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
 use engine_profile::{
-    EngineError, EngineProfile, LayerKind, ModelFacts, ProfileTexts, RunSettings, StageCircuit,
-    Startup, Verdict,
+    EngineError, EngineProfile, LayerKind, ModelFacts, PeakSetBy, ProfileTexts, RunSettings,
+    StageCircuit, Startup, Verdict,
 };
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -278,6 +278,16 @@ fn all_eight_cases_against_the_issue_bounds() {
             * case["pipeline_parallel_size"].as_u64().unwrap();
         assert_eq!(startup.workers.len() as u64, workers, "{name}");
         assert_eq!(startup.verdict, Verdict::Starts, "{name}");
+        // Only a first pipeline stage, which runs no sampler, has its peak set by the
+        // forward; every other worker of the eight, by the sampler.
+        for w in &startup.workers {
+            let expect = if w.sampler_live == 0 {
+                PeakSetBy::Forward
+            } else {
+                PeakSetBy::Sampler
+            };
+            assert_eq!(w.peak_set_by(), expect, "{name} rank {}", w.rank);
+        }
         let w = &startup.workers[0];
         report.push_str(&format!(
             "{name} (worker 0: forward {} sampler {} persistent {} non-torch {} kernel launches {}):\n",
