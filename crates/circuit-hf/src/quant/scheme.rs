@@ -975,8 +975,16 @@ pub(crate) const ONLINE_FP8_KEY: &str = "--quantization fp8 (on the fly)";
 /// with `scaled_fp8_quant(weight, scale=None)` (dynamic, per tensor) and keeps the e4m3
 /// weight and one f32 `weight_scale`, setting `input_scale = None`. Embeddings and lm_head are
 /// not `LinearBase` (VocabParallelEmbedding / ParallelLMHead) and stay in the model dtype;
-/// MoE routers are built without a quant config. Routed experts (`Fp8OnlineMoEMethod`: one
-/// scale per expert over the fused w13) are refused: that fusion is not laid out here.
+/// MoE routers are built without a quant config. Routed experts get `Fp8OnlineMoEMethod`,
+/// which quantizes each expert's fused `w13_weight` [2 x ffn, hidden] and `w2_weight`
+/// [hidden, ffn] with `scaled_fp8_quant` into e4m3 and keeps one f32 scale per expert for
+/// each (`w13_weight_scale`, `w2_weight_scale` [E]). On an H100 the MoE backend that takes
+/// that scheme (e4m3 per-tensor weights, dynamic per-tensor activations) is Triton
+/// (`fused_moe/oracle/fp8.py` `select_fp8_moe_backend`: the FlashInfer backends need static
+/// activation scales or sm100, DeepGEMM block scales, and vLLM's CUTLASS is not allowed for
+/// it), whose `convert_to_fp8_moe_kernel_format` keeps the layout. Per module here: a
+/// checkpoint that stores gate and up apart gets a scale for each, one f32 per expert more
+/// than vLLM's fused w13 (docs/quantization.md).
 pub(crate) fn online_fp8(origin: &str) -> Scheme {
     Scheme {
         desc_act: false,
@@ -995,17 +1003,14 @@ pub(crate) fn online_fp8(origin: &str) -> Scheme {
             },
             kinds: Kinds {
                 linear: true,
-                expert: false,
+                expert: true,
                 lm_head: false,
                 router: false,
             },
             skip: Patterns::new(Vec::new()),
             only: None,
         },
-        unknown: Some((
-            Kind::Expert,
-            "vLLM's on-the-fly fp8 of routed experts (Fp8OnlineMoEMethod) keeps one scale per expert over the fused gate/up weight, which is not modelled",
-        )),
+        unknown: None,
     }
 }
 
