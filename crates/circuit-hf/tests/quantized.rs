@@ -662,6 +662,43 @@ fn online_fp8_quantizes_routed_experts_per_expert() {
     assert_eq!((q.quantized, q.linear), (48 * 7, 48 * 8 + 1));
 }
 
+/// Llama 4 stores each layer's experts as two fused parameters, `feed_forward.experts.
+/// gate_up_proj` [16, 5120, 16384] and `down_proj` [16, 8192, 5120]: on-the-fly fp8 keeps them
+/// e4m3 under their own names with a companion `<param>_scale` of one f32 per expert, as
+/// vLLM's w13_weight_scale and w2_weight_scale [16]. Scout's language model, 48 layers: q and
+/// o 5120 x 5120, k and v 1024 x 5120, the shared expert's gate, up and down 8192 x 5120 and
+/// the 16 experts' 3 x 8192 x 5120 each, 2,202,009,600 parameters, drop a byte each; the
+/// layer gains 4 + 3 + 2 x 16 f32 scales. The router stays bf16.
+#[test]
+fn online_fp8_keeps_fused_expert_parameters_under_their_names() {
+    let (config, _) = checkpoint("llama-4-scout-17b-16e-instruct");
+    let mut text_only = ImportOptions::default();
+    text_only.language_model_only = true;
+    let mut fp8_options = online_fp8();
+    fp8_options.language_model_only = true;
+    let bf16 = circuit_hf::import_with(&config, "scout/config.json", &text_only, &[]).unwrap();
+    let fp8 = circuit_hf::import_with(&config, "scout/config.json", &fp8_options, &[]).unwrap();
+    let layers = 48u64;
+    assert_eq!(
+        fp8.circuit.weight_bytes(),
+        bf16.circuit.weight_bytes() - layers * 2_202_009_600 + layers * (4 + 3 + 2 * 16) * 4
+    );
+    let names: Vec<&str> = fp8
+        .circuit
+        .tensors()
+        .values()
+        .map(|t| t.name.as_str())
+        .collect();
+    for name in [
+        "language_model.model.layers.0.feed_forward.experts.gate_up_proj",
+        "language_model.model.layers.0.feed_forward.experts.gate_up_proj_scale",
+        "language_model.model.layers.0.feed_forward.experts.down_proj_scale",
+        "language_model.model.layers.0.self_attn.q_proj.weight_scale",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+}
+
 #[test]
 fn online_fp8_refuses_what_it_does_not_model() {
     let (w4a16, _) = checkpoint("llama-3.1-8b-instruct-w4a16");

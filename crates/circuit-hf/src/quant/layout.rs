@@ -56,8 +56,13 @@ impl Size {
 pub(crate) enum Name {
     /// `<module>.<name>`: a parameter of the quantized module (`qweight`, `weight_scale`).
     Sibling(&'static str),
-    /// `<module>.<param><suffix>`: a companion of the parameter (`gate_up_proj_blocks`).
+    /// `<module>.<param><suffix>`: a companion of a fused expert parameter, which a format
+    /// stores for those only (transformers' MXFP4: `gate_up_proj_blocks`).
     Suffix(&'static str),
+    /// `<module>.<param><suffix>`: the parameter itself (suffix "") or a companion named after
+    /// it, for a module's `weight` (`weight`, `weight_scale`) as for a fused expert parameter
+    /// (`gate_up_proj`, `gate_up_proj_scale`).
+    Param(&'static str),
 }
 
 /// One tensor a format stores for a quantized module.
@@ -85,6 +90,18 @@ impl Stored {
     ) -> Stored {
         Stored {
             name: Name::Suffix(suffix),
+            shape,
+            format: format.into(),
+        }
+    }
+
+    pub(crate) fn param(
+        suffix: &'static str,
+        shape: Vec<Size>,
+        format: impl Into<String>,
+    ) -> Stored {
+        Stored {
+            name: Name::Param(suffix),
             shape,
             format: format.into(),
         }
@@ -138,9 +155,10 @@ pub(crate) struct Original<'a> {
 }
 
 impl Layout {
-    /// Whether the stored tensors are named after the parameter (`<param>_blocks`), as
-    /// gpt-oss's fused expert tensors are, rather than after the module.
-    pub(crate) fn names_by_parameter(&self) -> bool {
+    /// Whether the format stores companions of fused expert parameters only
+    /// (`<param>_blocks`, as gpt-oss's fused expert tensors are), so a module's `weight` is
+    /// outside it.
+    pub(crate) fn fused_parameters_only(&self) -> bool {
         self.tensors
             .iter()
             .any(|t| matches!(t.name, Name::Suffix(_)))
@@ -177,11 +195,11 @@ impl Layout {
             }
             let tensor = match stored.name {
                 Name::Sibling(s) => format!("{module}.{s}"),
-                Name::Suffix(s) => format!("{module}.{param}{s}"),
+                Name::Suffix(s) | Name::Param(s) => format!("{module}.{param}{s}"),
             };
             let local = match stored.name {
                 Name::Sibling(s) => format!("{}_{s}", w.name),
-                Name::Suffix(s) => format!("{}{s}", w.name),
+                Name::Suffix(s) | Name::Param(s) => format!("{}{s}", w.name),
             };
             let mut decl = WeightDecl::new(local, shape, stored.format.clone()).tensor(tensor);
             decl.count = w.count.clone();

@@ -495,7 +495,7 @@ impl Cx<'_> {
                         ),
                     })?;
                 let (module, param) = split_tensor(tensor);
-                if param == "weight" && layout.names_by_parameter() {
+                if param == "weight" && layout.fused_parameters_only() {
                     return Err(HfError::Contradiction {
                         origin: self.origin.to_owned(),
                         message: format!(

@@ -995,9 +995,12 @@ pub(crate) fn online_fp8(origin: &str) -> Scheme {
         summary: "e4m3 weights quantized at load, one f32 scale per tensor".to_owned(),
         rule: Rule::Uniform {
             layout: Layout {
+                // Named after the parameter: `weight` and `weight_scale` for a module, and
+                // for the fused expert parameters Llama 4 stores (`experts.gate_up_proj`),
+                // `gate_up_proj` and `gate_up_proj_scale`.
                 tensors: vec![
-                    Stored::new("weight", vec![Size::Out, Size::In], "fp8"),
-                    Stored::new("weight_scale", vec![Size::Lit(1)], "f32"),
+                    Stored::param("", vec![Size::Out, Size::In], "fp8"),
+                    Stored::param("_scale", vec![Size::Lit(1)], "f32"),
                 ],
                 bias: Bias::Keep,
             },
