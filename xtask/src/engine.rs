@@ -155,11 +155,21 @@ fn stage_circuits(
     let sharded = circuit_hf::import_parallel(text, origin, options, side)?;
     let p = options.parallel;
     // The engine profile takes one circuit per stage: ranks of a stage must hold the same
-    // shapes, which expert parallelism with uneven expert counts and data parallelism break.
-    if p.dp != 1 || p.expert_parallel || sharded.imports.len() as u64 != p.pp {
+    // shapes. Data parallelism makes an engine per replica with all-to-all MoE kernels
+    // (fused_moe/config.py use_all2all_kernels: dp_size > 1 and use_ep), which are not
+    // modelled. Expert parallelism alone keeps the tokens on every rank, each rank running its
+    // own experts before the all-reduce, so its ranks are alike when the experts divide.
+    if p.dp != 1 {
         return Err(format!(
-            "--engine with --data-parallel-size {} and --enable-expert-parallel {}: the engine profile models tensor- and pipeline-parallel layouts whose ranks of a stage are alike; give --data-parallel-size 1 without --enable-expert-parallel",
-            p.dp, p.expert_parallel
+            "{origin}: --engine with --data-parallel-size {}: the engine profile models tensor- and pipeline-parallel layouts (with --enable-expert-parallel), not data-parallel replicas and their all-to-all kernels; give --data-parallel-size 1",
+            p.dp
+        )
+        .into());
+    }
+    if sharded.imports.len() as u64 != p.pp {
+        return Err(format!(
+            "{origin}: --engine with --enable-expert-parallel over {} ranks: the experts do not divide evenly, so the ranks of a stage hold different experts, and the engine profile models ranks of a stage that are alike; give a tensor-parallel size that divides the experts",
+            p.tp
         )
         .into());
     }

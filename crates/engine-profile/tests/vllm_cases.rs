@@ -981,3 +981,39 @@ fn a_vision_encoder_is_predicted_only_when_its_profile_is_skipped() {
         text_only.workers[0].cuda_graph
     );
 }
+
+/// Expert parallelism without data parallelism (`--enable-expert-parallel`, DP 1): every rank
+/// keeps all 8,192 tokens and runs its own experts whole before the all-reduce (vLLM 0.19's
+/// all-to-all kernels need DP > 1, fused_moe/config.py `use_all2all_kernels`). Mixtral-8x7B
+/// at TP 2: a rank holds 4 of the 8 experts at their full 14,336 intermediate size instead of
+/// all 8 at half, the same bytes; but the Triton MoE workspaces are sized from the rank's
+/// intermediate size, so they double: tokens x top-2 x (max(2 x 14,336, 4,096) +
+/// max(14,336, 4,096)) x 2 bytes = 1,409,286,144, against 704,643,072 at TP 2, beside the
+/// 32 MiB cuBLAS workspace.
+#[test]
+fn expert_parallelism_keeps_the_weights_and_widens_the_moe_workspaces() {
+    let profile = profile();
+    let path = "models/mixtral-8x7b-v0.1/config.json";
+    let layout = |expert_parallel: bool| {
+        let mut options = ImportOptions::default();
+        options.parallel = Parallel {
+            tp: 2,
+            pp: 1,
+            dp: 1,
+            expert_parallel,
+        };
+        let sharded = circuit_hf::import_parallel(config(path), path, &options, &[]).unwrap();
+        assert_eq!(sharded.imports.len(), 1, "the two ranks are alike");
+        let run = h100_run(2, 1, facts(&sharded.imports[0]));
+        let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+        profile
+            .predict_layout(&StageCircuit::in_order(&circuits), &run)
+            .unwrap()
+    };
+    let (tp, ep) = (layout(false), layout(true));
+    let cublas = 32 << 20;
+    assert_eq!(tp.workers[0].persistent, cublas + 704_643_072);
+    assert_eq!(ep.workers[0].persistent, cublas + 1_409_286_144);
+    assert_eq!(ep.workers[0].weights, tp.workers[0].weights);
+    assert_eq!(ep.verdict, Verdict::Starts);
+}
