@@ -59,6 +59,23 @@ pub struct EngineArgs {
     #[arg(long, requires = "engine")]
     pub enforce_eager: bool,
 
+    /// With --engine: vLLM's prefix caching (on by default in vLLM 0.19 for attention-only
+    /// models), accepted so a `vllm serve` command line can be given as it is. It changes no
+    /// byte of the prediction: the profile run and the KV sizing do not depend on it. On a
+    /// model with recurrent state (Qwen3-Next), where vLLM leaves it off by default, asking for
+    /// it is refused: vLLM would then keep the state per block, which is not modelled.
+    ///
+    /// Example: --enable-prefix-caching
+    #[arg(long, requires = "engine", overrides_with = "no_enable_prefix_caching")]
+    pub enable_prefix_caching: bool,
+
+    /// With --engine: vLLM's flag turning prefix caching off; no effect on the prediction
+    /// (see --enable-prefix-caching).
+    ///
+    /// Example: --no-enable-prefix-caching
+    #[arg(long, requires = "engine", overrides_with = "enable_prefix_caching")]
+    pub no_enable_prefix_caching: bool,
+
     /// With --hf-config: quantization applied while loading an unquantized checkpoint (none or
     /// fp8, vLLM's on-the-fly FP8); a checkpoint's own quantization comes from its config.
     ///
@@ -244,6 +261,22 @@ pub fn run_plan(
         model,
     };
     let startup = predict(&profile, &circuits, &run)?;
+    // Asked for explicitly, prefix caching on a model with recurrent state switches vLLM's
+    // Mamba cache to per-block states (models/config.py: mamba_cache_mode "all" or "align",
+    // mamba_block_size = block_size), a layout not modelled; by default vLLM leaves it off for
+    // such models (config/model.py is_prefix_caching_supported).
+    let recurrent = startup
+        .kv_layout
+        .groups
+        .iter()
+        .any(|g| g.kind == engine_profile::LayerKind::Recurrent);
+    if engine.enable_prefix_caching && recurrent {
+        return Err(format!(
+            "{}: --enable-prefix-caching on a model with recurrent state: vLLM then keeps the state per block (mamba_cache_mode \"align\" or \"all\"), which is not modelled; drop the flag (vLLM's default leaves prefix caching off for this model)",
+            files.origin
+        )
+        .into());
+    }
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)?;
     match args.format {
         OutputFormat::Table => {

@@ -519,6 +519,14 @@ fn engine_plans_every_rank_of_a_layout() {
         "{}",
         stdout(&tp)
     );
+    // vLLM's prefix-caching flags are taken as a `vllm serve` line gives them and change no
+    // byte: the eight logs ran with --no-enable-prefix-caching, the default is on.
+    let plain = xtask(&[&base[..], &["--format", "json"]].concat());
+    for flag in ["--no-enable-prefix-caching", "--enable-prefix-caching"] {
+        let with = xtask(&[&base[..], &[flag, "--format", "json"]].concat());
+        assert!(with.status.success(), "{flag}: {}", stderr(&with));
+        assert_eq!(stdout(&with), stdout(&plain), "{flag}");
+    }
     // --quantization fp8 loads the linears in e4m3: 8.49 GiB, as vLLM printed.
     let fp8 = xtask(&[&base[..], &["--quantization", "fp8", "--format", "json"]].concat());
     assert!(fp8.status.success(), "{}", stderr(&fp8));
