@@ -59,6 +59,14 @@ pub struct EngineArgs {
     #[arg(long, requires = "engine")]
     pub enforce_eager: bool,
 
+    /// With --engine: tokens per KV-cache block (vLLM's --block-size) [default: as the engine
+    /// picks it, 16 for vLLM 0.19's FlashAttention]. A model with recurrent state raises it
+    /// until an attention page holds a state, as vLLM does.
+    ///
+    /// Example: --block-size 32
+    #[arg(long, value_name = "TOKENS", requires = "engine")]
+    pub block_size: Option<u64>,
+
     /// With --engine: vLLM's prefix caching (on by default in vLLM 0.19 for attention-only
     /// models), accepted so a `vllm serve` command line can be given as it is. It changes no
     /// byte of the prediction: the profile run and the KV sizing do not depend on it. On a
@@ -258,6 +266,7 @@ pub fn run_plan(
         max_model_len: args.max_model_len,
         skip_mm_profiling: engine.skip_mm_profiling,
         enforce_eager: engine.enforce_eager,
+        block_size: engine.block_size,
         model,
     };
     let startup = predict(&profile, &circuits, &run)?;
@@ -675,6 +684,7 @@ pub fn bench() -> Result<(), CliError> {
             max_model_len: case["max_model_len"].as_u64(),
             skip_mm_profiling: false,
             enforce_eager: false,
+            block_size: None,
             model,
         };
         let s = predict(&profile, &circuits, &run)?;

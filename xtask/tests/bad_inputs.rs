@@ -324,8 +324,8 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("pack-"), 9);
     assert_eq!(count("bench-"), 2);
     assert_eq!(count("huge-"), 7);
-    assert_eq!(count("engine-"), 4);
-    assert_eq!(cases.len(), 150);
+    assert_eq!(count("engine-"), 5);
+    assert_eq!(cases.len(), 151);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())

@@ -203,11 +203,13 @@ fn cache_layers(
 
 impl EngineProfile {
     /// The KV-cache layout of `stages` (one circuit per pipeline stage) at `max_model_len`
-    /// with `tokens` batched tokens.
+    /// with `tokens` batched tokens and `block_size` tokens per block (before a model with
+    /// recurrent state raises it).
     pub(crate) fn kv_layout(
         &self,
         stages: &[StageCircuit<'_>],
         model: &ModelFacts,
+        block_size: u64,
         max_model_len: u64,
         tokens: u64,
     ) -> Result<KvLayout, EngineError> {
@@ -217,7 +219,7 @@ impl EngineProfile {
             return Ok(KvLayout {
                 groups: Vec::new(),
                 stage_block_bytes: Vec::new(),
-                token_block_size: facts.block_size,
+                token_block_size: block_size,
                 blocks_per_request: 0,
             });
         };
@@ -231,7 +233,7 @@ impl EngineProfile {
         let base = [
             ("max_model_len", max_model_len),
             ("tokens", tokens),
-            ("block_size", facts.block_size),
+            ("block_size", block_size),
         ];
 
         // Recurrent layers: vLLM raises the attention block size until an attention page holds
@@ -247,7 +249,7 @@ impl EngineProfile {
             .filter(|l| l.kind != LayerKind::Recurrent)
             .map(|l| l.bytes)
             .collect();
-        let mut attention_block = facts.block_size;
+        let mut attention_block = block_size;
         let mut recurrent_spec = None;
         if let Some(&state) = recurrent.first() {
             if !facts.hybrid_manager {
@@ -336,7 +338,7 @@ impl EngineProfile {
             return Ok(KvLayout {
                 groups: Vec::new(),
                 stage_block_bytes: vec![0; stages_n],
-                token_block_size: facts.block_size,
+                token_block_size: block_size,
                 blocks_per_request: 0,
             });
         }

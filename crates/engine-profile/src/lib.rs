@@ -430,6 +430,10 @@ pub struct RunSettings {
     /// The forward runs eagerly and no CUDA graph is captured (vLLM's `--enforce-eager`):
     /// terms count by their `execution`, and the CUDA-graph estimate is none.
     pub enforce_eager: bool,
+    /// Tokens per KV-cache block (vLLM's `--block-size`; None: the engine file's
+    /// `kv_cache.block_size`). A model with recurrent state raises it until an attention page
+    /// holds a state, as for the default.
+    pub block_size: Option<u64>,
     /// The model's sizes as its configuration class gives them (config.json's values, or the
     /// class defaults it omits): the importer knows them, this crate reads no model class and
     /// no config file.
@@ -822,7 +826,7 @@ impl EngineProfile {
                 Execution::Compiled
             },
         };
-        let layout = self.kv_layout(stages, cfg, max_model_len, tokens)?;
+        let layout = self.kv_layout(stages, cfg, self.block_size(run)?, max_model_len, tokens)?;
         let mut workers = Vec::new();
         for (stage, &block_bytes) in stages.iter().zip(&layout.stage_block_bytes) {
             let one = self.stage_worker(stage, cfg, &shape, device, block_bytes)?;
@@ -1029,6 +1033,19 @@ impl EngineProfile {
             kernel_launches,
             cuda_graph,
         })
+    }
+
+    /// Tokens per KV-cache block for `run`: its `--block-size`, else the engine file's.
+    fn block_size(&self, run: &RunSettings) -> Result<u64, EngineError> {
+        match run.block_size {
+            Some(0) => Err(EngineError::BadSetting {
+                what: "block_size",
+                value: "0".to_owned(),
+                why: "a KV-cache block holds at least one token",
+            }),
+            Some(b) => Ok(b),
+            None => Ok(self.file.kv_cache.block_size),
+        }
     }
 
     /// The CUDA-graph estimate: the capture sizes of each mode (the engine file's ranges
@@ -1286,8 +1303,9 @@ impl EngineProfile {
         startup: &Startup,
     ) -> Result<Option<u64>, EngineError> {
         let tokens = startup.max_num_batched_tokens;
+        let block_size = self.block_size(run)?;
         let fits = |len: u64| -> Result<bool, EngineError> {
-            let layout = self.kv_layout(stages, &run.model, len, tokens)?;
+            let layout = self.kv_layout(stages, &run.model, block_size, len, tokens)?;
             Ok(layout.blocks_per_request <= startup.kv_blocks)
         };
         largest_passing(run.model.longest_max_model_len, fits)
