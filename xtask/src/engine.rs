@@ -331,7 +331,9 @@ fn budget(
     }
     if engine.smallest_tp {
         // A size the importer refuses (a dim it does not divide) is one the model cannot be
-        // sharded to: skipped, as vLLM would refuse it too.
+        // sharded to: skipped, as vLLM would refuse it too. With --enable-expert-parallel, a
+        // size the experts do not divide is skipped as well: vLLM runs it, but its ranks
+        // differ, which the engine profile does not model.
         let side = files.side();
         let stages_for = |tp: u64| {
             let mut at = *options;
