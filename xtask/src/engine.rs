@@ -211,6 +211,7 @@ fn stage_circuits(
         attention_chunk_size: first.attention_chunk_size,
         rotary_cache_dtype_bytes: first.rotary_cache_dtype.bytes(),
         vision_encoder: first.vision_tower,
+        encoder: first.encoder.map(encoder_facts),
     };
     let quantization = match &first.quantization {
         None => "none".to_owned(),
@@ -222,6 +223,21 @@ fn stage_circuits(
         model,
         quantization,
     })
+}
+
+/// The importer's reading of a multimodal encoder, as the engine profile takes it.
+fn encoder_facts(e: circuit_hf::EncoderShape) -> engine_profile::EncoderFacts {
+    engine_profile::EncoderFacts {
+        tokens_per_item: e.tokens_per_item,
+        tiles_per_item: e.tiles_per_item,
+        rows_per_tile: e.rows_per_tile,
+        pixels_per_tile: e.pixels_per_tile,
+        hidden: e.hidden,
+        heads: e.heads,
+        head_dim: e.head_dim,
+        ffn: e.ffn,
+        output_hidden: e.output_hidden,
+    }
 }
 
 fn predict(
@@ -266,6 +282,7 @@ pub fn run_plan(
         max_model_len: args.max_model_len,
         skip_mm_profiling: engine.skip_mm_profiling,
         enforce_eager: engine.enforce_eager,
+        mm_limit_per_prompt: crate::plan::image_limit(args)?,
         block_size: engine.block_size,
         model,
     };
@@ -496,6 +513,16 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
         s.kv_blocks,
         kv_groups(&s.kv_layout)
     );
+    if let Some(w) = s.workers.iter().find(|w| w.encoder.items > 0) {
+        outln!(
+            "Encoder profile: {} dummy items encoded first; inputs {} and outputs {} kept to the end, {} at its own peak (worker {})",
+            w.encoder.items,
+            gib(w.encoder.held),
+            gib(w.encoder.outputs),
+            gib(w.encoder.peak),
+            w.rank
+        );
+    }
     outln!("GPU KV cache size: {} tokens", s.kv_cache_tokens);
     outln!(
         "Maximum concurrency for {} tokens per request: {:.2}x",
@@ -619,6 +646,12 @@ fn json(s: &Startup) -> serde_json::Value {
                 "kv_blocks": w.blocks,
                 "kv_block_bytes": w.block_bytes,
                 "cuda_graph_estimate": w.cuda_graph.total,
+                "encoder": (w.encoder.items > 0).then(|| serde_json::json!({
+                    "items": w.encoder.items,
+                    "inputs": w.encoder.held,
+                    "outputs": w.encoder.outputs,
+                    "peak": w.encoder.peak,
+                })),
             })).collect::<Vec<_>>(),
             "cuda_graph_estimate": s.cuda_graph_estimate,
             "kv_cache_tokens": s.kv_cache_tokens,
@@ -686,6 +719,7 @@ pub fn bench() -> Result<(), CliError> {
             max_model_len: case["max_model_len"].as_u64(),
             skip_mm_profiling: false,
             enforce_eager: false,
+            mm_limit_per_prompt: None,
             block_size: None,
             model,
         };

@@ -77,7 +77,8 @@ pub struct PlanArgs {
 
     /// With --hf-config: vLLM's per-prompt limits of multimodal items, a JSON object of
     /// modality -> count (or -> {"count": N, ...}); an image limit of 0 is --language-model-only
-    /// (the modelled multimodal models take images only), other limits change nothing planned.
+    /// (the modelled multimodal models take images only); with --engine another image limit
+    /// caps the images the profile run's encoder batch may hold.
     ///
     /// Example: --limit-mm-per-prompt '{"image": 0}'
     #[arg(long, value_name = "JSON", requires = "hf_config")]
@@ -255,19 +256,26 @@ fn import_options(args: &PlanArgs) -> Result<circuit_hf::ImportOptions, CliError
         (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
     options.online_quantization =
         (args.engine.quantization.parse()).map_err(|e| format!("--quantization: {e}"))?;
-    options.language_model_only = args.language_model_only
-        || match &args.limit_mm_per_prompt {
-            Some(json) => no_images(json).map_err(|e| format!("--limit-mm-per-prompt: {e}"))?,
-            None => false,
-        };
+    options.language_model_only = args.language_model_only || image_limit(args)? == Some(0);
     Ok(options)
 }
 
-/// Whether vLLM's `--limit-mm-per-prompt` JSON allows no image per prompt: the modelled
-/// multimodal wrappers (llama4, gemma3, mistral3, llava) take images only, so that leaves
-/// them text-only. Each limit is a count or an object with a `count` (vLLM 0.19
-/// `config/multimodal.py`, `limit_per_prompt`); an absent modality keeps vLLM's default, 999.
-fn no_images(json: &str) -> Result<bool, String> {
+/// The images per prompt `--limit-mm-per-prompt` gives (None: the flag or its image entry is
+/// absent, vLLM's default). The modelled multimodal wrappers (llama4, gemma3, mistral3, llava)
+/// take images only, so a limit of 0 leaves them text-only.
+pub(crate) fn image_limit(args: &PlanArgs) -> Result<Option<u64>, CliError> {
+    match &args.limit_mm_per_prompt {
+        Some(json) => {
+            Ok(images_per_prompt(json).map_err(|e| format!("--limit-mm-per-prompt: {e}"))?)
+        }
+        None => Ok(None),
+    }
+}
+
+/// The image limit of vLLM's `--limit-mm-per-prompt` JSON. Each limit is a count or an object
+/// with a `count` (vLLM 0.19 `config/multimodal.py`, `limit_per_prompt`); an absent modality
+/// keeps vLLM's default.
+fn images_per_prompt(json: &str) -> Result<Option<u64>, String> {
     let expected = r#"expected a JSON object of modality -> count, such as {"image": 0}"#;
     let limits: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).map_err(|e| format!("{expected} ({e})"))?;
@@ -282,7 +290,7 @@ fn no_images(json: &str) -> Result<bool, String> {
             image = Some(count);
         }
     }
-    Ok(image == Some(0))
+    Ok(image)
 }
 
 /// A text from a file, or the embedded default, with the name errors should use.

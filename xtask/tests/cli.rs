@@ -623,11 +623,12 @@ fn engine_lays_out_a_hybrid_cache_in_groups() {
     }
 }
 
-/// A multimodal checkpoint at TP 8 (its vision tower split over the ranks): its encoder's
-/// profile run is not modelled, so the prediction needs vLLM's `--skip-mm-profiling`, or no
-/// tower at all: `--language-model-only`, or an image limit of 0, with which vLLM loads the
-/// language model alone. Without the tower each rank holds 219,919,808 bytes less (the
-/// tower's share, crates/circuit-hf/tests/parallel.rs) and the same kernels run.
+/// Llama 4 Scout at TP 8: by default vLLM's profile run encodes 3 dummy images first and keeps
+/// their pixel values and outputs (34,546,176 + 75,202,560 bytes) to the end; with
+/// `--skip-mm-profiling` the profile is the language model's, with the tower's weights; with
+/// `--language-model-only`, or an image limit of 0, vLLM loads the language model alone: each
+/// rank holds 219,919,808 bytes less (the tower's share, crates/circuit-hf/tests/parallel.rs)
+/// and the same kernels run.
 #[test]
 fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
     let config = root().join("data/checkpoints/llama-4-scout-17b-16e-instruct/config.json");
@@ -643,16 +644,22 @@ fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
         "--format",
         "json",
     ];
-    let refused = failure(&base);
-    assert!(refused.contains("--language-model-only"), "{refused}");
     let worker = |extra: &[&str]| {
         let o = xtask(&[&base[..], extra].concat());
         assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
         let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         json["engine"]["workers"][0].clone()
     };
+    let profiled = worker(&[]);
     let with_tower = worker(&["--skip-mm-profiling"]);
     let text = worker(&["--language-model-only"]);
+    assert_eq!(profiled["encoder"]["items"], 3);
+    assert_eq!(
+        profiled["activation_peak"].as_u64().unwrap()
+            - with_tower["activation_peak"].as_u64().unwrap(),
+        34_546_176 + 75_202_560
+    );
+    assert_eq!(with_tower["encoder"], serde_json::Value::Null);
     assert_eq!(
         with_tower["weights"].as_u64().unwrap() - text["weights"].as_u64().unwrap(),
         219_919_808
@@ -669,8 +676,10 @@ fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
         ]),
         text
     );
-    let images = failure(&[&base[..], &["--limit-mm-per-prompt", r#"{"image": 2}"#]].concat());
-    assert!(images.contains("--skip-mm-profiling"), "{images}");
+    assert_eq!(
+        worker(&["--limit-mm-per-prompt", r#"{"image": 2}"#])["encoder"]["items"],
+        3
+    );
     let bad = failure(&[&base[..], &["--limit-mm-per-prompt", "image=0"]].concat());
     assert!(
         bad.starts_with("error: --limit-mm-per-prompt: expected a JSON object"),

@@ -57,6 +57,7 @@ pub use options::{
 pub use parallel::{Parallel, ParallelError, Rank, RankShape};
 pub use parallel_import::{ParallelImport, import_parallel};
 pub use quant::Quantization;
+pub use vision::EncoderShape;
 
 /// An imported circuit and how the config was read.
 #[derive(Debug, Clone)]
@@ -110,6 +111,9 @@ pub struct Import {
     /// imported with `ImportOptions::language_model_only`): an engine also runs that encoder
     /// when it profiles its memory.
     pub vision_tower: bool,
+    /// What an engine's profile feeds that encoder, for the towers whose profile is modelled
+    /// (Llama 4's); `None` without a tower or for the others.
+    pub encoder: Option<EncoderShape>,
 }
 
 /// Builds the circuit of a `config.json` text. `origin` names the file in error messages and
@@ -261,6 +265,7 @@ pub(crate) fn import_shaped(
                 _ => dtype,
             },
             vision_tower: arch.vision.is_some(),
+            encoder: arch.vision.as_ref().and_then(|t| t.encoder),
         })
         .collect())
 }

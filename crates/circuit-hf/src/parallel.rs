@@ -492,6 +492,7 @@ fn shard_tower(tower: &VisionTower, tp: u64) -> Result<VisionTower, ParallelErro
         layers: tower.layers,
         vllm_layers: tower.vllm_layers,
         vllm_skips: tower.vllm_skips.clone(),
+        encoder: tower.encoder,
     })
 }
 

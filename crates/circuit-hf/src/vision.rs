@@ -50,6 +50,38 @@ pub(crate) enum Split {
     In,
 }
 
+/// What an engine's profile run feeds the encoder and gets back, for the one tower whose
+/// profile is modelled (Llama 4's): the largest dummy image the model's processor makes, cut
+/// into tiles, each tile a sequence of the encoder (docs/engines.md, "The multimodal encoder's
+/// profile").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncoderShape {
+    /// Embeddings one image gives the language model: the tiles x the tokens each keeps after
+    /// the pixel shuffle.
+    pub tokens_per_item: u64,
+    /// Tiles one image of the largest size is cut into (with the global view).
+    pub tiles_per_item: u64,
+    /// Rows of one tile's encoder sequence: its patches and the class token.
+    pub rows_per_tile: u64,
+    /// Pixel values of one tile, channels x image_size^2.
+    pub pixels_per_tile: u64,
+    /// The encoder's hidden size (whole on every rank).
+    pub hidden: u64,
+    /// Its attention heads, before tensor parallelism splits them.
+    pub heads: u64,
+    /// The size of one head.
+    pub head_dim: u64,
+    /// Its MLP width, before tensor parallelism splits it.
+    pub ffn: u64,
+    /// The width of each embedding the projector writes: the language model's hidden size.
+    pub output_hidden: u64,
+}
+
+/// Llama 4's image processor cuts an image into at most this many tiles of `image_size`
+/// (transformers' `Llama4ImageProcessor(Fast)` default `max_patches`, as Llama-4-Scout's and
+/// Maverick's `preprocessor_config.json` keep it; config.json does not carry it).
+pub(crate) const LLAMA4_MAX_TILES: u64 = 16;
+
 /// The tower's tensors: those stored once and those of each encoder layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct VisionTower {
@@ -63,6 +95,8 @@ pub(crate) struct VisionTower {
     /// `once` tensors vLLM 0.19 builds no parameter for (LLaVA's CLIP `post_layernorm`:
     /// `require_post_norm=False`, llava.py).
     pub vllm_skips: Vec<String>,
+    /// The encoder's profile shape, for the towers whose profile is modelled.
+    pub encoder: Option<EncoderShape>,
 }
 
 impl VisionTower {
@@ -74,6 +108,7 @@ impl VisionTower {
             layers,
             vllm_layers: layers,
             vllm_skips: Vec::new(),
+            encoder: None,
         }
     }
 
@@ -119,8 +154,9 @@ const LLAMA4_VISION_KEYS: &[(&str, Role)] = &[
     ("projector_output_dim", Role::Read),
     // The projector and adapter are built with `bias=False` whatever this says.
     ("multi_modal_projector_bias", Role::Ignored),
-    // Read by the forward only: the pixel shuffle keeps the element count.
-    ("pixel_shuffle_ratio", Role::Ignored),
+    // The pixel shuffle keeps the element count (no weight depends on it); the tokens an
+    // image gives the language model do.
+    ("pixel_shuffle_ratio", Role::Read),
     ("hidden_act", Role::Ignored),
     ("norm_eps", Role::Ignored),
     ("initializer_range", Role::Ignored),
@@ -181,6 +217,22 @@ impl Reader<'_> {
         }
     }
 
+    /// A number in (0, 1]; `default` when absent.
+    fn fraction_or(&self, key: &str, default: f64) -> Result<f64, HfError> {
+        match self.map.get(key) {
+            None => Ok(default),
+            Some(v) => match v.as_f64() {
+                Some(x) if x > 0.0 && x <= 1.0 => Ok(x),
+                _ => Err(HfError::BadValue {
+                    origin: self.origin.to_owned(),
+                    key: format!("vision_config.{key}"),
+                    expected: "a number above 0 and at most 1".to_owned(),
+                    found: render(v),
+                }),
+            },
+        }
+    }
+
     /// A whole number of at least 1; `default` when absent.
     fn int_or(&self, key: &str, default: u64) -> Result<u64, HfError> {
         self.int_in(key, default, u64::MAX)
@@ -236,6 +288,7 @@ pub(crate) fn llama4(
     let patch = r.int_or("patch_size", 14)?;
     let proj_in = r.int_or("projector_input_dim", 4096)?;
     let proj_out = r.int_or("projector_output_dim", 4096)?;
+    let shuffle = r.fraction_or("pixel_shuffle_ratio", 0.5)?;
     let too_large = || too_large(origin);
     let side = patches_per_side(origin, image, patch)?;
     // `(image_size // patch_size) ** 2 + 1`: the patches and the class token.
@@ -332,7 +385,33 @@ pub(crate) fn llama4(
         layer.push(held("layer_norm", format!("{l}.{norm}.weight"), &[hidden]));
         layer.push(held("layer_norm", format!("{l}.{norm}.bias"), &[hidden]));
     }
-    let tower = VisionTower::whole(once, layer, layers);
+    // vLLM 0.19's profile (mllama4.py Mllama4ProcessingInfo): the largest image is
+    // max_patches tiles high and one wide, which the processor cuts into max_patches tiles
+    // and a global one; each keeps (image / patch)^2 // round(1 / ratio^2) tokens after the
+    // pixel shuffle (`get_patch_per_chunk`).
+    let downsample = (1.0 / (shuffle * shuffle)).round() as u64;
+    let patches = side.checked_mul(side).ok_or_else(too_large)?;
+    let tiles_per_item = LLAMA4_MAX_TILES + 1;
+    let encoder = EncoderShape {
+        tokens_per_item: (patches / downsample.max(1))
+            .checked_mul(tiles_per_item)
+            .ok_or_else(too_large)?,
+        tiles_per_item,
+        rows_per_tile: positions,
+        pixels_per_tile: image
+            .checked_mul(image)
+            .and_then(|p| p.checked_mul(channels))
+            .ok_or_else(too_large)?,
+        hidden,
+        heads,
+        head_dim: hidden / heads,
+        ffn,
+        output_hidden: text_hidden,
+    };
+    let tower = VisionTower {
+        encoder: Some(encoder),
+        ..VisionTower::whole(once, layer, layers)
+    };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
 }
@@ -961,6 +1040,7 @@ pub(crate) fn clip_llava(
             format!("{v}.post_layernorm.weight"),
             format!("{v}.post_layernorm.bias"),
         ],
+        encoder: None,
     };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)

@@ -449,6 +449,56 @@ fn a_vision_tower_shards_over_tensor_parallel_ranks_as_vllm_loads_it() {
     );
 }
 
+/// What vLLM's profile feeds Llama 4 Scout's encoder (mllama4.py Mllama4ProcessingInfo): the
+/// largest image is 16 tiles high (the image processor's `max_patches`) and one wide, cut into
+/// 16 tiles and a global one of 336 x 336 pixels and 3 channels; each tile is (336 / 14)^2 =
+/// 576 patches and the class token in the encoder, and keeps 576 // round(1 / 0.5^2) = 144
+/// tokens after the pixel shuffle, 17 x 144 = 2,448 for the language model of hidden 5,120.
+/// The plain import reads the same; a text-only import has none; a pixel-shuffle ratio
+/// outside (0, 1] is refused, naming the key.
+#[test]
+fn llama_4s_encoder_shape_is_its_processors_largest_image() {
+    let scout = checkpoint("llama-4-scout-17b-16e-instruct");
+    let p = import_text(&scout, "scout", layout(8, 1, 1, false)).unwrap();
+    let e = p.imports[0].encoder.unwrap();
+    assert_eq!(
+        (
+            e.tokens_per_item,
+            e.tiles_per_item,
+            e.rows_per_tile,
+            e.pixels_per_tile
+        ),
+        (2448, 17, 577, 3 * 336 * 336)
+    );
+    assert_eq!(
+        (e.hidden, e.heads, e.head_dim, e.ffn, e.output_hidden),
+        (1408, 16, 88, 5632, 5120)
+    );
+    assert_eq!(
+        circuit_hf::import(&scout, "scout").unwrap().encoder,
+        Some(e)
+    );
+    let mut options = ImportOptions::default();
+    options.language_model_only = true;
+    let text = circuit_hf::import_with(&scout, "scout", &options, &[]).unwrap();
+    assert_eq!(text.encoder, None);
+    let bad = scout.replacen(
+        "\"pixel_shuffle_ratio\": 0.5",
+        "\"pixel_shuffle_ratio\": 2.0",
+        1,
+    );
+    assert_ne!(bad, scout);
+    match circuit_hf::import(&bad, "scout") {
+        Err(HfError::BadValue { key, found, .. }) => {
+            assert_eq!(
+                (key.as_str(), found.as_str()),
+                ("vision_config.pixel_shuffle_ratio", "2.0")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// LLaVA's CLIP tower and projector at TP 2 (clip.py, llava.py), float16, per rank (elements),
 /// as vLLM builds it: up to the deepest feature layer, 24 - 2 + 1 = 23 of the 24
 /// (`vision_feature_layer` -2, `init_vision_tower_for_llava`), and no `post_layernorm`

@@ -86,9 +86,10 @@ pub enum EngineError {
         /// What is not modelled, with the value at fault.
         what: String,
     },
-    /// A multimodal model whose encoder the profile run would run: not modelled.
+    /// A multimodal model whose encoder the profile run would run, for an encoder whose
+    /// profile is not modelled (or an engine file without `profile_run.encoder`).
     #[error(
-        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is not modelled; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
+        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is modelled for Llama 4's tower only; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
     )]
     EncoderProfileNotModelled {
         /// The circuit.
@@ -260,6 +261,29 @@ pub struct ProfileRunFacts {
     pub forward_held: Vec<Term>,
     /// Bytes live at the sampler, after the forward.
     pub sampler_live: Vec<Term>,
+    /// The multimodal encoder's run before the forward, for models whose encoder shape the
+    /// importer gives ([`ModelFacts::encoder`]); without it such a model is refused unless its
+    /// encoder's profile is skipped.
+    #[serde(default)]
+    pub encoder: Option<EncoderProfileFacts>,
+}
+
+/// The profile run's multimodal encoder run: how many dummy items it encodes, and what it
+/// holds (docs/engines.md, "The multimodal encoder's profile").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EncoderProfileFacts {
+    /// Items encoded at once (an expression over `tokens`, `max_num_seqs`, `max_model_len`,
+    /// `mm_tokens_per_item`, `mm_limit_per_prompt`).
+    pub items: String,
+    /// Items per prompt when the run gives no limit.
+    pub default_limit_per_prompt: u64,
+    /// Bytes held from before the encoder runs to the end of the profile run (its inputs).
+    pub held: Vec<Term>,
+    /// Bytes held from the encoder's end to the end of the profile run (its outputs).
+    pub outputs: Vec<Term>,
+    /// The encoder's own live bytes at its peak, beside `held`.
+    pub peak: Vec<Term>,
 }
 
 /// Weights as loaded beyond the circuit's tensors.
@@ -430,6 +454,10 @@ pub struct RunSettings {
     /// The forward runs eagerly and no CUDA graph is captured (vLLM's `--enforce-eager`):
     /// terms count by their `execution`, and the CUDA-graph estimate is none.
     pub enforce_eager: bool,
+    /// Multimodal items per prompt (vLLM's `--limit-mm-per-prompt` for the encoder's modality;
+    /// None: the engine file's default). A limit of 0 means no encoder: import the model
+    /// without its tower instead.
+    pub mm_limit_per_prompt: Option<u64>,
     /// Tokens per KV-cache block (vLLM's `--block-size`; None: the engine file's
     /// `kv_cache.block_size`). A model with recurrent state raises it until an attention page
     /// holds a state, as for the default.
@@ -469,6 +497,32 @@ pub struct ModelFacts {
     /// also runs (gpu_model_runner.py `profile_run`: `embed_multimodal` on the largest dummy
     /// batch, its outputs kept in the encoder cache through the forward and the sampler).
     pub vision_encoder: bool,
+    /// The encoder's dummy item and shape, for the encoders whose profile is modelled.
+    pub encoder: Option<EncoderFacts>,
+}
+
+/// What the profile run feeds a multimodal encoder and gets back (the importer's reading of
+/// the model and its processor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncoderFacts {
+    /// Embeddings one item of the largest size gives the language model.
+    pub tokens_per_item: u64,
+    /// Encoder sequences (tiles) one item is cut into.
+    pub tiles_per_item: u64,
+    /// Rows of one tile's sequence.
+    pub rows_per_tile: u64,
+    /// Input values of one tile.
+    pub pixels_per_tile: u64,
+    /// The encoder's hidden size (whole on every rank).
+    pub hidden: u64,
+    /// Its attention heads, before tensor parallelism.
+    pub heads: u64,
+    /// The size of one head.
+    pub head_dim: u64,
+    /// Its MLP width, before tensor parallelism.
+    pub ffn: u64,
+    /// The width of the embeddings it writes (the language model's hidden size).
+    pub output_hidden: u64,
 }
 
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
@@ -514,6 +568,8 @@ pub struct Worker {
     pub sampler_live: u64,
     /// Persistent bytes (workspaces held across the run).
     pub persistent: u64,
+    /// The multimodal encoder's run (all zero when the profile runs none).
+    pub encoder: EncoderBytes,
     /// Non-torch increase, bytes.
     pub non_torch: u64,
     /// KV cache bytes (0 when the rest does not fit).
@@ -530,9 +586,24 @@ pub struct Worker {
     pub cuda_graph: CudaGraphEstimate,
 }
 
+/// What the profile run's multimodal encoder run holds on a worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EncoderBytes {
+    /// Items encoded.
+    pub items: u64,
+    /// Its inputs, held from before it runs to the end of the profile run.
+    pub held: u64,
+    /// Its outputs, held from its end to the end of the profile run.
+    pub outputs: u64,
+    /// Its own live bytes at its peak, beside the inputs.
+    pub peak: u64,
+}
+
 /// The part of the profile run whose live bytes set a worker's activation peak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeakSetBy {
+    /// The multimodal encoder's run, before the forward.
+    Encoder,
     /// The model's forward (the planned arena and what is held beside it).
     Forward,
     /// The sampler after the forward (on the last pipeline stage).
@@ -543,6 +614,7 @@ impl PeakSetBy {
     /// The lowercase name the CLI prints.
     pub fn name(self) -> &'static str {
         match self {
+            PeakSetBy::Encoder => "encoder",
             PeakSetBy::Forward => "forward",
             PeakSetBy::Sampler => "sampler",
         }
@@ -550,11 +622,19 @@ impl PeakSetBy {
 }
 
 impl Worker {
-    /// Which part of the profile run sets the activation peak: the forward's live and held
-    /// bytes or the sampler's, whichever is larger (the forward on a tie); the persistent
-    /// bytes lie under both.
+    /// Which part of the profile run sets the activation peak: the encoder's own peak, or
+    /// after it the forward's live and held bytes or the sampler's, whichever is larger (the
+    /// later part on a tie: the forward over the encoder, the forward over the sampler); the
+    /// persistent bytes lie under all, the encoder's inputs and outputs under the last two.
     pub fn peak_set_by(&self) -> PeakSetBy {
-        if self.forward_live.saturating_add(self.forward_held) >= self.sampler_live {
+        let forward = self.forward_live.saturating_add(self.forward_held);
+        let after = self
+            .encoder
+            .outputs
+            .saturating_add(forward.max(self.sampler_live));
+        if self.encoder.peak > after {
+            PeakSetBy::Encoder
+        } else if forward >= self.sampler_live {
             PeakSetBy::Forward
         } else {
             PeakSetBy::Sampler
@@ -778,11 +858,20 @@ impl EngineProfile {
                 why: "must be in (0, 1]",
             });
         }
-        if run.model.vision_encoder && !run.skip_mm_profiling {
-            return Err(EngineError::EncoderProfileNotModelled {
-                circuit: stages[0].circuit.name().to_owned(),
-            });
-        }
+        let encoder_runs = run.model.vision_encoder && !run.skip_mm_profiling;
+        let encoder_facts = match (
+            encoder_runs,
+            run.model.encoder,
+            &self.file.profile_run.encoder,
+        ) {
+            (false, _, _) => None,
+            (true, Some(facts), Some(profile)) => Some((facts, profile.default_limit_per_prompt)),
+            (true, _, _) => {
+                return Err(EngineError::EncoderProfileNotModelled {
+                    circuit: stages[0].circuit.name().to_owned(),
+                });
+            }
+        };
         let device = self.device(&run.device)?;
         let tokens = run
             .max_num_batched_tokens
@@ -825,6 +914,12 @@ impl EngineProfile {
             } else {
                 Execution::Compiled
             },
+            encoder: encoder_facts.map(|(facts, default_limit)| EncoderRun {
+                facts,
+                max_model_len,
+                limit_per_prompt: run.mm_limit_per_prompt.unwrap_or(default_limit),
+                tp,
+            }),
         };
         let layout = self.kv_layout(stages, cfg, self.block_size(run)?, max_model_len, tokens)?;
         let mut workers = Vec::new();
@@ -995,8 +1090,20 @@ impl EngineProfile {
         let forward = forward_live
             .checked_add(forward_held)
             .ok_or_else(|| overflow("forward bytes"))?;
+        let encoder = self.encoder_run(shape, &names, circuit, at)?;
+        // The encoder runs first, beside its inputs; its outputs stay, with its inputs, through
+        // the forward and the sampler (profile_run keeps both until it returns).
+        let after_encoder = encoder
+            .held
+            .checked_add(encoder.outputs)
+            .and_then(|v| v.checked_add(forward.max(sampler_live)))
+            .ok_or_else(|| overflow("activation peak"))?;
+        let during_encoder = encoder
+            .held
+            .checked_add(encoder.peak)
+            .ok_or_else(|| overflow("activation peak"))?;
         let activation_peak = persistent
-            .checked_add(forward.max(sampler_live))
+            .checked_add(after_encoder.max(during_encoder))
             .ok_or_else(|| overflow("activation peak"))?;
 
         let non_kv = weights
@@ -1026,12 +1133,58 @@ impl EngineProfile {
             forward_held,
             sampler_live,
             persistent,
+            encoder,
             non_torch: shape.non_torch,
             kv_cache,
             blocks,
             block_bytes,
             kernel_launches,
             cuda_graph,
+        })
+    }
+
+    /// The encoder's run on a worker: the items its budget allows and the bytes of the engine
+    /// file's encoder terms, over the run's names and the encoder's (all zero when the
+    /// profile runs no encoder).
+    fn encoder_run(
+        &self,
+        shape: &Shape,
+        names: &[(&str, u64)],
+        circuit: &Circuit,
+        at: Where,
+    ) -> Result<EncoderBytes, EngineError> {
+        let (Some(run), Some(facts)) = (shape.encoder, &self.file.profile_run.encoder) else {
+            return Ok(EncoderBytes::default());
+        };
+        let e = run.facts;
+        let mut names = names.to_vec();
+        names.extend([
+            ("max_model_len", run.max_model_len),
+            ("tp", run.tp),
+            ("mm_limit_per_prompt", run.limit_per_prompt),
+            ("mm_tokens_per_item", e.tokens_per_item),
+            ("mm_tiles_per_item", e.tiles_per_item),
+            ("mm_rows_per_tile", e.rows_per_tile),
+            ("mm_pixels_per_tile", e.pixels_per_tile),
+            ("mm_output_hidden", e.output_hidden),
+            ("vision_hidden", e.hidden),
+            ("vision_heads", e.heads),
+            ("vision_head_dim", e.head_dim),
+            ("vision_ffn", e.ffn),
+        ]);
+        let items = self.eval("profile_run.encoder.items", &facts.items, &names)?;
+        names.push(("mm_items", items));
+        Ok(EncoderBytes {
+            items,
+            held: self.sum_terms("profile_run.encoder.held", &facts.held, &names, circuit, at)?,
+            outputs: self.sum_terms(
+                "profile_run.encoder.outputs",
+                &facts.outputs,
+                &names,
+                circuit,
+                at,
+            )?,
+            peak: self.sum_terms("profile_run.encoder.peak", &facts.peak, &names, circuit, at)?,
         })
     }
 
@@ -1206,6 +1359,17 @@ struct Shape {
     requested: u64,
     non_torch: u64,
     execution: Execution,
+    /// The encoder's run, when the profile runs one.
+    encoder: Option<EncoderRun>,
+}
+
+/// The run's settings the encoder's terms read.
+#[derive(Debug, Clone, Copy)]
+struct EncoderRun {
+    facts: EncoderFacts,
+    max_model_len: u64,
+    limit_per_prompt: u64,
+    tp: u64,
 }
 
 impl Worker {

@@ -71,6 +71,22 @@ fn facts(import: &circuit_hf::Import) -> ModelFacts {
         attention_chunk_size: import.attention_chunk_size,
         rotary_cache_dtype_bytes: import.rotary_cache_dtype.bytes(),
         vision_encoder: import.vision_tower,
+        encoder: import.encoder.map(encoder_facts),
+    }
+}
+
+/// The importer's reading of a multimodal encoder, as the engine profile takes it.
+fn encoder_facts(e: circuit_hf::EncoderShape) -> engine_profile::EncoderFacts {
+    engine_profile::EncoderFacts {
+        tokens_per_item: e.tokens_per_item,
+        tiles_per_item: e.tiles_per_item,
+        rows_per_tile: e.rows_per_tile,
+        pixels_per_tile: e.pixels_per_tile,
+        hidden: e.hidden,
+        heads: e.heads,
+        head_dim: e.head_dim,
+        ffn: e.ffn,
+        output_hidden: e.output_hidden,
     }
 }
 
@@ -92,6 +108,7 @@ fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
         max_model_len: case["max_model_len"].as_u64(),
         skip_mm_profiling: false,
         enforce_eager: false,
+        mm_limit_per_prompt: None,
         block_size: None,
         model,
     }
@@ -140,6 +157,7 @@ fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
         max_model_len: Some(8192),
         skip_mm_profiling: false,
         enforce_eager: false,
+        mm_limit_per_prompt: None,
         block_size: None,
         model,
     }
@@ -936,27 +954,52 @@ fn a_hybrid_layouts_largest_max_model_len_is_vllms_check() {
     ));
 }
 
-/// A multimodal checkpoint's profile run also runs its vision encoder, which is not modelled:
-/// the prediction is refused unless the run skips it (vLLM's `--skip-mm-profiling`), and then
-/// the weights are the whole checkpoint's, vision tower included, while the profile run is the
-/// language model's alone.
+/// A multimodal checkpoint's profile run also runs its vision encoder first (vLLM's default).
+/// Llama 4 Scout at TP 1, its defaults (8,192 batched tokens, 1,024 sequences, its 10M-token
+/// context): one image of the largest size is 17 tiles of 144 tokens, 2,448, so the budget of
+/// max(8192, 2448) tokens takes 8192 // 2448 = 3 images, 51 tiles of 577 rows (29,427). Held
+/// to the end: the pixel values, 51 x 3 x 336 x 336 x 2 = 34,546,176 bytes, and the outputs,
+/// 3 x 2,448 x 5,120 x 2 = 75,202,560. The encoder's own peak, a layer's rotary at TP 1
+/// (2 x 1,408 + 13 x 16 x 88 = 21,120 elements a row), 29,427 x 21,120 x 2 = 1,242,996,480,
+/// stays under the sampler's, so the peak is the language model's plus what is held. With
+/// vLLM's `--skip-mm-profiling` the weights are still the whole checkpoint's, vision tower
+/// included, and the profile run is the language model's alone.
 #[test]
-fn a_vision_encoder_is_predicted_only_when_its_profile_is_skipped() {
+fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
     let profile = profile();
     let name = "llama-4-scout-17b-16e-instruct";
     let (circuits, mut run) = checkpoint_layout(name, 1);
     assert!(run.model.vision_encoder);
-    let refused = profile
-        .predict_layout(&StageCircuit::in_order(&circuits), &run)
-        .unwrap_err();
-    assert!(
-        matches!(&refused, EngineError::EncoderProfileNotModelled { circuit } if circuit == "llama-4-scout-17b-16e-instruct"),
-        "{refused}"
+    let with_encoder = predict_checkpoint(&profile, &circuits, &run);
+    let encoder = with_encoder.workers[0].encoder;
+    assert_eq!(
+        (encoder.items, encoder.held, encoder.outputs, encoder.peak),
+        (3, 34_546_176, 75_202_560, 1_242_996_480)
     );
-    assert!(
-        refused.to_string().contains("pass --skip-mm-profiling"),
-        "{refused}"
+    assert_eq!(with_encoder.workers[0].peak_set_by(), PeakSetBy::Sampler);
+    // A limit of one image per prompt still leaves 1,024 x 1 images to the decoder: the
+    // encoder budget's 3 stay.
+    let one = predict_checkpoint(
+        &profile,
+        &circuits,
+        &RunSettings {
+            mm_limit_per_prompt: Some(1),
+            ..run.clone()
+        },
     );
+    assert_eq!(one.workers[0].encoder.items, 3);
+    // With 4 sequences the sampler is small and the encoder's own peak sets the worker's.
+    let few = predict_checkpoint(
+        &profile,
+        &circuits,
+        &RunSettings {
+            max_num_seqs: Some(4),
+            ..run.clone()
+        },
+    );
+    let w = &few.workers[0];
+    assert_eq!(w.peak_set_by(), PeakSetBy::Encoder);
+    assert_eq!(w.activation_peak, w.persistent + 34_546_176 + 1_242_996_480);
     run.skip_mm_profiling = true;
     let with_tower = predict_checkpoint(&profile, &circuits, &run);
 
@@ -972,6 +1015,10 @@ fn a_vision_encoder_is_predicted_only_when_its_profile_is_skipped() {
     assert_eq!(
         with_tower.workers[0].activation_peak,
         text_only.workers[0].activation_peak
+    );
+    assert_eq!(
+        with_encoder.workers[0].activation_peak,
+        text_only.workers[0].activation_peak + 34_546_176 + 75_202_560
     );
     // The tower's weights_only groups launch no kernel a CUDA graph would record.
     assert_eq!(
