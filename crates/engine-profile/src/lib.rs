@@ -130,6 +130,10 @@ pub struct Term {
     /// Counted only when the forward runs so (e.g. a compiled graph's held piece inputs).
     #[serde(default)]
     pub execution: Option<Execution>,
+    /// A persistent term the profile's forward allocates (a fused-MoE workspace at the first
+    /// MoE layer): it is not yet held under the multimodal encoder's peak, which comes first.
+    #[serde(default)]
+    pub from_forward: bool,
 }
 
 /// How the engine runs the model's forward.
@@ -622,17 +626,18 @@ impl PeakSetBy {
 }
 
 impl Worker {
-    /// Which part of the profile run sets the activation peak: the encoder's own peak, or
-    /// after it the forward's live and held bytes or the sampler's, whichever is larger (the
-    /// later part on a tie: the forward over the encoder, the forward over the sampler); the
-    /// persistent bytes lie under all, the encoder's inputs and outputs under the last two.
+    /// Which part of the profile run sets the activation peak: the encoder's own peak (when
+    /// the peak is above everything after it), or after it the forward's live and held bytes
+    /// or the sampler's, whichever is larger (the forward on a tie); the persistent bytes and
+    /// the encoder's inputs and outputs lie under the last two.
     pub fn peak_set_by(&self) -> PeakSetBy {
         let forward = self.forward_live.saturating_add(self.forward_held);
         let after = self
-            .encoder
-            .outputs
+            .persistent
+            .saturating_add(self.encoder.held)
+            .saturating_add(self.encoder.outputs)
             .saturating_add(forward.max(self.sampler_live));
-        if self.encoder.peak > after {
+        if self.activation_peak > after {
             PeakSetBy::Encoder
         } else if forward >= self.sampler_live {
             PeakSetBy::Forward
@@ -1080,6 +1085,19 @@ impl EngineProfile {
             circuit,
             at,
         )?;
+        let before_forward: Vec<Term> = profile_run
+            .persistent
+            .iter()
+            .filter(|t| !t.from_forward)
+            .cloned()
+            .collect();
+        let persistent_before_forward = self.sum_terms(
+            "profile_run.persistent",
+            &before_forward,
+            &names,
+            circuit,
+            at,
+        )?;
         let forward_held = self.sum_terms(
             "profile_run.forward_held",
             &profile_run.forward_held,
@@ -1098,13 +1116,14 @@ impl EngineProfile {
             .checked_add(encoder.outputs)
             .and_then(|v| v.checked_add(forward.max(sampler_live)))
             .ok_or_else(|| overflow("activation peak"))?;
-        let during_encoder = encoder
-            .held
-            .checked_add(encoder.peak)
+        let during_encoder = persistent_before_forward
+            .checked_add(encoder.held)
+            .and_then(|v| v.checked_add(encoder.peak))
             .ok_or_else(|| overflow("activation peak"))?;
         let activation_peak = persistent
-            .checked_add(after_encoder.max(during_encoder))
-            .ok_or_else(|| overflow("activation peak"))?;
+            .checked_add(after_encoder)
+            .ok_or_else(|| overflow("activation peak"))?
+            .max(during_encoder);
 
         let non_kv = weights
             .checked_add(activation_peak)

@@ -988,18 +988,32 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
         },
     );
     assert_eq!(one.workers[0].encoder.items, 3);
-    // With 4 sequences the sampler is small and the encoder's own peak sets the worker's.
-    let few = predict_checkpoint(
-        &profile,
-        &circuits,
-        &RunSettings {
-            max_num_seqs: Some(4),
-            ..run.clone()
-        },
-    );
+    // With 4 sequences the sampler is small: the forward, beside the MoE workspaces and what
+    // the encoder holds, is above the encoder's own peak, under which only the cuBLAS
+    // workspace lies (the MoE workspaces come with the forward's first MoE layer).
+    let few_seqs = RunSettings {
+        max_num_seqs: Some(4),
+        ..run.clone()
+    };
+    let few = predict_checkpoint(&profile, &circuits, &few_seqs);
     let w = &few.workers[0];
+    assert_eq!(w.peak_set_by(), PeakSetBy::Forward);
+    let cublas = 32 << 20;
+    assert!(cublas + 34_546_176 + 1_242_996_480 < w.activation_peak);
+    assert_eq!(
+        w.activation_peak,
+        w.persistent + 34_546_176 + 75_202_560 + w.forward_live + w.forward_held
+    );
+    // An encoder four times as large sets the peak, over the cuBLAS workspace alone.
+    let larger = profile_with(|t| {
+        let peak =
+            r#"bytes = "mm_items * mm_tiles_per_item * mm_rows_per_tile * dtype_bytes * max("#;
+        assert!(t.contains(peak));
+        t.replace(peak, &peak.replace(r#"= ""#, r#"= "4 * "#))
+    });
+    let w = &predict_checkpoint(&larger, &circuits, &few_seqs).workers[0];
     assert_eq!(w.peak_set_by(), PeakSetBy::Encoder);
-    assert_eq!(w.activation_peak, w.persistent + 34_546_176 + 1_242_996_480);
+    assert_eq!(w.activation_peak, cublas + 34_546_176 + 4 * 1_242_996_480);
     run.skip_mm_profiling = true;
     let with_tower = predict_checkpoint(&profile, &circuits, &run);
 
