@@ -237,6 +237,7 @@ fn encoder_facts(e: circuit_hf::EncoderShape) -> engine_profile::EncoderFacts {
         head_dim: e.head_dim,
         ffn: e.ffn,
         output_hidden: e.output_hidden,
+        complex_rotary: e.complex_rotary,
     }
 }
 

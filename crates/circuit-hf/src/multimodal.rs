@@ -81,12 +81,12 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
             "boi_token_index",
             "eoi_token_index",
             "image_token_index",
-            // The image's soft tokens: the projector pools the patches to these, no weight.
-            "mm_tokens_per_image",
             "initializer_range",
         ],
         forwarded: &["tie_word_embeddings"],
-        tower_keys: &[],
+        // The image's soft tokens: the projector pools the patches to these (no weight
+        // depends on it; the engine's encoder profile does).
+        tower_keys: &["mm_tokens_per_image"],
     },
     Wrapper {
         name: "mistral3",

@@ -75,6 +75,9 @@ pub struct EncoderShape {
     pub ffn: u64,
     /// The width of each embedding the projector writes: the language model's hidden size.
     pub output_hidden: u64,
+    /// Whether its attention rotates q and k through float32 complex copies (Llama 4's
+    /// `Llama4VisionRotaryEmbedding`); SigLIP's attention has no rotary.
+    pub complex_rotary: bool,
 }
 
 /// Llama 4's image processor cuts an image into at most this many tiles of `image_size`
@@ -407,6 +410,7 @@ pub(crate) fn llama4(
         head_dim: hidden / heads,
         ffn,
         output_hidden: text_hidden,
+        complex_rotary: true,
     };
     let tower = VisionTower {
         encoder: Some(encoder),
@@ -448,7 +452,7 @@ const SIGLIP_KEYS: &[(&str, Role)] = &[
 pub(crate) fn siglip_gemma3(
     origin: &str,
     map: &Map<String, Value>,
-    _top: &Map<String, Value>,
+    top: &Map<String, Value>,
     text_hidden: u64,
 ) -> Result<VisionTower, HfError> {
     let r = Reader { origin, map };
@@ -530,11 +534,48 @@ pub(crate) fn siglip_gemma3(
             &[hidden],
         ),
     ]);
-    let tower = VisionTower::whole(
-        once,
-        vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
-        layers,
-    );
+    // vLLM 0.19's profile (gemma3_mm.py Gemma3ProcessingInfo): pan-and-scan is off by
+    // default (`do_pan_and_scan`), so the largest image is one crop of `image_size`, each
+    // patch a row of the encoder (no class token), pooled to `mm_tokens_per_image` soft tokens
+    // (Gemma3Config's default 256). Modelled only without the pooling head, which Gemma 3's
+    // configs turn off: the head's attention would run beside the encoder's output.
+    let soft_tokens = match top.get("mm_tokens_per_image") {
+        None => 256,
+        Some(v) => match v.as_u64() {
+            Some(t) if t >= 1 => t,
+            _ => {
+                return Err(top_bad(
+                    origin,
+                    "mm_tokens_per_image",
+                    "a whole number of at least 1",
+                    v,
+                ));
+            }
+        },
+    };
+    let encoder = (!use_head).then_some(EncoderShape {
+        tokens_per_item: soft_tokens,
+        tiles_per_item: 1,
+        rows_per_tile: positions,
+        pixels_per_tile: image
+            .checked_mul(image)
+            .and_then(|p| p.checked_mul(channels))
+            .ok_or_else(too_large)?,
+        hidden,
+        heads,
+        head_dim: hidden / heads,
+        ffn,
+        output_hidden: text_hidden,
+        complex_rotary: false,
+    });
+    let tower = VisionTower {
+        encoder,
+        ..VisionTower::whole(
+            once,
+            vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
+            layers,
+        )
+    };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
 }

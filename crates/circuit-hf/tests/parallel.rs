@@ -471,8 +471,15 @@ fn llama_4s_encoder_shape_is_its_processors_largest_image() {
         (2448, 17, 577, 3 * 336 * 336)
     );
     assert_eq!(
-        (e.hidden, e.heads, e.head_dim, e.ffn, e.output_hidden),
-        (1408, 16, 88, 5632, 5120)
+        (
+            e.hidden,
+            e.heads,
+            e.head_dim,
+            e.ffn,
+            e.output_hidden,
+            e.complex_rotary
+        ),
+        (1408, 16, 88, 5632, 5120, true)
     );
     assert_eq!(
         circuit_hf::import(&scout, "scout").unwrap().encoder,
@@ -493,6 +500,62 @@ fn llama_4s_encoder_shape_is_its_processors_largest_image() {
             assert_eq!(
                 (key.as_str(), found.as_str()),
                 ("vision_config.pixel_shuffle_ratio", "2.0")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Gemma 3's SigLIP encoder as vLLM's profile feeds it (gemma3_mm.py Gemma3ProcessingInfo,
+/// pan-and-scan off by default): one 896 x 896 crop, (896 / 14)^2 = 4,096 patch rows (no class
+/// token), pooled to `mm_tokens_per_image` soft tokens. With the pooling head
+/// (`vision_use_head`), whose attention is not modelled, there is no shape; a token count
+/// that is not a whole number is refused, naming the key.
+#[test]
+fn gemma_3s_encoder_shape_is_one_crop_of_soft_tokens() {
+    let gemma = r#"{
+      "model_type": "gemma3", "mm_tokens_per_image": 256,
+      "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240,
+                      "num_hidden_layers": 34, "sliding_window": 1024},
+      "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                        "model_type": "siglip_vision_model", "num_attention_heads": 16,
+                        "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": false}
+    }"#;
+    let e = circuit_hf::import(gemma, "gemma").unwrap().encoder.unwrap();
+    assert_eq!(
+        (
+            e.tokens_per_item,
+            e.tiles_per_item,
+            e.rows_per_tile,
+            e.pixels_per_tile
+        ),
+        (256, 1, 4096, 3 * 896 * 896)
+    );
+    assert_eq!(
+        (
+            e.hidden,
+            e.heads,
+            e.head_dim,
+            e.ffn,
+            e.output_hidden,
+            e.complex_rotary
+        ),
+        (1152, 16, 72, 4304, 2560, false)
+    );
+    let with_head = gemma.replace(r#""vision_use_head": false"#, r#""vision_use_head": true"#);
+    assert_eq!(
+        circuit_hf::import(&with_head, "gemma").unwrap().encoder,
+        None
+    );
+    let bad = gemma.replace(
+        r#""mm_tokens_per_image": 256"#,
+        r#""mm_tokens_per_image": 2.5"#,
+    );
+    match circuit_hf::import(&bad, "gemma") {
+        Err(HfError::BadValue { key, found, .. }) => {
+            assert_eq!(
+                (key.as_str(), found.as_str()),
+                ("mm_tokens_per_image", "2.5")
             );
         }
         other => panic!("{other:?}"),

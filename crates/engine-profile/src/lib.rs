@@ -527,6 +527,8 @@ pub struct EncoderFacts {
     pub ffn: u64,
     /// The width of the embeddings it writes (the language model's hidden size).
     pub output_hidden: u64,
+    /// Whether its attention rotates q and k through float32 complex copies (Llama 4's).
+    pub complex_rotary: bool,
 }
 
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
@@ -1190,6 +1192,7 @@ impl EngineProfile {
             ("vision_heads", e.heads),
             ("vision_head_dim", e.head_dim),
             ("vision_ffn", e.ffn),
+            ("vision_complex_rotary", u64::from(e.complex_rotary)),
         ]);
         let items = self.eval("profile_run.encoder.items", &facts.items, &names)?;
         names.push(("mm_items", items));

@@ -87,6 +87,7 @@ fn encoder_facts(e: circuit_hf::EncoderShape) -> engine_profile::EncoderFacts {
         head_dim: e.head_dim,
         ffn: e.ffn,
         output_hidden: e.output_hidden,
+        complex_rotary: e.complex_rotary,
     }
 }
 
@@ -1121,4 +1122,43 @@ fn a_user_block_size_sets_the_pages() {
             ..
         })
     ));
+}
+
+/// Gemma 3 4B's SigLIP tower (gemma-3-4b-it's published config.json, kept in tests/data): pan
+/// and scan is off by default, so the largest image is one crop of 896 x 896, 4,096 patch rows
+/// in the encoder, pooled to 256 soft tokens. The budget of 8,192 tokens takes 32 images
+/// (131,072 encoder rows). Held: the pixel values, 32 x 3 x 896 x 896 x 2 = 154,140,672 bytes,
+/// and the outputs, 32 x 256 x 2,560 x 2 = 41,943,040. SigLIP has no rotary: at TP 1 the MLP's
+/// activation beside the input, the residual, the normed input and fc1's output is the
+/// layer's peak, 3 x 1,152 + 2 x 4,304 = 12,064 elements a row, 3,162,505,216 bytes; at TP 2
+/// fc2's output and its all-reduce, 4 x 1,152 + 2,152 + 1,152 = 7,912 a row. Gemma's 262,208
+/// vocabulary keeps the sampler above it at 1,024 sequences.
+#[test]
+fn gemma_3s_siglip_encoder_runs_first() {
+    let profile = profile();
+    let text = include_str!("data/gemma-3-4b-it.config.json");
+    let (circuits, mut run) = layout_of("gemma-3-4b-it", text, 1, 1);
+    let s = predict_checkpoint(&profile, &circuits, &run);
+    let w = &s.workers[0];
+    assert_eq!(
+        (
+            w.encoder.items,
+            w.encoder.held,
+            w.encoder.outputs,
+            w.encoder.peak
+        ),
+        (32, 154_140_672, 41_943_040, 3_162_505_216)
+    );
+    assert_eq!(w.peak_set_by(), PeakSetBy::Sampler);
+    run.skip_mm_profiling = true;
+    let skipped = predict_checkpoint(&profile, &circuits, &run);
+    assert_eq!(
+        w.activation_peak,
+        skipped.workers[0].activation_peak + 154_140_672 + 41_943_040
+    );
+    let (circuits, run) = layout_of("gemma-3-4b-it", text, 2, 1);
+    let peak = predict_checkpoint(&profile, &circuits, &run).workers[0]
+        .encoder
+        .peak;
+    assert_eq!(peak, 131_072 * 7_912 * 2);
 }
