@@ -80,6 +80,35 @@ pub struct EncoderShape {
     pub complex_rotary: bool,
 }
 
+impl EncoderShape {
+    /// An encoder of `(hidden, heads, ffn)` fed square tiles of `image` pixels and `channels`,
+    /// writing embeddings of `output_hidden`; one tile per item of one row each and no rotary
+    /// until the caller says otherwise.
+    fn of_tiles(
+        origin: &str,
+        image: u64,
+        channels: u64,
+        (hidden, heads, ffn): (u64, u64, u64),
+        output_hidden: u64,
+    ) -> Result<EncoderShape, HfError> {
+        Ok(EncoderShape {
+            tokens_per_item: 1,
+            tiles_per_item: 1,
+            rows_per_tile: 1,
+            pixels_per_tile: image
+                .checked_mul(image)
+                .and_then(|p| p.checked_mul(channels))
+                .ok_or_else(|| too_large(origin))?,
+            hidden,
+            heads,
+            head_dim: hidden / heads,
+            ffn,
+            output_hidden,
+            complex_rotary: false,
+        })
+    }
+}
+
 /// Llama 4's image processor cuts an image into at most this many tiles of `image_size`
 /// (transformers' `Llama4ImageProcessor(Fast)` default `max_patches`, as Llama-4-Scout's and
 /// Maverick's `preprocessor_config.json` keep it; config.json does not carry it).
@@ -401,16 +430,8 @@ pub(crate) fn llama4(
             .ok_or_else(too_large)?,
         tiles_per_item,
         rows_per_tile: positions,
-        pixels_per_tile: image
-            .checked_mul(image)
-            .and_then(|p| p.checked_mul(channels))
-            .ok_or_else(too_large)?,
-        hidden,
-        heads,
-        head_dim: hidden / heads,
-        ffn,
-        output_hidden: text_hidden,
         complex_rotary: true,
+        ..EncoderShape::of_tiles(origin, image, channels, (hidden, heads, ffn), text_hidden)?
     };
     let tower = VisionTower {
         encoder: Some(encoder),
@@ -557,16 +578,7 @@ pub(crate) fn siglip_gemma3(
         tokens_per_item: soft_tokens,
         tiles_per_item: 1,
         rows_per_tile: positions,
-        pixels_per_tile: image
-            .checked_mul(image)
-            .and_then(|p| p.checked_mul(channels))
-            .ok_or_else(too_large)?,
-        hidden,
-        heads,
-        head_dim: hidden / heads,
-        ffn,
-        output_hidden: text_hidden,
-        complex_rotary: false,
+        ..EncoderShape::of_tiles(origin, image, channels, (hidden, heads, ffn), text_hidden)?
     });
     let tower = VisionTower {
         encoder,
