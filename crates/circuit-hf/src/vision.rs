@@ -560,20 +560,7 @@ pub(crate) fn siglip_gemma3(
     // patch a row of the encoder (no class token), pooled to `mm_tokens_per_image` soft tokens
     // (Gemma3Config's default 256). Modelled only without the pooling head, which Gemma 3's
     // configs turn off: the head's attention would run beside the encoder's output.
-    let soft_tokens = match top.get("mm_tokens_per_image") {
-        None => 256,
-        Some(v) => match v.as_u64() {
-            Some(t) if t >= 1 => t,
-            _ => {
-                return Err(top_bad(
-                    origin,
-                    "mm_tokens_per_image",
-                    "a whole number of at least 1",
-                    v,
-                ));
-            }
-        },
-    };
+    let soft_tokens = top_count_or(origin, top, "mm_tokens_per_image", 256)?;
     let encoder = (!use_head).then_some(EncoderShape {
         tokens_per_item: soft_tokens,
         tiles_per_item: 1,
@@ -731,6 +718,23 @@ fn mlp(prefix: &str, hidden: u64, ffn: u64) -> [Held; 4] {
 }
 
 /// A bad top-level value.
+/// A top-level key of the multimodal config that is a whole number of at least 1; `default`
+/// when absent.
+fn top_count_or(
+    origin: &str,
+    top: &Map<String, Value>,
+    key: &str,
+    default: u64,
+) -> Result<u64, HfError> {
+    match top.get(key) {
+        None => Ok(default),
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 => Ok(n),
+            _ => Err(top_bad(origin, key, "a whole number of at least 1", v)),
+        },
+    }
+}
+
 fn top_bad(origin: &str, key: &str, expected: &str, v: &Value) -> HfError {
     HfError::BadValue {
         origin: origin.to_owned(),
@@ -900,20 +904,7 @@ pub(crate) fn pixtral_mistral3(
     let channels = r.int_or("num_channels", 3)?;
     let patch = r.int_or("patch_size", 16)?;
     let projector = Projector::read(origin, top, false)?;
-    let merge = match top.get("spatial_merge_size") {
-        None => 2,
-        Some(v) => match v.as_u64() {
-            Some(m) if m >= 1 => m,
-            _ => {
-                return Err(top_bad(
-                    origin,
-                    "spatial_merge_size",
-                    "a whole number of at least 1",
-                    v,
-                ));
-            }
-        },
-    };
+    let merge = top_count_or(origin, top, "spatial_merge_size", 2)?;
     let too_large = || too_large(origin);
     let merged = merge
         .checked_mul(merge)
