@@ -238,6 +238,7 @@ fn encoder_facts(e: circuit_hf::EncoderShape) -> engine_profile::EncoderFacts {
         ffn: e.ffn,
         output_hidden: e.output_hidden,
         complex_rotary: e.complex_rotary,
+        activation_tensors: e.activation_tensors,
     }
 }
 

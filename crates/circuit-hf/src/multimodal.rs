@@ -117,11 +117,14 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
             "image_token_index",
             "image_seq_length",
             "projector_hidden_act",
-            "vision_feature_select_strategy",
         ],
         // Early conversions (transformers 4.36) keep the vocabulary at the top too.
         forwarded: &["tie_word_embeddings", "vocab_size"],
-        tower_keys: &["vision_feature_layer", "multimodal_projector_bias"],
+        tower_keys: &[
+            "vision_feature_layer",
+            "multimodal_projector_bias",
+            "vision_feature_select_strategy",
+        ],
     },
 ];
 

@@ -76,8 +76,11 @@ pub struct EncoderShape {
     /// The width of each embedding the projector writes: the language model's hidden size.
     pub output_hidden: u64,
     /// Whether its attention rotates q and k through float32 complex copies (Llama 4's
-    /// `Llama4VisionRotaryEmbedding`); SigLIP's attention has no rotary.
+    /// `Llama4VisionRotaryEmbedding`); SigLIP's and CLIP's attention have no rotary.
     pub complex_rotary: bool,
+    /// Tensors of the MLP's width live at its activation: fc1's output and what the activation
+    /// makes, one for a GELU, two for CLIP's QuickGELU (`x * sigmoid(1.702 * x)`).
+    pub activation_tensors: u64,
 }
 
 impl EncoderShape {
@@ -105,6 +108,7 @@ impl EncoderShape {
             ffn,
             output_hidden,
             complex_rotary: false,
+            activation_tensors: 2,
         })
     }
 }
@@ -997,7 +1001,8 @@ const CLIP_KEYS: &[(&str, Role)] = &[
     ("projection_dim", Role::Ignored),
     // Not a CLIPVisionConfig field (early LLaVA conversions wrote it); nothing reads it.
     ("vocab_size", Role::Ignored),
-    ("hidden_act", Role::Ignored),
+    // No weight depends on it; the engine's encoder profile does (the activation's temporaries).
+    ("hidden_act", Role::Read),
     ("layer_norm_eps", Role::Ignored),
     ("attention_dropout", Role::Ignored),
     ("dropout", Role::Ignored),
@@ -1084,8 +1089,70 @@ pub(crate) fn clip_llava(
             format!("{v}.post_layernorm.weight"),
             format!("{v}.post_layernorm.bias"),
         ],
-        encoder: None,
+        encoder: clip_encoder(
+            &r,
+            top,
+            (image, channels, side),
+            (hidden, heads, ffn),
+            text_hidden,
+        )?,
     };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
+}
+
+/// What vLLM 0.19's profile feeds LLaVA's CLIP (llava.py LlavaProcessingInfo, clip.py
+/// CLIPEncoderInfo): every image is resized to `image_size`, one tile of side^2 patches and
+/// the class token; `vision_feature_select_strategy` "default" gives the language model the
+/// patches alone, "full" the class token too. The MLP's activation (`hidden_act`, CLIP's
+/// default `quick_gelu`) sets what its layer holds; an activation not derived here gives no
+/// shape.
+fn clip_encoder(
+    r: &Reader<'_>,
+    top: &Map<String, Value>,
+    (image, channels, side): (u64, u64, u64),
+    layer: (u64, u64, u64),
+    text_hidden: u64,
+) -> Result<Option<EncoderShape>, HfError> {
+    let patches = side.checked_mul(side).ok_or_else(|| too_large(r.origin))?;
+    let tokens = match top.get("vision_feature_select_strategy") {
+        None => patches,
+        Some(Value::String(s)) if s == "default" => patches,
+        Some(Value::String(s)) if s == "full" => patches + 1,
+        Some(v) => {
+            return Err(top_bad(
+                r.origin,
+                "vision_feature_select_strategy",
+                "\"default\" or \"full\"",
+                v,
+            ));
+        }
+    };
+    // activation.py: QuickGELU.forward_native is x * sigmoid(1.702 * x), whose sigmoid and
+    // product live beside fc1's output; a GELU makes one tensor.
+    let activation_tensors = match r.map.get("hidden_act") {
+        None => 3,
+        Some(Value::String(a)) if a == "quick_gelu" => 3,
+        Some(Value::String(a))
+            if matches!(a.as_str(), "gelu" | "gelu_pytorch_tanh" | "gelu_new") =>
+        {
+            2
+        }
+        Some(Value::String(_)) => return Ok(None),
+        Some(v) => {
+            return Err(HfError::BadValue {
+                origin: r.origin.to_owned(),
+                key: "vision_config.hidden_act".to_owned(),
+                expected: "an activation name".to_owned(),
+                found: render(v),
+            });
+        }
+    };
+    Ok(Some(EncoderShape {
+        tokens_per_item: tokens,
+        tiles_per_item: 1,
+        rows_per_tile: patches + 1,
+        activation_tensors,
+        ..EncoderShape::of_tiles(r.origin, image, channels, layer, text_hidden)?
+    }))
 }

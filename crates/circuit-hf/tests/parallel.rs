@@ -562,6 +562,46 @@ fn gemma_3s_encoder_shape_is_one_crop_of_soft_tokens() {
     }
 }
 
+/// LLaVA's CLIP encoder as vLLM's profile feeds it (llava.py LlavaProcessingInfo): one
+/// 336 x 336 tile of 576 patches and the class token; "default" feature selection gives the
+/// language model the 576 patches, "full" the class token too (577); CLIP's QuickGELU keeps
+/// three tensors of the MLP's width at its activation, a GELU two, another activation none
+/// derived (no shape); a selection that is neither is refused, naming the key.
+#[test]
+fn llavas_encoder_shape_follows_its_feature_selection_and_activation() {
+    let llava = |strategy: &str, act: &str| {
+        format!(
+            r#"{{
+              "model_type": "llava", "vision_feature_select_strategy": "{strategy}",
+              "text_config": {{"model_type": "llama", "torch_dtype": "float16"}},
+              "vision_config": {{
+                "hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+                "model_type": "clip_vision_model", "num_attention_heads": 16,
+                "num_hidden_layers": 24, "patch_size": 14, "hidden_act": "{act}"
+              }}
+            }}"#
+        )
+    };
+    let shape = |strategy: &str, act: &str| {
+        circuit_hf::import(&llava(strategy, act), "llava").map(|i| {
+            i.encoder
+                .map(|e| (e.tokens_per_item, e.rows_per_tile, e.activation_tensors))
+        })
+    };
+    assert_eq!(shape("default", "quick_gelu").unwrap(), Some((576, 577, 3)));
+    assert_eq!(shape("full", "gelu").unwrap(), Some((577, 577, 2)));
+    assert_eq!(shape("default", "relu").unwrap(), None);
+    match shape("patches", "quick_gelu") {
+        Err(HfError::BadValue { key, found, .. }) => {
+            assert_eq!(
+                (key.as_str(), found.as_str()),
+                ("vision_feature_select_strategy", "\"patches\"")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// LLaVA's CLIP tower and projector at TP 2 (clip.py, llava.py), float16, per rank (elements),
 /// as vLLM builds it: up to the deepest feature layer, 24 - 2 + 1 = 23 of the 24
 /// (`vision_feature_layer` -2, `init_vision_tower_for_llava`), and no `post_layernorm`

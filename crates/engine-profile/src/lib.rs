@@ -89,7 +89,7 @@ pub enum EngineError {
     /// A multimodal model whose encoder the profile run would run, for an encoder whose
     /// profile is not modelled (or an engine file without `profile_run.encoder`).
     #[error(
-        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is modelled for Llama 4's tower only; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
+        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is modelled for Llama 4's, Gemma 3's SigLIP and LLaVA's CLIP towers only; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
     )]
     EncoderProfileNotModelled {
         /// The circuit.
@@ -529,6 +529,8 @@ pub struct EncoderFacts {
     pub output_hidden: u64,
     /// Whether its attention rotates q and k through float32 complex copies (Llama 4's).
     pub complex_rotary: bool,
+    /// Tensors of the MLP's width live at its activation (fc1's output and the activation's).
+    pub activation_tensors: u64,
 }
 
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
@@ -1193,6 +1195,7 @@ impl EngineProfile {
             ("vision_head_dim", e.head_dim),
             ("vision_ffn", e.ffn),
             ("vision_complex_rotary", u64::from(e.complex_rotary)),
+            ("vision_activation_tensors", e.activation_tensors),
         ]);
         let items = self.eval("profile_run.encoder.items", &facts.items, &names)?;
         names.push(("mm_items", items));

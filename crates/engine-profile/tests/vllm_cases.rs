@@ -88,6 +88,7 @@ fn encoder_facts(e: circuit_hf::EncoderShape) -> engine_profile::EncoderFacts {
         ffn: e.ffn,
         output_hidden: e.output_hidden,
         complex_rotary: e.complex_rotary,
+        activation_tensors: e.activation_tensors,
     }
 }
 
@@ -1161,4 +1162,34 @@ fn gemma_3s_siglip_encoder_runs_first() {
         .encoder
         .peak;
     assert_eq!(peak, 131_072 * 7_912 * 2);
+}
+
+/// LLaVA-1.5-7B's CLIP (llava-1.5-7b-hf's published config.json, kept in tests/data): every
+/// image is one 336 x 336 tile of 576 patches and the class token, and gives the language model
+/// the 576 patches ("default" feature selection), so the budget of 8,192 tokens takes 14
+/// images (8,078 encoder rows). Held: the pixel values, 14 x 3 x 336 x 336 x 2 = 9,483,264
+/// bytes, and the outputs, 14 x 576 x 4,096 x 2 = 66,060,288. CLIP's QuickGELU keeps fc1's
+/// output, the sigmoid and the product: at TP 1 the layer's peak is 3 x 1,024 + 3 x 4,096 =
+/// 15,360 elements a row, 248,156,160 bytes, under the language model's forward, which sets
+/// the peak beside what the encoder holds (a 32,064 vocabulary keeps the sampler small).
+#[test]
+fn llavas_clip_encoder_runs_first() {
+    let profile = profile();
+    let text = include_str!("data/llava-1.5-7b-hf.config.json");
+    let (circuits, run) = layout_of("llava-1.5-7b-hf", text, 1, 1);
+    let w = &predict_checkpoint(&profile, &circuits, &run).workers[0];
+    assert_eq!(
+        (
+            w.encoder.items,
+            w.encoder.held,
+            w.encoder.outputs,
+            w.encoder.peak
+        ),
+        (14, 9_483_264, 66_060_288, 248_156_160)
+    );
+    assert_eq!(w.peak_set_by(), PeakSetBy::Forward);
+    assert_eq!(
+        w.activation_peak,
+        w.persistent + 9_483_264 + 66_060_288 + w.forward_live + w.forward_held
+    );
 }
