@@ -10,8 +10,8 @@
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
 use engine_profile::{
-    EngineError, EngineProfile, LayerKind, ModelFacts, PeakSetBy, ProfileTexts, RunSettings,
-    StageCircuit, Startup, Verdict,
+    EncoderBytes, EngineError, EngineProfile, LayerKind, ModelFacts, PeakSetBy, ProfileTexts,
+    RunSettings, StageCircuit, Startup, Verdict,
 };
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -975,8 +975,13 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
     let with_encoder = predict_checkpoint(&profile, &circuits, &run);
     let encoder = with_encoder.workers[0].encoder;
     assert_eq!(
-        (encoder.items, encoder.held, encoder.outputs, encoder.peak),
-        (3, 34_546_176, 75_202_560, 1_242_996_480)
+        encoder,
+        EncoderBytes {
+            items: 3,
+            held: 34_546_176,
+            outputs: 75_202_560,
+            peak: 1_242_996_480,
+        }
     );
     assert_eq!(with_encoder.workers[0].peak_set_by(), PeakSetBy::Sampler);
     // A limit of one image per prompt still leaves 1,024 x 1 images to the decoder: the
@@ -1142,13 +1147,13 @@ fn gemma_3s_siglip_encoder_runs_first() {
     let s = predict_checkpoint(&profile, &circuits, &run);
     let w = &s.workers[0];
     assert_eq!(
-        (
-            w.encoder.items,
-            w.encoder.held,
-            w.encoder.outputs,
-            w.encoder.peak
-        ),
-        (32, 154_140_672, 41_943_040, 3_162_505_216)
+        w.encoder,
+        EncoderBytes {
+            items: 32,
+            held: 154_140_672,
+            outputs: 41_943_040,
+            peak: 3_162_505_216,
+        }
     );
     assert_eq!(w.peak_set_by(), PeakSetBy::Sampler);
     run.skip_mm_profiling = true;
@@ -1179,13 +1184,13 @@ fn llavas_clip_encoder_runs_first() {
     let (circuits, run) = layout_of("llava-1.5-7b-hf", text, 1, 1);
     let w = &predict_checkpoint(&profile, &circuits, &run).workers[0];
     assert_eq!(
-        (
-            w.encoder.items,
-            w.encoder.held,
-            w.encoder.outputs,
-            w.encoder.peak
-        ),
-        (14, 9_483_264, 66_060_288, 248_156_160)
+        w.encoder,
+        EncoderBytes {
+            items: 14,
+            held: 9_483_264,
+            outputs: 66_060_288,
+            peak: 248_156_160,
+        }
     );
     assert_eq!(w.peak_set_by(), PeakSetBy::Forward);
     assert_eq!(
