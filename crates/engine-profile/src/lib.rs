@@ -792,10 +792,10 @@ impl EngineProfile {
             .map_err(|e| fail(e.to_string()))
     }
 
-    fn sum_terms(
+    fn sum_terms<'t>(
         &self,
         section: &str,
-        terms: &[Term],
+        terms: impl IntoIterator<Item = &'t Term>,
         names: &[(&str, u64)],
         circuit: &Circuit,
         at: Where,
@@ -807,7 +807,7 @@ impl EngineProfile {
                 && t.stage.is_none_or(|f| f.holds(at.stage, at.stages))
                 && t.execution.is_none_or(|e| e == at.execution)
         };
-        terms.iter().filter(applies).try_fold(0u64, |acc, t| {
+        terms.into_iter().filter(applies).try_fold(0u64, |acc, t| {
             let v = self.eval(&format!("{section}.{}", t.name), &t.bytes, names)?;
             acc.checked_add(v).ok_or_else(|| EngineError::Overflow {
                 what: format!("{section} total"),
@@ -1082,26 +1082,24 @@ impl EngineProfile {
             circuit,
             at,
         )?;
-        let persistent = self.sum_terms(
-            "profile_run.persistent",
-            &profile_run.persistent,
-            &names,
-            circuit,
-            at,
-        )?;
-        let before_forward: Vec<Term> = profile_run
-            .persistent
-            .iter()
-            .filter(|t| !t.from_forward)
-            .cloned()
-            .collect();
-        let persistent_before_forward = self.sum_terms(
-            "profile_run.persistent",
-            &before_forward,
-            &names,
-            circuit,
-            at,
-        )?;
+        // Persistent terms held before the forward (under a multimodal encoder's peak too), and
+        // all of them (from the forward on).
+        let persistent_of = |from_forward: bool| {
+            self.sum_terms(
+                "profile_run.persistent",
+                profile_run
+                    .persistent
+                    .iter()
+                    .filter(|t| t.from_forward == from_forward),
+                &names,
+                circuit,
+                at,
+            )
+        };
+        let persistent_before_forward = persistent_of(false)?;
+        let persistent = persistent_before_forward
+            .checked_add(persistent_of(true)?)
+            .ok_or_else(|| overflow("persistent bytes"))?;
         let forward_held = self.sum_terms(
             "profile_run.forward_held",
             &profile_run.forward_held,
@@ -1199,17 +1197,13 @@ impl EngineProfile {
         ]);
         let items = self.eval("profile_run.encoder.items", &facts.items, &names)?;
         names.push(("mm_items", items));
+        let sum =
+            |section: &str, terms: &[Term]| self.sum_terms(section, terms, &names, circuit, at);
         Ok(EncoderBytes {
             items,
-            held: self.sum_terms("profile_run.encoder.held", &facts.held, &names, circuit, at)?,
-            outputs: self.sum_terms(
-                "profile_run.encoder.outputs",
-                &facts.outputs,
-                &names,
-                circuit,
-                at,
-            )?,
-            peak: self.sum_terms("profile_run.encoder.peak", &facts.peak, &names, circuit, at)?,
+            held: sum("profile_run.encoder.held", &facts.held)?,
+            outputs: sum("profile_run.encoder.outputs", &facts.outputs)?,
+            peak: sum("profile_run.encoder.peak", &facts.peak)?,
         })
     }
 
