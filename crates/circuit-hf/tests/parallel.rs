@@ -404,6 +404,16 @@ fn import_text(text: &str, origin: &str, parallel: Parallel) -> Result<ParallelI
     import_parallel(text, origin, &options, &[])
 }
 
+/// Asserts that `imported` is a `BadValue` refusal naming `key` and the value `found`.
+fn assert_bad_value<T: std::fmt::Debug>(imported: Result<T, HfError>, key: &str, found: &str) {
+    match imported {
+        Err(HfError::BadValue {
+            key: k, found: f, ..
+        }) => assert_eq!((k.as_str(), f.as_str()), (key, found)),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// The checkpoint `data/checkpoints/<name>` imported for `parallel`.
 fn import_checkpoint(name: &str, parallel: Parallel) -> Result<ParallelImport, HfError> {
     import_text(&checkpoint(name), &format!("{name}/config.json"), parallel)
@@ -495,15 +505,11 @@ fn llama_4s_encoder_shape_is_its_processors_largest_image() {
         1,
     );
     assert_ne!(bad, scout);
-    match circuit_hf::import(&bad, "scout") {
-        Err(HfError::BadValue { key, found, .. }) => {
-            assert_eq!(
-                (key.as_str(), found.as_str()),
-                ("vision_config.pixel_shuffle_ratio", "2.0")
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_bad_value(
+        circuit_hf::import(&bad, "scout"),
+        "vision_config.pixel_shuffle_ratio",
+        "2.0",
+    );
 }
 
 /// Gemma 3's SigLIP encoder as vLLM's profile feeds it (gemma3_mm.py Gemma3ProcessingInfo,
@@ -551,15 +557,11 @@ fn gemma_3s_encoder_shape_is_one_crop_of_soft_tokens() {
         r#""mm_tokens_per_image": 256"#,
         r#""mm_tokens_per_image": 2.5"#,
     );
-    match circuit_hf::import(&bad, "gemma") {
-        Err(HfError::BadValue { key, found, .. }) => {
-            assert_eq!(
-                (key.as_str(), found.as_str()),
-                ("mm_tokens_per_image", "2.5")
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_bad_value(
+        circuit_hf::import(&bad, "gemma"),
+        "mm_tokens_per_image",
+        "2.5",
+    );
 }
 
 /// LLaVA's CLIP encoder as vLLM's profile feeds it (llava.py LlavaProcessingInfo): one
@@ -591,15 +593,11 @@ fn llavas_encoder_shape_follows_its_feature_selection_and_activation() {
     assert_eq!(shape("default", "quick_gelu").unwrap(), Some((576, 577, 3)));
     assert_eq!(shape("full", "gelu").unwrap(), Some((577, 577, 2)));
     assert_eq!(shape("default", "relu").unwrap(), None);
-    match shape("patches", "quick_gelu") {
-        Err(HfError::BadValue { key, found, .. }) => {
-            assert_eq!(
-                (key.as_str(), found.as_str()),
-                ("vision_feature_select_strategy", "\"patches\"")
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_bad_value(
+        shape("patches", "quick_gelu"),
+        "vision_feature_select_strategy",
+        "\"patches\"",
+    );
 }
 
 /// LLaVA's CLIP tower and projector at TP 2 (clip.py, llava.py), float16, per rank (elements),
@@ -694,15 +692,11 @@ fn a_llava_tower_is_built_up_to_its_deepest_feature_layer() {
         tower(r#", "vision_feature_layer": [-2, -5]"#),
         default + 8_388_608
     );
-    match import_text(&llava(r#", "vision_feature_layer": 25"#), "llava", single) {
-        Err(HfError::BadValue { key, found, .. }) => {
-            assert_eq!(
-                (key.as_str(), found.as_str()),
-                ("vision_feature_layer", "25")
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_bad_value(
+        import_text(&llava(r#", "vision_feature_layer": 25"#), "llava", single),
+        "vision_feature_layer",
+        "25",
+    );
     // The checkpoint's count (the plain import) holds all 24 layers and the post_layernorm.
     let plain = |feature_layer: &str| {
         circuit_hf::import(&llava(feature_layer), "llava")
