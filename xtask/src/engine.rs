@@ -500,7 +500,7 @@ fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliE
             w.pp_stage,
             gib(w.weights),
             gib(w.activation_peak),
-            w.peak_set_by().name(),
+            w.peak_set_by.name(),
             gib(w.non_torch),
             gib(w.kv_cache),
             gib(w.cuda_graph.total)
@@ -642,7 +642,7 @@ fn json(s: &Startup) -> serde_json::Value {
                 "pp_stage": w.pp_stage,
                 "weights": w.weights,
                 "activation_peak": w.activation_peak,
-                "activation_peak_set_by": w.peak_set_by().name(),
+                "activation_peak_set_by": w.peak_set_by.name(),
                 "non_torch": w.non_torch,
                 "kv_cache": w.kv_cache,
                 "kv_blocks": w.blocks,

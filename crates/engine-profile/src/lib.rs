@@ -568,6 +568,11 @@ pub struct Worker {
     pub weights: u64,
     /// Torch peak increase of the profile run, bytes.
     pub activation_peak: u64,
+    /// Which part of the profile run sets it: the encoder's own peak (when above everything
+    /// after it), or after it the forward's live and held bytes or the sampler's, whichever is
+    /// larger (the forward on a tie); the persistent bytes and the encoder's inputs and
+    /// outputs lie under the last two.
+    pub peak_set_by: PeakSetBy,
     /// The forward's planned live bytes (the arena at the profile rows).
     pub forward_live: u64,
     /// Bytes held beside the arena at the forward's peak (`profile_run.forward_held`).
@@ -625,28 +630,6 @@ impl PeakSetBy {
             PeakSetBy::Encoder => "encoder",
             PeakSetBy::Forward => "forward",
             PeakSetBy::Sampler => "sampler",
-        }
-    }
-}
-
-impl Worker {
-    /// Which part of the profile run sets the activation peak: the encoder's own peak (when
-    /// the peak is above everything after it), or after it the forward's live and held bytes
-    /// or the sampler's, whichever is larger (the forward on a tie); the persistent bytes and
-    /// the encoder's inputs and outputs lie under the last two.
-    pub fn peak_set_by(&self) -> PeakSetBy {
-        let forward = self.forward_live.saturating_add(self.forward_held);
-        let after = self
-            .persistent
-            .saturating_add(self.encoder.held)
-            .saturating_add(self.encoder.outputs)
-            .saturating_add(forward.max(self.sampler_live));
-        if self.activation_peak > after {
-            PeakSetBy::Encoder
-        } else if forward >= self.sampler_live {
-            PeakSetBy::Forward
-        } else {
-            PeakSetBy::Sampler
         }
     }
 }
@@ -1122,10 +1105,19 @@ impl EngineProfile {
             .checked_add(encoder.held)
             .and_then(|v| v.checked_add(encoder.peak))
             .ok_or_else(|| overflow("activation peak"))?;
-        let activation_peak = persistent
+        let after_encoder = persistent
             .checked_add(after_encoder)
-            .ok_or_else(|| overflow("activation peak"))?
-            .max(during_encoder);
+            .ok_or_else(|| overflow("activation peak"))?;
+        let activation_peak = after_encoder.max(during_encoder);
+        // The part that sets the peak: the encoder only when above all after it, else the
+        // forward (on a tie) or the sampler.
+        let peak_set_by = if during_encoder > after_encoder {
+            PeakSetBy::Encoder
+        } else if forward >= sampler_live {
+            PeakSetBy::Forward
+        } else {
+            PeakSetBy::Sampler
+        };
 
         let non_kv = weights
             .checked_add(activation_peak)
@@ -1150,6 +1142,7 @@ impl EngineProfile {
             pp_stage: stage.stage,
             weights,
             activation_peak,
+            peak_set_by,
             forward_live,
             forward_held,
             sampler_live,

@@ -308,7 +308,7 @@ fn all_eight_cases_against_the_issue_bounds() {
             } else {
                 PeakSetBy::Sampler
             };
-            assert_eq!(w.peak_set_by(), expect, "{name} rank {}", w.rank);
+            assert_eq!(w.peak_set_by, expect, "{name} rank {}", w.rank);
         }
         let w = &startup.workers[0];
         report.push_str(&format!(
@@ -983,7 +983,7 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
             peak: 1_242_996_480,
         }
     );
-    assert_eq!(with_encoder.workers[0].peak_set_by(), PeakSetBy::Sampler);
+    assert_eq!(with_encoder.workers[0].peak_set_by, PeakSetBy::Sampler);
     // A limit of one image per prompt still leaves 1,024 x 1 images to the decoder: the
     // encoder budget's 3 stay.
     let one = predict_checkpoint(
@@ -1004,7 +1004,7 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
     };
     let few = predict_checkpoint(&profile, &circuits, &few_seqs);
     let w = &few.workers[0];
-    assert_eq!(w.peak_set_by(), PeakSetBy::Forward);
+    assert_eq!(w.peak_set_by, PeakSetBy::Forward);
     let cublas = 32 << 20;
     assert!(cublas + 34_546_176 + 1_242_996_480 < w.activation_peak);
     assert_eq!(
@@ -1019,7 +1019,7 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
         t.replace(peak, &peak.replace(r#"= ""#, r#"= "4 * "#))
     });
     let w = &predict_checkpoint(&larger, &circuits, &few_seqs).workers[0];
-    assert_eq!(w.peak_set_by(), PeakSetBy::Encoder);
+    assert_eq!(w.peak_set_by, PeakSetBy::Encoder);
     assert_eq!(w.activation_peak, cublas + 34_546_176 + 4 * 1_242_996_480);
     run.skip_mm_profiling = true;
     let with_tower = predict_checkpoint(&profile, &circuits, &run);
@@ -1155,7 +1155,7 @@ fn gemma_3s_siglip_encoder_runs_first() {
             peak: 3_162_505_216,
         }
     );
-    assert_eq!(w.peak_set_by(), PeakSetBy::Sampler);
+    assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
     run.skip_mm_profiling = true;
     let skipped = predict_checkpoint(&profile, &circuits, &run);
     assert_eq!(
@@ -1192,7 +1192,7 @@ fn llavas_clip_encoder_runs_first() {
             peak: 248_156_160,
         }
     );
-    assert_eq!(w.peak_set_by(), PeakSetBy::Forward);
+    assert_eq!(w.peak_set_by, PeakSetBy::Forward);
     assert_eq!(
         w.activation_peak,
         w.persistent + 9_483_264 + 66_060_288 + w.forward_live + w.forward_held
