@@ -425,11 +425,12 @@ pub(crate) fn llama4(
     // max_patches tiles high and one wide, which the processor cuts into max_patches tiles
     // and a global one; each keeps (image / patch)^2 // round(1 / ratio^2) tokens after the
     // pixel shuffle (`get_patch_per_chunk`).
+    // At least 1: the ratio is at most 1.
     let downsample = (1.0 / (shuffle * shuffle)).round() as u64;
     let patches = side.checked_mul(side).ok_or_else(too_large)?;
     let tiles_per_item = LLAMA4_MAX_TILES + 1;
     let encoder = EncoderShape {
-        tokens_per_item: (patches / downsample.max(1))
+        tokens_per_item: (patches / downsample)
             .checked_mul(tiles_per_item)
             .ok_or_else(too_large)?,
         tiles_per_item,
@@ -807,9 +808,10 @@ impl Projector {
     /// config class's `vision_feature_layer` when the file gives none. An index outside the
     /// tower is refused: vLLM would build layers the checkpoint does not hold.
     fn vllm_layers(&self, origin: &str, layers: u64, default: i64) -> Result<u64, HfError> {
-        let indices = self.feature_layer.clone().unwrap_or_else(|| vec![default]);
+        let default = [default];
+        let indices = self.feature_layer.as_deref().unwrap_or(&default);
         let mut deepest = 0;
-        for index in indices {
+        for &index in indices {
             let built = if index < 0 {
                 i128::from(layers) + i128::from(index) + 1
             } else {
