@@ -1,0 +1,179 @@
+"""What is alive at the torch peak of vLLM 0.19's profile run, tensor by tensor: the measurement
+that settles the PP 2 gap (docs/engines.md, "The PP 2 gap"). Needs one H100 and vLLM 0.19.0;
+not run here (this workplace has no GPU).
+
+Why one GPU is enough: the engine profile predicts 0.92 GiB for the first stage of Llama-3.1-8B
+at PP 2, where vLLM printed 1.10 GiB, and that stage's peak is its forward's. The forward is the
+same at TP 1 when the sampler is too small to set the peak: with `--max-num-seqs 8` the sampler
+holds about 16 MiB, so the printed "torch peak memory increase" is the forward's. The plan
+predicts 0.92 GiB there too:
+
+    cargo xtask plan --hf-config data/models/llama-3.1-8b/config.json --engine vllm \
+        --max-num-seqs 8 --gpu-memory-utilization 0.95 --max-model-len 8192
+
+If vLLM prints 1.10 GiB for it, the missing 175-185 MiB belong to every forward, and the
+snapshot this script writes names them: each live block at the peak with the Python frame that
+allocated it.
+
+Run (weights are dummies: only the config is read, nothing is downloaded):
+    pip install vllm==0.19.0
+    python docs/experiments/vllm_forward_peak.py run data/models/llama-3.1-8b/config.json \
+        --max-num-seqs 8 [--pp 2]
+    python docs/experiments/vllm_forward_peak.py analyze profile_run-rank0.pickle
+
+`run` records torch's allocator history (torch.cuda.memory._record_memory_history) from the
+start of GPUModelRunner.profile_run to its end, in every worker (forked, so the patch reaches
+them), writes `profile_run-rank<R>.pickle` per worker and analyzes each. `analyze` replays a
+snapshot's trace: an allocation counts from its `alloc` to its `free_requested` (where the
+caching allocator lowers `allocated_bytes`, the statistic vLLM reads), so the replayed peak is
+the printed torch peak increase. `selftest` checks the replay on a made-up trace (no torch).
+"""
+
+import argparse
+import collections
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+
+MIB = 1 << 20
+
+
+def peak_of(trace):
+    """(peak bytes, live blocks at the peak) of one device's trace, from the trace's start.
+
+    A block is {addr, size, frames}. Frees of blocks allocated before the recording began are
+    ignored: they are not part of the increase.
+    """
+    live = {}
+    total = 0
+    peak = 0
+    at_peak = {}
+    for event in trace:
+        action = event["action"]
+        if action == "alloc":
+            live[event["addr"]] = event
+            total += event["size"]
+            if total > peak:
+                peak = total
+                at_peak = dict(live)
+        elif action == "free_requested":
+            block = live.pop(event["addr"], None)
+            if block is not None:
+                total -= block["size"]
+    return peak, list(at_peak.values())
+
+
+def where(frames):
+    """The innermost frame worth naming: vLLM's or Inductor's generated code, else the first."""
+    for frame in frames:
+        name = frame.get("filename", "")
+        if "/vllm/" in name or "torchinductor" in name or "/_inductor/" in name:
+            return f"{name}:{frame.get('line')} {frame.get('name')}"
+    if frames:
+        f = frames[0]
+        return f"{f.get('filename')}:{f.get('line')} {f.get('name')}"
+    return "(no frames recorded)"
+
+
+def report(peak, blocks, out=sys.stdout):
+    by_site = collections.defaultdict(lambda: [0, 0])
+    for block in blocks:
+        site = by_site[where(block.get("frames", []))]
+        site[0] += block["size"]
+        site[1] += 1
+    print(f"peak increase {peak} B = {peak / MIB:.1f} MiB, {len(blocks)} live blocks", file=out)
+    for site, (size, count) in sorted(by_site.items(), key=lambda kv: -kv[1][0]):
+        print(f"{size / MIB:10.1f} MiB  {count:4d} x  {site}", file=out)
+
+
+def analyze(path):
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)
+    for device, trace in enumerate(snapshot["device_traces"]):
+        if trace:
+            print(f"== {path}, device {device}")
+            report(*peak_of(trace))
+
+
+def selftest():
+    def alloc(addr, size, line):
+        frames = [{"filename": "/x/vllm/model.py", "line": line, "name": "forward"}]
+        return {"action": "alloc", "addr": addr, "size": size, "frames": frames}
+
+    trace = [
+        {"action": "free_requested", "addr": 99},  # allocated before the recording
+        alloc(1, 100 * MIB, 10),
+        alloc(2, 50 * MIB, 11),
+        {"action": "free_requested", "addr": 1},
+        {"action": "free_completed", "addr": 1},
+        alloc(3, 80 * MIB, 12),
+    ]
+    peak, blocks = peak_of(trace)
+    assert peak == 150 * MIB, peak
+    assert sorted(b["addr"] for b in blocks) == [1, 2], blocks
+    assert where(blocks[0]["frames"]) == "/x/vllm/model.py:10 forward"
+    print("selftest: 1 passed, 0 failed")
+
+
+def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len):
+    # Workers are forked so that the patch below is theirs too; one process when PP is 1.
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0" if pp == 1 else "1")
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
+    import torch
+    from vllm import LLM
+    from vllm.v1.worker import gpu_model_runner
+
+    original = gpu_model_runner.GPUModelRunner.profile_run
+
+    def profile_run(self):
+        torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks="python")
+        try:
+            return original(self)
+        finally:
+            rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+            path = os.path.abspath(f"profile_run-rank{rank}.pickle")
+            torch.cuda.memory._dump_snapshot(path)
+            torch.cuda.memory._record_memory_history(enabled=None)
+            analyze(path)
+
+    gpu_model_runner.GPUModelRunner.profile_run = profile_run
+
+    model_dir = tempfile.mkdtemp(prefix="vllm-forward-peak-")
+    shutil.copy(config, os.path.join(model_dir, "config.json"))
+    LLM(
+        model=model_dir,
+        load_format="dummy",
+        skip_tokenizer_init=True,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        pipeline_parallel_size=pp,
+        gpu_memory_utilization=gpu_memory_utilization,
+        enable_prefix_caching=False,
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="start vLLM on dummy weights and snapshot its profile run")
+    r.add_argument("config", help="a Hugging Face config.json")
+    r.add_argument("--max-num-seqs", type=int, default=8)
+    r.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (GPUs)")
+    r.add_argument("--gpu-memory-utilization", type=float, default=0.95)
+    r.add_argument("--max-model-len", type=int, default=8192)
+    a = sub.add_parser("analyze", help="the live blocks at the peak of a snapshot")
+    a.add_argument("snapshot")
+    sub.add_parser("selftest", help="check the trace replay on a made-up trace")
+    args = parser.parse_args()
+    if args.command == "run":
+        run(args.config, args.max_num_seqs, args.pp, args.gpu_memory_utilization, args.max_model_len)
+    elif args.command == "analyze":
+        analyze(args.snapshot)
+    else:
+        selftest()
+
+
+if __name__ == "__main__":
+    main()
