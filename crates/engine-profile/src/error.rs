@@ -1,0 +1,91 @@
+//! What can go wrong reading an engine profile or predicting a start-up: one typed error that
+//! names the file, the item and the value at fault.
+
+/// What can go wrong reading an engine profile or predicting a start-up.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The engine file is not valid TOML of the expected shape.
+    #[error("{origin}: {message}")]
+    Toml {
+        /// The file.
+        origin: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// An expression of the engine file does not parse or evaluate.
+    #[error("{origin}: {item} = {text:?}: {message}")]
+    Expr {
+        /// The file.
+        origin: String,
+        /// The item (e.g. `profile_run.sampler_live.logits`).
+        item: String,
+        /// The expression.
+        text: String,
+        /// What failed.
+        message: String,
+    },
+    /// The families or rules of the profile do not load.
+    #[error("{origin}: {message}")]
+    Registry {
+        /// The file.
+        origin: String,
+        /// The loader's message.
+        message: String,
+    },
+    /// The circuit lacks a dim the profile needs.
+    #[error("{circuit}: the circuit has no dim `{dim}` (the engine profile sizes {why} from it)")]
+    MissingDim {
+        /// The circuit.
+        circuit: String,
+        /// The dim.
+        dim: &'static str,
+        /// What the profile sizes from it.
+        why: &'static str,
+    },
+    /// Planning the circuit failed.
+    #[error("planning {circuit} at {rows} rows: {message}")]
+    Plan {
+        /// The circuit.
+        circuit: String,
+        /// The row count.
+        rows: u64,
+        /// The planner's message.
+        message: String,
+    },
+    /// A cache layout the profile does not model, or one the engine refuses to build
+    /// (docs/engines.md, "KV-cache layout").
+    #[error(
+        "{circuit}: {what}: the engine profile does not lay this KV cache out; plan it without --engine"
+    )]
+    NotModelled {
+        /// The circuit.
+        circuit: String,
+        /// What is not modelled, with the value at fault.
+        what: String,
+    },
+    /// A multimodal model whose encoder the profile run would run, for an encoder whose
+    /// profile is not modelled (or an engine file without `profile_run.encoder`).
+    #[error(
+        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is modelled for Llama 4's, Gemma 3's SigLIP and LLaVA's CLIP towers only; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
+    )]
+    EncoderProfileNotModelled {
+        /// The circuit.
+        circuit: String,
+    },
+    /// A size overflowed u64.
+    #[error("{what} overflows u64")]
+    Overflow {
+        /// What was being computed.
+        what: String,
+    },
+    /// A run setting out of range.
+    #[error("{what} = {value}: {why}")]
+    BadSetting {
+        /// The setting.
+        what: &'static str,
+        /// Its value.
+        value: String,
+        /// The accepted range.
+        why: &'static str,
+    },
+}
