@@ -211,7 +211,7 @@ fn stage_circuits(
         attention_chunk_size: first.attention_chunk_size,
         rotary_cache_dtype_bytes: first.rotary_cache_dtype.bytes(),
         vision_encoder: first.vision_tower,
-        encoder: first.encoder.map(encoder_facts),
+        encoder: first.encoder,
     };
     let quantization = match &first.quantization {
         None => "none".to_owned(),
@@ -223,23 +223,6 @@ fn stage_circuits(
         model,
         quantization,
     })
-}
-
-/// The importer's reading of a multimodal encoder, as the engine profile takes it.
-fn encoder_facts(e: circuit_hf::EncoderShape) -> engine_profile::EncoderFacts {
-    engine_profile::EncoderFacts {
-        tokens_per_item: e.tokens_per_item,
-        tiles_per_item: e.tiles_per_item,
-        rows_per_tile: e.rows_per_tile,
-        pixels_per_tile: e.pixels_per_tile,
-        hidden: e.hidden,
-        heads: e.heads,
-        head_dim: e.head_dim,
-        ffn: e.ffn,
-        output_hidden: e.output_hidden,
-        complex_rotary: e.complex_rotary,
-        activation_tensors: e.activation_tensors,
-    }
 }
 
 fn predict(

@@ -49,6 +49,7 @@ use std::path::Path;
 use circuit_ir::expr::Fault;
 use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 
+pub use circuit_ir::EncoderShape;
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
 pub use options::{
@@ -57,7 +58,6 @@ pub use options::{
 pub use parallel::{Parallel, ParallelError, Rank, RankShape};
 pub use parallel_import::{ParallelImport, import_parallel};
 pub use quant::Quantization;
-pub use vision::EncoderShape;
 
 /// An imported circuit and how the config was read.
 #[derive(Debug, Clone)]

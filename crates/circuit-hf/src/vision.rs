@@ -14,6 +14,7 @@
 //! sharded tower's split dims are exact quotients (a size the ranks do not divide is
 //! refused, as vLLM's `divide` asserts).
 
+use circuit_ir::EncoderShape;
 use serde_json::{Map, Value};
 
 use crate::config::{MAX_LAYERS, render};
@@ -50,67 +51,32 @@ pub(crate) enum Split {
     In,
 }
 
-/// What an engine's profile run feeds the encoder and gets back, for the one tower whose
-/// profile is modelled (Llama 4's): the largest dummy image the model's processor makes, cut
-/// into tiles, each tile a sequence of the encoder (docs/engines.md, "The multimodal encoder's
-/// profile").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EncoderShape {
-    /// Embeddings one image gives the language model: the tiles x the tokens each keeps after
-    /// the pixel shuffle.
-    pub tokens_per_item: u64,
-    /// Tiles one image of the largest size is cut into (with the global view).
-    pub tiles_per_item: u64,
-    /// Rows of one tile's encoder sequence: its patches and the class token.
-    pub rows_per_tile: u64,
-    /// Pixel values of one tile, channels x image_size^2.
-    pub pixels_per_tile: u64,
-    /// The encoder's hidden size (whole on every rank).
-    pub hidden: u64,
-    /// Its attention heads, before tensor parallelism splits them.
-    pub heads: u64,
-    /// The size of one head.
-    pub head_dim: u64,
-    /// Its MLP width, before tensor parallelism splits it.
-    pub ffn: u64,
-    /// The width of each embedding the projector writes: the language model's hidden size.
-    pub output_hidden: u64,
-    /// Whether its attention rotates q and k through float32 complex copies (Llama 4's
-    /// `Llama4VisionRotaryEmbedding`); SigLIP's and CLIP's attention have no rotary.
-    pub complex_rotary: bool,
-    /// Tensors of the MLP's width live at its activation: fc1's output and what the activation
-    /// makes, one for a GELU, two for CLIP's QuickGELU (`x * sigmoid(1.702 * x)`).
-    pub activation_tensors: u64,
-}
-
-impl EncoderShape {
-    /// An encoder of `(hidden, heads, ffn)` fed square tiles of `image` pixels and `channels`,
-    /// writing embeddings of `output_hidden`; one tile per item of one row each and no rotary
-    /// until the caller says otherwise.
-    fn of_tiles(
-        origin: &str,
-        image: u64,
-        channels: u64,
-        (hidden, heads, ffn): (u64, u64, u64),
-        output_hidden: u64,
-    ) -> Result<EncoderShape, HfError> {
-        Ok(EncoderShape {
-            tokens_per_item: 1,
-            tiles_per_item: 1,
-            rows_per_tile: 1,
-            pixels_per_tile: image
-                .checked_mul(image)
-                .and_then(|p| p.checked_mul(channels))
-                .ok_or_else(|| too_large(origin))?,
-            hidden,
-            heads,
-            head_dim: hidden / heads,
-            ffn,
-            output_hidden,
-            complex_rotary: false,
-            activation_tensors: 2,
-        })
-    }
+/// An encoder of `(hidden, heads, ffn)` fed square tiles of `image` pixels and `channels`,
+/// writing embeddings of `output_hidden`; one tile per item of one row each and no rotary
+/// until the caller says otherwise.
+fn encoder_of_tiles(
+    origin: &str,
+    image: u64,
+    channels: u64,
+    (hidden, heads, ffn): (u64, u64, u64),
+    output_hidden: u64,
+) -> Result<EncoderShape, HfError> {
+    Ok(EncoderShape {
+        tokens_per_item: 1,
+        tiles_per_item: 1,
+        rows_per_tile: 1,
+        pixels_per_tile: image
+            .checked_mul(image)
+            .and_then(|p| p.checked_mul(channels))
+            .ok_or_else(|| too_large(origin))?,
+        hidden,
+        heads,
+        head_dim: hidden / heads,
+        ffn,
+        output_hidden,
+        complex_rotary: false,
+        activation_tensors: 2,
+    })
 }
 
 /// Llama 4's image processor cuts an image into at most this many tiles of `image_size`
@@ -436,7 +402,7 @@ pub(crate) fn llama4(
         tiles_per_item,
         rows_per_tile: positions,
         complex_rotary: true,
-        ..EncoderShape::of_tiles(origin, image, channels, (hidden, heads, ffn), text_hidden)?
+        ..encoder_of_tiles(origin, image, channels, (hidden, heads, ffn), text_hidden)?
     };
     let tower = VisionTower {
         encoder: Some(encoder),
@@ -570,7 +536,7 @@ pub(crate) fn siglip_gemma3(
         tokens_per_item: soft_tokens,
         tiles_per_item: 1,
         rows_per_tile: positions,
-        ..EncoderShape::of_tiles(origin, image, channels, (hidden, heads, ffn), text_hidden)?
+        ..encoder_of_tiles(origin, image, channels, (hidden, heads, ffn), text_hidden)?
     });
     let tower = VisionTower {
         encoder,
@@ -1155,6 +1121,6 @@ fn clip_encoder(
         tiles_per_item: 1,
         rows_per_tile: patches + 1,
         activation_tensors,
-        ..EncoderShape::of_tiles(r.origin, image, channels, layer, text_hidden)?
+        ..encoder_of_tiles(r.origin, image, channels, layer, text_hidden)?
     }))
 }

@@ -36,8 +36,8 @@ pub use file::{
 };
 pub use kv_layout::{KvGroup, KvLayout, LayerKind};
 pub use startup::{
-    CudaGraphEstimate, EncoderBytes, EncoderFacts, ModelFacts, PeakSetBy, RunSettings,
-    StageCircuit, Startup, Verdict, Worker,
+    CudaGraphEstimate, EncoderBytes, ModelFacts, PeakSetBy, RunSettings, StageCircuit, Startup,
+    Verdict, Worker,
 };
 
 /// Where a worker's terms are summed: its pipeline stage of `stages`, run as `execution` says.

@@ -6,7 +6,7 @@
 //! run's rows (memory-plan), never from a closed formula; every sum is checked; the KV blocks of
 //! a layout are the minimum over its workers, as the engine gives every rank the smallest count.
 
-use circuit_ir::{Circuit, CircuitBuilder, ExprText};
+use circuit_ir::{Circuit, CircuitBuilder, EncoderShape, ExprText};
 use memory_plan::{PlanConfig, Planner};
 
 use crate::kv_layout::KvLayout;
@@ -94,35 +94,7 @@ pub struct ModelFacts {
     /// batch, its outputs kept in the encoder cache through the forward and the sampler).
     pub vision_encoder: bool,
     /// The encoder's dummy item and shape, for the encoders whose profile is modelled.
-    pub encoder: Option<EncoderFacts>,
-}
-
-/// What the profile run feeds a multimodal encoder and gets back (the importer's reading of
-/// the model and its processor).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EncoderFacts {
-    /// Embeddings one item of the largest size gives the language model.
-    pub tokens_per_item: u64,
-    /// Encoder sequences (tiles) one item is cut into.
-    pub tiles_per_item: u64,
-    /// Rows of one tile's sequence.
-    pub rows_per_tile: u64,
-    /// Input values of one tile.
-    pub pixels_per_tile: u64,
-    /// The encoder's hidden size (whole on every rank).
-    pub hidden: u64,
-    /// Its attention heads, before tensor parallelism.
-    pub heads: u64,
-    /// The size of one head.
-    pub head_dim: u64,
-    /// Its MLP width, before tensor parallelism.
-    pub ffn: u64,
-    /// The width of the embeddings it writes (the language model's hidden size).
-    pub output_hidden: u64,
-    /// Whether its attention rotates q and k through float32 complex copies (Llama 4's).
-    pub complex_rotary: bool,
-    /// Tensors of the MLP's width live at its activation (fc1's output and the activation's).
-    pub activation_tensors: u64,
+    pub encoder: Option<EncoderShape>,
 }
 
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
@@ -846,7 +818,7 @@ struct Shape {
 /// The run's settings the encoder's terms read.
 #[derive(Debug, Clone, Copy)]
 struct EncoderRun {
-    facts: EncoderFacts,
+    facts: EncoderShape,
     max_model_len: u64,
     limit_per_prompt: u64,
     tp: u64,

@@ -71,24 +71,7 @@ fn facts(import: &circuit_hf::Import) -> ModelFacts {
         attention_chunk_size: import.attention_chunk_size,
         rotary_cache_dtype_bytes: import.rotary_cache_dtype.bytes(),
         vision_encoder: import.vision_tower,
-        encoder: import.encoder.map(encoder_facts),
-    }
-}
-
-/// The importer's reading of a multimodal encoder, as the engine profile takes it.
-fn encoder_facts(e: circuit_hf::EncoderShape) -> engine_profile::EncoderFacts {
-    engine_profile::EncoderFacts {
-        tokens_per_item: e.tokens_per_item,
-        tiles_per_item: e.tiles_per_item,
-        rows_per_tile: e.rows_per_tile,
-        pixels_per_tile: e.pixels_per_tile,
-        hidden: e.hidden,
-        heads: e.heads,
-        head_dim: e.head_dim,
-        ffn: e.ffn,
-        output_hidden: e.output_hidden,
-        complex_rotary: e.complex_rotary,
-        activation_tensors: e.activation_tensors,
+        encoder: import.encoder,
     }
 }
 
