@@ -472,24 +472,20 @@ fn llama_4s_encoder_shape_is_its_processors_largest_image() {
     let p = import_text(&scout, "scout", layout(8, 1, 1, false)).unwrap();
     let e = p.imports[0].encoder.unwrap();
     assert_eq!(
-        (
-            e.tokens_per_item,
-            e.tiles_per_item,
-            e.rows_per_tile,
-            e.pixels_per_tile
-        ),
-        (2448, 17, 577, 3 * 336 * 336)
-    );
-    assert_eq!(
-        (
-            e.hidden,
-            e.heads,
-            e.head_dim,
-            e.ffn,
-            e.output_hidden,
-            e.complex_rotary
-        ),
-        (1408, 16, 88, 5632, 5120, true)
+        e,
+        circuit_hf::EncoderShape {
+            tokens_per_item: 2448,
+            tiles_per_item: 17,
+            rows_per_tile: 577,
+            pixels_per_tile: 3 * 336 * 336,
+            hidden: 1408,
+            heads: 16,
+            head_dim: 88,
+            ffn: 5632,
+            output_hidden: 5120,
+            complex_rotary: true,
+            activation_tensors: 2,
+        }
     );
     assert_eq!(
         circuit_hf::import(&scout, "scout").unwrap().encoder,
@@ -529,24 +525,20 @@ fn gemma_3s_encoder_shape_is_one_crop_of_soft_tokens() {
     }"#;
     let e = circuit_hf::import(gemma, "gemma").unwrap().encoder.unwrap();
     assert_eq!(
-        (
-            e.tokens_per_item,
-            e.tiles_per_item,
-            e.rows_per_tile,
-            e.pixels_per_tile
-        ),
-        (256, 1, 4096, 3 * 896 * 896)
-    );
-    assert_eq!(
-        (
-            e.hidden,
-            e.heads,
-            e.head_dim,
-            e.ffn,
-            e.output_hidden,
-            e.complex_rotary
-        ),
-        (1152, 16, 72, 4304, 2560, false)
+        e,
+        circuit_hf::EncoderShape {
+            tokens_per_item: 256,
+            tiles_per_item: 1,
+            rows_per_tile: 4096,
+            pixels_per_tile: 3 * 896 * 896,
+            hidden: 1152,
+            heads: 16,
+            head_dim: 72,
+            ffn: 4304,
+            output_hidden: 2560,
+            complex_rotary: false,
+            activation_tensors: 2,
+        }
     );
     let with_head = gemma.replace(r#""vision_use_head": false"#, r#""vision_use_head": true"#);
     assert_eq!(
