@@ -460,7 +460,7 @@ fn distinct_rows(workers: &[Worker]) -> Vec<(String, &Worker)> {
 
 /// Printed under the table when a worker's peak is its forward's: the one such log is the one
 /// figure outside issue 16's bounds (docs/engines.md, "The PP 2 gap").
-pub(crate) const FORWARD_SET_PEAK_NOTE: &str = "note      a peak set by the forward is the least checked figure: on the one vLLM log of such a peak (Llama-3.1-8B, PP 2, stage 0) it was 16% below what vLLM printed (docs/engines.md, \"The PP 2 gap\")";
+const FORWARD_SET_PEAK_NOTE: &str = "note      a peak set by the forward is the least checked figure: on the one vLLM log of such a peak (Llama-3.1-8B, PP 2, stage 0) it was 16% below what vLLM printed (docs/engines.md, \"The PP 2 gap\")";
 
 fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliError> {
     outln!("engine    {} {}", s.engine, s.version);
