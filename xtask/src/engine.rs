@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use engine_profile::{
-    EngineProfile, ModelFacts, ProfileTexts, RunSettings, StageCircuit, Startup, Verdict, Worker,
+    EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup, Verdict, Worker,
 };
 
 use crate::CliError;
@@ -138,30 +138,6 @@ struct Budget {
     target: Option<(u64, Option<f64>)>,
 }
 
-fn vllm_profile() -> Result<EngineProfile, CliError> {
-    Ok(EngineProfile::from_texts(&ProfileTexts {
-        engine: (
-            include_str!("../../engines/vllm-0.19/engine.toml"),
-            "engines/vllm-0.19/engine.toml",
-        ),
-        families: (
-            include_str!("../../engines/vllm-0.19/families.toml"),
-            "engines/vllm-0.19/families.toml",
-        ),
-        rules: (
-            include_str!("../../engines/vllm-0.19/rules.toml"),
-            "engines/vllm-0.19/rules.toml",
-        ),
-    })?)
-}
-
-fn profile_named(name: &str) -> Result<EngineProfile, CliError> {
-    match name {
-        "vllm" | "vllm-0.19" => vllm_profile(),
-        other => Err(format!("--engine {other}: known engines: vllm (0.19.0)").into()),
-    }
-}
-
 /// What the engine profile predicts from: one circuit per pipeline stage, the model's sizes,
 /// and the quantization the weights are loaded in, in a few words.
 struct Stages {
@@ -198,21 +174,10 @@ fn stage_circuits(
         )
         .into());
     }
-    // The model's sizes as its class gives them, which config.json may omit (Gemma 3's text
+    // The model's facts as its class gives them, which config.json may omit (Gemma 3's text
     // config gives neither its vocabulary nor its context length).
     let first = &sharded.imports[0];
-    let model = ModelFacts {
-        architecture: first.architecture.to_owned(),
-        max_position_embeddings: first.max_position_embeddings,
-        longest_max_model_len: first.context.longest,
-        default_max_model_len: first.context.default,
-        vocab_size: first.vocab_size,
-        num_attention_heads: first.num_attention_heads,
-        attention_chunk_size: first.attention_chunk_size,
-        rotary_cache_dtype_bytes: first.rotary_cache_dtype.bytes(),
-        vision_encoder: first.vision_tower,
-        encoder: first.encoder,
-    };
+    let model = first.facts.clone();
     let quantization = match &first.quantization {
         None => "none".to_owned(),
         Some(q) if q.at_load => format!("{} (--quantization, at load)", q.method),
@@ -246,7 +211,8 @@ pub fn run_plan(
         dp: args.parallel.data_parallel_size,
         expert_parallel: args.parallel.enable_expert_parallel,
     };
-    let profile = profile_named(name)?;
+    let profile = engines::select(name)?;
+    options.load = profile.load_rules();
     let path = args
         .hf_config
         .as_deref()
@@ -257,8 +223,11 @@ pub fn run_plan(
         model,
         quantization,
     } = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
+    let device = kernel_families::Devices::builtin()?
+        .get(args.device.as_deref().unwrap_or("h100-sxm"))?
+        .clone();
     let run = RunSettings {
-        device: "h100-80gb".to_owned(),
+        device,
         tensor_parallel_size: options.parallel.tp,
         pipeline_parallel_size: options.parallel.pp,
         gpu_memory_utilization: engine.gpu_memory_utilization,
@@ -670,7 +639,10 @@ fn json(s: &Startup) -> serde_json::Value {
 /// (its first worker, the figures the case's fields hold) and one per further printed worker
 /// (`per_worker_profile`: each pipeline stage).
 pub fn bench() -> Result<(), CliError> {
-    let profile = vllm_profile()?;
+    let profile = engines::profile("vllm-0.19")?;
+    let h100 = kernel_families::Devices::builtin()?
+        .get("h100-sxm")?
+        .clone();
     let cases_path = Path::new("data/vllm/cases.json");
     let cases: Vec<serde_json::Value> = serde_json::from_str(&read_file(cases_path)?)?;
     outln!(
@@ -690,6 +662,7 @@ pub fn bench() -> Result<(), CliError> {
         let origin = path.display().to_string();
         let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
         let mut options = circuit_hf::ImportOptions::default();
+        options.load = profile.load_rules();
         if let Some(q) = case["quantization"].as_str() {
             options.online_quantization = q
                 .parse()
@@ -705,7 +678,7 @@ pub fn bench() -> Result<(), CliError> {
             circuits, model, ..
         } = stage_circuits(&text, &origin, &options, &[])?;
         let run = RunSettings {
-            device: "h100-80gb".to_owned(),
+            device: h100.clone(),
             tensor_parallel_size: options.parallel.tp,
             pipeline_parallel_size: options.parallel.pp,
             gpu_memory_utilization: case["gpu_memory_utilization"].as_f64().unwrap_or(0.9),

@@ -382,6 +382,10 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
             let storage = Storage::of(&import, &options);
             if let Some(layout) = args.parallel.layout() {
                 options.parallel = layout;
+                // A parallel layout without --engine is planned as the newest vLLM holds each
+                // rank once loaded (its `[load]` rules: e.g. MXFP4 experts re-laid out), as
+                // docs/parallel.md says.
+                options.load = engines::select("vllm")?.load_rules();
                 let sharded = circuit_hf::import_parallel(
                     &files.text,
                     &files.origin,

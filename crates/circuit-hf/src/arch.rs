@@ -18,7 +18,7 @@ use crate::error::HfError;
 use crate::model::ModelType;
 
 /// A normalised architecture.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Arch {
     pub model: ModelType,
     pub vocab: u64,
@@ -64,8 +64,9 @@ pub(crate) struct Arch {
     /// `max_position_embeddings`: no byte of the circuit depends on it (the planned context is
     /// the caller's), but an engine takes it as the default max model length.
     pub context: u64,
-    /// The context an engine accepts and defaults to: `context` extended by the rope scaling.
-    pub context_limits: crate::context::ContextLimits,
+    /// The rope scaling, as the config writes it (an engine reads how far it stretches the
+    /// context).
+    pub rope: model_facts::RopeScaling,
     /// The tensor-parallel ranks the sizes above are one rank's share of (1: unsharded);
     /// above 1 the emitter adds the collectives that join the shares.
     pub tp: u64,
@@ -209,7 +210,8 @@ pub(crate) struct Layer {
 /// Reads the architecture of `cfg`'s model type.
 pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
     let base = Base::read(cfg)?;
-    match cfg.model() {
+    let rope = crate::rope::read(cfg)?;
+    let mut arch = match cfg.model() {
         ModelType::Llama => llama(cfg, base),
         ModelType::Granite => granite(cfg, base),
         ModelType::Mistral => mistral(cfg, base),
@@ -229,7 +231,9 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::Glm4Moe => glm4_moe(cfg, base),
         ModelType::Llama4Text => llama4_text(cfg, base),
         ModelType::Qwen3Next => qwen3_next(cfg, base),
-    }
+    }?;
+    arch.rope = rope;
+    Ok(arch)
 }
 
 /// The size defaults of a model type's transformers configuration class (transformers 5.25.0,
@@ -305,7 +309,6 @@ struct Base {
     layers: u64,
     heads: u64,
     context: u64,
-    context_limits: crate::context::ContextLimits,
 }
 
 impl Base {
@@ -322,7 +325,6 @@ impl Base {
             layers: cfg.int_or_in("num_hidden_layers", 1, MAX_LAYERS, d.layers)?,
             heads: cfg.int_or("num_attention_heads", 1, d.heads)?,
             context,
-            context_limits: crate::context::ContextLimits::read(cfg, context)?,
         })
     }
 
@@ -359,7 +361,7 @@ impl Base {
             tensor_prefix: "",
             vision: None,
             context: self.context,
-            context_limits: self.context_limits,
+            rope: model_facts::RopeScaling::default(),
             tp: 1,
             mtp_names: MtpNames::DeepSeek,
             mtp_fc_rows: self.hidden,

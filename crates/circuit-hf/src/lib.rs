@@ -33,7 +33,6 @@
 
 mod arch;
 mod config;
-pub mod context;
 mod emit;
 pub mod error;
 pub mod model;
@@ -42,6 +41,7 @@ pub mod options;
 pub mod parallel;
 mod parallel_import;
 mod quant;
+mod rope;
 mod vision;
 
 use std::path::Path;
@@ -49,9 +49,9 @@ use std::path::Path;
 use circuit_ir::expr::Fault;
 use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 
-pub use circuit_ir::EncoderShape;
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
+pub use model_facts::{EncoderShape, LoadRules, ModelFacts};
 pub use options::{
     Dtype, ImportOptions, KvCacheDtype, OnlineQuantization, RunDtype, SideFile, SideFileKind,
 };
@@ -66,10 +66,6 @@ pub struct Import {
     pub circuit: Circuit,
     /// The model type.
     pub model_type: ModelType,
-    /// The class an engine resolves the config to: the multimodal wrapper's
-    /// (`Llama4ForConditionalGeneration`), else the causal LM's (`GptOssForCausalLM`). Engines
-    /// key per-model settings by it (vLLM 0.19's `MODELS_CONFIG_MAP`).
-    pub architecture: &'static str,
     /// Keys of the file whose values shaped the circuit, in reading order.
     pub keys_read: Vec<String>,
     /// Keys of the file that did not: known to leave memory unchanged, or without effect in
@@ -88,32 +84,9 @@ pub struct Import {
     /// Side files handed in but not read (config.json's own quantization block wins, as in
     /// vLLM).
     pub side_files_ignored: Vec<String>,
-    /// `max_position_embeddings` (the model class's default when absent): no byte of the
-    /// circuit depends on it; an engine's default max model length does.
-    pub max_position_embeddings: u64,
-    /// The longest and the default max model length an engine derives from
-    /// `max_position_embeddings` and the rope scaling ([`context::ContextLimits`]).
-    pub context: context::ContextLimits,
-    /// The whole model's vocabulary and attention heads, before any sharding (a rank's circuit
-    /// holds its share): what an engine's sampler and its TP sizes see.
-    pub vocab_size: u64,
-    /// See `vocab_size`.
-    pub num_attention_heads: u64,
-    /// `attention_chunk_size` when some layer attends within chunks (Llama 4's chunked local
-    /// attention; those layers' states carry it as their `window`), else `None`: a window of
-    /// the circuit is then a sliding window.
-    pub attention_chunk_size: Option<u64>,
-    /// The dtype an engine builds the rotary cos/sin cache in: the planned dtype, unless the
-    /// model's vLLM class asks for its own (gpt-oss: float32, vLLM 0.19 models/gpt_oss.py
-    /// `get_rope(..., dtype=torch.float32)`).
-    pub rotary_cache_dtype: Dtype,
-    /// Whether the circuit holds a vision tower (a multimodal config's `vision_config`, unless
-    /// imported with `ImportOptions::language_model_only`): an engine also runs that encoder
-    /// when it profiles its memory.
-    pub vision_tower: bool,
-    /// What an engine's profile feeds that encoder, for the towers whose profile is modelled
-    /// (Llama 4's); `None` without a tower or for the others.
-    pub encoder: Option<EncoderShape>,
+    /// What an engine profile needs of the model beyond its circuits: the class, the context
+    /// and rope scaling, the whole vocabulary and heads, the vision encoder's run shape.
+    pub facts: ModelFacts,
 }
 
 /// Builds the circuit of a `config.json` text. `origin` names the file in error messages and
@@ -137,26 +110,21 @@ pub fn import_with(
     options: &ImportOptions,
     side_files: &[SideFile<'_>],
 ) -> Result<Import, HfError> {
-    let mut imports = import_shaped(
-        text,
-        origin,
-        options,
-        side_files,
-        quant::WeightBytes::Checkpoint,
-        |arch, name, storage| emit::circuit(arch, name, storage).map(|built| vec![built]),
-    )?;
+    let mut imports = import_shaped(text, origin, options, side_files, |arch, name, storage| {
+        emit::circuit(arch, name, storage).map(|built| vec![built])
+    })?;
     Ok(imports.remove(0))
 }
 
 /// Reads the config and imports each circuit `emit` builds from its architecture (one for the
 /// whole model; one per distinct rank for a parallel layout), with the same key report; the
-/// weights are `weight_bytes`' (the checkpoint's, or what vLLM holds after loading).
+/// weights are held as `options.load` says (the checkpoint's bytes with
+/// [`LoadRules::default`]).
 pub(crate) fn import_shaped(
     text: &str,
     origin: &str,
     options: &ImportOptions,
     side_files: &[SideFile<'_>],
-    weight_bytes: quant::WeightBytes,
     emit: impl FnOnce(&arch::Arch, &str, &quant::Storage<'_>) -> Result<Vec<quant::Built>, HfError>,
 ) -> Result<Vec<Import>, HfError> {
     let top = config::parse(text, origin)?;
@@ -177,10 +145,7 @@ pub(crate) fn import_shaped(
     if let Some(u) = &unwrapped {
         arch.tensor_prefix = u.wrapper.prefix;
         let tower = u.tower(origin, &top, arch.hidden)?;
-        let tower = match weight_bytes {
-            quant::WeightBytes::Checkpoint => tower,
-            quant::WeightBytes::VllmLoaded => tower.into_vllm_build(),
-        };
+        let tower = tower.into_built(options.load.vision_tower);
         arch.vision = (!options.language_model_only).then_some(tower);
     }
     let storage = quant::Storage {
@@ -188,7 +153,7 @@ pub(crate) fn import_shaped(
         planned: dtype,
         kv: options.kv_cache_dtype,
         scheme: scheme.as_ref(),
-        weight_bytes,
+        load: &options.load,
     };
     let built = emit(&arch, &circuit_name(origin, model_type), &storage)?;
     let read = cfg.keys_read();
@@ -244,9 +209,6 @@ pub(crate) fn import_shaped(
         .map(|b| Import {
             circuit: b.circuit,
             model_type,
-            architecture: unwrapped
-                .as_ref()
-                .map_or(model_type.causal_lm_class(), |u| u.wrapper.class),
             keys_read: keys_read.clone(),
             keys_ignored: keys_ignored.clone(),
             defaults: defaults.clone(),
@@ -255,17 +217,21 @@ pub(crate) fn import_shaped(
             kv_cache_format: kv_cache_format.clone(),
             quantization: b.quantization,
             side_files_ignored: side_files_ignored.clone(),
-            max_position_embeddings: arch.context,
-            context: arch.context_limits,
-            vocab_size: arch.vocab,
-            num_attention_heads: arch.heads,
-            attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),
-            rotary_cache_dtype: match model_type {
-                model::ModelType::GptOss => Dtype::Float32,
-                _ => dtype,
+            facts: ModelFacts {
+                model_type: model_type.name().to_owned(),
+                architecture: unwrapped
+                    .as_ref()
+                    .map_or(model_type.causal_lm_class(), |u| u.wrapper.class)
+                    .to_owned(),
+                dtype: dtype.to_format(),
+                max_position_embeddings: arch.context,
+                rope: arch.rope.clone(),
+                vocab_size: arch.vocab,
+                num_attention_heads: arch.heads,
+                attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),
+                vision_encoder: arch.vision.is_some(),
+                encoder: arch.vision.as_ref().and_then(|t| t.encoder),
             },
-            vision_tower: arch.vision.is_some(),
-            encoder: arch.vision.as_ref().and_then(|t| t.encoder),
         })
         .collect())
 }

@@ -42,11 +42,12 @@ impl Dtype {
         }
     }
 
-    /// Bytes per element.
-    pub fn bytes(self) -> u64 {
+    /// The circuit-ir format, typed (its bytes per element are circuit-ir's to say).
+    pub fn to_format(self) -> circuit_ir::Format {
         match self {
-            Dtype::Bfloat16 | Dtype::Float16 => 2,
-            Dtype::Float32 => 4,
+            Dtype::Bfloat16 => circuit_ir::Format::Bf16,
+            Dtype::Float16 => circuit_ir::Format::F16,
+            Dtype::Float32 => circuit_ir::Format::F32,
         }
     }
 
@@ -145,6 +146,9 @@ pub struct ImportOptions {
     /// `model_executor/models/interfaces.py`). The tower's config is still read and checked.
     /// No effect on a text-only config.
     pub language_model_only: bool,
+    /// How the engine holds the tensors once loaded, where that differs from the checkpoint's
+    /// bytes (an engine folder's `[load]`); the default keeps the checkpoint as stored.
+    pub load: model_facts::LoadRules,
 }
 
 /// Quantization applied at load time to a checkpoint stored unquantized.

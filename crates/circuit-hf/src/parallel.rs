@@ -490,8 +490,8 @@ fn shard_tower(tower: &VisionTower, tp: u64) -> Result<VisionTower, ParallelErro
         once: shard(&tower.once)?,
         layer: shard(&tower.layer)?,
         layers: tower.layers,
-        vllm_layers: tower.vllm_layers,
-        vllm_skips: tower.vllm_skips.clone(),
+        read_layers: tower.read_layers,
+        unread: tower.unread.clone(),
         encoder: tower.encoder,
     })
 }

@@ -3,16 +3,15 @@
 //! the map from every rank to its shape.
 //!
 //! Invariants: `rank_shape.len() == world_size`; every index of `rank_shape` points into
-//! `shapes` and `imports` (same length, same order, shapes sorted); a rank's weights are what
-//! vLLM 0.19 holds after loading ([`WeightBytes::VllmLoaded`]), so the single rank of
-//! `Parallel::SINGLE` reproduces [`crate::import_with`] (the checkpoint's bytes) except where
-//! vLLM re-lays tensors out at load time: MXFP4 experts (docs/parallel.md).
+//! `shapes` and `imports` (same length, same order, shapes sorted); a rank's weights are its
+//! share of the checkpoint's tensors held as `ImportOptions::load` says, so the single rank of
+//! `Parallel::SINGLE` reproduces [`crate::import_with`] under the same options
+//! (docs/parallel.md).
 
 use crate::emit::{Stage, stage_circuit};
 use crate::error::HfError;
 use crate::options::{ImportOptions, SideFile};
 use crate::parallel::{Parallel, Rank, RankShape};
-use crate::quant::WeightBytes;
 use crate::{Import, import_shaped};
 
 /// The circuits of a parallel layout.
@@ -41,9 +40,9 @@ impl ParallelImport {
 }
 
 /// Imports `text` for `options.parallel`: per distinct rank the circuit of what it holds once
-/// vLLM 0.19 has loaded it on an H100 (docs/parallel.md): the checkpoint's tensors sharded,
-/// and MXFP4 experts padded and swizzled as vLLM's Triton MoE backend holds them.
-/// Act-order quantized experts are refused with TP > 1.
+/// loaded (docs/parallel.md): the checkpoint's tensors sharded as tensor-parallel linear
+/// layers split them, held as `options.load` says (e.g. MXFP4 experts padded and swizzled
+/// for triton_kernels). Act-order quantized experts are refused with TP > 1.
 pub fn import_parallel(
     text: &str,
     origin: &str,
@@ -53,51 +52,44 @@ pub fn import_parallel(
     let parallel = options.parallel;
     let mut shapes: Vec<RankShape> = Vec::new();
     let mut per_rank: Vec<RankShape> = Vec::new();
-    let imports = import_shaped(
-        text,
-        origin,
-        options,
-        side_files,
-        WeightBytes::VllmLoaded,
-        |arch, name, storage| {
-            let fail = |source| HfError::Parallel {
-                origin: origin.to_owned(),
-                source,
-            };
-            // A rank's quantized tensors are its share of each module's shape, as vLLM's column-
-            // and row-parallel layers load them (per-channel scales split with the output, block
-            // scales with both dims, per-tensor ones kept whole; under act order a row-parallel
-            // rank keeps every group's scales, `Size::InWhole`). Act-order experts are refused:
-            // how vLLM's MoE methods place their scales then is not modelled.
-            if storage.scheme.is_some_and(|s| s.act_order())
-                && parallel.tp > 1
-                && arch.moe.is_some()
-            {
-                return Err(fail(crate::parallel::ParallelError::NotModelled {
-                    what: "tensor parallelism of act-order (desc_act, g_idx) quantized experts",
-                    layout: format!("tp {}", parallel.tp),
-                }));
-            }
-            let expert_ffn_multiple = storage.scheme.and_then(|s| s.vllm_expert_ffn_multiple());
-            per_rank = parallel
-                .rank_shapes(arch, expert_ffn_multiple)
-                .map_err(fail)?;
-            shapes = per_rank.clone();
-            shapes.sort();
-            shapes.dedup();
-            shapes
-                .iter()
-                .map(|shape| {
-                    let sharded = parallel.shard(arch, expert_ffn_multiple).map_err(fail)?;
-                    let stage = Stage {
-                        layers: (shape.layers.0 as usize, shape.layers.1 as usize),
-                        local_experts: shape.local_experts,
-                    };
-                    stage_circuit(&sharded, name, storage, &stage)
-                })
-                .collect()
-        },
-    )?;
+    let imports = import_shaped(text, origin, options, side_files, |arch, name, storage| {
+        let fail = |source| HfError::Parallel {
+            origin: origin.to_owned(),
+            source,
+        };
+        // A rank's quantized tensors are its share of each module's shape, as vLLM's column-
+        // and row-parallel layers load them (per-channel scales split with the output, block
+        // scales with both dims, per-tensor ones kept whole; under act order a row-parallel
+        // rank keeps every group's scales, `Size::InWhole`). Act-order experts are refused:
+        // how vLLM's MoE methods place their scales then is not modelled.
+        if storage.scheme.is_some_and(|s| s.act_order()) && parallel.tp > 1 && arch.moe.is_some() {
+            return Err(fail(crate::parallel::ParallelError::NotModelled {
+                what: "tensor parallelism of act-order (desc_act, g_idx) quantized experts",
+                layout: format!("tp {}", parallel.tp),
+            }));
+        }
+        let expert_ffn_multiple = storage
+            .scheme
+            .and_then(|s| s.loaded_experts(storage.load))
+            .map(|(_, multiple)| multiple);
+        per_rank = parallel
+            .rank_shapes(arch, expert_ffn_multiple)
+            .map_err(fail)?;
+        shapes = per_rank.clone();
+        shapes.sort();
+        shapes.dedup();
+        shapes
+            .iter()
+            .map(|shape| {
+                let sharded = parallel.shard(arch, expert_ffn_multiple).map_err(fail)?;
+                let stage = Stage {
+                    layers: (shape.layers.0 as usize, shape.layers.1 as usize),
+                    local_experts: shape.local_experts,
+                };
+                stage_circuit(&sharded, name, storage, &stage)
+            })
+            .collect()
+    })?;
     let rank_shape = per_rank
         .iter()
         .map(|s| shapes.binary_search(s).unwrap_or_default())

@@ -14,7 +14,7 @@
 //! sharded tower's split dims are exact quotients (a size the ranks do not divide is
 //! refused, as vLLM's `divide` asserts).
 
-use circuit_ir::EncoderShape;
+use model_facts::{EncoderShape, TowerBuild};
 use serde_json::{Map, Value};
 
 use crate::config::{MAX_LAYERS, render};
@@ -90,36 +90,45 @@ pub(crate) struct VisionTower {
     pub once: Vec<Held>,
     pub layer: Vec<Held>,
     pub layers: u64,
-    /// The encoder layers vLLM 0.19 builds and loads: LLaVA's and Mistral 3's towers only up
-    /// to the deepest `vision_feature_layer` (`init_vision_tower_for_llava`,
-    /// `init_vision_tower_for_mistral3`: `num_hidden_layers_override`), the others all.
-    pub vllm_layers: u64,
-    /// `once` tensors vLLM 0.19 builds no parameter for (LLaVA's CLIP `post_layernorm`:
-    /// `require_post_norm=False`, llava.py).
-    pub vllm_skips: Vec<String>,
+    /// The encoder layers the projector reads: up to the deepest `vision_feature_layer` for
+    /// LLaVA's and Mistral 3's towers, every layer for the others. An engine that builds only
+    /// what the projector reads ([`TowerBuild::ReadByProjector`]) loads these alone (vLLM 0.19:
+    /// `init_vision_tower_for_llava`, `init_vision_tower_for_mistral3`,
+    /// `num_hidden_layers_override`).
+    pub read_layers: u64,
+    /// `once` tensors the projector's features never pass through (LLaVA's CLIP
+    /// `post_layernorm`, after the feature layer), which such an engine builds no parameter for
+    /// (vLLM 0.19's llava.py: `require_post_norm=False`).
+    pub unread: Vec<String>,
     /// The encoder's profile shape, for the towers whose profile is modelled.
     pub encoder: Option<EncoderShape>,
 }
 
 impl VisionTower {
-    /// A tower of `layers` encoder layers that vLLM builds whole.
+    /// A tower of `layers` encoder layers that the projector reads whole.
     fn whole(once: Vec<Held>, layer: Vec<Held>, layers: u64) -> VisionTower {
         VisionTower {
             once,
             layer,
             layers,
-            vllm_layers: layers,
-            vllm_skips: Vec::new(),
+            read_layers: layers,
+            unread: Vec::new(),
             encoder: None,
         }
     }
 
-    /// The tower as vLLM 0.19 holds it after loading: its layers up to the deepest feature
-    /// layer, without the tensors it skips (the checkpoint's other tensors are not loaded).
-    pub fn into_vllm_build(mut self) -> VisionTower {
-        self.layers = self.vllm_layers;
-        let skips = std::mem::take(&mut self.vllm_skips);
-        self.once.retain(|h| !skips.contains(&h.tensor));
+    /// The tower as an engine that builds it as `build` says holds it after loading: whole,
+    /// or its layers up to the deepest feature layer without the tensors the projector never
+    /// reads (the checkpoint's other tensors are then not loaded).
+    pub fn into_built(mut self, build: TowerBuild) -> VisionTower {
+        match build {
+            TowerBuild::Whole => {}
+            TowerBuild::ReadByProjector => {
+                self.layers = self.read_layers;
+                let unread = std::mem::take(&mut self.unread);
+                self.once.retain(|h| !unread.contains(&h.tensor));
+            }
+        }
         self
     }
 
@@ -768,12 +777,12 @@ impl Projector {
         self.feature_layer.as_ref().map_or(1, |l| l.len() as u64)
     }
 
-    /// The encoder layers vLLM 0.19 builds for a tower of `layers`: up to the deepest feature
-    /// layer (`_get_num_hidden_layers`, llava.py and mistral3.py; `get_layer_index`,
-    /// models/utils.py: a negative index counts `layers + index + 1`); `default` is the
-    /// config class's `vision_feature_layer` when the file gives none. An index outside the
-    /// tower is refused: vLLM would build layers the checkpoint does not hold.
-    fn vllm_layers(&self, origin: &str, layers: u64, default: i64) -> Result<u64, HfError> {
+    /// The encoder layers the projector reads of a tower of `layers`: up to the deepest
+    /// feature layer (a negative index counts `layers + index + 1`, as transformers' and
+    /// vLLM 0.19's `get_layer_index`, models/utils.py, count it); `default` is the config
+    /// class's `vision_feature_layer` when the file gives none. An index outside the tower is
+    /// refused: it names layers the checkpoint does not hold.
+    fn read_layers(&self, origin: &str, layers: u64, default: i64) -> Result<u64, HfError> {
         let default = [default];
         let indices = self.feature_layer.as_deref().unwrap_or(&default);
         let mut deepest = 0;
@@ -948,7 +957,7 @@ pub(crate) fn pixtral_mistral3(
     ]);
     let tower = VisionTower {
         // Mistral3Config's vision_feature_layer is -1 (transformers 5.25.0).
-        vllm_layers: projector.vllm_layers(origin, layers, -1)?,
+        read_layers: projector.read_layers(origin, layers, -1)?,
         ..VisionTower::whole(once, layer, layers)
     };
     tower.params().ok_or_else(too_large)?;
@@ -1052,8 +1061,8 @@ pub(crate) fn clip_llava(
         layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
         layers,
         // LlavaConfig's vision_feature_layer is -2 (transformers 5.25.0).
-        vllm_layers: projector.vllm_layers(origin, layers, -2)?,
-        vllm_skips: vec![
+        read_layers: projector.read_layers(origin, layers, -2)?,
+        unread: vec![
             format!("{v}.post_layernorm.weight"),
             format!("{v}.post_layernorm.bias"),
         ],

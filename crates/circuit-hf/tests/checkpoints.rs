@@ -209,7 +209,7 @@ fn llama_4_scout_moe_every_layer_chunked_nope_and_vision_tower() {
     let mut options = circuit_hf::ImportOptions::default();
     options.language_model_only = true;
     let text = circuit_hf::import_with(&config, "scout", &options, &[]).unwrap();
-    assert!(imp.vision_tower && !text.vision_tower);
+    assert!(imp.facts.vision_encoder && !text.facts.vision_encoder);
     assert_eq!(
         text.circuit.weight_bytes(),
         expect["weights"].as_u64().unwrap() - 2 * 871_932_416
@@ -307,6 +307,7 @@ fn only_chunked_attention_names_its_chunk() {
         let (config, _) = checkpoint(name);
         circuit_hf::import(&config, &format!("{name}/config.json"))
             .unwrap()
+            .facts
             .attention_chunk_size
     };
     assert_eq!(chunk("llama-4-scout-17b-16e-instruct"), Some(8192));

@@ -19,6 +19,15 @@ fn config(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// Options that hold every rank's tensors as vLLM 0.19 loads them on an H100: the `[load]`
+/// rules of engines/vllm-0.19 (MXFP4 experts in triton_kernels' layout, LLaVA's and Mistral
+/// 3's towers up to the deepest feature layer).
+fn vllm_loaded() -> ImportOptions {
+    let mut options = ImportOptions::default();
+    options.load = engines::profile("vllm-0.19").unwrap().load_rules();
+    options
+}
+
 fn layout(tp: u64, pp: u64, dp: u64, expert_parallel: bool) -> Parallel {
     Parallel {
         tp,
@@ -29,7 +38,7 @@ fn layout(tp: u64, pp: u64, dp: u64, expert_parallel: bool) -> Parallel {
 }
 
 fn import(name: &str, parallel: Parallel) -> Result<ParallelImport, HfError> {
-    let mut options = ImportOptions::default();
+    let mut options = vllm_loaded();
     options.parallel = parallel;
     import_parallel(&config(name), &format!("{name}/config.json"), &options, &[])
 }
@@ -239,7 +248,7 @@ fn layouts_that_do_not_fit_are_typed_errors() {
     // A vocabulary whose padding to 64 overflows names the vocabulary, not the ranks.
     let huge = r#"{"model_type": "llama", "vocab_size": 18446744073709551615, "hidden_size": 64,
         "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}"#;
-    let mut options = ImportOptions::default();
+    let mut options = vllm_loaded();
     options.parallel = layout(2, 1, 1, false);
     match import_parallel(huge, "huge/config.json", &options, &[]) {
         Err(HfError::Parallel { source, .. }) => {
@@ -333,7 +342,7 @@ fn qwen3_next_tensor_parallel() {
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut options = ImportOptions::default();
+    let mut options = vllm_loaded();
     options.parallel = layout(2, 1, 1, false);
     let p = import_parallel(&text, "qwen3-next/config.json", &options, &[])
         .unwrap_or_else(|e| panic!("{e}"));
@@ -399,7 +408,7 @@ fn checkpoint(name: &str) -> String {
 
 /// `text` (a config.json) imported for `parallel`.
 fn import_text(text: &str, origin: &str, parallel: Parallel) -> Result<ParallelImport, HfError> {
-    let mut options = ImportOptions::default();
+    let mut options = vllm_loaded();
     options.parallel = parallel;
     import_parallel(text, origin, &options, &[])
 }
@@ -470,7 +479,7 @@ fn a_vision_tower_shards_over_tensor_parallel_ranks_as_vllm_loads_it() {
 fn llama_4s_encoder_shape_is_its_processors_largest_image() {
     let scout = checkpoint("llama-4-scout-17b-16e-instruct");
     let p = import_text(&scout, "scout", layout(8, 1, 1, false)).unwrap();
-    let e = p.imports[0].encoder.unwrap();
+    let e = p.imports[0].facts.encoder.unwrap();
     assert_eq!(
         e,
         circuit_hf::EncoderShape {
@@ -488,13 +497,13 @@ fn llama_4s_encoder_shape_is_its_processors_largest_image() {
         }
     );
     assert_eq!(
-        circuit_hf::import(&scout, "scout").unwrap().encoder,
+        circuit_hf::import(&scout, "scout").unwrap().facts.encoder,
         Some(e)
     );
-    let mut options = ImportOptions::default();
+    let mut options = vllm_loaded();
     options.language_model_only = true;
     let text = circuit_hf::import_with(&scout, "scout", &options, &[]).unwrap();
-    assert_eq!(text.encoder, None);
+    assert_eq!(text.facts.encoder, None);
     let bad = scout.replacen(
         "\"pixel_shuffle_ratio\": 0.5",
         "\"pixel_shuffle_ratio\": 2.0",
@@ -523,7 +532,11 @@ fn gemma_3s_encoder_shape_is_one_crop_of_soft_tokens() {
                         "model_type": "siglip_vision_model", "num_attention_heads": 16,
                         "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": false}
     }"#;
-    let e = circuit_hf::import(gemma, "gemma").unwrap().encoder.unwrap();
+    let e = circuit_hf::import(gemma, "gemma")
+        .unwrap()
+        .facts
+        .encoder
+        .unwrap();
     assert_eq!(
         e,
         circuit_hf::EncoderShape {
@@ -542,7 +555,10 @@ fn gemma_3s_encoder_shape_is_one_crop_of_soft_tokens() {
     );
     let with_head = gemma.replace(r#""vision_use_head": false"#, r#""vision_use_head": true"#);
     assert_eq!(
-        circuit_hf::import(&with_head, "gemma").unwrap().encoder,
+        circuit_hf::import(&with_head, "gemma")
+            .unwrap()
+            .facts
+            .encoder,
         None
     );
     let bad = gemma.replace(
@@ -578,7 +594,8 @@ fn llavas_encoder_shape_follows_its_feature_selection_and_activation() {
     };
     let shape = |strategy: &str, act: &str| {
         circuit_hf::import(&llava(strategy, act), "llava").map(|i| {
-            i.encoder
+            i.facts
+                .encoder
                 .map(|e| (e.tokens_per_item, e.rows_per_tile, e.activation_tensors))
         })
     };
@@ -865,7 +882,11 @@ fn gpt_oss_expert_tensors_of_a_tp_4_rank() {
         .unwrap();
     assert_eq!(gate_up.bytes_at(10).unwrap(), 10 * 4 * 1536 * 2);
     let q = p.imports[0].quantization.as_ref().unwrap();
-    assert!(q.summary.contains("Triton MoE backend"), "{}", q.summary);
+    assert!(
+        q.summary.contains("triton_kernels' Hopper layout"),
+        "{}",
+        q.summary
+    );
 }
 
 /// gpt-oss's MLPBlock asserts that the world (tp x pp x dp) divides intermediate_size, and

@@ -632,7 +632,7 @@ fn the_report_names_keys_read_ignored_and_defaulted() {
     ] {
         assert!(imp.keys_read.iter().any(|k| k == key), "{key}");
     }
-    assert_eq!(imp.max_position_embeddings, 131_072);
+    assert_eq!(imp.facts.max_position_embeddings, 131_072);
     for key in ["rope_theta", "rms_norm_eps"] {
         assert!(imp.keys_ignored.iter().any(|k| k == key), "{key}");
     }

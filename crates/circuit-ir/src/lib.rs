@@ -53,7 +53,6 @@
 pub mod build;
 pub mod circuit;
 pub mod decl;
-pub mod encoder;
 pub mod error;
 pub mod expr;
 pub mod format;
@@ -65,7 +64,6 @@ pub use circuit::{
     BlockInstance, Circuit, Dep, Edge, EdgeIdx, EdgeSizeError, InstanceIdx, Node, NodeIdx, Rows,
     State, StateIdx, StateKind, Tensor, TensorIdx, Weight,
 };
-pub use encoder::EncoderShape;
 pub use error::{CircuitError, CircuitErrorKind, Place, one_line, quoted};
 pub use expr::{Binding, Expr, ExprError, ExprText, Program, Scope, Trend};
 pub use format::{Format, FormatError};

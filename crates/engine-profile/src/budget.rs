@@ -39,8 +39,8 @@ fn largest_passing(
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetAnswers {
     /// The largest max-model-len that starts (None: nothing starts): the KV tokens of the
-    /// start-up (the profile run does not depend on max-model-len), at most the model's
-    /// `longest_max_model_len`, above which vLLM refuses the length.
+    /// start-up (the profile run does not depend on max-model-len), at most the longest the
+    /// engine allows the model ([`EngineProfile::model_len`]), above which it refuses the length.
     pub largest_max_model_len: Option<u64>,
     /// The smallest gpu-memory-utilization whose KV cache holds `target_kv_tokens` (None when
     /// even 1.0 does not).
@@ -78,7 +78,7 @@ impl EngineProfile {
             .blocks_for_tokens(target_kv_tokens)
             .ok_or_else(overflow)?;
         let graphs = |w: &Worker| {
-            if self.file.kv_cache.subtract_cuda_graph_estimate {
+            if self.facts.kv.subtract_cuda_graph_estimate {
                 w.cuda_graph.total
             } else {
                 0
@@ -110,7 +110,7 @@ impl EngineProfile {
         })
     }
 
-    /// The largest max-model-len, at most `longest_max_model_len`, one request of which the
+    /// The largest max-model-len, at most the longest the engine allows, one request of which the
     /// start-up's blocks hold in every group (vLLM's check, kv_cache_utils.py
     /// _check_enough_kv_cache_memory). The blocks do not depend on the length (the profile run
     /// and the pages do not), the blocks a request takes grow with it: a bisection.
@@ -126,7 +126,7 @@ impl EngineProfile {
             let layout = self.kv_layout(stages, &run.model, block_size, len, tokens)?;
             Ok(layout.blocks_per_request <= startup.kv_blocks)
         };
-        largest_passing(run.model.longest_max_model_len, fits)
+        largest_passing(self.model_len(&run.model).longest, fits)
     }
 
     /// The largest max-num-seqs that starts under `run` (its `max_num_seqs` is ignored), None
@@ -141,7 +141,7 @@ impl EngineProfile {
     ) -> Result<Option<u64>, EngineError> {
         let tokens = match run.max_num_batched_tokens {
             Some(t) => t,
-            None => self.device(&run.device)?.max_num_batched_tokens,
+            None => self.defaults_on(&run.device)?.max_num_batched_tokens,
         };
         let starts = |seqs: u64| -> Result<bool, EngineError> {
             let at = RunSettings {

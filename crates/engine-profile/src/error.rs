@@ -1,5 +1,9 @@
 //! What can go wrong reading an engine profile or predicting a start-up: one typed error that
 //! names the file, the item and the value at fault.
+//!
+//! Invariants: a message is one line; an error in evaluating the engine file's expressions
+//! names the circuit (the user's model) and the values the expression read, so an input out of
+//! range is told apart from a broken engine file.
 
 /// What can go wrong reading an engine profile or predicting a start-up.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +27,41 @@ pub enum EngineError {
         text: String,
         /// What failed.
         message: String,
+    },
+    /// An expression of the engine file reads a name the run does not bind.
+    #[error(
+        "{circuit}: the engine profile's {item} reads `{name}`, which neither the run nor the circuit's dims give"
+    )]
+    UnboundName {
+        /// The circuit.
+        circuit: String,
+        /// The item.
+        item: String,
+        /// The name.
+        name: String,
+    },
+    /// An expression of the engine file fails on this run's values (an overflow from a huge
+    /// flag or config value).
+    #[error("{circuit}: {item} = `{text}` with {inputs}: {message}")]
+    Eval {
+        /// The circuit.
+        circuit: String,
+        /// The item.
+        item: String,
+        /// The expression.
+        text: String,
+        /// The values it read (`tokens = 8192, hidden = 4096`).
+        inputs: String,
+        /// What failed.
+        message: String,
+    },
+    /// The device is not one the profile can predict on.
+    #[error("device {device}: {why}; the engine prediction is refused rather than guessed")]
+    DeviceNotModelled {
+        /// The device's name.
+        device: String,
+        /// Why.
+        why: String,
     },
     /// The families or rules of the profile do not load.
     #[error("{origin}: {message}")]
@@ -66,11 +105,13 @@ pub enum EngineError {
     /// A multimodal model whose encoder the profile run would run, for an encoder whose
     /// profile is not modelled (or an engine file without `profile_run.encoder`).
     #[error(
-        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs (vLLM 0.19 gpu_model_runner.py profile_run), which is modelled for Llama 4's, Gemma 3's SigLIP and LLaVA's CLIP towers only; pass --skip-mm-profiling (vLLM's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
+        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs ({runs_it}), which is modelled for Llama 4's, Gemma 3's SigLIP and LLaVA's CLIP towers only; pass --skip-mm-profiling (the engine's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
     )]
     EncoderProfileNotModelled {
         /// The circuit.
         circuit: String,
+        /// Where the engine runs it (the engine file's `profile_run.encoder.source`).
+        runs_it: String,
     },
     /// A size overflowed u64.
     #[error("{what} overflows u64")]

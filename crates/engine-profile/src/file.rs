@@ -1,42 +1,47 @@
-//! The engine file (`engines/<engine>/engine.toml`), typed: the runtime facts the kernel
-//! families cannot express, each a number or an expression over the run's names.
+//! The engine file (`engines/<engine>-<version>/engine.toml`, format in docs/engines.md), typed
+//! as written: the runtime facts kernel families and fusion rules cannot express, each a number,
+//! a named mechanism or an expression over the run's names. A release that differs from another
+//! in a few facts names it with `extends` and states only those ([`overlay`]).
 //!
 //! Invariants: every table denies unknown keys, so a misspelt fact is an error, not a default;
-//! expressions stay text here and are parsed where they are evaluated, with the item's name for
-//! messages (`EngineProfile::eval`).
+//! expressions stay text here and are compiled once by [`crate::EngineProfile::from_texts`]
+//! (`formula.rs`); an overlay merges tables key by key and replaces every other value (an array
+//! of terms is one fact), so the merged text is what a file stating every fact would hold.
 
 use serde::Deserialize;
 
-/// One named size expression of the engine file.
+/// The schema this crate reads.
+pub const SCHEMA: u32 = 2;
+
+/// A byte term: `bytes` (an expression) counted when its filters hold.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Term {
-    /// Its name.
+pub struct TermDecl {
+    /// Name, for messages and output.
     pub name: String,
-    /// Bytes, an expression over the run's names (see docs/engines.md).
+    /// Bytes: an expression.
     pub bytes: String,
-    /// Counted only for circuits with this dim (e.g. `experts_per_tok` for MoE workspaces).
+    /// Counted only for circuits that have this dim.
     #[serde(default)]
     pub when_dim: Option<String>,
-    /// Counted only on the pipeline stages it names (e.g. the sampler on the last).
+    /// Counted only on these pipeline stages.
     #[serde(default)]
     pub stage: Option<StageFilter>,
-    /// Counted only when the forward runs so (e.g. a compiled graph's held piece inputs).
+    /// Counted only when the forward runs so.
     #[serde(default)]
     pub execution: Option<Execution>,
-    /// A persistent term the profile's forward allocates (a fused-MoE workspace at the first
-    /// MoE layer): it is not yet held under the multimodal encoder's peak, which comes first.
+    /// A persistent term the forward allocates (not under a multimodal encoder's peak).
     #[serde(default)]
     pub from_forward: bool,
 }
 
-/// How the engine runs the model's forward.
+/// How the forward runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Execution {
-    /// Compiled and captured in CUDA graphs (the engine's default).
+    /// Compiled (torch.compile with piecewise graphs).
     Compiled,
-    /// Eager, op by op, with no CUDA graph (vLLM's `--enforce-eager`).
+    /// Eagerly, op by op.
     Eager,
 }
 
@@ -44,18 +49,19 @@ pub enum Execution {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageFilter {
-    /// Stage 0 (it embeds the tokens).
+    /// The first stage.
     First,
-    /// The last stage (it runs the head and the sampler).
+    /// The last stage.
     Last,
-    /// Every stage but the first (it receives the previous stage's tensors).
+    /// Every stage but the first.
     NotFirst,
     /// Every stage but the last.
     NotLast,
 }
 
 impl StageFilter {
-    pub(crate) fn holds(self, stage: u64, stages: u64) -> bool {
+    /// Whether stage `stage` of `stages` is one of these.
+    pub fn holds(self, stage: u64, stages: u64) -> bool {
         let last = stage + 1 == stages;
         match self {
             StageFilter::First => stage == 0,
@@ -66,184 +72,184 @@ impl StageFilter {
     }
 }
 
-/// A device as CUDA reports it, with the engine's defaults for it.
+/// The engine's defaults on a device: the first rule whose conditions hold.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DeviceFacts {
-    /// The planner's device name.
-    pub name: String,
-    /// The name CUDA reports.
-    pub cuda_name: String,
-    /// Total memory as CUDA reports it, bytes.
-    pub cuda_total_bytes: u64,
-    /// The engine's default `max_num_batched_tokens` on it.
+pub struct DefaultsRule {
+    /// Holds on devices of at least this CUDA total, bytes.
+    #[serde(default)]
+    pub min_total_bytes: Option<u64>,
+    /// Holds on devices whose product string, lowercased, lacks this text.
+    #[serde(default)]
+    pub product_lacks: Option<String>,
+    /// Batched tokens per step.
     pub max_num_batched_tokens: u64,
-    /// The engine's default `max_num_seqs` on it.
+    /// Sequences per step.
     pub max_num_seqs: u64,
-    /// Streaming multiprocessors (`multi_processor_count`): the `sm_count` of the kernel
-    /// families' workspaces, and of terms that size a buffer per SM.
-    pub sm_count: u64,
-    /// L2 cache size as CUDA reports it (`cudaDeviceProp::l2CacheSize`), bytes: the buffer
-    /// a compiled kernel's first-launch autotuning clears between timings.
-    pub l2_cache_bytes: u64,
 }
 
-/// How the KV cache is sized and laid out (see [`crate::kv_layout`]).
+/// The KV cache.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct KvCacheFacts {
+pub struct KvCacheDecl {
+    /// The mechanism that lays the cache layers out in groups and blocks.
+    pub layout: KvLayoutMechanism,
     /// Tokens per block.
     pub block_size: u64,
-    /// Whether the CUDA-graph estimate is subtracted from the KV budget.
+    /// Whether the CUDA-graph estimate is taken from the KV budget.
     pub subtract_cuda_graph_estimate: bool,
-    /// Whether cache layers of different kinds get groups of their own (vLLM's hybrid
-    /// KV-cache manager); false: windowed layers beside full ones are kept as full.
+    /// Whether layers of different kinds get groups of their own.
     pub hybrid_manager: bool,
-    /// The groups hold as many layers as the most numerous kind when it has fewer than this
-    /// times the layers of the least numerous one, else as many as the least numerous.
+    /// The grouping's slack (see docs/engines.md).
     pub group_size_slack: f64,
-    /// Blocks one request of max-model-len takes in a group, per kind.
-    pub blocks_per_request: BlocksPerRequest,
-    /// Block sizes beside recurrent state.
-    pub recurrent: RecurrentFacts,
+    /// Blocks one request of max-model-len takes, per kind.
+    pub blocks_per_request: BlocksPerRequestDecl,
+    /// Recurrent layers' block sizes.
+    pub recurrent: RecurrentDecl,
 }
 
-/// Blocks one request of max-model-len takes in a group of each kind: expressions over
-/// `max_model_len`, `tokens` (max_num_batched_tokens), `block_size` (the group's) and, for the
-/// windowed kinds, `window` (the window or the chunk).
+/// The KV-cache layout mechanisms this crate knows, each one module named after its engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvLayoutMechanism {
+    /// vLLM's KV-cache groups (`vllm/kv_groups.rs`).
+    Vllm,
+}
+
+/// Blocks per request, per layer kind (expressions).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BlocksPerRequest {
+pub struct BlocksPerRequestDecl {
     /// Full attention.
     pub full: String,
-    /// Sliding-window attention.
+    /// Sliding window.
     pub sliding: String,
     /// Chunked local attention.
     pub chunked: String,
-    /// A recurrent state.
+    /// Recurrent state.
     pub recurrent: String,
 }
 
-/// Block sizes when the model has recurrent layers: expressions over `block_size` (the
-/// default), `max_model_len`, `tokens`, `recurrent_page` (bytes of one layer's recurrent
-/// states) and `attention_page_per_token` (bytes per token of one attention layer).
+/// Block sizes beside recurrent state (expressions).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RecurrentFacts {
-    /// Tokens per attention block (its page must hold `recurrent_page`; the recurrent page is
-    /// padded to it).
+pub struct RecurrentDecl {
+    /// Tokens per attention block.
     pub attention_block_size: String,
     /// Tokens per recurrent block.
     pub block_size: String,
 }
 
-/// The profile run's shape and its non-circuit live bytes.
+/// The profile run.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProfileRunFacts {
-    /// Rows the lm_head computes (an expression).
+pub struct ProfileRunDecl {
+    /// Rows the logits nodes compute (expression).
     pub logits_rows: String,
-    /// Bytes held across the run.
-    pub persistent: Vec<Term>,
-    /// Bytes the compiled forward holds beside its planned arena at its peak (e.g. a
-    /// piecewise-compiled graph's piece inputs, which the caller keeps until the piece returns).
+    /// Terms held across the run.
+    pub persistent: Vec<TermDecl>,
+    /// Terms held beside the planned forward at its peak.
     #[serde(default)]
-    pub forward_held: Vec<Term>,
-    /// Bytes live at the sampler, after the forward.
-    pub sampler_live: Vec<Term>,
-    /// The multimodal encoder's run before the forward, for models whose encoder shape the
-    /// importer gives ([`crate::ModelFacts::encoder`]); without it such a model is refused unless its
-    /// encoder's profile is skipped.
+    pub forward_held: Vec<TermDecl>,
+    /// Terms live at the sampler.
+    pub sampler_live: Vec<TermDecl>,
+    /// The multimodal encoder's profile.
     #[serde(default)]
-    pub encoder: Option<EncoderProfileFacts>,
+    pub encoder: Option<EncoderDecl>,
 }
 
-/// The profile run's multimodal encoder run: how many dummy items it encodes, and what it
-/// holds (docs/engines.md, "The multimodal encoder's profile").
+/// The multimodal encoder's profile.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EncoderProfileFacts {
-    /// Items encoded at once (an expression over `tokens`, `max_num_seqs`, `max_model_len`,
-    /// `mm_tokens_per_item`, `mm_limit_per_prompt`).
+pub struct EncoderDecl {
+    /// Where the engine's source runs it, for messages.
+    pub source: String,
+    /// Items encoded (expression).
     pub items: String,
     /// Items per prompt when the run gives no limit.
     pub default_limit_per_prompt: u64,
-    /// Bytes held from before the encoder runs to the end of the profile run (its inputs).
-    pub held: Vec<Term>,
-    /// Bytes held from the encoder's end to the end of the profile run (its outputs).
-    pub outputs: Vec<Term>,
-    /// The encoder's own live bytes at its peak, beside `held`.
-    pub peak: Vec<Term>,
+    /// Its inputs, held to the end.
+    pub held: Vec<TermDecl>,
+    /// Its outputs, held from its end to the end.
+    pub outputs: Vec<TermDecl>,
+    /// Its own peak beside its inputs.
+    pub peak: Vec<TermDecl>,
 }
 
-/// Weights as loaded beyond the circuit's tensors.
+/// Weights as loaded.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WeightFacts {
-    /// Tensors the engine creates beyond the checkpoint's (rotary caches, absorbed MLA
-    /// projections), per rank.
-    pub created: Vec<Term>,
+pub struct WeightsDecl {
+    /// Tensors the engine creates beyond the checkpoint's.
+    pub created: Vec<TermDecl>,
+    /// Per model class: the dtype the rotary cos/sin cache is built in when not the model's.
+    #[serde(default)]
+    pub architecture: Vec<ArchitectureWeightsDecl>,
 }
 
-/// Memory outside torch's allocator that grows between the engine's init snapshot and the
-/// end of the profile run (what vLLM prints as the non-torch increase).
+/// A model class's own weight facts.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NonTorchFacts {
-    /// A worker alone (world size 1): no communicator was created before the snapshot.
+pub struct ArchitectureWeightsDecl {
+    /// The class (`architectures`).
+    pub name: String,
+    /// The rotary cache's format (`f32`).
+    pub rotary_dtype: String,
+}
+
+/// Memory outside torch's allocator.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NonTorchDecl {
+    /// Growth of a worker alone.
     pub single_process_bytes: u64,
-    /// A worker of a world of more than one rank: the communicators (and the CUDA libraries
-    /// they load) exist at the snapshot already.
+    /// Growth of a worker of a larger world.
     pub distributed_bytes: u64,
-    /// Added on every rank of a tensor-parallel group of more than one rank: the buffers the
-    /// collective library allocates at the group's first large all-reduce.
+    /// Added on every rank when TP > 1.
     pub tensor_parallel_bytes: u64,
 }
 
-/// The CUDA-graph memory estimate: the engine captures a few graphs, measures how much device
-/// memory the first and the second capture of each mode took, and extrapolates over the sizes
-/// it will capture (docs/engines.md).
+/// The CUDA-graph estimate.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CudaGraphFacts {
-    /// The largest captured size, an expression (over `tokens`, `max_num_seqs`, ...).
+pub struct CudaGraphDecl {
+    /// The largest captured size (expression).
     pub max_capture_size: String,
-    /// Models whose class sets its own largest captured size (vLLM's per-class config
-    /// updates), by the class the engine resolves ([`crate::ModelFacts::architecture`]).
+    /// Per model class: its own largest captured size.
     #[serde(default)]
-    pub architecture: Vec<ArchitectureCaptureSize>,
-    /// The candidate sizes, as ranges, each clipped at `max_capture_size`.
+    pub architecture: Vec<ArchitectureCaptureDecl>,
+    /// Candidate sizes.
     pub capture_sizes: Vec<SizeRange>,
-    /// The modes captured, each with the sizes it keeps.
-    pub mode: Vec<CaptureMode>,
-    /// Memory the first (largest) capture of a mode takes, an expression.
+    /// Modes captured.
+    pub mode: Vec<CaptureModeDecl>,
+    /// The first capture's bytes (expression).
     pub first_capture_bytes: String,
-    /// Memory each further capture takes, an expression.
+    /// Each further capture's bytes (expression).
     pub per_capture_bytes: String,
-    /// The smallest per-capture figure the engine uses.
+    /// The floor on the per-capture figure.
     pub min_per_capture_bytes: u64,
 }
 
 /// A model class's own largest captured size.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ArchitectureCaptureSize {
-    /// The class, as `architectures` names it (`GptOssForCausalLM`).
+pub struct ArchitectureCaptureDecl {
+    /// The class.
     pub name: String,
-    /// Its largest captured size, an expression replacing `max_capture_size`.
+    /// The largest captured size (expression).
     pub max_capture_size: String,
 }
 
-/// Sizes `start, start + step, ...` up to `stop` (None: up to the largest captured size).
+/// A range of candidate capture sizes, `start..=stop` by `step` (no `stop`: up to the largest).
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SizeRange {
-    /// The first size.
+    /// First size.
     pub start: u64,
-    /// The last size, inclusive.
+    /// Last size, at most.
     #[serde(default)]
     pub stop: Option<u64>,
-    /// The step (default 1).
+    /// Step.
     #[serde(default = "one")]
     pub step: u64,
 }
@@ -252,36 +258,98 @@ fn one() -> u64 {
     1
 }
 
-/// A capture mode and the sizes it captures.
+/// A mode captured.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CaptureMode {
-    /// Its name (`PIECEWISE`, `FULL`).
+pub struct CaptureModeDecl {
+    /// Name (`PIECEWISE`, `FULL`).
     pub name: String,
-    /// The largest size of this mode, an expression (sizes above it are not captured).
+    /// Its largest size (expression).
     pub largest: String,
 }
 
-/// An engine file, typed.
+/// How the engine holds a checkpoint after loading (model-facts' `LoadRules`, as written).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadDecl {
+    /// MXFP4 routed experts' layout.
+    #[serde(default)]
+    pub mxfp4_experts: Option<Mxfp4Decl>,
+    /// `whole` or `read_by_projector`.
+    #[serde(default)]
+    pub vision_tower: Option<String>,
+}
+
+/// An MXFP4 expert layout.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mxfp4Decl {
+    /// `triton_hopper`.
+    pub layout: String,
+    /// The multiple a rank's expert intermediate size is rounded up to.
+    pub expert_ffn_multiple: u64,
+}
+
+/// The context lengths the engine accepts and defaults to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelLenMechanism {
+    /// vLLM's derivation (`vllm/max_model_len.rs`).
+    Vllm,
+}
+
+/// The model length section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelLenDecl {
+    /// The mechanism deriving the longest and default max model length from the rope scaling.
+    pub rule: ModelLenMechanism,
+}
+
+/// A whole engine file (after any overlay).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineFile {
-    /// Schema version (1).
+    /// Format version.
     pub schema: u32,
-    /// The engine's name (`vllm`).
-    pub name: String,
-    /// Its version.
+    /// The profile this one overlays (its folder name), resolved by the caller.
+    #[serde(default)]
+    pub extends: Option<String>,
+    /// The engine (`vllm`).
+    pub engine: String,
+    /// The release the facts were read from.
     pub version: String,
-    /// KV sizing.
-    pub kv_cache: KvCacheFacts,
-    /// Devices.
-    pub device: Vec<DeviceFacts>,
+    /// Every release (pip's spelling) this profile stands for.
+    pub releases: Vec<String>,
+    /// How the engine holds a checkpoint after loading.
+    #[serde(default)]
+    pub load: LoadDecl,
+    /// The context lengths it accepts.
+    pub model_len: ModelLenDecl,
+    /// Defaults per device, first match wins.
+    pub defaults: Vec<DefaultsRule>,
+    /// The KV cache.
+    pub kv_cache: KvCacheDecl,
     /// The profile run.
-    pub profile_run: ProfileRunFacts,
+    pub profile_run: ProfileRunDecl,
     /// Weights as loaded.
-    pub weights: WeightFacts,
-    /// Non-torch memory.
-    pub non_torch: NonTorchFacts,
+    pub weights: WeightsDecl,
+    /// Memory outside torch.
+    pub non_torch: NonTorchDecl,
     /// The CUDA-graph estimate.
-    pub cuda_graph: CudaGraphFacts,
+    pub cuda_graph: CudaGraphDecl,
+}
+
+/// Merges `over` into `base`: tables key by key, recursively; every other value of `over`
+/// replaces `base`'s. `extends` itself is not inherited.
+pub fn overlay(base: &mut toml::Table, over: toml::Table) {
+    base.remove("extends");
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => overlay(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
 }

@@ -1,58 +1,57 @@
-//! Engine profiles as data: an engine's runtime facts (`engines/<engine>/engine.toml`) parsed
-//! into typed values, and the start-up an engine of that profile performs for a circuit:
-//! weights as loaded, the profile run's activation peak, non-torch memory, KV-cache bytes,
-//! blocks, tokens, concurrency at max-model-len, the CUDA-graph estimate and a verdict, per
-//! worker of a tensor- and pipeline-parallel layout (one circuit per stage; the KV blocks are
-//! the minimum over workers, laid out by [`kv_layout`] as the engine groups the cache layers);
+//! Engine profiles as data: an engine's runtime facts (`engines/<engine>-<version>/engine.toml`,
+//! handed in as text with the folder's kernel families and fusion rules) compiled into typed
+//! values, and the start-up an engine of that profile performs for a layout of circuits: per
+//! worker the weights as loaded, the profile run's activation peak, non-torch memory, KV-cache
+//! bytes and blocks, the CUDA-graph estimate; the layout's KV tokens, concurrency and verdict;
 //! and the budget questions answered by repeated predictions (largest max-model-len and
 //! max-num-seqs, smallest TP, utilization for a KV target).
 //!
-//! Invariants: the core is engine-agnostic (every engine-specific number or expression comes
-//! from the engine file, the families or the rules); the forward's live bytes come from
-//! planning the circuit (memory-plan), never from a closed formula; sizes are checked u64;
-//! it reads no file (callers hand it the texts). docs/engines.md describes the format.
+//! Invariants: the generic modules read no engine by name: every number and expression comes
+//! from the engine file, the families or the rules, and a mechanism that is one engine's own
+//! (its KV-cache groups, how it derives a context length) lives in the module named after that
+//! engine (`vllm/`), chosen by the engine file; the forward's live bytes come from planning the
+//! circuit (memory-plan), never from a closed formula; every expression is compiled once when
+//! the profile loads; sizes are checked u64; it reads no file (callers hand it the texts).
+//! docs/engines.md describes the format and the prediction.
 //!
-//! Modules: `file` types the engine file; `startup` predicts one start-up; `budget` answers the
-//! questions by repeated predictions; [`kv_layout`] groups the cache layers into blocks.
+//! Modules: `file` types the engine file as written and overlays a release on the one it
+//! extends; `facts` compiles it; `formula` holds the compiled expressions; `startup` predicts a
+//! layout, `worker` one worker of it, `encoder` and `cuda_graph` two of its terms; `budget`
+//! answers the questions; [`kv_layout`] reads the circuits' cache layers and holds the layout
+//! types; `vllm` holds vLLM's own mechanisms.
 
 #![warn(missing_docs)]
 
 mod budget;
+mod cuda_graph;
+mod encoder;
 mod error;
-mod file;
+mod facts;
+pub mod file;
+mod formula;
 pub mod kv_layout;
 mod startup;
+mod vllm;
+mod worker;
 
-use circuit_ir::{Circuit, Expr};
 use fuser::Rules;
-use kernel_families::Families;
+use kernel_families::{Device, Families};
 
 pub use budget::{BudgetAnswers, SmallestTp};
 pub use error::EngineError;
-pub use file::{
-    ArchitectureCaptureSize, BlocksPerRequest, CaptureMode, CudaGraphFacts, DeviceFacts,
-    EncoderProfileFacts, EngineFile, Execution, KvCacheFacts, NonTorchFacts, ProfileRunFacts,
-    RecurrentFacts, SizeRange, StageFilter, Term, WeightFacts,
-};
+pub use file::{Execution, StageFilter};
 pub use kv_layout::{KvGroup, KvLayout, LayerKind};
+pub use model_facts::{EncoderShape, LoadRules, ModelFacts};
 pub use startup::{
-    CudaGraphEstimate, EncoderBytes, ModelFacts, PeakSetBy, RunSettings, StageCircuit, Startup,
-    Verdict, Worker,
+    CudaGraphEstimate, EncoderBytes, PeakSetBy, RunSettings, StageCircuit, Startup, Verdict, Worker,
 };
 
-/// Where a worker's terms are summed: its pipeline stage of `stages`, run as `execution` says.
-#[derive(Debug, Clone, Copy)]
-struct Where {
-    stage: u64,
-    stages: u64,
-    execution: Execution,
-}
+use facts::Facts;
 
-/// An engine profile: its file, kernel families and fusion rules, loaded.
+/// An engine profile: its file compiled, with its kernel families and fusion rules.
 #[derive(Debug)]
 pub struct EngineProfile {
-    /// The engine file.
-    pub file: EngineFile,
+    facts: Facts,
     origin: String,
     families: Families,
     rules: Rules,
@@ -60,43 +59,59 @@ pub struct EngineProfile {
 
 /// The texts of an engine folder, with their names for messages.
 pub struct ProfileTexts<'a> {
-    /// engine.toml: (text, origin).
-    pub engine: (&'a str, &'a str),
-    /// families.toml.
+    /// The engine files, the profile's own last and each one it extends before it (the
+    /// release it overlays first): (text, origin).
+    pub engine: Vec<(&'a str, &'a str)>,
+    /// families.toml: (text, origin).
     pub families: (&'a str, &'a str),
-    /// rules.toml.
+    /// rules.toml: (text, origin).
     pub rules: (&'a str, &'a str),
 }
 
+/// The context lengths an engine allows a model: the longest max-model-len it accepts and the
+/// one it takes when none is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelLen {
+    /// The longest max-model-len the engine accepts (it refuses a longer one before loading).
+    pub longest: u64,
+    /// The max-model-len it takes when none is given.
+    pub default: u64,
+}
+
+/// The defaults an engine picks on a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceDefaults {
+    /// Batched tokens per step.
+    pub max_num_batched_tokens: u64,
+    /// Sequences per step.
+    pub max_num_seqs: u64,
+}
+
 impl EngineProfile {
-    /// Loads an engine profile from the texts of its folder.
+    /// Loads an engine profile from the texts of its folder (and the folders it extends).
     pub fn from_texts(texts: &ProfileTexts<'_>) -> Result<EngineProfile, EngineError> {
-        let (text, origin) = texts.engine;
-        let file: EngineFile = toml::from_str(text).map_err(|e| EngineError::Toml {
-            origin: origin.to_owned(),
-            message: e.to_string(),
-        })?;
-        if file.schema != 1 {
+        let Some(&(_, origin)) = texts.engine.last() else {
             return Err(EngineError::Toml {
-                origin: origin.to_owned(),
-                message: format!("schema = {}: only schema 1 is known", file.schema),
+                origin: "engine profile".to_owned(),
+                message: "no engine file given".to_owned(),
             });
+        };
+        let mut merged = toml::Table::new();
+        for &(text, file_origin) in &texts.engine {
+            let table: toml::Table = toml::from_str(text).map_err(|e| EngineError::Toml {
+                origin: file_origin.to_owned(),
+                message: e.to_string(),
+            })?;
+            file::overlay(&mut merged, table);
         }
-        let slack = file.kv_cache.group_size_slack;
-        if !(slack.is_finite() && slack >= 1.0) {
-            return Err(EngineError::Toml {
-                origin: origin.to_owned(),
-                message: format!(
-                    "kv_cache.group_size_slack = {slack}: must be a finite number of at least 1"
-                ),
-            });
-        }
-        if file.kv_cache.block_size == 0 {
-            return Err(EngineError::Toml {
-                origin: origin.to_owned(),
-                message: "kv_cache.block_size = 0: must be positive".to_owned(),
-            });
-        }
+        let file: file::EngineFile =
+            toml::Value::Table(merged)
+                .try_into()
+                .map_err(|e: toml::de::Error| EngineError::Toml {
+                    origin: origin.to_owned(),
+                    message: e.to_string(),
+                })?;
+        let facts = Facts::compile(file, origin)?;
         let families = Families::from_toml(texts.families.0, texts.families.1).map_err(|e| {
             EngineError::Registry {
                 origin: texts.families.1.to_owned(),
@@ -111,59 +126,76 @@ impl EngineProfile {
                 }
             })?;
         Ok(EngineProfile {
-            file,
+            facts,
             origin: origin.to_owned(),
             families,
             rules,
         })
     }
 
-    /// The device facts named `name`.
-    pub fn device(&self, name: &str) -> Result<&DeviceFacts, EngineError> {
-        self.file
-            .device
+    /// The engine's name (`vllm`).
+    pub fn engine(&self) -> &str {
+        &self.facts.engine
+    }
+
+    /// The release the facts were read from (`0.19.0`).
+    pub fn version(&self) -> &str {
+        &self.facts.version
+    }
+
+    /// Every release (pip's spelling) the profile stands for.
+    pub fn releases(&self) -> &[String] {
+        &self.facts.releases
+    }
+
+    /// The engine file's name, as handed in.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// How the engine holds a checkpoint after loading: hand these to the importer.
+    pub fn load_rules(&self) -> LoadRules {
+        self.facts.load
+    }
+
+    /// The context lengths the engine allows `model`.
+    pub fn model_len(&self, model: &ModelFacts) -> ModelLen {
+        match self.facts.model_len {
+            file::ModelLenMechanism::Vllm => vllm::max_model_len(model),
+        }
+    }
+
+    /// The defaults the engine picks on `device`: its file's first rule that holds, or an
+    /// error when no rule holds or the device's CUDA total is not known.
+    pub fn defaults_on(&self, device: &Device) -> Result<DeviceDefaults, EngineError> {
+        let total = cuda_total(device)?;
+        let product = device.product.as_deref().unwrap_or("").to_lowercase();
+        self.facts
+            .defaults
             .iter()
-            .find(|d| d.name == name)
-            .ok_or_else(|| EngineError::BadSetting {
-                what: "device",
-                value: name.to_owned(),
-                why: "not a device of the engine file",
+            .find(|r| {
+                r.min_total_bytes.is_none_or(|min| total >= min)
+                    && r.product_lacks
+                        .as_deref()
+                        .is_none_or(|text| !product.contains(text))
+            })
+            .map(|r| DeviceDefaults {
+                max_num_batched_tokens: r.max_num_batched_tokens,
+                max_num_seqs: r.max_num_seqs,
+            })
+            .ok_or_else(|| EngineError::DeviceNotModelled {
+                device: device.name.clone(),
+                why: format!("no defaults rule of {} holds for it", self.origin),
             })
     }
+}
 
-    /// Evaluates the engine file's expression `text` (item `item`) with `names`.
-    fn eval(&self, item: &str, text: &str, names: &[(&str, u64)]) -> Result<u64, EngineError> {
-        let fail = |message: String| EngineError::Expr {
-            origin: self.origin.clone(),
-            item: item.to_owned(),
-            text: text.to_owned(),
-            message,
-        };
-        let expr = Expr::parse(text).map_err(|e| fail(e.to_string()))?;
-        expr.eval_with(|name| names.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
-            .map_err(|e| fail(e.to_string()))
-    }
-
-    fn sum_terms<'t>(
-        &self,
-        section: &str,
-        terms: impl IntoIterator<Item = &'t Term>,
-        names: &[(&str, u64)],
-        circuit: &Circuit,
-        at: Where,
-    ) -> Result<u64, EngineError> {
-        let applies = |t: &&Term| {
-            t.when_dim
-                .as_deref()
-                .is_none_or(|d| circuit.dim(d).is_some())
-                && t.stage.is_none_or(|f| f.holds(at.stage, at.stages))
-                && t.execution.is_none_or(|e| e == at.execution)
-        };
-        terms.into_iter().filter(applies).try_fold(0u64, |acc, t| {
-            let v = self.eval(&format!("{section}.{}", t.name), &t.bytes, names)?;
-            acc.checked_add(v).ok_or_else(|| EngineError::Overflow {
-                what: format!("{section} total"),
-            })
+/// The device's total memory as CUDA reports it, which an engine's budget is a fraction of.
+pub(crate) fn cuda_total(device: &Device) -> Result<u64, EngineError> {
+    device
+        .cuda_total_bytes
+        .ok_or_else(|| EngineError::DeviceNotModelled {
+            device: device.name.clone(),
+            why: "its total memory as CUDA reports it is not in the device table".to_owned(),
         })
-    }
 }

@@ -140,4 +140,14 @@ pub struct DeviceDecl {
     /// Other names it is known by (`h100` for `h100-sxm`); look-up ignores case.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
+    /// The product string CUDA reports (`torch.cuda.get_device_name()`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Total memory as CUDA reports it (`torch.cuda.mem_get_info()[1]`), bytes, when known:
+    /// what an engine's memory budget is a fraction of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_total_bytes: Option<u64>,
+    /// The L2 cache as CUDA reports it (`L2_cache_size`), bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_cache_bytes: Option<u64>,
 }

@@ -34,6 +34,13 @@ pub struct Device {
     pub source: String,
     /// Other names it is known by.
     pub aliases: Vec<String>,
+    /// The product string CUDA reports, when known.
+    pub product: Option<String>,
+    /// Total memory as CUDA reports it, bytes, when known (an engine's budget is a fraction
+    /// of it; `memory_bytes` is the driver's larger figure).
+    pub cuda_total_bytes: Option<u64>,
+    /// The L2 cache as CUDA reports it, bytes, when known.
+    pub l2_cache_bytes: Option<u64>,
 }
 
 impl Device {
@@ -116,6 +123,16 @@ impl Devices {
                     field: "memory_bytes",
                 });
             }
+            if d.cuda_total_bytes == Some(0) {
+                return fail(Kind::Zero {
+                    field: "cuda_total_bytes",
+                });
+            }
+            if d.l2_cache_bytes == Some(0) {
+                return fail(Kind::Zero {
+                    field: "l2_cache_bytes",
+                });
+            }
             if d.source.trim().is_empty() {
                 return fail(Kind::EmptySource);
             }
@@ -125,6 +142,9 @@ impl Devices {
                 memory_bytes: d.memory_bytes,
                 source: d.source,
                 aliases: d.aliases,
+                product: d.product,
+                cuda_total_bytes: d.cuda_total_bytes,
+                l2_cache_bytes: d.l2_cache_bytes,
             });
         }
         Ok(Devices {

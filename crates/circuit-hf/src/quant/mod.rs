@@ -14,10 +14,11 @@
 mod layout;
 mod pattern;
 mod scheme;
-mod vllm_mxfp4;
+mod triton_mxfp4;
 
 use circuit_ir::decl::{BlockDecl, CircuitDecl, NodeDecl, WeightDecl};
 use circuit_ir::{Circuit, CircuitBuilder, ExprText};
+use model_facts::LoadRules;
 use serde_json::Value;
 
 use crate::config::{Config, Got};
@@ -123,17 +124,6 @@ pub(crate) fn read_scheme(
     }
 }
 
-/// Whose bytes a circuit's weights are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WeightBytes {
-    /// The checkpoint's tensors as its format stores them ([`crate::import_with`]).
-    Checkpoint,
-    /// What vLLM 0.19 holds on an H100 once `process_weights_after_loading` has run
-    /// ([`crate::import_parallel`]): the checkpoint's bytes except where vLLM's MoE method
-    /// re-lays the experts out ([`Scheme::vllm_experts`]: MXFP4).
-    VllmLoaded,
-}
-
 /// The storage passes and the build.
 pub(crate) struct Storage<'a> {
     pub(crate) origin: &'a str,
@@ -141,7 +131,9 @@ pub(crate) struct Storage<'a> {
     pub(crate) planned: Dtype,
     pub(crate) kv: KvCacheDtype,
     pub(crate) scheme: Option<&'a Scheme>,
-    pub(crate) weight_bytes: WeightBytes,
+    /// How the engine holds the tensors after loading ([`LoadRules::default`]: the
+    /// checkpoint's bytes).
+    pub(crate) load: &'a LoadRules,
 }
 
 /// A built circuit and its quantization.
@@ -222,10 +214,7 @@ impl Storage<'_> {
             dims: &dims,
             embeddings: &embeddings,
             tp,
-            vllm_experts: match self.weight_bytes {
-                WeightBytes::Checkpoint => None,
-                WeightBytes::VllmLoaded => scheme.vllm_experts(),
-            },
+            loaded_experts: scheme.loaded_experts(self.load).map(|(layout, _)| layout),
         };
         let mut stats = Stats::default();
         let mut blocks = Vec::with_capacity(decl.blocks.len());
@@ -282,8 +271,8 @@ impl Storage<'_> {
             } else {
                 format!("{}: {}", scheme.origin, scheme.key)
             },
-            summary: if stats.vllm_experts {
-                format!("{}; {}", scheme.summary, vllm_mxfp4::SUMMARY)
+            summary: if stats.relaid_experts {
+                format!("{}; {}", scheme.summary, triton_mxfp4::SUMMARY)
             } else {
                 scheme.summary.clone()
             },
@@ -298,8 +287,8 @@ impl Storage<'_> {
 struct Stats {
     quantized: u64,
     linear: u64,
-    /// Some experts were laid out as vLLM holds them after loading, not as stored.
-    vllm_experts: bool,
+    /// Some experts were laid out as the engine holds them after loading, not as stored.
+    relaid_experts: bool,
 }
 
 /// The dims of `decl` evaluated in order (a dim that does not evaluate is left out: the
@@ -321,9 +310,9 @@ struct Cx<'a> {
     embeddings: &'a [String],
     /// Tensor-parallel ranks (1: unsharded).
     tp: u64,
-    /// The layout of quantized routed experts as vLLM holds them after loading, when the
-    /// circuit is of vLLM's bytes and that differs from the checkpoint's.
-    vllm_experts: Option<&'a Layout>,
+    /// The layout of quantized routed experts as the engine holds them after loading, when
+    /// its load rules re-lay them out ([`Scheme::loaded_experts`]).
+    loaded_experts: Option<Layout>,
 }
 
 /// A linear weight of a node: its module name (instance index expanded), kind and tiedness.
@@ -454,16 +443,17 @@ impl Cx<'_> {
                 if layout.is_some() {
                     stats.quantized += instances;
                 }
-                let layout = match (self.vllm_experts, m.kind, layout) {
+                let layout = match (&self.loaded_experts, m.kind, layout) {
                     (Some(held), Kind::Expert, Some(_)) => {
-                        stats.vllm_experts = true;
+                        stats.relaid_experts = true;
                         Some(held)
                     }
                     (Some(_), Kind::Expert, None) => {
+                        // The re-layout applies to every routed expert: vLLM 0.19's
                         // Mxfp4Config.from_config keeps no ignore list and get_quant_method
                         // gives every FusedMoE an Mxfp4MoEMethod (quantization/mxfp4.py).
                         return Err(self.refused(format!(
-                            "leaves the experts `{}` unquantized, but vLLM 0.19's Mxfp4Config gives every FusedMoE layer its MXFP4 method (quantization/mxfp4.py), so their stored tensors would not load",
+                            "leaves the experts `{}` unquantized, but the engine's MXFP4 expert layout re-lays every routed expert out (its MXFP4 method has no ignore list), so their stored tensors would not load",
                             m.name
                         )));
                     }
@@ -542,6 +532,15 @@ mod tests {
 
     use super::*;
 
+    /// triton_kernels' Hopper layout with vLLM 0.19's rounding of a rank's expert intermediate
+    /// size to 64 (the `[load]` of engines/vllm-0.19/engine.toml).
+    const TRITON_HOPPER: LoadRules = LoadRules {
+        mxfp4_experts: Some(model_facts::Mxfp4ExpertLayout::TritonHopper {
+            expert_ffn_multiple: 64,
+        }),
+        vision_tower: model_facts::TowerBuild::Whole,
+    };
+
     /// gpt-oss-20b's routed experts as the importer declares them (fused `[out, in]` per
     /// expert, the transformers names of the bf16 checkpoint), with their biases.
     fn gpt_oss_experts() -> CircuitDecl {
@@ -615,9 +614,9 @@ mod tests {
         }
     }
 
-    /// gpt-oss-20b's experts stored as the MXFP4 block `quant` says, with `weight_bytes`'
-    /// layout, in bf16 at TP 1.
-    fn mxfp4_experts(quant: &serde_json::Value, weight_bytes: WeightBytes) -> Built {
+    /// gpt-oss-20b's experts stored as the MXFP4 block `quant` says, held as `load` says, in
+    /// bf16 at TP 1.
+    fn mxfp4_experts(quant: &serde_json::Value, load: &LoadRules) -> Built {
         let scheme = scheme::parse(
             "gpt-oss-20b/config.json",
             "quantization_config",
@@ -631,7 +630,7 @@ mod tests {
             planned: Dtype::Bfloat16,
             kv: KvCacheDtype::Auto,
             scheme: Some(&scheme),
-            weight_bytes,
+            load,
         };
         storage.build(gpt_oss_experts(), 1).unwrap()
     }
@@ -643,7 +642,7 @@ mod tests {
                 "model.embed_tokens", "lm_head"],
             "quant_method": "mxfp4"
         });
-        let built = mxfp4_experts(&quant, WeightBytes::Checkpoint);
+        let built = mxfp4_experts(&quant, &LoadRules::default());
         // transformers mxfp4.py: `<param>_blocks` u8 [E, out, in / 32, 16] and `_scales` u8
         // [E, out, in / 32]; the biases stay bf16 [E, out]. Per layer: gate_up 32 x 5760 x
         // (1440 + 90) + 32 x 5760 x 2, down 32 x 2880 x (1440 + 90) + 32 x 2880 x 2:
@@ -673,7 +672,8 @@ mod tests {
         assert_eq!((q.quantized, q.linear), (48, 48));
     }
 
-    /// The same experts as vLLM 0.19 holds them on an H100 after loading (`vllm_mxfp4.rs`),
+    /// The same experts in triton_kernels' Hopper layout (`triton_mxfp4.rs`), as vLLM 0.19
+    /// holds them on an H100 after loading,
     /// at TP 1 (I = 2880, already a multiple of 64), per expert in bytes: gate_up values
     /// round_up(5760, 64) x round_up(1440, 64) = 5760 x 1472 = 8,478,720, scales as loaded
     /// 5760 x 90 = 518,400, swizzled round_up(5760, 256) x 90 = 5888 x 90 = 529,920, f32 bias
@@ -683,7 +683,7 @@ mod tests {
     #[test]
     fn mxfp4_experts_as_vllm_holds_them_after_loading() {
         let quant = serde_json::json!({"quant_method": "mxfp4"});
-        let built = mxfp4_experts(&quant, WeightBytes::VllmLoaded);
+        let built = mxfp4_experts(&quant, &TRITON_HOPPER);
         assert_eq!(built.circuit.weight_bytes(), 11_010_539_520);
         let held: Vec<(&str, String)> = built
             .circuit

@@ -8,6 +8,7 @@
 //! option that is not modelled is refused with a message naming it; patterns follow the
 //! matching rule of the tool that wrote them ([`Pattern`]).
 
+use model_facts::{LoadRules, Mxfp4ExpertLayout};
 use serde_json::{Map, Value};
 
 use super::layout::{Bias, Layout, Size, Stored};
@@ -105,9 +106,6 @@ pub(crate) struct Scheme {
     /// GPTQ's `desc_act`: the input channels are permuted by `g_idx`, so a row-parallel rank
     /// of vLLM keeps its module's scales and zeros whole rather than its share.
     desc_act: bool,
-    /// The routed experts as vLLM 0.19 holds them after loading, when its MoE method lays
-    /// them out otherwise than the checkpoint (MXFP4, `vllm_mxfp4.rs`); `None`: as stored.
-    vllm_experts: Option<Layout>,
 }
 
 impl Scheme {
@@ -129,18 +127,18 @@ impl Scheme {
             }
     }
 
-    /// The layout vLLM 0.19 holds routed experts in after `process_weights_after_loading`,
-    /// when it is not the checkpoint's (MXFP4 on an H100, `vllm_mxfp4.rs`).
-    pub(crate) fn vllm_experts(&self) -> Option<&Layout> {
-        self.vllm_experts.as_ref()
-    }
-
-    /// The multiple vLLM 0.19's MoE method rounds each rank's expert intermediate size up to
-    /// (`maybe_roundup_sizes`), when it rounds it.
-    pub(crate) fn vllm_expert_ffn_multiple(&self) -> Option<u64> {
-        self.vllm_experts
-            .is_some()
-            .then_some(super::vllm_mxfp4::EXPERT_FFN_MULTIPLE)
+    /// The layout `load` re-lays the routed experts out in after loading, when it is not the
+    /// checkpoint's (MXFP4 under [`Mxfp4ExpertLayout::TritonHopper`], `triton_mxfp4.rs`), with
+    /// the multiple each rank's expert intermediate size is rounded up to.
+    pub(crate) fn loaded_experts(&self, load: &LoadRules) -> Option<(Layout, u64)> {
+        if self.method != "mxfp4" {
+            return None;
+        }
+        match load.mxfp4_experts? {
+            Mxfp4ExpertLayout::TritonHopper {
+                expert_ffn_multiple,
+            } => Some((super::triton_mxfp4::held_experts(), expert_ffn_multiple)),
+        }
     }
 
     /// Why modules of `kind` cannot be planned under this format, if they cannot.
@@ -568,7 +566,6 @@ pub(crate) fn parse(
             "transformers 5 converts no routed experts but Llama 4's to fbgemm_fp8 (its fused experts are not nn.Linear) while older writers converted each expert's linears, so the experts' bytes are not certain",
         )),
         desc_act,
-        vllm_experts: (method == "mxfp4").then(super::vllm_mxfp4::held_experts),
     }
     };
     match method.as_str() {
@@ -988,7 +985,6 @@ pub(crate) const ONLINE_FP8_KEY: &str = "--quantization fp8 (on the fly)";
 pub(crate) fn online_fp8(origin: &str) -> Scheme {
     Scheme {
         desc_act: false,
-        vllm_experts: None,
         origin: origin.to_owned(),
         key: ONLINE_FP8_KEY.to_owned(),
         method: "fp8",
@@ -1643,7 +1639,6 @@ fn modelopt(origin: &str, key: &str, block: &Block<'_>) -> Result<Scheme, HfErro
     Ok(Scheme {
         unknown: None,
         desc_act: false,
-        vllm_experts: None,
         origin: origin.to_owned(),
         key: key.to_owned(),
         method: "modelopt",

@@ -17,62 +17,53 @@ use engine_profile::{
 const GIB: f64 = (1u64 << 30) as f64;
 
 fn profile() -> EngineProfile {
-    EngineProfile::from_texts(&ProfileTexts {
-        engine: (
-            include_str!("../../../engines/vllm-0.19/engine.toml"),
-            "engine.toml",
-        ),
-        families: (
-            include_str!("../../../engines/vllm-0.19/families.toml"),
-            "families.toml",
-        ),
-        rules: (
-            include_str!("../../../engines/vllm-0.19/rules.toml"),
-            "rules.toml",
-        ),
-    })
-    .unwrap()
+    engines::profile("vllm-0.19").unwrap()
+}
+
+/// Import options that hold the tensors as vLLM 0.19 loads them (the folder's `[load]`).
+fn vllm_options() -> ImportOptions {
+    let mut options = ImportOptions::default();
+    options.load = profile().load_rules();
+    options
+}
+
+/// The H100 of the device table, the GPU of every case.
+fn h100() -> kernel_families::Device {
+    kernel_families::Devices::builtin()
+        .unwrap()
+        .get("h100-sxm")
+        .unwrap()
+        .clone()
 }
 
 fn cases() -> Vec<serde_json::Value> {
-    serde_json::from_str(include_str!("../../../data/vllm/cases.json")).unwrap()
+    serde_json::from_str(include_str!("../../data/vllm/cases.json")).unwrap()
 }
 
 fn config(path: &str) -> &'static str {
     match path {
         "models/llama-3.1-8b/config.json" => {
-            include_str!("../../../data/models/llama-3.1-8b/config.json")
+            include_str!("../../data/models/llama-3.1-8b/config.json")
         }
         "models/qwen2.5-7b/config.json" => {
-            include_str!("../../../data/models/qwen2.5-7b/config.json")
+            include_str!("../../data/models/qwen2.5-7b/config.json")
         }
         "models/qwen3-30b-a3b/config.json" => {
-            include_str!("../../../data/models/qwen3-30b-a3b/config.json")
+            include_str!("../../data/models/qwen3-30b-a3b/config.json")
         }
         "models/deepseek-v2-lite/config.json" => {
-            include_str!("../../../data/models/deepseek-v2-lite/config.json")
+            include_str!("../../data/models/deepseek-v2-lite/config.json")
         }
         "models/mixtral-8x7b-v0.1/config.json" => {
-            include_str!("../../../data/models/mixtral-8x7b-v0.1/config.json")
+            include_str!("../../data/models/mixtral-8x7b-v0.1/config.json")
         }
         other => panic!("no config {other}"),
     }
 }
 
-/// The model's sizes as the importer read them (config.json's values or the class defaults).
+/// The model's facts as the importer read them (config.json's values or the class defaults).
 fn facts(import: &circuit_hf::Import) -> ModelFacts {
-    ModelFacts {
-        architecture: import.architecture.to_owned(),
-        max_position_embeddings: import.max_position_embeddings,
-        longest_max_model_len: import.context.longest,
-        default_max_model_len: import.context.default,
-        vocab_size: import.vocab_size,
-        num_attention_heads: import.num_attention_heads,
-        attention_chunk_size: import.attention_chunk_size,
-        rotary_cache_dtype_bytes: import.rotary_cache_dtype.bytes(),
-        vision_encoder: import.vision_tower,
-        encoder: import.encoder,
-    }
+    import.facts.clone()
 }
 
 /// The whole model of `path` on one rank, with its sizes from the same import.
@@ -84,7 +75,7 @@ fn whole(path: &str) -> (Circuit, ModelFacts) {
 
 fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
     RunSettings {
-        device: "h100-80gb".to_owned(),
+        device: h100(),
         tensor_parallel_size: case["tensor_parallel_size"].as_u64().unwrap(),
         pipeline_parallel_size: case["pipeline_parallel_size"].as_u64().unwrap(),
         gpu_memory_utilization: case["gpu_memory_utilization"].as_f64().unwrap(),
@@ -103,7 +94,7 @@ fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
 /// model (with `--quantization` when the case gives one), and the model's sizes.
 fn imports_of(case: &serde_json::Value) -> (Vec<Circuit>, ModelFacts) {
     let path = case["config"].as_str().unwrap();
-    let mut options = ImportOptions::default();
+    let mut options = vllm_options();
     if let Some(q) = case["quantization"].as_str() {
         options.online_quantization = q.parse().unwrap();
     }
@@ -133,7 +124,7 @@ fn predict(profile: &EngineProfile, case: &serde_json::Value) -> Startup {
 /// context, the device's batch defaults.
 fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
     RunSettings {
-        device: "h100-80gb".to_owned(),
+        device: h100(),
         tensor_parallel_size: tp,
         pipeline_parallel_size: pp,
         gpu_memory_utilization: 0.95,
@@ -343,7 +334,7 @@ fn sampler_terms_follow_the_dtype_and_the_requests() {
     let profile = profile();
     let path = "models/llama-3.1-8b/config.json";
     let sampler = |dtype: &str, seqs: u64| {
-        let mut options = ImportOptions::default();
+        let mut options = vllm_options();
         options.dtype = dtype.parse().unwrap();
         let import = circuit_hf::import_with(config(path), path, &options, &[]).unwrap();
         let run = RunSettings {
@@ -386,15 +377,9 @@ fn sampler_terms_follow_the_dtype_and_the_requests() {
 #[test]
 fn bad_engine_file_is_a_typed_error() {
     let err = EngineProfile::from_texts(&ProfileTexts {
-        engine: ("schema = 2", "e.toml"),
-        families: (
-            include_str!("../../../engines/vllm-0.19/families.toml"),
-            "families.toml",
-        ),
-        rules: (
-            include_str!("../../../engines/vllm-0.19/rules.toml"),
-            "rules.toml",
-        ),
+        engine: vec![("schema = 3", "e.toml")],
+        families: (include_str!("../vllm-0.19/families.toml"), "families.toml"),
+        rules: (include_str!("../vllm-0.19/rules.toml"), "rules.toml"),
     })
     .unwrap_err();
     assert!(matches!(err, EngineError::Toml { .. }));
@@ -519,7 +504,7 @@ fn smallest_tp_tries_the_sizes_that_divide_the_heads() {
     let (_, model) = whole(path);
     let run = h100_run(1, 1, model);
     let stages_for = |tp: u64| {
-        let mut options = ImportOptions::default();
+        let mut options = vllm_options();
         options.parallel = Parallel {
             tp,
             pp: 1,
@@ -606,13 +591,13 @@ fn an_eager_forward_holds_its_mlp_input_and_captures_no_graph() {
 
 fn checkpoint(name: &str) -> &'static str {
     match name {
-        "gemma-3-1b-it" => include_str!("../../../data/checkpoints/gemma-3-1b-it/config.json"),
-        "gpt-oss-20b" => include_str!("../../../data/checkpoints/gpt-oss-20b/config.json"),
+        "gemma-3-1b-it" => include_str!("../../data/checkpoints/gemma-3-1b-it/config.json"),
+        "gpt-oss-20b" => include_str!("../../data/checkpoints/gpt-oss-20b/config.json"),
         "llama-4-scout-17b-16e-instruct" => {
-            include_str!("../../../data/checkpoints/llama-4-scout-17b-16e-instruct/config.json")
+            include_str!("../../data/checkpoints/llama-4-scout-17b-16e-instruct/config.json")
         }
         "qwen3-next-80b-a3b-instruct" => {
-            include_str!("../../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json")
+            include_str!("../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json")
         }
         other => panic!("no checkpoint {other}"),
     }
@@ -620,17 +605,11 @@ fn checkpoint(name: &str) -> &'static str {
 
 /// The profile with `edit` applied to its engine file.
 fn profile_with(edit: impl Fn(&str) -> String) -> EngineProfile {
-    let engine = edit(include_str!("../../../engines/vllm-0.19/engine.toml"));
+    let engine = edit(include_str!("../vllm-0.19/engine.toml"));
     EngineProfile::from_texts(&ProfileTexts {
-        engine: (&engine, "engine.toml"),
-        families: (
-            include_str!("../../../engines/vllm-0.19/families.toml"),
-            "families.toml",
-        ),
-        rules: (
-            include_str!("../../../engines/vllm-0.19/rules.toml"),
-            "rules.toml",
-        ),
+        engine: vec![(&engine, "engine.toml")],
+        families: (include_str!("../vllm-0.19/families.toml"), "families.toml"),
+        rules: (include_str!("../vllm-0.19/rules.toml"), "rules.toml"),
     })
     .unwrap()
 }
@@ -645,7 +624,7 @@ fn checkpoint_layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
 /// [`checkpoint_layout`].
 fn layout_of(name: &str, text: &str, tp: u64, pp: u64) -> (Vec<Circuit>, RunSettings) {
     let origin = format!("{name}/config.json");
-    let mut options = ImportOptions::default();
+    let mut options = vllm_options();
     options.parallel = Parallel {
         tp,
         pp,
@@ -740,8 +719,9 @@ fn gpt_oss_alternating_layers_make_two_groups() {
     assert_printed(&s, 393_216, 16, 8_713);
     assert_eq!(s.verdict, Verdict::Starts);
     // The weights as loaded: the rank's circuit and the rotary cache, which gpt-oss's class
-    // builds in float32 (models/gpt_oss.py), 131,072 positions x 64 x 4 bytes.
-    assert_eq!(run.model.rotary_cache_dtype_bytes, 4);
+    // builds in float32 (models/gpt_oss.py; the engine file's `weights.architecture`) while
+    // the model runs in bf16, 131,072 positions x 64 x 4 bytes.
+    assert_eq!(run.model.dtype, circuit_ir::Format::Bf16);
     assert_eq!(
         s.workers[0].weights,
         circuits[0].weight_bytes() + 131_072 * 64 * 4
@@ -835,18 +815,12 @@ fn a_pipeline_stage_holds_its_share_of_every_group() {
 fn bad_layout_facts_are_typed_errors() {
     let texts = |engine: &str| {
         EngineProfile::from_texts(&ProfileTexts {
-            engine: (engine, "engine.toml"),
-            families: (
-                include_str!("../../../engines/vllm-0.19/families.toml"),
-                "families.toml",
-            ),
-            rules: (
-                include_str!("../../../engines/vllm-0.19/rules.toml"),
-                "rules.toml",
-            ),
+            engine: vec![(engine, "engine.toml")],
+            families: (include_str!("../vllm-0.19/families.toml"), "families.toml"),
+            rules: (include_str!("../vllm-0.19/rules.toml"), "rules.toml"),
         })
     };
-    let engine = include_str!("../../../engines/vllm-0.19/engine.toml");
+    let engine = include_str!("../vllm-0.19/engine.toml");
     let err = texts(&engine.replace("group_size_slack = 1.5", "group_size_slack = 0.5"))
         .unwrap_err()
         .to_string();
@@ -866,7 +840,12 @@ fn bad_layout_facts_are_typed_errors() {
         circuit: &circuits[0],
     }];
     match profile.predict_layout(&stages, &run).unwrap_err() {
-        EngineError::Expr { item, .. } => assert_eq!(item, "kv_cache.blocks_per_request.sliding"),
+        EngineError::UnboundName { item, name, .. } => {
+            assert_eq!(
+                (item.as_str(), name.as_str()),
+                ("kv_cache.blocks_per_request.sliding", "spare")
+            );
+        }
         other => panic!("{other}"),
     }
 }
@@ -1048,7 +1027,7 @@ fn expert_parallelism_keeps_the_weights_and_widens_the_moe_workspaces() {
     let profile = profile();
     let path = "models/mixtral-8x7b-v0.1/config.json";
     let layout = |expert_parallel: bool| {
-        let mut options = ImportOptions::default();
+        let mut options = vllm_options();
         options.parallel = Parallel {
             tp: 2,
             pp: 1,

@@ -1,15 +1,15 @@
-//! MXFP4 routed experts as vLLM 0.19 holds them on an H100 (sm90) once its model loader has
-//! run `process_weights_after_loading`, which is what "Model loading took" counts; the
-//! checkpoint's layout is `scheme::mxfp4`. docs/quantization.md ("MXFP4 as vLLM 0.19 loads
-//! it") derives every number here from vLLM's source.
+//! MXFP4 routed experts in triton_kernels' Hopper layouts
+//! ([`model_facts::Mxfp4ExpertLayout::TritonHopper`]), as an engine that runs its MoE through
+//! those kernels holds them once its loader has run `process_weights_after_loading`; the
+//! checkpoint's layout is `scheme::mxfp4`. Which engine, release and device use this layout is
+//! the engine folder's to say (`[load]` of engines/vllm-0.19/engine.toml); docs/quantization.md
+//! ("MXFP4 as vLLM 0.19 loads it") derives every number here from the source that uses it.
 //!
-//! On sm90, with no `VLLM_*` variable set, `select_mxfp4_moe_backend`
-//! (`model_executor/layers/fused_moe/oracle/mxfp4.py`) picks the `TRITON` backend for gpt-oss
-//! at every TP, DP and EP size: FlashInfer's TRT-LLM backend needs sm100, CK needs ROCm, and
-//! the Triton kernels support (9, 0) <= capability < (11, 0) with gpt-oss's `swigluoai`
-//! activation and softmax-renormalize routing. Its consequences, the rules of this module:
-//! - each rank's expert intermediate size is rounded up to [`EXPERT_FFN_MULTIPLE`], the hidden
-//!   size is left alone (`mxfp4_round_up_hidden_size_and_intermediate_size`);
+//! The layout's rules (vLLM 0.19's `Mxfp4MoEMethod` with the `TRITON` backend, read from
+//! `model_executor/layers/fused_moe/oracle/mxfp4.py` and `quantization/utils/mxfp4_utils.py`):
+//! - each rank's expert intermediate size is rounded up to the layout's
+//!   `expert_ffn_multiple`, the hidden size is left alone
+//!   (`mxfp4_round_up_hidden_size_and_intermediate_size`);
 //! - the weights are created at the padded shapes (`Mxfp4MoEMethod.create_weights`), then
 //!   `_swizzle_mxfp4` (`quantization/utils/mxfp4_utils.py`) replaces each value tensor by
 //!   triton_kernels' `HopperMXValueLayout` copy and adds a `HopperMXScaleLayout` copy of each
@@ -21,10 +21,6 @@
 //! a multiple of 32) is a misfit naming the module, as for the checkpoint's layout.
 
 use super::layout::{Bias, Layout, Size, Stored};
-
-/// The multiple the Triton backend rounds each rank's expert intermediate size up to on CUDA
-/// (`mxfp4_round_up_hidden_size_and_intermediate_size`, its last branch: `round_up(.., 64)`).
-pub(crate) const EXPERT_FFN_MULTIPLE: u64 = 64;
 
 /// `HopperMXValueLayout.swizzle_data` pads both dims of the `[in / 2, out]` byte matrix to
 /// multiples of 64 (`SWIZZLE_ALIGN_M`, `SWIZZLE_ALIGN_K`); the tile packing after it (16 on
@@ -74,4 +70,4 @@ pub(crate) fn held_experts() -> Layout {
 }
 
 /// One line for the import report.
-pub(crate) const SUMMARY: &str = "experts as vLLM 0.19 holds them on an H100 after loading (Triton MoE backend: rank intermediate size rounded up to 64, Hopper-swizzled values and scales beside the loaded scales, f32 biases)";
+pub(crate) const SUMMARY: &str = "experts as the engine holds them after loading (triton_kernels' Hopper layout: rank intermediate size rounded up, swizzled values and scales beside the loaded scales, f32 biases)";

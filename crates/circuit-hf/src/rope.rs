@@ -1,0 +1,175 @@
+//! The rope scaling of a config (`rope_parameters`, transformers 5's name, else `rope_scaling`)
+//! read into [`RopeScaling`]: each set's type, factor and original context, as written. How far
+//! a scaling lets an engine's context stretch is that engine's rule, not the checkpoint's.
+//!
+//! Invariants: no byte of a circuit depends on the rope scaling; a set that is not an object, a
+//! factor that is not a positive finite number, and an original context that is not a positive
+//! integer are refused naming the key; a model type without a top-level
+//! `original_max_position_embeddings` key never reads it (the key is refused as unknown).
+
+use model_facts::{RopeScaling, RopeSet};
+use serde_json::{Map, Value};
+
+use crate::config::{Config, Got};
+use crate::error::HfError;
+use crate::model::KeyRole;
+
+/// Reads the rope scaling of `cfg`.
+pub(crate) fn read(cfg: &Config<'_>) -> Result<RopeScaling, HfError> {
+    let original_max_position_embeddings = original_context(cfg)?;
+    let rope = match cfg.value("rope_parameters") {
+        Got::Value(v) => Some(("rope_parameters", v)),
+        Got::Missing | Got::Null => match cfg.value("rope_scaling") {
+            Got::Value(v) => Some(("rope_scaling", v)),
+            Got::Missing | Got::Null => None,
+        },
+    };
+    let Some((key, rope)) = rope else {
+        return Ok(RopeScaling {
+            sets: Vec::new(),
+            original_max_position_embeddings,
+        });
+    };
+    let Value::Object(rope) = rope else {
+        return Err(cfg.bad(key, "an object or null", rope));
+    };
+    // Per attention-layer type (`{"full_attention": {...}, ...}`) or one set for all.
+    let nested = !rope.is_empty() && rope.values().all(Value::is_object);
+    let maps: Vec<&Map<String, Value>> = if nested {
+        rope.values().filter_map(Value::as_object).collect()
+    } else {
+        vec![rope]
+    };
+    let mut sets = Vec::with_capacity(maps.len());
+    for set in maps {
+        let rope_type = ["rope_type", "type"]
+            .iter()
+            .find_map(|k| set.get(*k).and_then(Value::as_str))
+            .unwrap_or("default")
+            .to_owned();
+        let (factor, factor_null) = match set.get("factor") {
+            None => (None, false),
+            Some(Value::Null) => (None, true),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(f) if f.is_finite() && f > 0.0 => (Some(f), false),
+                _ => {
+                    return Err(cfg.bad(key, "a positive `factor`", &Value::Number(n.clone())));
+                }
+            },
+            Some(other) => return Err(cfg.bad(key, "a numeric `factor`", other)),
+        };
+        let original = match set.get("original_max_position_embeddings") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => n.as_u64(),
+            Some(other) => {
+                return Err(cfg.bad(
+                    key,
+                    "a positive integer `original_max_position_embeddings`",
+                    other,
+                ));
+            }
+        };
+        sets.push(RopeSet {
+            rope_type,
+            factor,
+            factor_null,
+            original_max_position_embeddings: original,
+        });
+    }
+    Ok(RopeScaling {
+        sets,
+        original_max_position_embeddings,
+    })
+}
+
+/// The top-level `original_max_position_embeddings`, for the model types that have the key
+/// (the others refuse it as unknown).
+fn original_context(cfg: &Config<'_>) -> Result<Option<u64>, HfError> {
+    const KEY: &str = "original_max_position_embeddings";
+    if !cfg
+        .model()
+        .key(KEY)
+        .is_some_and(|k| k.role == KeyRole::Read)
+    {
+        return Ok(None);
+    }
+    Ok(match cfg.int(KEY, 1, u64::MAX)? {
+        Got::Value(v) => Some(v),
+        Got::Missing | Got::Null => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use model_facts::{RopeScaling, RopeSet};
+    use serde_json::{Value, json};
+
+    /// Qwen2.5-7B's config (max_position_embeddings 131,072, no rope scaling) with `patch`
+    /// merged into it.
+    fn rope(patch: Value) -> Result<RopeScaling, crate::HfError> {
+        let base = include_str!("../../../data/models/qwen2.5-7b/config.json");
+        let mut config: Value = serde_json::from_str(base).unwrap();
+        for (k, v) in patch.as_object().unwrap() {
+            config[k] = v.clone();
+        }
+        crate::import(&config.to_string(), "config.json").map(|i| i.facts.rope)
+    }
+
+    fn set(rope_type: &str, factor: Option<f64>, original: Option<u64>) -> RopeSet {
+        RopeSet {
+            rope_type: rope_type.to_owned(),
+            factor,
+            factor_null: false,
+            original_max_position_embeddings: original,
+        }
+    }
+
+    #[test]
+    fn the_sets_are_read_as_written() {
+        assert_eq!(rope(json!({})).unwrap(), RopeScaling::default());
+        // transformers 5's name wins over the older one; `type` is the older `rope_type`.
+        let both = json!({"rope_scaling": {"type": "yarn", "factor": 8.0},
+            "rope_parameters": {"rope_type": "linear", "factor": 2.5}});
+        assert_eq!(rope(both).unwrap().sets, [set("linear", Some(2.5), None)]);
+        let yarn = json!({"rope_scaling": {"type": "yarn", "factor": 4.0,
+            "original_max_position_embeddings": 32768}});
+        assert_eq!(
+            rope(yarn).unwrap().sets,
+            [set("yarn", Some(4.0), Some(32768))]
+        );
+        // One set per attention-layer type, in file order; a null factor is kept as such.
+        let nested = json!({"rope_parameters": {
+            "full_attention": {"rope_type": "dynamic", "factor": null},
+            "sliding_attention": {"rope_type": "default"}}});
+        let got = rope(nested).unwrap().sets;
+        assert_eq!(got.len(), 2);
+        assert!(got[0].factor_null && got[0].factor.is_none());
+        assert_eq!(got[1], set("default", None, None));
+    }
+
+    #[test]
+    fn a_bad_rope_is_a_typed_error_naming_the_key() {
+        for (rope_value, want) in [
+            (json!("yarn"), "an object or null"),
+            (
+                json!({"rope_type": "linear", "factor": "2"}),
+                "a numeric `factor`",
+            ),
+            (
+                json!({"rope_type": "linear", "factor": -2.0}),
+                "a positive `factor`",
+            ),
+            (
+                json!({"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 0}),
+                "original_max_position_embeddings",
+            ),
+        ] {
+            let e = rope(json!({ "rope_scaling": rope_value })).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains("rope_scaling") && text.contains(want),
+                "{text}"
+            );
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The engine file compiled ([`Facts`]): every expression a [`Formula`], every mechanism and
+//! dtype a typed value, the load rules as model-facts' [`LoadRules`]. Built once per profile by
+//! [`Facts::compile`]; the prediction reads only these.
+//!
+//! Invariants: a file that names an unknown mechanism, layout or format, or gives a value no
+//! run could use (a block size or step of 0, a slack below 1), is refused here naming the item,
+//! never at prediction time; terms keep file order.
+
+use circuit_ir::{Circuit, Format};
+use model_facts::{LoadRules, Mxfp4ExpertLayout, TowerBuild};
+
+use crate::EngineError;
+use crate::file::{
+    DefaultsRule, EngineFile, Execution, KvLayoutMechanism, ModelLenMechanism, NonTorchDecl,
+    SizeRange, StageFilter, TermDecl,
+};
+use crate::formula::{Env, Formula};
+
+/// A byte term, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct Term {
+    pub(crate) formula: Formula,
+    when_dim: Option<String>,
+    stage: Option<StageFilter>,
+    execution: Option<Execution>,
+    pub(crate) from_forward: bool,
+}
+
+/// Where a worker's terms are summed: its pipeline stage of `stages`, run as `execution` says.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Where {
+    pub(crate) stage: u64,
+    pub(crate) stages: u64,
+    pub(crate) execution: Execution,
+}
+
+impl Term {
+    /// Whether the term counts for `circuit` at `at`.
+    fn applies(&self, circuit: &Circuit, at: Where) -> bool {
+        self.when_dim
+            .as_deref()
+            .is_none_or(|d| circuit.dim(d).is_some())
+            && self.stage.is_none_or(|f| f.holds(at.stage, at.stages))
+            && self.execution.is_none_or(|e| e == at.execution)
+    }
+}
+
+/// The sum of the `terms` that count for `circuit` at `at`, `section` naming the total.
+pub(crate) fn sum<'t>(
+    section: &str,
+    terms: impl IntoIterator<Item = &'t Term>,
+    env: &Env<'_>,
+    circuit: &Circuit,
+    at: Where,
+) -> Result<u64, EngineError> {
+    terms
+        .into_iter()
+        .filter(|t| t.applies(circuit, at))
+        .try_fold(0u64, |acc, t| {
+            acc.checked_add(t.formula.eval(env)?)
+                .ok_or_else(|| EngineError::Overflow {
+                    what: format!("{}: {section} total", circuit.name()),
+                })
+        })
+}
+
+/// The KV cache's facts.
+#[derive(Debug, Clone)]
+pub(crate) struct KvFacts {
+    pub(crate) layout: KvLayoutMechanism,
+    pub(crate) block_size: u64,
+    pub(crate) subtract_cuda_graph_estimate: bool,
+    pub(crate) hybrid_manager: bool,
+    pub(crate) group_size_slack: f64,
+    pub(crate) per_request_full: Formula,
+    pub(crate) per_request_sliding: Formula,
+    pub(crate) per_request_chunked: Formula,
+    pub(crate) per_request_recurrent: Formula,
+    pub(crate) recurrent_attention_block: Formula,
+    pub(crate) recurrent_block: Formula,
+}
+
+/// The multimodal encoder's profile.
+#[derive(Debug, Clone)]
+pub(crate) struct EncoderFacts {
+    pub(crate) source: String,
+    pub(crate) items: Formula,
+    pub(crate) default_limit_per_prompt: u64,
+    pub(crate) held: Vec<Term>,
+    pub(crate) outputs: Vec<Term>,
+    pub(crate) peak: Vec<Term>,
+}
+
+/// The profile run.
+#[derive(Debug, Clone)]
+pub(crate) struct ProfileRunFacts {
+    pub(crate) logits_rows: Formula,
+    pub(crate) persistent: Vec<Term>,
+    pub(crate) forward_held: Vec<Term>,
+    pub(crate) sampler_live: Vec<Term>,
+    pub(crate) encoder: Option<EncoderFacts>,
+}
+
+/// The CUDA-graph estimate.
+#[derive(Debug, Clone)]
+pub(crate) struct CudaGraphFacts {
+    pub(crate) max_capture_size: Formula,
+    pub(crate) architecture: Vec<(String, Formula)>,
+    pub(crate) capture_sizes: Vec<SizeRange>,
+    pub(crate) modes: Vec<(String, Formula)>,
+    pub(crate) first_capture_bytes: Formula,
+    pub(crate) per_capture_bytes: Formula,
+    pub(crate) min_per_capture_bytes: u64,
+}
+
+/// Everything the prediction reads of the engine file.
+#[derive(Debug, Clone)]
+pub(crate) struct Facts {
+    pub(crate) engine: String,
+    pub(crate) version: String,
+    pub(crate) releases: Vec<String>,
+    pub(crate) load: LoadRules,
+    pub(crate) model_len: ModelLenMechanism,
+    pub(crate) defaults: Vec<DefaultsRule>,
+    pub(crate) kv: KvFacts,
+    pub(crate) profile_run: ProfileRunFacts,
+    pub(crate) created: Vec<Term>,
+    /// Per model class, the rotary cache's format when not the model dtype.
+    pub(crate) rotary_dtype: Vec<(String, Format)>,
+    pub(crate) non_torch: NonTorchDecl,
+    pub(crate) cuda_graph: CudaGraphFacts,
+}
+
+impl Facts {
+    /// Compiles `file` (named `origin` in messages).
+    pub(crate) fn compile(file: EngineFile, origin: &str) -> Result<Facts, EngineError> {
+        let bad = |message: String| EngineError::Toml {
+            origin: origin.to_owned(),
+            message,
+        };
+        if file.schema != crate::file::SCHEMA {
+            return Err(bad(format!(
+                "schema = {}: only schema {} is known",
+                file.schema,
+                crate::file::SCHEMA
+            )));
+        }
+        if file.releases.is_empty() {
+            return Err(bad(
+                "releases = []: name at least the release the facts were read from".to_owned(),
+            ));
+        }
+        let slack = file.kv_cache.group_size_slack;
+        if !(slack.is_finite() && slack >= 1.0) {
+            return Err(bad(format!(
+                "kv_cache.group_size_slack = {slack}: must be a finite number of at least 1"
+            )));
+        }
+        if file.kv_cache.block_size == 0 {
+            return Err(bad("kv_cache.block_size = 0: must be positive".to_owned()));
+        }
+        if file.defaults.is_empty() {
+            return Err(bad(
+                "defaults = []: give at least one rule (the last one without conditions)"
+                    .to_owned(),
+            ));
+        }
+        if let Some(r) = file.cuda_graph.capture_sizes.iter().find(|r| r.step == 0) {
+            return Err(bad(format!(
+                "cuda_graph.capture_sizes: range from {} has step 0: must be positive",
+                r.start
+            )));
+        }
+        let formula = |item: &str, text: &str| Formula::compile(origin, item, text);
+        let terms = |section: &str, decls: &[TermDecl]| -> Result<Vec<Term>, EngineError> {
+            decls
+                .iter()
+                .map(|t| {
+                    Ok(Term {
+                        formula: formula(&format!("{section}.{}", t.name), &t.bytes)?,
+                        when_dim: t.when_dim.clone(),
+                        stage: t.stage,
+                        execution: t.execution,
+                        from_forward: t.from_forward,
+                    })
+                })
+                .collect()
+        };
+        let kv = &file.kv_cache;
+        let per = &kv.blocks_per_request;
+        let kv = KvFacts {
+            layout: kv.layout,
+            block_size: kv.block_size,
+            subtract_cuda_graph_estimate: kv.subtract_cuda_graph_estimate,
+            hybrid_manager: kv.hybrid_manager,
+            group_size_slack: slack,
+            per_request_full: formula("kv_cache.blocks_per_request.full", &per.full)?,
+            per_request_sliding: formula("kv_cache.blocks_per_request.sliding", &per.sliding)?,
+            per_request_chunked: formula("kv_cache.blocks_per_request.chunked", &per.chunked)?,
+            per_request_recurrent: formula(
+                "kv_cache.blocks_per_request.recurrent",
+                &per.recurrent,
+            )?,
+            recurrent_attention_block: formula(
+                "kv_cache.recurrent.attention_block_size",
+                &kv.recurrent.attention_block_size,
+            )?,
+            recurrent_block: formula("kv_cache.recurrent.block_size", &kv.recurrent.block_size)?,
+        };
+        let run = &file.profile_run;
+        let encoder = match &run.encoder {
+            None => None,
+            Some(e) => Some(EncoderFacts {
+                source: e.source.clone(),
+                items: formula("profile_run.encoder.items", &e.items)?,
+                default_limit_per_prompt: e.default_limit_per_prompt,
+                held: terms("profile_run.encoder.held", &e.held)?,
+                outputs: terms("profile_run.encoder.outputs", &e.outputs)?,
+                peak: terms("profile_run.encoder.peak", &e.peak)?,
+            }),
+        };
+        let profile_run = ProfileRunFacts {
+            logits_rows: formula("profile_run.logits_rows", &run.logits_rows)?,
+            persistent: terms("profile_run.persistent", &run.persistent)?,
+            forward_held: terms("profile_run.forward_held", &run.forward_held)?,
+            sampler_live: terms("profile_run.sampler_live", &run.sampler_live)?,
+            encoder,
+        };
+        let g = &file.cuda_graph;
+        let cuda_graph = CudaGraphFacts {
+            max_capture_size: formula("cuda_graph.max_capture_size", &g.max_capture_size)?,
+            architecture: g
+                .architecture
+                .iter()
+                .map(|a| {
+                    let item = format!("cuda_graph.architecture.{}.max_capture_size", a.name);
+                    Ok((a.name.clone(), formula(&item, &a.max_capture_size)?))
+                })
+                .collect::<Result<_, EngineError>>()?,
+            capture_sizes: g.capture_sizes.clone(),
+            modes: g
+                .mode
+                .iter()
+                .map(|m| {
+                    let item = format!("cuda_graph.mode.{}.largest", m.name);
+                    Ok((m.name.clone(), formula(&item, &m.largest)?))
+                })
+                .collect::<Result<_, EngineError>>()?,
+            first_capture_bytes: formula("cuda_graph.first_capture_bytes", &g.first_capture_bytes)?,
+            per_capture_bytes: formula("cuda_graph.per_capture_bytes", &g.per_capture_bytes)?,
+            min_per_capture_bytes: g.min_per_capture_bytes,
+        };
+        let rotary_dtype = file
+            .weights
+            .architecture
+            .iter()
+            .map(|a| {
+                let format: Format = a.rotary_dtype.parse().map_err(|e| {
+                    bad(format!(
+                        "weights.architecture.{}.rotary_dtype = {:?}: {e}",
+                        a.name, a.rotary_dtype
+                    ))
+                })?;
+                Ok((a.name.clone(), format))
+            })
+            .collect::<Result<_, EngineError>>()?;
+        Ok(Facts {
+            load: load_rules(&file, origin)?,
+            created: terms("weights.created", &file.weights.created)?,
+            engine: file.engine,
+            version: file.version,
+            releases: file.releases,
+            model_len: file.model_len.rule,
+            defaults: file.defaults,
+            kv,
+            profile_run,
+            rotary_dtype,
+            non_torch: file.non_torch,
+            cuda_graph,
+        })
+    }
+}
+
+/// The `[load]` section as model-facts' rules.
+fn load_rules(file: &EngineFile, origin: &str) -> Result<LoadRules, EngineError> {
+    let bad = |message: String| EngineError::Toml {
+        origin: origin.to_owned(),
+        message,
+    };
+    let mxfp4_experts = match &file.load.mxfp4_experts {
+        None => None,
+        Some(m) => match m.layout.as_str() {
+            "triton_hopper" if m.expert_ffn_multiple > 0 => Some(Mxfp4ExpertLayout::TritonHopper {
+                expert_ffn_multiple: m.expert_ffn_multiple,
+            }),
+            "triton_hopper" => {
+                return Err(bad(
+                    "load.mxfp4_experts.expert_ffn_multiple = 0: must be positive".to_owned(),
+                ));
+            }
+            other => {
+                return Err(bad(format!(
+                    "load.mxfp4_experts.layout = {other:?}: the known layouts are \"triton_hopper\""
+                )));
+            }
+        },
+    };
+    let vision_tower = match file.load.vision_tower.as_deref() {
+        None | Some("whole") => TowerBuild::Whole,
+        Some("read_by_projector") => TowerBuild::ReadByProjector,
+        Some(other) => {
+            return Err(bad(format!(
+                "load.vision_tower = {other:?}: write \"whole\" or \"read_by_projector\""
+            )));
+        }
+    };
+    Ok(LoadRules {
+        mxfp4_experts,
+        vision_tower,
+    })
+}

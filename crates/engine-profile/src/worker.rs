@@ -1,0 +1,338 @@
+//! One worker of a stage predicted, in named phases: the names its terms read; the weights as
+//! loaded; the forward planned at the profile run's rows; the persistent, held, sampler and
+//! encoder terms; the activation peak and what sets it; the CUDA-graph estimate; the KV bytes
+//! and blocks that remain.
+//!
+//! Invariants: the forward's live bytes are the planned activation arena of the stage's
+//! circuit (memory-plan with the profile's families and rules) at `max_num_batched_tokens`
+//! rows, with the logits nodes (the `lm_head` feeding the circuit's output and every node
+//! between it and that output) at `min(n, logits_rows)` rows: never a closed formula; every sum
+//! is checked.
+
+use circuit_ir::{Circuit, CircuitBuilder, ExprText, NodeIdx, Op};
+use memory_plan::{PlanConfig, Planner};
+
+use crate::facts::{Where, sum};
+use crate::formula::Env;
+use crate::startup::Settled;
+use crate::{EngineError, EngineProfile, Execution, PeakSetBy, StageCircuit, Worker};
+
+/// The bytes of the profile run's parts on one worker.
+struct Parts {
+    forward_live: u64,
+    forward_held: u64,
+    sampler_live: u64,
+    /// Persistent terms that exist before the forward (under an encoder's peak too).
+    persistent_before_forward: u64,
+    persistent: u64,
+    encoder: crate::EncoderBytes,
+}
+
+impl Parts {
+    /// The activation peak and the part that sets it: the encoder only when its own run is
+    /// above all after it, else the forward (on a tie) or the sampler. The encoder runs first,
+    /// beside its inputs; its outputs stay, with its inputs, through the forward and the
+    /// sampler (the profile run keeps both until it returns).
+    fn peak(&self, circuit: &Circuit) -> Result<(u64, PeakSetBy), EngineError> {
+        let overflow = || EngineError::Overflow {
+            what: format!("{}: activation peak", circuit.name()),
+        };
+        let forward = self
+            .forward_live
+            .checked_add(self.forward_held)
+            .ok_or_else(overflow)?;
+        let e = &self.encoder;
+        let after_encoder = e
+            .held
+            .checked_add(e.outputs)
+            .and_then(|v| v.checked_add(forward.max(self.sampler_live)))
+            .and_then(|v| v.checked_add(self.persistent))
+            .ok_or_else(overflow)?;
+        let during_encoder = self
+            .persistent_before_forward
+            .checked_add(e.held)
+            .and_then(|v| v.checked_add(e.peak))
+            .ok_or_else(overflow)?;
+        let set_by = if during_encoder > after_encoder {
+            PeakSetBy::Encoder
+        } else if forward >= self.sampler_live {
+            PeakSetBy::Forward
+        } else {
+            PeakSetBy::Sampler
+        };
+        Ok((after_encoder.max(during_encoder), set_by))
+    }
+}
+
+impl EngineProfile {
+    /// What a worker of `stage` allocates (rank fields 0: the caller sets them).
+    pub(crate) fn stage_worker(
+        &self,
+        stage: &StageCircuit<'_>,
+        settled: &Settled,
+        block_bytes: u64,
+    ) -> Result<Worker, EngineError> {
+        let circuit = stage.circuit;
+        let at = Where {
+            stage: stage.stage,
+            stages: settled.stages,
+            execution: settled.execution,
+        };
+        let mut env = self.stage_env(circuit, settled)?;
+        let weights = self.loaded_weights(circuit, &env, at)?;
+        let logits_rows = self.facts.profile_run.logits_rows.eval(&env)?;
+        let (forward_live, kernel_launches) = self.forward_live(
+            circuit,
+            settled.tokens,
+            logits_rows,
+            settled.device.sm_count,
+        )?;
+        let parts = self.profile_parts(circuit, settled, &env, at, forward_live)?;
+        let (activation_peak, peak_set_by) = parts.peak(circuit)?;
+        let non_kv = weights
+            .checked_add(activation_peak)
+            .and_then(|v| v.checked_add(settled.non_torch))
+            .ok_or_else(|| EngineError::Overflow {
+                what: format!("{}: non-KV bytes", circuit.name()),
+            })?;
+        env.extend([("kernel_launches", kernel_launches)]);
+        let cuda_graph = match settled.execution {
+            Execution::Compiled => self.cuda_graph(&settled.model.architecture, &env)?,
+            // An eager forward captures no graph and profiles no capture (vLLM's
+            // --enforce-eager: cudagraph_mode NONE).
+            Execution::Eager => crate::CudaGraphEstimate::default(),
+        };
+        let mut kv_cache = settled.requested.saturating_sub(non_kv);
+        if self.facts.kv.subtract_cuda_graph_estimate {
+            kv_cache = kv_cache.saturating_sub(cuda_graph.total);
+        }
+        Ok(Worker {
+            rank: 0,
+            tp_rank: 0,
+            pp_stage: stage.stage,
+            weights,
+            activation_peak,
+            peak_set_by,
+            forward_live: parts.forward_live,
+            forward_held: parts.forward_held,
+            sampler_live: parts.sampler_live,
+            persistent: parts.persistent,
+            encoder: parts.encoder,
+            non_torch: settled.non_torch,
+            kv_cache,
+            blocks: kv_cache.checked_div(block_bytes).unwrap_or(0),
+            block_bytes,
+            kernel_launches,
+            cuda_graph,
+        })
+    }
+
+    /// The names a stage's terms read: the run's, the device's and the model's, over the
+    /// circuit's dims (`hidden`, `vocab`, `head_dim` must be among them).
+    fn stage_env<'c>(
+        &self,
+        circuit: &'c Circuit,
+        settled: &Settled,
+    ) -> Result<Env<'c>, EngineError> {
+        let need = |name: &'static str, why: &'static str| {
+            circuit.dim(name).ok_or_else(|| EngineError::MissingDim {
+                circuit: circuit.name().to_owned(),
+                dim: name,
+                why,
+            })
+        };
+        need("hidden", "the engine file's activation terms")?;
+        need("vocab", "the logits")?;
+        let head_dim = need("head_dim", "the rotary cache")?;
+        let rotary_dim = circuit.dim("qk_rope_head_dim").unwrap_or(head_dim);
+        let model = &settled.model;
+        let mut names = vec![
+            ("tokens", settled.tokens),
+            ("max_num_seqs", settled.seqs),
+            ("requests", settled.requests),
+            ("vocab_size", model.vocab_size),
+            ("dtype_bytes", settled.dtype_bytes),
+            ("rotary_dim", rotary_dim),
+            ("rotary_dtype_bytes", settled.rotary_dtype_bytes),
+            ("max_position_embeddings", model.max_position_embeddings),
+            ("sm_count", settled.device.sm_count),
+        ];
+        if let Some(l2) = settled.device.l2_cache_bytes {
+            names.push(("l2_cache_bytes", l2));
+        }
+        Ok(Env::new(names, circuit))
+    }
+
+    /// The weights as loaded: the circuit's, and the tensors the engine creates.
+    fn loaded_weights(
+        &self,
+        circuit: &Circuit,
+        env: &Env<'_>,
+        at: Where,
+    ) -> Result<u64, EngineError> {
+        let created = sum("weights.created", &self.facts.created, env, circuit, at)?;
+        circuit
+            .weight_bytes()
+            .checked_add(created)
+            .ok_or_else(|| EngineError::Overflow {
+                what: format!("{}: weights", circuit.name()),
+            })
+    }
+
+    /// The profile run's parts besides the planned forward.
+    fn profile_parts(
+        &self,
+        circuit: &Circuit,
+        settled: &Settled,
+        env: &Env<'_>,
+        at: Where,
+        forward_live: u64,
+    ) -> Result<Parts, EngineError> {
+        let run = &self.facts.profile_run;
+        let persistent_of = |from_forward: bool| {
+            sum(
+                "profile_run.persistent",
+                run.persistent
+                    .iter()
+                    .filter(|t| t.from_forward == from_forward),
+                env,
+                circuit,
+                at,
+            )
+        };
+        let persistent_before_forward = persistent_of(false)?;
+        let persistent = persistent_before_forward
+            .checked_add(persistent_of(true)?)
+            .ok_or_else(|| EngineError::Overflow {
+                what: format!("{}: persistent bytes", circuit.name()),
+            })?;
+        Ok(Parts {
+            forward_live,
+            forward_held: sum(
+                "profile_run.forward_held",
+                &run.forward_held,
+                env,
+                circuit,
+                at,
+            )?,
+            sampler_live: sum(
+                "profile_run.sampler_live",
+                &run.sampler_live,
+                env,
+                circuit,
+                at,
+            )?,
+            persistent_before_forward,
+            persistent,
+            encoder: self.encoder_run(settled, env, circuit, at)?,
+        })
+    }
+
+    /// The forward's live bytes at `tokens` rows with the logits nodes at `logits_rows` rows
+    /// (the planned activation arena of the circuit as the profile run shapes it), and its
+    /// kernel launches (the fusion plan's groups that run a kernel).
+    fn forward_live(
+        &self,
+        circuit: &Circuit,
+        tokens: u64,
+        logits_rows: u64,
+        sm_count: u64,
+    ) -> Result<(u64, u64), EngineError> {
+        let plan_err = |message: String| EngineError::Plan {
+            circuit: circuit.name().to_owned(),
+            rows: tokens,
+            message,
+        };
+        let shaped = profile_circuit(circuit, logits_rows).map_err(plan_err)?;
+        let planner = Planner::new(
+            &shaped,
+            &self.families,
+            &self.rules,
+            self.rules.defaults(),
+            PlanConfig::new(sm_count),
+        )
+        .map_err(|e| plan_err(e.to_string()))?;
+        let plan = planner.plan(tokens).map_err(|e| plan_err(e.to_string()))?;
+        // The kernel-less groups (weights_only nodes: a vision tower, MTP layers; the engine
+        // plans with no other placeholder) launch nothing a graph would record.
+        let launches = plan.groups - plan.placeholders;
+        Ok((plan.totals.activations, launches as u64))
+    }
+}
+
+/// The nodes that compute logits: each `lm_head` node from which a circuit output is reached,
+/// and every node on the way from it to that output (a soft-cap, a scale, the all-gather of a
+/// tensor-parallel vocabulary).
+fn logits_nodes(circuit: &Circuit) -> Vec<NodeIdx> {
+    let (nodes, edges) = (circuit.nodes(), circuit.edges());
+    // Downstream of an lm_head: its outputs' readers, and theirs.
+    let mut downstream: Vec<NodeIdx> = nodes
+        .iter()
+        .filter(|(_, n)| n.op == Op::LmHead)
+        .map(|(i, _)| i)
+        .collect();
+    let mut i = 0;
+    while i < downstream.len() {
+        for &e in &nodes[downstream[i]].outputs {
+            for &reader in &edges[e].readers {
+                if !downstream.contains(&reader) {
+                    downstream.push(reader);
+                }
+            }
+        }
+        i += 1;
+    }
+    // Of those, the ones a circuit output is reached from: walking back from the outputs'
+    // producers through downstream nodes only, up to the lm_head.
+    let mut found: Vec<NodeIdx> = circuit
+        .outputs()
+        .iter()
+        .filter_map(|&e| edges[e].producer)
+        .filter(|p| downstream.contains(p))
+        .collect();
+    let mut i = 0;
+    while i < found.len() {
+        let node = &nodes[found[i]];
+        if node.op != Op::LmHead {
+            for &e in &node.inputs {
+                if let Some(p) = edges[e].producer
+                    && downstream.contains(&p)
+                    && !found.contains(&p)
+                {
+                    found.push(p);
+                }
+            }
+        }
+        i += 1;
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// The circuit as the profile run computes it: the logits nodes at `min(n, logits_rows)` rows,
+/// the last token of each request.
+fn profile_circuit(circuit: &Circuit, logits_rows: u64) -> Result<Circuit, String> {
+    let targets: Vec<(String, String)> = logits_nodes(circuit)
+        .into_iter()
+        .map(|i| {
+            let node = &circuit.nodes()[i];
+            let block = circuit.instances()[node.instance].block.clone();
+            (block, node.local.clone())
+        })
+        .collect();
+    let mut decl = circuit.decl().clone();
+    for block in &mut decl.blocks {
+        for node in &mut block.nodes {
+            if !targets.contains(&(block.name.clone(), node.id.clone())) {
+                continue;
+            }
+            for out in &mut node.outputs {
+                out.rows = ExprText::from(format!("min({}, {logits_rows})", out.rows.as_str()));
+            }
+        }
+    }
+    CircuitBuilder::from_decl(decl, circuit.name())
+        .build()
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,63 @@
+//! [`ModelFacts`]: what an engine profile needs of a model beyond its per-rank circuits, read
+//! by the importer from the configuration (values the file gives, or its class's defaults).
+//!
+//! Invariants: facts describe the whole model, before tensor or pipeline parallelism; the rope
+//! sets are the configuration's as written (types and factors), not an engine's reading of
+//! them: how far they let a context stretch is each engine's rule.
+
+use circuit_ir::Format;
+
+use crate::EncoderShape;
+
+/// What an engine profile reads of a model besides its circuits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelFacts {
+    /// The model type of the language model (`llama`, `gemma3_text`): engines key a few
+    /// per-model rules by it.
+    pub model_type: String,
+    /// The class an engine resolves the configuration to (`architectures`: the multimodal
+    /// wrapper's, `Llama4ForConditionalGeneration`, else the causal LM's, `GptOssForCausalLM`);
+    /// engine files key per-class settings by it.
+    pub architecture: String,
+    /// The dtype activations, unquantized weights and (by default) the KV cache are planned in.
+    pub dtype: Format,
+    /// `max_position_embeddings` (the class default where the file omits it).
+    pub max_position_embeddings: u64,
+    /// The rope scaling, as the configuration writes it.
+    pub rope: RopeScaling,
+    /// The whole vocabulary (a sampler sees every rank's logits gathered).
+    pub vocab_size: u64,
+    /// Attention heads of the whole model (the tensor-parallel sizes that shard them evenly).
+    pub num_attention_heads: u64,
+    /// `attention_chunk_size` when the windowed layers attend within chunks (Llama 4's chunked
+    /// local attention), None when a window of the circuit is a sliding window.
+    pub attention_chunk_size: Option<u64>,
+    /// Whether the circuits hold a vision tower (an engine also runs that encoder when it
+    /// profiles its memory).
+    pub vision_encoder: bool,
+    /// The encoder's dummy item and shape, for the towers whose run shape the importer knows.
+    pub encoder: Option<EncoderShape>,
+}
+
+/// A configuration's rope scaling (`rope_parameters` or `rope_scaling`) over its context.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RopeScaling {
+    /// One set for every layer, or one per attention-layer type, in file order; empty without
+    /// rope scaling.
+    pub sets: Vec<RopeSet>,
+    /// The top-level `original_max_position_embeddings`, for model types that have the key.
+    pub original_max_position_embeddings: Option<u64>,
+}
+
+/// One rope-scaling set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RopeSet {
+    /// `rope_type` (or the older `type`); `default` when absent.
+    pub rope_type: String,
+    /// `factor`, when given and not null (positive and finite: the importer refuses others).
+    pub factor: Option<f64>,
+    /// Whether the set gives `factor: null` (which resets a factor to 1).
+    pub factor_null: bool,
+    /// The set's own `original_max_position_embeddings`, when given.
+    pub original_max_position_embeddings: Option<u64>,
+}

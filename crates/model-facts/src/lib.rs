@@ -1,0 +1,19 @@
+//! The contract between a model importer and an engine profile, which know nothing of each
+//! other: what an importer reads of a model beyond its circuit ([`ModelFacts`], with the
+//! multimodal encoder's run shape, [`EncoderShape`]), and how an engine holds a checkpoint's
+//! tensors after loading where that differs from the checkpoint's bytes ([`LoadRules`], which
+//! the engine's folder states and the importer applies).
+//!
+//! Invariants: every value here is a plain fact of the model's configuration (as the importer
+//! read it, before any sharding) or a rule read from an engine's folder; nothing here computes
+//! bytes or knows an engine by name. `LoadRules::default()` is the checkpoint as stored.
+
+#![warn(missing_docs)]
+
+mod encoder;
+mod facts;
+mod load;
+
+pub use encoder::EncoderShape;
+pub use facts::{ModelFacts, RopeScaling, RopeSet};
+pub use load::{LoadRules, Mxfp4ExpertLayout, TowerBuild};

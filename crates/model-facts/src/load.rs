@@ -1,0 +1,39 @@
+//! [`LoadRules`]: how an engine holds a checkpoint's tensors once it has loaded them, where
+//! that differs from the bytes the checkpoint stores. An engine's folder states them; the
+//! importer applies them when it builds the per-rank circuits.
+//!
+//! Invariants: each rule names a mechanism by what it does (a kernel library's layout, the
+//! tower layers built), never an engine; `LoadRules::default()` keeps the checkpoint as stored.
+
+/// How an engine holds a checkpoint after loading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadRules {
+    /// How MXFP4 routed experts are re-laid out for the engine's MoE kernels (None: as the
+    /// checkpoint stores them).
+    pub mxfp4_experts: Option<Mxfp4ExpertLayout>,
+    /// Which parts of a multimodal checkpoint's vision tower the engine builds.
+    pub vision_tower: TowerBuild,
+}
+
+/// An MXFP4 expert layout a kernel library needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mxfp4ExpertLayout {
+    /// triton_kernels' Hopper layouts (`HopperMXValueLayout`, `HopperMXScaleLayout`): values
+    /// and scales swizzled into padded copies beside the loaded scales, f32 biases, each
+    /// rank's expert intermediate size rounded up to `expert_ffn_multiple`.
+    TritonHopper {
+        /// The multiple a rank's expert intermediate size is rounded up to.
+        expert_ffn_multiple: u64,
+    },
+}
+
+/// Which parts of a vision tower an engine builds and loads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TowerBuild {
+    /// Every layer and tensor the checkpoint stores.
+    #[default]
+    Whole,
+    /// Only what the projector reads: the encoder layers up to the deepest feature layer,
+    /// without the tensors after it (a final norm the features skip).
+    ReadByProjector,
+}
