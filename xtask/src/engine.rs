@@ -126,9 +126,6 @@ pub struct EngineArgs {
     pub target_kv_tokens: Option<u64>,
 }
 
-/// The tensor-parallel sizes `--smallest-tp` tries go up to one node of 8 GPUs.
-const SMALLEST_TP_LIMIT: u64 = 8;
-
 /// The budget questions asked on the command line, answered.
 #[derive(Debug, Default)]
 struct Budget {
@@ -313,7 +310,7 @@ fn budget(
                 .ok()
                 .map(|stages| stages.circuits)
         };
-        out.smallest_tp = Some(profile.smallest_tp(run, SMALLEST_TP_LIMIT, stages_for)?);
+        out.smallest_tp = Some(profile.smallest_tp(run, memory_plan::NODE_GPUS, stages_for)?);
     }
     Ok(out)
 }

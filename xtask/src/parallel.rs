@@ -6,7 +6,7 @@
 use circuit_hf::{Parallel, ParallelImport};
 use fuser::{Rules, Settings};
 use kernel_families::Families;
-use memory_plan::{PlanConfig, RankPlans};
+use memory_plan::{LayoutSearch, PlanConfig, RankPlans, SearchInputs};
 
 use crate::CliError;
 use crate::out::outln;
@@ -37,8 +37,9 @@ pub struct ParallelArgs {
     #[arg(long)]
     pub enable_expert_parallel: bool,
 
-    /// With --hf-config: also list TP 1, 2, 4, 8 x PP 1, 2, 4 with the KV tokens each holds
-    /// under the budget, and the smallest TP and TP x PP that fit --kv-tokens.
+    /// With --hf-config: also list the TP sizes up to 8 that divide the attention heads x PP 1,
+    /// 2, 4 with the KV tokens each holds under the budget, and the smallest TP and TP x PP
+    /// that fit --kv-tokens.
     #[arg(long)]
     pub layouts: bool,
 }
@@ -101,53 +102,31 @@ fn tokens(t: Option<u64>) -> String {
     }
 }
 
-/// One layout of the `--layouts` query.
-#[derive(serde::Serialize)]
-struct LayoutRow {
-    tp: u64,
-    pp: u64,
-    /// Why the model cannot be sharded so, when it cannot.
-    error: Option<String>,
-    max_rank_total: Option<u64>,
-    kv_tokens: Option<u64>,
-    fits: bool,
-}
-
-fn layouts(ctx: &Context<'_>) -> Result<Vec<LayoutRow>, CliError> {
-    let mut rows = Vec::new();
-    for tp in [1, 2, 4, 8] {
-        for pp in [1, 2, 4] {
-            let layout = Parallel {
-                tp,
-                pp,
-                dp: 1,
-                expert_parallel: false,
-            };
-            match (ctx.import)(layout) {
-                Err(e) => rows.push(LayoutRow {
-                    tp,
-                    pp,
-                    error: Some(e.to_string()),
-                    max_rank_total: None,
-                    kv_tokens: None,
-                    fits: false,
-                }),
-                Ok(sharded) => {
-                    let plans = plan(&sharded, ctx)?;
-                    let kv = plans.kv_tokens();
-                    rows.push(LayoutRow {
-                        tp,
-                        pp,
-                        error: None,
-                        max_rank_total: Some(plans.max_total()),
-                        kv_tokens: kv,
-                        fits: kv.is_some_and(|t| t >= ctx.config.kv_tokens),
-                    });
-                }
-            }
-        }
-    }
-    Ok(rows)
+/// The `--layouts` query: TP x PP layouts side by side (memory-plan's layout search).
+fn layouts(ctx: &Context<'_>, heads: u64) -> Result<LayoutSearch, CliError> {
+    let inputs = SearchInputs {
+        families: ctx.families,
+        rules: ctx.rules,
+        settings: ctx.settings,
+        config: ctx.config,
+        rows: ctx.rows,
+        budget: ctx.budget,
+        target_kv_tokens: ctx.config.kv_tokens,
+    };
+    Ok(LayoutSearch::run(heads, &inputs, |tp, pp| {
+        let layout = Parallel {
+            tp,
+            pp,
+            dp: 1,
+            expert_parallel: false,
+        };
+        (ctx.import)(layout)
+            .map(|sharded| {
+                let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
+                (circuits, sharded.rank_shape)
+            })
+            .map_err(|e| e.to_string())
+    })?)
 }
 
 /// Prints the per-rank report of `sharded` (and the layout query when asked).
@@ -157,20 +136,14 @@ pub fn report(
     format: OutputFormat,
 ) -> Result<(), CliError> {
     let plans = plan(sharded, ctx)?;
-    let query = if ctx.layouts {
-        Some(layouts(ctx)?)
+    let search = if ctx.layouts {
+        Some(layouts(ctx, sharded.imports[0].facts.num_attention_heads)?)
     } else {
         None
     };
-    let smallest_tp = query
-        .as_ref()
-        .and_then(|q| q.iter().find(|r| r.pp == 1 && r.fits).map(|r| r.tp));
-    let smallest_tp_pp = query.as_ref().and_then(|q| {
-        q.iter()
-            .filter(|r| r.fits)
-            .min_by_key(|r| (r.tp * r.pp, r.pp))
-            .map(|r| (r.tp, r.pp))
-    });
+    let query = search.as_ref().map(|s| &s.layouts);
+    let smallest_tp = search.as_ref().and_then(|s| s.smallest_tp);
+    let smallest_tp_pp = search.as_ref().and_then(|s| s.smallest_tp_pp);
     let p = sharded.parallel;
     match format {
         OutputFormat::Json => {
@@ -269,7 +242,7 @@ pub fn report(
                     "max rank GiB",
                     "kv tokens"
                 );
-                for r in q {
+                for r in q.iter() {
                     match &r.error {
                         Some(e) => outln!("{:>4} {:>4}  does not shard: {e}", r.tp, r.pp),
                         None => outln!(
@@ -284,7 +257,7 @@ pub fn report(
                 let kv = ctx.config.kv_tokens;
                 match smallest_tp {
                     Some(tp) => outln!("smallest TP holding {kv} KV tokens: {tp}"),
-                    None => outln!("no TP of 1, 2, 4, 8 holds {kv} KV tokens"),
+                    None => outln!("no TP listed holds {kv} KV tokens"),
                 }
                 match smallest_tp_pp {
                     Some((tp, pp)) => {

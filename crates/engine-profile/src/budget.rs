@@ -168,9 +168,8 @@ impl EngineProfile {
     where
         F: FnMut(u64) -> Option<Vec<Circuit>>,
     {
-        let heads = run.model.num_attention_heads;
         let mut tried = Vec::new();
-        for tp in (1..=limit).filter(|tp| heads.is_multiple_of(*tp)) {
+        for tp in memory_plan::tp_candidates(run.model.num_attention_heads, limit) {
             tried.push(tp);
             let Some(circuits) = stages_for(tp) else {
                 continue;

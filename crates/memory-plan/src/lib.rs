@@ -78,6 +78,7 @@ mod arena;
 mod attribution;
 mod error;
 mod fit;
+mod layouts;
 mod planner;
 mod ranks;
 mod report;
@@ -93,6 +94,9 @@ pub use arena::{BufferKind, BufferSlot};
 pub use attribution::{NodeRow, NodeTable};
 pub use error::PlanError;
 pub use fit::{FIT_SCAN_PLANS, KvFit, RowsFit};
+pub use layouts::{
+    LayoutCircuits, LayoutRow, LayoutSearch, NODE_GPUS, PP_CANDIDATES, SearchInputs, tp_candidates,
+};
 pub use planner::{ArenaLayout, ArenaSummary, MemoryPlan, PlanConfig, Planner, Totals};
 pub use ranks::{RankMapError, RankPlan, RankPlanError, RankPlans};
 pub use report::{
