@@ -362,16 +362,6 @@ pub enum CircuitErrorKind {
     /// A state with neither size.
     #[error("state declares neither per_token nor per_sequence")]
     EmptyState,
-    /// A state holding both a per-token and a per-sequence part.
-    #[error(
-        "state holds {per_token} elements per token and {per_sequence} per sequence; a state is either a per-token cache (per_token, optionally a window) or a fixed per-sequence state (per_sequence): declare two states"
-    )]
-    MixedState {
-        /// Elements per token.
-        per_token: u64,
-        /// Elements per sequence.
-        per_sequence: u64,
-    },
     /// A window on a per-sequence state, which holds no tokens.
     #[error(
         "state holds a fixed {per_sequence} elements per sequence and no tokens, so a window means nothing; remove `window`"
