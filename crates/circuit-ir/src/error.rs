@@ -1,5 +1,10 @@
 //! Circuit errors: every one names where it comes from (the file or builder), the place in the
 //! circuit (block instance, item, field) and the value at fault.
+//!
+//! Invariants: a [`CircuitError`] prints as `origin: place: what`, outermost place first, on one
+//! line of at most about [`MAX_LINE`] characters whatever the input holds ([`one_line`] escapes
+//! line breaks and control characters); an input quoted in a message ([`quoted`]) keeps its
+//! start and end within about [`MAX_QUOTE`] characters.
 
 use std::borrow::Cow;
 use std::fmt;

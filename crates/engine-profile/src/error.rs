@@ -1,5 +1,10 @@
 //! What can go wrong reading an engine profile or predicting a start-up: one typed error that
 //! names the file, the item and the value at fault.
+//!
+//! Invariant: every message opens with what it is about (the engine file, the circuit, or the
+//! setting) and carries the value at fault; a cache layout or encoder the profile does not model
+//! is an error of its own ([`EngineError::NotModelled`],
+//! [`EngineError::EncoderProfileNotModelled`]), never a default.
 
 /// What can go wrong reading an engine profile or predicting a start-up.
 #[derive(Debug, thiserror::Error)]
