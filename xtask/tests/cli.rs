@@ -593,7 +593,7 @@ fn engine_plans_every_rank_of_a_layout() {
 /// lays it out: Gemma 3 1B's 22 sliding layers in 6 groups and 4 full ones in 1, each group 4
 /// layers, a block 4 x 16 tokens x 1,024 bytes, the printed tokens blocks // 7 x 16, and one
 /// request of 32,768 tokens 2,048 + 6 x 545 = 5,318 blocks (the derivation is in
-/// crates/engine-profile/tests/vllm_cases.rs).
+/// engines/tests/vllm_0_19.rs).
 #[test]
 fn engine_lays_out_a_hybrid_cache_in_groups() {
     let config = root().join("data/checkpoints/gemma-3-1b-it/config.json");

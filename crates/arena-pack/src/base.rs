@@ -5,9 +5,12 @@
 //! lifetime. Those live in more than 1/`base_fraction` of the part's sections (or in a quarter
 //! of the minimum and reaching its first or last step) go first, placed by the start-order
 //! sweep at the lowest gap, earliest start first and longest first on ties: for lifetimes that
-//! end together, as kept outputs do, that is a staircase with no gap. Every other buffer then
-//! lies above the base buffers its lifetime meets ([`BaseLayer::least`]). A heuristic choice:
-//! a search above a base layer proves nothing when it fails.
+//! end together, as kept outputs do, that is a staircase with no gap. A heuristic choice: a
+//! search above a base layer proves nothing when it fails.
+//!
+//! Invariants: the base buffers' placement is valid (the sweep never overlaps two buffers that
+//! share a step); [`BaseLayer::least`] over a lifetime is the highest top of the base buffers
+//! live in it, so every other buffer placed at or above it overlaps no base buffer.
 
 use crate::heuristic::Fit;
 use crate::interval::MaxOverTime;

@@ -1,10 +1,11 @@
 //! The MiniMalloc CSV format: `id,lower,upper,size`, one buffer per line, live on
 //! `[lower, upper)`; solutions add a fifth column, `offset`.
 //!
-//! Parsing never panics: every malformed input is a
-//! [`CsvError`](crate::csv::CsvError) naming the line (1-based), the field and the value
-//! at fault, with how to fix it. Blank lines and a trailing `\r` are
-//! ignored; fields may be surrounded by spaces. Ids are unique unsigned integers.
+//! Invariants: parsing never panics: every malformed input is a
+//! [`CsvError`](crate::csv::CsvError) naming the line (1-based), the field and the value at
+//! fault, with how to fix it. A parsed buffer has `lower < upper` and an id no other line of the
+//! file uses; buffers keep the file's order. Blank lines and a trailing `\r` are ignored; fields
+//! may be surrounded by spaces. `write` gives one line per buffer, in the order given.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -3,10 +3,13 @@
 //!
 //! A buffer goes into the tightest gap (or the lowest gap, in the second policy) left by the
 //! already placed buffers that share a step with it; when no gap is tall enough it goes on top
-//! of them. So every offset is 0 or the end of a placed buffer below it, and no offset exceeds
-//! the sum of all sizes: once [`unshared`](crate::unshared) has not overflowed, no addition here
-//! can. Passes are independent (run in parallel); ties between passes go to the lower pass
-//! index, so the result does not depend on the thread count.
+//! of them.
+//!
+//! Invariants: every pass gives a valid placement in which every offset is 0 or the end of a
+//! placed buffer below it, so no offset exceeds the sum of all sizes: once
+//! [`unshared`](crate::unshared) has not overflowed, no addition here can. Passes are
+//! independent (run in parallel); ties between passes go to the lower pass index, so the result
+//! does not depend on the thread count.
 //!
 //! Cost: the two passes in start order are a sweep with a free list (`sweep`), O(n log n)
 //! whatever the overlaps, and always run. The others find a buffer's placed neighbours in a

@@ -9,6 +9,11 @@
 //!   a segment tree of range-max updates and range-max queries over compressed time points.
 //! - [`overlapping_pairs`]: how many pairs of live buffers share a step, counted by a sweep in
 //!   O(n log n) without listing them (the greedy decides from it which passes it can afford).
+//!
+//! Invariants: no structure lists pairs of buffers; a [`TimeIndex`] query reports every entered
+//! live buffer sharing a step with the range exactly once and nothing else (a buffer of size 0
+//! or with an empty lifetime is never indexed); [`MaxOverTime::max`] is exactly the highest value
+//! held at some step of the range, 0 where none is.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -1,6 +1,8 @@
-//! The solver's tuning constants, in one place. Every one changes only how the work is spent,
-//! never the validity of a placement or the soundness of a proof; all are node counts or sizes,
-//! so a run stays a deterministic function of its input, its `Params` and its node budget.
+//! The solver's tuning constants, in one place.
+//!
+//! Invariant: every constant changes only how the work is spent, never the validity of a
+//! placement or the soundness of a proof; all are node counts or sizes, so a run stays a
+//! deterministic function of its input, its `Params` and its node budget.
 
 /// Tuning constants of [`solve_with`](crate::solve_with) (`Params::default()` is what
 /// [`solve`](crate::solve) and [`heuristic`](crate::heuristic) use).

@@ -7,6 +7,12 @@
 //! `Part` only for groups of at most `Params::max_exact_buffers` buffers, windows of the
 //! windowed search (pins merged) and whole parts whose cells are bounded by
 //! `Params::whole_part_cells`.
+//!
+//! Invariants: local buffer `k` is global buffer `ids[k]`, in start order; a buffer covers exactly
+//! the sections `[low, high)` of its lifetime and is listed in `covering` for each of them, and
+//! `totals` is the sum of the sizes so listed; `twin_prev` links only buffers of equal lifetime,
+//! size and pin, which is what lets the search place twins in index order without losing a
+//! solution.
 
 use crate::Buffer;
 use crate::heuristic::{self, Order};

@@ -1,8 +1,8 @@
 //! Independent parts: the live buffers split at every step that no buffer's lifetime spans.
 //!
-//! Buffers in different parts never share a step, so each part can be packed alone and the
-//! height is the largest part height. Parts come in time order; each part lists its buffers in
-//! increasing start order (ties by index).
+//! Invariants: buffers in different parts never share a step, so each part can be packed alone
+//! and the height is the largest part height. Parts come in time order; each part lists its
+//! buffers in increasing start order (ties by index); every live buffer is in exactly one part.
 
 use crate::Buffer;
 

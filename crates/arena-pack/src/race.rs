@@ -1,5 +1,9 @@
 //! Portfolios in parallel with a deterministic winner: the lowest-indexed run that concludes
-//! decides, whatever the thread count, and an [`Interrupt`] cuts runs short from outside.
+//! decides, and an [`Interrupt`] cuts runs short from outside.
+//!
+//! Invariant: a run is cancelled only by a lower-indexed run that concluded, by its outer
+//! interrupt or by `stop`; so, unless `stop` fires, which run decides, its result and the nodes
+//! counted do not depend on the thread count.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

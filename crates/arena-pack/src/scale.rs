@@ -5,9 +5,13 @@
 //! A whole-part run takes each section's space below the highest base buffer live in it and
 //! lets the exact search place the other buffers above, within the capacity asked for, also
 //! allowed to place a buffer at its floor over a lower part of the skyline (skip connections
-//! need it). The base layer is a heuristic choice, so a failure here proves nothing; the caller
-//! keeps its best placement. The whole-part runs go in parallel; the lower-indexed success of a
-//! round wins, so the result does not depend on the thread count.
+//! need it).
+//!
+//! Invariants: the base layer is a heuristic choice, so a failure here proves nothing and the
+//! caller keeps its best placement; a run found within the capacity is returned as found, and
+//! otherwise the windowed run's complete placement (above it). The whole-part runs go in
+//! parallel; the lower-indexed success of a round wins, so the result does not depend on the
+//! thread count.
 
 use crate::base::BaseLayer;
 use crate::heuristic::Order;

@@ -4,7 +4,7 @@
 //! was built from (a buffer of size 0 counts as lying at the bottom, below every buffer it
 //! shares a step with). The orientation is a total order restricted to those pairs, so it has no
 //! cycle, and the longest path through it gives each buffer an offset above everything oriented
-//! below it: valid for any sizes.
+//! below it.
 //!
 //! The pairs are never listed. Buffers are taken bottom up while a map over time records, per
 //! step, the highest buffer taken so far live there ("painting"); a buffer rests directly on
@@ -13,9 +13,11 @@
 //! every path of the full orientation and the longest paths are the same. Each paint removes
 //! the pieces it covers and adds at most three, so building takes O(n log n) time and the
 //! edges and the map O(n) memory, however many buffers are live at once.
-//! For the sizes it was built with, a restack reproduces the placement exactly when every offset
-//! is 0 or the end of a buffer below it that shares a step (as all placements from this module
-//! are, with size-0 buffers at 0); otherwise it lowers buffers that were floating.
+//!
+//! Invariants: a restack is a valid placement for any sizes. For the sizes it was built with, it
+//! reproduces the placement exactly when every offset is 0 or the end of a buffer below it that
+//! shares a step (as all placements from this module are, with size-0 buffers at 0); otherwise it
+//! lowers buffers that were floating.
 
 use std::collections::BTreeMap;
 

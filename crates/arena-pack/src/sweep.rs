@@ -4,9 +4,10 @@
 //! exactly those live at its start, so the gaps among them are the free list at that time. A
 //! buffer goes into the tightest gap (or the lowest) that holds it, else on top of the live
 //! buffers: the same offsets as a best-fit pass over the overlap graph in that order, in
-//! O(n log n) time and O(n) memory however many buffers are live at once. Every offset is 0 or
-//! the end of a live buffer below it. A sweep cut short by `stop` has placed a prefix of its
-//! order, validly.
+//! O(n log n) time and O(n) memory however many buffers are live at once.
+//!
+//! Invariants: every offset is 0 or the end of a live buffer below it, and no two buffers that
+//! share a step overlap. A sweep cut short by `stop` has placed a prefix of its order, validly.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};

@@ -4,9 +4,11 @@
 //! A sweep over start times keeps the buffers live at the current step in a map by address;
 //! while the placement is valid their ranges are disjoint, so a new buffer conflicts with one
 //! of them exactly when it overlaps its neighbour below or above in that map: O(n log n) time
-//! and O(n) memory however many buffers are live at once. The first conflict in start order is
-//! reported (with the earliest-starting live buffer it meets), naming both buffers with their
-//! lifetimes and address ranges.
+//! and O(n) memory however many buffers are live at once.
+//!
+//! Invariant: a placement passes exactly when it is valid; otherwise the first conflict in start
+//! order is reported (with the earliest-starting live buffer it meets), naming both buffers with
+//! their lifetimes and address ranges.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};

@@ -1255,11 +1255,11 @@ static QWEN3_NEXT: &[KeyInfo] = &[
     ),
     read(
         "num_nextn_predict_layers",
-        "default 1 (vLLM's qwen3_next_mtp getattr; the published checkpoints store one MTP layer and their config.json has no such key): mtp.fc, mtp.norm, mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden and layers mtp.layers.<j> (full attention; sparse by j as the decoder layers are), held as weights only, no KV cache",
+        "default 1 (qwen3_next_mtp's getattr; the published checkpoints store one MTP layer and their config.json has no such key): mtp.fc, mtp.norm, mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden and layers mtp.layers.<j> (full attention; sparse by j as the decoder layers are), held as weights only, no KV cache",
     ),
     ignored(
         "use_sliding_window",
-        "Qwen3NextConfig has no such field and neither transformers' nor vLLM's Qwen3-Next attention reads it",
+        "Qwen3NextConfig has no such field and neither transformers' nor the engines' Qwen3-Next attention reads it",
     ),
     ignored(
         "partial_rotary_factor",

@@ -106,7 +106,7 @@ pub enum ParallelError {
     },
     /// The vocabulary padded to a multiple of 64 overflows.
     #[error(
-        "vocab_size = {vocab} padded to a multiple of 64 (vLLM's vocab-parallel embedding pads it before splitting) overflows a 64-bit count"
+        "vocab_size = {vocab} padded to a multiple of 64 (the vocab-parallel embedding pads it before splitting) overflows a 64-bit count"
     )]
     VocabOverflow {
         /// The vocabulary.
@@ -114,7 +114,7 @@ pub enum ParallelError {
     },
     /// A model size the tensor-parallel split must divide.
     #[error(
-        "{what} = {value} is not divisible by {by_name} = {by} (vLLM asserts it: {source_file})"
+        "{what} = {value} is not divisible by {by_name} = {by} (tensor-parallel layers assert it: {source_file})"
     )]
     NotDivisible {
         /// The model size (`num_attention_heads`, `intermediate_size`, ...).
@@ -150,7 +150,7 @@ pub enum ParallelError {
     },
     /// A vision tower tensor whose split dim the tensor-parallel size does not divide.
     #[error(
-        "the vision tower's `{tensor}` splits {size} {unit} over tensor_parallel_size = {tp}, which does not divide them (vLLM's `divide` asserts it: {LINEAR})"
+        "the vision tower's `{tensor}` splits {size} {unit} over tensor_parallel_size = {tp}, which does not divide them (`divide` asserts it: {LINEAR})"
     )]
     TowerNotDivisible {
         /// The checkpoint's tensor name (`{i}` for the encoder layer).
@@ -165,7 +165,7 @@ pub enum ParallelError {
     /// A rank's expert intermediate size, rounded up to the multiple vLLM's MoE method pads it
     /// to, overflows.
     #[error(
-        "moe_intermediate_size per rank = {value} rounded up to a multiple of {multiple} (vLLM's MXFP4 MoE method pads it: {MXFP4_ORACLE}) overflows a 64-bit count"
+        "moe_intermediate_size per rank = {value} rounded up to a multiple of {multiple} (the MXFP4 expert layout pads it: {MXFP4_ORACLE}) overflows a 64-bit count"
     )]
     ExpertPaddingOverflow {
         /// The rank's expert intermediate size before padding.
@@ -501,7 +501,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pp_indices_match_vllm() {
+    fn pp_indices_split_layers_as_get_pp_indices_does() {
         // get_pp_indices(32, r, 2), (30, r, 4) and (10, r, 4).
         assert_eq!(pp_layers(32, 2, 0), (0, 16));
         assert_eq!(pp_layers(32, 2, 1), (16, 32));

@@ -872,24 +872,22 @@ impl<'a> Build<'a> {
             }
             None => None,
         };
-        let kind = match (per_token, per_sequence) {
-            (0, 0) | (_, 0) => StateKind::PerToken,
+        // The format's sum `per_token x tokens + per_sequence x sequences`, held as one state per
+        // kind: a state declaring both sizes becomes its per-token part (with the window) and
+        // its per-sequence part, two entries under one id, so every state has one kind.
+        let parts: &[(StateKind, u64, u64, Option<u64>)] = match (per_token, per_sequence) {
+            (0, 0) | (_, 0) => &[(StateKind::PerToken, per_token, 0, window)],
             (0, _) if window.is_some() => {
                 return Err(self.err(
                     &place.with("window"),
                     Kind::WindowWithoutTokens { per_sequence },
                 ));
             }
-            (0, _) => StateKind::PerSequence,
-            (_, _) => {
-                return Err(self.err(
-                    &place,
-                    Kind::MixedState {
-                        per_token,
-                        per_sequence,
-                    },
-                ));
-            }
+            (0, _) => &[(StateKind::PerSequence, 0, per_sequence, None)],
+            (_, _) => &[
+                (StateKind::PerToken, per_token, 0, window),
+                (StateKind::PerSequence, 0, per_sequence, None),
+            ],
         };
         let format: Format = decl
             .format
@@ -940,20 +938,22 @@ impl<'a> Build<'a> {
             }
             readers.push(reader);
         }
-        let idx = self.states.push(State {
-            id: id.clone(),
-            kind,
-            per_token,
-            per_sequence,
-            window,
-            format,
-            writer,
-            readers: readers.clone(),
-        });
-        self.state_ids.insert(id, idx);
-        self.nodes[writer].writes.push(idx);
-        for r in readers {
-            self.nodes[r].reads.push(idx);
+        for &(kind, per_token, per_sequence, window) in parts {
+            let idx = self.states.push(State {
+                id: id.clone(),
+                kind,
+                per_token,
+                per_sequence,
+                window,
+                format,
+                writer,
+                readers: readers.clone(),
+            });
+            self.state_ids.entry(id.clone()).or_insert(idx);
+            self.nodes[writer].writes.push(idx);
+            for &r in &readers {
+                self.nodes[r].reads.push(idx);
+            }
         }
         Ok(())
     }

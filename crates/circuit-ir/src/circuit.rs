@@ -212,8 +212,10 @@ pub enum StateKind {
     PerSequence,
 }
 
-/// A state (KV cache, recurrent state) held across steps: per token or per sequence, never
-/// both (see [`StateKind`]).
+/// A state (KV cache, recurrent state) held across steps: per token or per sequence (see
+/// [`StateKind`]). A declared state with both sizes holds their sum, as two entries of
+/// [`Circuit::states`] under its id: the per-token part (with the window), then the
+/// per-sequence part, each its own tensor in the format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
     /// Instance id, e.g. `layer.3.kv`.

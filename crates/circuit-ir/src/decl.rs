@@ -1,9 +1,14 @@
-//! Circuit declarations: the circuit as written (SPEC section 4), before validation.
+//! Circuit declarations: the circuit as written (docs/formats.md, "Circuit TOML"), before
+//! validation.
 //!
-//! These types are both the TOML schema (serde, unknown keys refused) and what
-//! [`CircuitBuilder`](crate::CircuitBuilder) collects from code, so a file and a program go
-//! through one validation path. Expressions stay text here; the builder parses them where an
-//! error can name the block and item they belong to.
+//! These types are both the TOML schema and what [`CircuitBuilder`](crate::CircuitBuilder)
+//! collects from code. Expressions stay text here; the builder parses them where an error can
+//! name the block and item they belong to.
+//!
+//! Invariants: nothing here is checked or evaluated: the builder is the one path from a
+//! declaration to a [`Circuit`](crate::Circuit), so a file and a program are validated alike;
+//! unknown keys are refused when read; written back (`Circuit::to_toml`), the declarations load
+//! into an equal circuit.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,10 @@
 //! Circuit errors: every one names where it comes from (the file or builder), the place in the
 //! circuit (block instance, item, field) and the value at fault.
+//!
+//! Invariants: a [`CircuitError`] prints as `origin: place: what`, outermost place first, on one
+//! line of at most about [`MAX_LINE`] characters whatever the input holds ([`one_line`] escapes
+//! line breaks and control characters); an input quoted in a message ([`quoted`]) keeps its
+//! start and end within about [`MAX_QUOTE`] characters.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -362,16 +367,6 @@ pub enum CircuitErrorKind {
     /// A state with neither size.
     #[error("state declares neither per_token nor per_sequence")]
     EmptyState,
-    /// A state holding both a per-token and a per-sequence part.
-    #[error(
-        "state holds {per_token} elements per token and {per_sequence} per sequence; a state is either a per-token cache (per_token, optionally a window) or a fixed per-sequence state (per_sequence): declare two states"
-    )]
-    MixedState {
-        /// Elements per token.
-        per_token: u64,
-        /// Elements per sequence.
-        per_sequence: u64,
-    },
     /// A window on a per-sequence state, which holds no tokens.
     #[error(
         "state holds a fixed {per_sequence} elements per sequence and no tokens, so a window means nothing; remove `window`"

@@ -1,5 +1,6 @@
-//! Size expressions (SPEC section 2): parsed once into a [`Tree`], printed back as canonical
-//! text, and compiled against a [`Scope`] into a flat [`Program`] that is evaluated many times.
+//! Size expressions (docs/formats.md, "Expressions"): parsed once into a [`Tree`], printed back
+//! as canonical text, and compiled against a [`Scope`] into a flat [`Program`] that is
+//! evaluated many times.
 //!
 //! Invariants:
 //! - Every arithmetic step is checked u64 arithmetic: overflow, a negative result and division

@@ -1,4 +1,5 @@
-//! Tensor storage formats (SPEC section 3) and the bytes of a `rows x width` tensor in each.
+//! Tensor storage formats (docs/formats.md, "Tensor formats") and the bytes of a `rows x width`
+//! tensor in each.
 //!
 //! Invariants:
 //! - `Format::from_str` and `Display` round-trip: `f.to_string().parse() == Ok(f)`.

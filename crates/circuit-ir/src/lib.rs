@@ -2,8 +2,10 @@
 //! list, and the circuit itself (dims, inputs, block instances, nodes, edges, weights, states)
 //! on a petgraph dependency graph, loaded from TOML or built in code and validated once.
 //!
-//! It must not know kernels, fusion or memory plans: the crates above it (kernel-families,
-//! fuser, memory-plan) do. It reads no file, environment or clock; callers hand it text.
+//! Invariants: it must not know kernels, fusion or memory plans: the crates above it
+//! (kernel-families, fuser, memory-plan) do. It reads no file, environment or clock; callers
+//! hand it text. A [`Circuit`] exists only as validated by [`CircuitBuilder`], the path the
+//! TOML loader takes too.
 //!
 //! ```
 //! use circuit_ir::{Circuit, Expr, Binding};

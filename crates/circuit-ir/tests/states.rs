@@ -116,17 +116,32 @@ fn kv_per_token_and_the_fixed_state_are_apart() {
 }
 
 #[test]
-fn a_state_is_one_kind_or_the_other() {
+fn a_state_of_both_sizes_holds_their_sum() {
+    // The format's `per_token x tokens + per_sequence x sequences`: 2 f32 per token beside the
+    // 6 per sequence, as two entries (one per kind) under the one id.
     let both = HYBRID.replace(
         "per_sequence = \"6\"",
         "per_sequence = \"6\"\n  per_token = \"2\"",
     );
+    let c = load(&both).unwrap();
+    let conv: Vec<_> = c
+        .states()
+        .values()
+        .filter(|s| s.id == "linear.conv_state")
+        .map(|s| (s.kind, s.per_token, s.per_sequence))
+        .collect();
     assert_eq!(
-        load(&both).unwrap_err(),
-        "s.toml: block `linear`, state `conv_state`: state holds 2 elements per token and 6 per \
-         sequence; a state is either a per-token cache (per_token, optionally a window) or a fixed \
-         per-sequence state (per_sequence): declare two states"
+        conv,
+        [(StateKind::PerToken, 2, 0), (StateKind::PerSequence, 0, 6)]
     );
+    // 16 bytes per token from the window, 8 from the new part.
+    assert_eq!(c.kv_bytes_per_token().unwrap(), 16 + 8);
+    assert_eq!(c.fixed_state_bytes(3).unwrap(), 672);
+    assert_eq!(c.state_bytes(100, 3).unwrap(), 48 * 16 + 100 * 8 + 672);
+}
+
+#[test]
+fn a_window_needs_a_per_token_part() {
     let windowed = HYBRID.replace(
         "per_sequence = \"6\"",
         "per_sequence = \"6\"\n  window = \"4\"",

@@ -1,9 +1,12 @@
 //! What can go wrong reading an engine profile or predicting a start-up: one typed error that
 //! names the file, the item and the value at fault.
 //!
-//! Invariants: a message is one line; an error in evaluating the engine file's expressions
-//! names the circuit (the user's model) and the values the expression read, so an input out of
-//! range is told apart from a broken engine file.
+//! Invariants: a message is one line and opens with what it is about (the engine file, the
+//! circuit, or the setting) with the value at fault; an error in evaluating the engine file's
+//! expressions names the circuit (the user's model) and the values the expression read, so an
+//! input out of range is told apart from a broken engine file; a cache layout or encoder the
+//! profile does not model is an error of its own ([`EngineError::NotModelled`],
+//! [`EngineError::EncoderProfileNotModelled`]), never a default.
 
 /// What can go wrong reading an engine profile or predicting a start-up.
 #[derive(Debug, thiserror::Error)]

@@ -10,6 +10,8 @@
 
 use serde::Deserialize;
 
+pub use crate::mechanisms::{KvLayoutMechanism, ModelLenMechanism};
+
 /// The schema this crate reads.
 pub const SCHEMA: u32 = 2;
 
@@ -106,14 +108,6 @@ pub struct KvCacheDecl {
     pub blocks_per_request: BlocksPerRequestDecl,
     /// Recurrent layers' block sizes.
     pub recurrent: RecurrentDecl,
-}
-
-/// The KV-cache layout mechanisms this crate knows, each one module named after its engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KvLayoutMechanism {
-    /// vLLM's KV-cache groups (`vllm/kv_groups.rs`).
-    Vllm,
 }
 
 /// Blocks per request, per layer kind (expressions).
@@ -288,14 +282,6 @@ pub struct Mxfp4Decl {
     pub layout: String,
     /// The multiple a rank's expert intermediate size is rounded up to.
     pub expert_ffn_multiple: u64,
-}
-
-/// The context lengths the engine accepts and defaults to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ModelLenMechanism {
-    /// vLLM's derivation (`vllm/max_model_len.rs`).
-    Vllm,
 }
 
 /// The model length section.

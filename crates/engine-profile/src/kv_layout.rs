@@ -1,7 +1,7 @@
 //! A layout's KV cache: the cache layers read from each stage's circuit (`CacheLayer`: what a
 //! layer caches per token or per sequence, its window or chunk) and the layout an engine gives
 //! them ([`KvLayout`]: groups, block sizes, the bytes a block costs each stage), which the
-//! engine file's `kv_cache.layout` mechanism computes (vLLM's: `vllm/kv_groups.rs`). Blocks,
+//! engine file's `kv_cache.layout` mechanism computes (`mechanisms.rs`). Blocks,
 //! printed tokens, concurrency and the max-model-len check follow from the layout
 //! (docs/engines.md, "KV-cache layout").
 //!
@@ -13,7 +13,6 @@
 use circuit_ir::Circuit;
 use model_facts::ModelFacts;
 
-use crate::file::KvLayoutMechanism;
 use crate::{EngineError, EngineProfile, StageCircuit};
 
 /// What a cache layer holds (the kinds of vLLM's KV-cache specs, `v1/kv_cache_interface.py`,
@@ -207,16 +206,14 @@ impl EngineProfile {
         for (i, s) in stages.iter().enumerate() {
             layers.extend(cache_layers(s.circuit, i, model)?);
         }
-        match self.facts.kv.layout {
-            KvLayoutMechanism::Vllm => crate::vllm::kv_groups(
-                &self.facts.kv,
-                &self.origin,
-                stages,
-                &layers,
-                block_size,
-                max_model_len,
-                tokens,
-            ),
-        }
+        crate::mechanisms::kv_layout(
+            &self.facts.kv,
+            &self.origin,
+            stages,
+            &layers,
+            block_size,
+            max_model_len,
+            tokens,
+        )
     }
 }

@@ -18,7 +18,8 @@
 //! extends; `facts` compiles it; `formula` holds the compiled expressions; `startup` predicts a
 //! layout, `worker` one worker of it, `encoder` and `cuda_graph` two of its terms; `budget`
 //! answers the questions; [`kv_layout`] reads the circuits' cache layers and holds the layout
-//! types; `vllm` holds vLLM's own mechanisms.
+//! types; `mechanisms` maps an engine file's mechanism names to the modules named after their
+//! engines (`vllm/`).
 
 #![warn(missing_docs)]
 
@@ -30,8 +31,8 @@ mod facts;
 pub mod file;
 mod formula;
 pub mod kv_layout;
+mod mechanisms;
 mod startup;
-mod vllm;
 mod worker;
 
 use fuser::Rules;
@@ -160,9 +161,7 @@ impl EngineProfile {
 
     /// The context lengths the engine allows `model`.
     pub fn model_len(&self, model: &ModelFacts) -> ModelLen {
-        match self.facts.model_len {
-            file::ModelLenMechanism::Vllm => vllm::max_model_len(model),
-        }
+        mechanisms::model_len(self.facts.model_len, model)
     }
 
     /// The defaults the engine picks on `device`: its file's first rule that holds, or an

@@ -1,6 +1,7 @@
-//! Building a rule set in code: collects settings and [`RuleDecl`]s and validates them through
-//! [`Rules::from_decl`], the path the TOML loader takes too, so both refuse the same things with
-//! the same messages.
+//! Building a rule set in code: collects settings and [`RuleDecl`]s.
+//!
+//! Invariant: the builder checks nothing itself: `build` validates through [`Rules::from_decl`],
+//! the path the TOML loader takes too, so both refuse the same things with the same messages.
 
 use kernel_families::Families;
 

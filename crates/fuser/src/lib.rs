@@ -1,8 +1,10 @@
 //! Fusion: which nodes of a circuit run together in one launch group, at a given number of
-//! rows `n` and under given settings, decided by declarative rules (SPEC section 6).
+//! rows `n` and under given settings, decided by declarative rules (docs/fusion.md).
 //!
-//! It knows circuits (circuit-ir) and the kernel registry (kernel-families, only to check that
-//! rules name known kernels); it must not know bytes, buffers or memory plans.
+//! Invariants: it knows circuits (circuit-ir) and the kernel registry (kernel-families, only to
+//! check that rules name known kernels); it must not know bytes, buffers or memory plans. It
+//! reads no file, environment or clock: callers hand it text. A plan depends only on the
+//! circuit, the rules, the settings, `n` and the options.
 //!
 //! ```
 //! use circuit_ir::Circuit;

@@ -1,4 +1,4 @@
-//! Fusion rules (SPEC section 6): what may be fused into one launch group, when, and with which
+//! Fusion rules (docs/fusion.md): what may be fused into one launch group, when, and with which
 //! kernels; and the settings rules read.
 //!
 //! Invariants:

@@ -1,4 +1,6 @@
-//! Building a registry in code: collects [`FamilyDecl`]s and validates them through
+//! Building a registry in code: collects [`FamilyDecl`]s.
+//!
+//! Invariant: the builder checks nothing itself: `build` validates through
 //! [`Families::from_decl`], the path the TOML loader takes too, so both refuse the same things
 //! with the same messages.
 

@@ -1,10 +1,13 @@
-//! Declarations: a families registry and a device table as written (SPEC section 5), before
+//! Declarations: a families registry and a device table as written (docs/families.md), before
 //! validation.
 //!
-//! These types are the TOML schema (serde, unknown keys refused) and what code builds a
-//! registry from ([`Families::from_decl`](crate::Families::from_decl)), so a file and a program
-//! go through one validation path. Expressions and ops stay text here; validation parses them
-//! where an error can name the family and workspace they belong to.
+//! These types are the TOML schema and what code builds a registry from
+//! ([`Families::from_decl`](crate::Families::from_decl)). Expressions and ops stay text here;
+//! validation parses them where an error can name the family and workspace they belong to.
+//!
+//! Invariants: nothing here is checked: `Families::from_decl` and `Devices::from_decl` are the
+//! one path from a declaration to a registry or a device table, so a file and a program go
+//! through one validation; unknown keys are refused when read.
 
 use circuit_ir::ExprText;
 use serde::{Deserialize, Serialize};

@@ -161,8 +161,8 @@ impl Families {
     }
 
     /// The family whose kernels run a node of op `op` in a group of `kernels` emitted by
-    /// `emitter` (SPEC section 5): the first family in file order such that (when the group has
-    /// kernels) one of them is in the family's `kernels`, or (when it has none) the emitter is
+    /// `emitter` (docs/families.md): the first family in file order such that (when the group
+    /// has kernels) one of them is in the family's `kernels`, or (when it has none) the emitter is
     /// in its `emitters`, and `op` is in its `ops`. `None`: the node has no workspace.
     ///
     /// Answered from indexes built at load: one hash look-up per kernel (or one for the

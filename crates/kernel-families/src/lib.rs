@@ -1,11 +1,11 @@
-//! Kernel families of the circuit memory planner (SPEC section 5): which family a launch group
+//! Kernel families of the circuit memory planner (docs/families.md): which family a launch group
 //! runs for a node ([`Families::of_group`]), the workspaces each family declares and their
 //! values at `(n, k)` on a device ([`Families::bind`], [`BoundFamilies::workspace_value`]), and
 //! the device table ([`Devices`]).
 //!
-//! It depends on circuit-ir only and must not know fusion rules or memory plans. It reads no
-//! file, no environment and no clock: callers hand it text and an origin name for messages, as
-//! `Circuit::from_toml` does.
+//! Invariants: it depends on circuit-ir only and must not know fusion rules or memory plans. It
+//! reads no file, no environment and no clock: callers hand it text and an origin name for
+//! messages, as `Circuit::from_toml` does.
 //!
 //! ```
 //! use circuit_ir::{CircuitBuilder, Op, decl::{BlockDecl, NodeDecl, OutDecl}};

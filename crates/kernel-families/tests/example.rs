@@ -198,8 +198,8 @@ fn prefill_lse_and_sampling() {
     assert_eq!(b.workspace_value(fam, i, 4, 128_256).unwrap(), 4_104_192);
 }
 
-/// The term memory-plan will build (seed/workspace.rs): for every node a group runs with a
-/// family, each workspace at (n, k = the node's input width); one term per (family,
+/// The term memory-plan will build (docs/memory.md, "Workspaces"): for every node a group runs
+/// with a family, each workspace at (n, k = the node's input width); one term per (family,
 /// workspace), the largest value. Here every linear runs split-K and every attention decode.
 #[test]
 fn terms_over_the_example_nodes() {

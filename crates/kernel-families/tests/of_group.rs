@@ -1,4 +1,4 @@
-//! `Families::of_group` (SPEC section 5): the first family in file order whose kernels include
+//! `Families::of_group` (docs/families.md): the first family in file order whose kernels include
 //! one of the group's (or, for a kernel-less group, whose emitters include the group's emitter)
 //! and whose ops include the node's op.
 

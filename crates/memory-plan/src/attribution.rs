@@ -10,7 +10,8 @@
 //!   arena workspace to the first node of the group using it); what the packing adds above the
 //!   lower bound is the named line "arena fragmentation".
 //!
-//! Every sum is checked: an overflow is [`PlanError::Overflow`] naming the column, never a wrap
+//! Invariants: the rows and the fragmentation line sum exactly to the plan's total. Every sum
+//! is checked: an overflow is [`PlanError::Overflow`] naming the column, never a wrap
 //! (the unchecked sums panicked in debug builds and gave a wrong total in release). Each row's
 //! parts are disjoint shares of the plan's checked total, so a row's [`NodeRow::total`] cannot
 //! overflow.

@@ -1,6 +1,10 @@
 //! The planner's errors: each names the file it comes from (the circuit's, the kernel
 //! registry's or the rules' origin), what failed (node, edge, family and workspace, term) and
 //! the row count at which it failed.
+//!
+//! Invariant: every message is one line and opens with the origin: what the user wrote (origins,
+//! ids, details) passes through circuit-ir's `one_line`, and the families and fusion errors it
+//! wraps are one line themselves.
 
 use circuit_ir::one_line;
 use fuser::FuseError;

@@ -1,6 +1,10 @@
 //! Fit queries: the largest row count whose total fits a budget, and the largest KV cache that
 //! fits at a given row count.
 //!
+//! Invariants: an answer is exact for the planner's own totals, or says it is not
+//! ([`RowsFit::unresolved`]); no query assumes a total grows with `n`, and each has a bound on
+//! its work.
+//!
 //! Totals need not grow with `n`: the plan changes at row-interval edges (other kernels, other
 //! fusions), and a workspace may shrink as `n` grows (split-KV partials: fewer splits at larger
 //! batches). So `max_rows` never assumes monotonicity. It walks the row intervals from the top;

@@ -1,11 +1,11 @@
-//! The byte accounting of a fusion plan (SPEC section 7): weights, activation buffers packed
+//! The byte accounting of a fusion plan (docs/memory.md): weights, activation buffers packed
 //! into one arena, workspaces and states, at any number of row counts (in parallel), with the
 //! owner of every byte, fit queries against a memory budget, and the report that answers them
 //! all in serving terms ([`PlanReport`]).
 //!
-//! It knows circuits, kernel families and fusion plans (the crates below it); it must not know
-//! files, flags or terminals: it reads no file, environment or clock, and the same inputs give
-//! the same bytes at any thread count. `examples/embed.rs` builds a transformer in code and
+//! Invariants: it knows circuits, kernel families and fusion plans (the crates below it); it
+//! must not know files, flags or terminals: it reads no file, environment or clock, and the same
+//! inputs give the same bytes at any thread count. `examples/embed.rs` builds a transformer in code and
 //! plans it.
 //!
 //! ```

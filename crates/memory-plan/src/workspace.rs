@@ -1,4 +1,4 @@
-//! Workspace terms, with exactly the semantics of the original description (`seed/workspace.rs`):
+//! Workspace terms, with exactly the semantics docs/memory.md gives them ("Workspaces"):
 //! every kernel family a plan group runs on ([`Families::of_group`]) with the workspaces it
 //! declares, valued at the plan's rows. One buffer serves every launch of a family, so each
 //! (family, workspace) is one term, attributed to every node whose group runs that family.

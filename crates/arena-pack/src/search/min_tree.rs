@@ -1,5 +1,8 @@
 //! The branching point of the search: the leftmost minimum over the sections' keys, kept by a
 //! bottom-up segment tree updated over the sections a move changes.
+//!
+//! Invariant: every inner node holds the smaller of its children's keys, so the root is the
+//! minimum; `update` restores this for the sections it sets, and ties go to the leftmost section.
 
 /// Leftmost minimum over the sections' keys (see `key`; `u128::MAX` when a section
 /// has no unplaced buffer), as a bottom-up segment tree.

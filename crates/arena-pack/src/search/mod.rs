@@ -32,6 +32,8 @@
 //!   alternative rule jumps by the node's component (the sections joined to `s*` through
 //!   unplaced buffers), which is what splitting into independent parts does, inside the search.
 //!
+//! Invariants: a search that exhausts its branches proves that nothing fits within the
+//! capacity (every pruning is sound); a placement it finds is valid and within the capacity.
 //! The search runs on an explicit stack (depth is bounded by memory, not by a thread's stack)
 //! and counts nodes against a budget, so a run is a deterministic function of its input; the
 //! interrupt (`stop`, or the success of a better-ranked run) only cuts it short.

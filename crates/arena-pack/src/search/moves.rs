@@ -1,7 +1,10 @@
 //! The moves of the search and their undo: placing a buffer, raising a section (space given
 //! up), the floors they lift, and the checks that prune after each move (cross-section
-//! capacity, the stacking bound). Every change goes on the trail, so `undo_to` restores any
-//! earlier state exactly.
+//! capacity, the stacking bound).
+//!
+//! Invariant: every change goes on the trail, so `undo_to` restores any earlier state exactly;
+//! a check moves nothing: it only decides whether to prune, recording the sections its failure
+//! depends on.
 
 use super::{Branch, Move, Search, key};
 use crate::part::FREE;

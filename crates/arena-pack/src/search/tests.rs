@@ -1,4 +1,8 @@
 //! Completeness of the search with pinned buffers, against brute force.
+//!
+//! Invariant: the brute force tries every integer offset up to the sum of the sizes for every
+//! free buffer, so it is the true optimum; the instances stay tiny (a few buffers of small
+//! sizes) so that enumeration is fast.
 
 use super::*;
 use crate::Buffer;

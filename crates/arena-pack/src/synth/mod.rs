@@ -1,7 +1,9 @@
 //! Workloads for benchmarks and tests: synthetic buffer sets shaped like what an ML compiler
-//! emits, at any scale. Every generator is a pure function of its arguments (a seeded
-//! SplitMix64, no clock): same arguments, same buffers. One op per step; a buffer lives from
-//! the step of the op that produces it to the step of its last reader, inclusive.
+//! emits, at any scale.
+//!
+//! Invariants: every generator is a pure function of its arguments (a seeded SplitMix64, no
+//! clock): same arguments, same buffers. One op per step; a buffer lives from the step of the
+//! op that produces it to the step of its last reader, inclusive.
 //!
 //! - [`transformer()`]: inference of a stack of transformer layers (this module);
 //! - [`training()`]: transformer training, forward and backward over micro-batches in a 1F1B

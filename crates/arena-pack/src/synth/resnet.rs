@@ -17,7 +17,10 @@
 //! gradient. The master gradients stay live until the optimizer, which steps the 161
 //! parameters one by one in model order: weight decay makes a temporary from each gradient
 //! (`d_p + wd x p`, as SGD does), and the momentum and parameter updates read it in place.
-//! `seed` varies the workspace sizes only.
+//!
+//! Invariants: a pure function of `seed`, which varies only the workspaces (whether an op has
+//! one, and its size): the ops and every other buffer are the same for every seed; every size
+//! is a multiple of 512 bytes.
 
 use super::{SplitMix, Trace};
 use crate::Buffer;

@@ -1,18 +1,20 @@
 //! Transformer training: forward and backward of a stack of layers over micro-batches.
 //!
 //! Micro-batches run in a 1F1B schedule with two in flight (forward of micro-batch `m + 1`
-//! before the backward of `m`), so the saved activations of two micro-batches overlap and the
-//! program is one connected part. A layer's forward: RMS-norm, Q/K/V projections, rotary,
-//! attention in head groups (scores and probabilities as scratch, a context per group, the
-//! log-sum-exp saved), output projection, residual add, RMS-norm, gate and up projections, the
-//! gated product, down projection, residual add. Every fourth layer's output is also added
-//! into the residual 2-6 layers later (a skip connection), and its gradient flows back the same
-//! way. Backward mirrors the forward: per op the gradients of its inputs and, for each weight,
-//! a weight gradient that waits in a bucket until the bucket (3-6 gradients) is reduced. With
-//! `recompute`, a layer saves only its input and its forward is run again just before its
-//! backward (activation checkpointing); otherwise it saves what its backward reads.
-//! Row counts vary per micro-batch (packed sequences, 256 x 2..8 tokens). Sizes are bf16,
-//! rounded up to 512 bytes.
+//! before the backward of `m`), so the saved activations of two micro-batches overlap. A
+//! layer's forward: RMS-norm, Q/K/V projections, rotary, attention in head groups (scores and
+//! probabilities as scratch, a context per group, the log-sum-exp saved), output projection,
+//! residual add, RMS-norm, gate and up projections, the gated product, down projection, residual
+//! add. Every fourth layer's output is also added into the residual 2-6 layers later (a skip
+//! connection), and its gradient flows back the same way. Backward mirrors the forward: per op
+//! the gradients of its inputs and, for each weight, a weight gradient that waits in a bucket
+//! until the bucket (3-6 gradients) is reduced. With `recompute`, a layer saves only its input
+//! and its forward is run again just before its backward (activation checkpointing); otherwise
+//! it saves what its backward reads. Row counts vary per micro-batch (packed sequences,
+//! 256 x 2..8 tokens).
+//!
+//! Invariants: a pure function of its arguments (seeded SplitMix64); sizes are bf16 rounded up
+//! to 512 bytes; with two micro-batches in flight the program is one connected part.
 
 use super::{SplitMix, Trace};
 use crate::Buffer;

@@ -64,7 +64,7 @@ pub(crate) fn with_online(
         (OnlineQuantization::Fp8, Some(s)) => Err(HfError::Contradiction {
             origin: origin.to_owned(),
             message: format!(
-                "--quantization fp8 asked, but the checkpoint is quantized as `{}` ({}); vLLM refuses a --quantization that differs from the checkpoint's (config/model.py _verify_quantization)",
+                "--quantization fp8 asked, but the checkpoint is quantized as `{}` ({}); the engine refuses a --quantization that differs from the checkpoint's (config/model.py _verify_quantization)",
                 s.method, s.key
             ),
         }),
@@ -681,7 +681,7 @@ mod tests {
     /// round_up(2880, 256) x 90 = 3072 x 90 = 276,480, f32 bias 11,520: 14,336,640, times 32
     /// experts and 24 layers 11,010,539,520.
     #[test]
-    fn mxfp4_experts_as_vllm_holds_them_after_loading() {
+    fn mxfp4_experts_in_triton_kernels_hopper_layout() {
         let quant = serde_json::json!({"quant_method": "mxfp4"});
         let built = mxfp4_experts(&quant, &TRITON_HOPPER);
         assert_eq!(built.circuit.weight_bytes(), 11_010_539_520);

@@ -608,7 +608,7 @@ fn gptq(block: &Block<'_>) -> Result<(String, Rule), HfError> {
         Some(b) => {
             return Err(block.refused(
                 "bits",
-                format!("is {b}: GPTQ stores 2, 3, 4 or 8 bits (vLLM gptq.py)"),
+                format!("is {b}: GPTQ stores 2, 3, 4 or 8 bits (its loaders' gptq.py)"),
             ));
         }
         None => return Err(block.refused("bits", "is missing")),
@@ -756,7 +756,7 @@ fn awq(block: &Block<'_>) -> Result<(String, Rule), HfError> {
         return Err(block.refused(
             "bits",
             format!(
-                "is {}: AWQ stores 4 bits (vLLM awq.py)",
+                "is {}: AWQ stores 4 bits (its loaders' awq.py)",
                 bits.map_or("missing".to_owned(), |b| b.to_string())
             ),
         ));
@@ -902,7 +902,7 @@ fn fp8(block: &Block<'_>) -> Result<(String, Rule), HfError> {
             if static_act {
                 return Err(block.refused(
                     "activation_scheme",
-                    "is static with block scales, which vLLM's fp8.py refuses",
+                    "is static with block scales, which the FP8 loaders refuse (fp8.py)",
                 ));
             }
             (
