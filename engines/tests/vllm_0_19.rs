@@ -78,7 +78,7 @@ fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
         device: h100(),
         tensor_parallel_size: case["tensor_parallel_size"].as_u64().unwrap(),
         pipeline_parallel_size: case["pipeline_parallel_size"].as_u64().unwrap(),
-        gpu_memory_utilization: case["gpu_memory_utilization"].as_f64().unwrap(),
+        gpu_memory_utilization: case["gpu_memory_utilization"].as_f64(),
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: case["max_model_len"].as_u64(),
@@ -127,7 +127,7 @@ fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
         device: h100(),
         tensor_parallel_size: tp,
         pipeline_parallel_size: pp,
-        gpu_memory_utilization: 0.95,
+        gpu_memory_utilization: Some(0.95),
         max_num_batched_tokens: None,
         max_num_seqs: None,
         max_model_len: Some(8192),
@@ -402,7 +402,7 @@ fn budget_answers_are_consistent_with_predictions() {
     // Where the KV cache is the limit, the largest length is its tokens: it starts there and
     // not one token beyond.
     let mut small = run.clone();
-    small.gpu_memory_utilization = 0.25;
+    small.gpu_memory_utilization = Some(0.25);
     let largest = profile
         .budget_answers(&stages, &small, 1)
         .unwrap()
@@ -423,15 +423,15 @@ fn budget_answers_are_consistent_with_predictions() {
         }
     );
     // Nothing starts at 0.2 (weights, peak and non-torch exceed 0.2 x 79.19 GiB): no length.
-    small.gpu_memory_utilization = 0.2;
+    small.gpu_memory_utilization = Some(0.2);
     let none = profile.budget_answers(&stages, &small, 1).unwrap();
     assert_eq!(none.largest_max_model_len, None);
     // The utilization found gives at least the target; a hair less gives fewer tokens.
     run.max_model_len = Some(8192);
     let util = answers.utilization_for_target.unwrap();
-    run.gpu_memory_utilization = util;
+    run.gpu_memory_utilization = Some(util);
     assert!(profile.predict(&circuit, &run).unwrap().kv_cache_tokens >= 100_000);
-    run.gpu_memory_utilization = util - 1e-4;
+    run.gpu_memory_utilization = Some(util - 1e-4);
     assert!(profile.predict(&circuit, &run).unwrap().kv_cache_tokens < 100_000);
     // A target beyond the device: no utilization.
     let none = profile.budget_answers(&stages, &run, 10_000_000).unwrap();
@@ -479,7 +479,7 @@ fn largest_max_num_seqs_is_the_edge_of_starting() {
     // Near the edge (at 0.42, KV for barely more than one 131,072-token sequence at 1024),
     // the answer starts and one more sequence does not: the sampler's float32 rows grow.
     run.max_model_len = Some(131_072);
-    run.gpu_memory_utilization = 0.42;
+    run.gpu_memory_utilization = Some(0.42);
     let seqs = profile
         .largest_max_num_seqs(&stages, &run)
         .unwrap()
@@ -634,7 +634,7 @@ fn layout_of(name: &str, text: &str, tp: u64, pp: u64) -> (Vec<Circuit>, RunSett
     let sharded = circuit_hf::import_parallel(text, &origin, &options, &[]).unwrap();
     let mut run = h100_run(tp, pp, facts(&sharded.imports[0]));
     run.max_model_len = None;
-    run.gpu_memory_utilization = 0.9;
+    run.gpu_memory_utilization = Some(0.9);
     let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
     (circuits, run)
 }
@@ -899,7 +899,7 @@ fn a_hybrid_layouts_largest_max_model_len_is_vllms_check() {
     // the non-KV bytes do not depend on it.
     let s = profile.predict_layout(&stages, &run).unwrap();
     let wanted = s.workers[0].non_kv().unwrap() + 4_000 * 65_536;
-    run.gpu_memory_utilization = wanted as f64 / s.device_total as f64;
+    run.gpu_memory_utilization = Some(wanted as f64 / s.device_total as f64);
     let s = profile.predict_layout(&stages, &run).unwrap();
     assert_eq!(s.kv_blocks, 4_000);
     assert_eq!(s.kv_cache_tokens, 9_136);
@@ -1158,5 +1158,75 @@ fn llavas_clip_encoder_runs_first() {
     assert_eq!(
         w.activation_peak,
         w.persistent + 9_483_264 + 66_060_288 + w.forward_live + w.forward_held
+    );
+}
+
+/// A `[[variant]]` overlays facts only for the runs its conditions hold for (the model's class,
+/// the device's compute capability), and a condition the device table cannot answer is refused
+/// rather than taken as false.
+#[test]
+fn variants_apply_where_their_conditions_hold() {
+    let with = |cond: &str| {
+        profile_with(|t| {
+            format!(
+                "{t}\n[[variant]]\nname = \"no sampler\"\nwhen = {{ {cond} }}\n[variant.profile_run]\nsampler_live = []\n"
+            )
+        })
+    };
+    let (circuit, model) = whole("models/llama-3.1-8b/config.json");
+    let run = h100_run(1, 1, model);
+    let base = profile().predict(&circuit, &run).unwrap();
+    // 1,024 requests of 128,256 logits: 64 MiB of hidden states, 16 MiB of last-token rows,
+    // 262,668,288 B of bf16 logits, 3 x 525,336,576 B of float32 temporaries and 132 rows of
+    // the Triton top-k/top-p buffer, 67,719,168 B.
+    assert_eq!(base.workers[0].sampler_live, 1_990_283_264);
+    let sampler = |p: &EngineProfile| p.predict(&circuit, &run).unwrap().workers[0].sampler_live;
+    assert_eq!(sampler(&with("architectures = [\"LlamaForCausalLM\"]")), 0);
+    assert_eq!(
+        sampler(&with("architectures = [\"GptOssForCausalLM\"]")),
+        1_990_283_264
+    );
+    assert_eq!(sampler(&with("min_compute_capability = \"9.0\"")), 0);
+    assert_eq!(
+        sampler(&with("min_compute_capability = \"10.0\"")),
+        1_990_283_264
+    );
+    let hopper = with("min_compute_capability = \"9.0\"");
+    let stages = [StageCircuit {
+        stage: 0,
+        circuit: &circuit,
+    }];
+    assert_eq!(
+        hopper.variants_applied(&stages, &run).unwrap(),
+        ["no sampler"]
+    );
+    let mut unknown = run.clone();
+    unknown.device.compute_capability = None;
+    match hopper.predict(&circuit, &unknown).unwrap_err() {
+        EngineError::DeviceNotModelled { device, why } => {
+            assert_eq!(device, "h100-sxm");
+            assert!(
+                why.starts_with("its compute capability is not in the device table"),
+                "{why}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+    let e = EngineProfile::from_texts(&ProfileTexts {
+        engine: vec![(
+            &format!(
+                "{}\n[[variant]]\nname = \"bad\"\nwhen = {{ min_compute_capability = \"nine\" }}\n",
+                include_str!("../vllm-0.19/engine.toml")
+            ),
+            "engine.toml",
+        )],
+        families: (include_str!("../vllm-0.19/families.toml"), "families.toml"),
+        rules: (include_str!("../vllm-0.19/rules.toml"), "rules.toml"),
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "engine.toml: variant `bad`: when.min_compute_capability = \"nine\": write major.minor, e.g. \"9.0\""
     );
 }

@@ -25,11 +25,12 @@ pub struct EngineArgs {
     #[arg(long, value_name = "NAME", requires = "hf_config")]
     pub engine: Option<String>,
 
-    /// With --engine: fraction of the device's total the engine may use.
+    /// With --engine: fraction of the device's total the engine may use [default: the
+    /// engine release's own, 0.9 for vLLM 0.19].
     ///
     /// Example: --gpu-memory-utilization 0.85
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.9)]
-    pub gpu_memory_utilization: f64,
+    #[arg(long, value_name = "FRACTION")]
+    pub gpu_memory_utilization: Option<f64>,
 
     /// With --engine: batched tokens per step [default: as the engine picks for the device].
     ///
@@ -678,7 +679,7 @@ pub fn bench() -> Result<(), CliError> {
             device: h100.clone(),
             tensor_parallel_size: options.parallel.tp,
             pipeline_parallel_size: options.parallel.pp,
-            gpu_memory_utilization: case["gpu_memory_utilization"].as_f64().unwrap_or(0.9),
+            gpu_memory_utilization: case["gpu_memory_utilization"].as_f64(),
             max_num_batched_tokens: None,
             max_num_seqs: None,
             max_model_len: case["max_model_len"].as_u64(),

@@ -65,7 +65,9 @@ impl EngineProfile {
         run: &RunSettings,
         target_kv_tokens: u64,
     ) -> Result<BudgetAnswers, EngineError> {
-        let startup = self.predict_layout(stages, run)?;
+        let profile = self.resolve_for(stages, run)?;
+        let profile = profile.as_ref();
+        let startup = profile.predict_layout(stages, run)?;
         let overflow = || EngineError::Overflow {
             what: "bytes for the target KV tokens".to_owned(),
         };
@@ -78,7 +80,7 @@ impl EngineProfile {
             .blocks_for_tokens(target_kv_tokens)
             .ok_or_else(overflow)?;
         let graphs = |w: &Worker| {
-            if self.facts.kv.subtract_cuda_graph_estimate {
+            if profile.facts.kv.subtract_cuda_graph_estimate {
                 w.cuda_graph.total
             } else {
                 0
@@ -100,7 +102,7 @@ impl EngineProfile {
             Verdict::NoKvMemory { .. } | Verdict::MaxModelLenAboveModel { .. }
         ) && startup.kv_cache_tokens > 0;
         let largest_max_model_len = if fits {
-            self.largest_len(stages, run, &startup)?
+            profile.largest_len(stages, run, &startup)?
         } else {
             None
         };
@@ -139,16 +141,17 @@ impl EngineProfile {
         stages: &[StageCircuit<'_>],
         run: &RunSettings,
     ) -> Result<Option<u64>, EngineError> {
+        let profile = self.resolve_for(stages, run)?;
         let tokens = match run.max_num_batched_tokens {
             Some(t) => t,
-            None => self.defaults_on(&run.device)?.max_num_batched_tokens,
+            None => profile.defaults_on(&run.device)?.max_num_batched_tokens,
         };
         let starts = |seqs: u64| -> Result<bool, EngineError> {
             let at = RunSettings {
                 max_num_seqs: Some(seqs),
                 ..run.clone()
             };
-            let s = self.predict_layout(stages, &at)?;
+            let s = profile.predict_layout(stages, &at)?;
             Ok(s.verdict == Verdict::Starts)
         };
         largest_passing(tokens, starts)

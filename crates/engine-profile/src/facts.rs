@@ -67,6 +67,7 @@ pub(crate) fn sum<'t>(
 /// The KV cache's facts.
 #[derive(Debug, Clone)]
 pub(crate) struct KvFacts {
+    pub(crate) default_gpu_memory_utilization: f64,
     pub(crate) layout: KvLayoutMechanism,
     pub(crate) block_size: u64,
     pub(crate) subtract_cuda_graph_estimate: bool,
@@ -188,7 +189,14 @@ impl Facts {
         };
         let kv = &file.kv_cache;
         let per = &kv.blocks_per_request;
+        let util = kv.default_gpu_memory_utilization;
+        if !(util > 0.0 && util <= 1.0) {
+            return Err(bad(format!(
+                "kv_cache.default_gpu_memory_utilization = {util}: must be in (0, 1]"
+            )));
+        }
         let kv = KvFacts {
+            default_gpu_memory_utilization: util,
             layout: kv.layout,
             block_size: kv.block_size,
             subtract_cuda_graph_estimate: kv.subtract_cuda_graph_estimate,

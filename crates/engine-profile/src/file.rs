@@ -94,6 +94,8 @@ pub struct DefaultsRule {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KvCacheDecl {
+    /// The `gpu_memory_utilization` the engine takes when none is given.
+    pub default_gpu_memory_utilization: f64,
     /// The mechanism that lays the cache layers out in groups and blocks.
     pub layout: KvLayoutMechanism,
     /// Tokens per block.

@@ -33,8 +33,13 @@ mod formula;
 pub mod kv_layout;
 mod mechanisms;
 mod startup;
+mod variant;
 mod worker;
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use circuit_ir::Circuit;
 use fuser::Rules;
 use kernel_families::{Device, Families};
 
@@ -49,13 +54,17 @@ pub use startup::{
 
 use facts::Facts;
 
-/// An engine profile: its file compiled, with its kernel families and fusion rules.
-#[derive(Debug)]
+/// An engine profile: its file compiled, with its kernel families and fusion rules, and the
+/// variants that apply to some runs only.
+#[derive(Debug, Clone)]
 pub struct EngineProfile {
     facts: Facts,
     origin: String,
-    families: Families,
-    rules: Rules,
+    families: Arc<Families>,
+    rules: Arc<Rules>,
+    /// The engine file without its variants, merged (what a variant overlays).
+    base: toml::Table,
+    variants: Vec<variant::Variant>,
 }
 
 /// The texts of an engine folder, with their names for messages.
@@ -105,14 +114,17 @@ impl EngineProfile {
             })?;
             file::overlay(&mut merged, table);
         }
-        let file: file::EngineFile =
-            toml::Value::Table(merged)
-                .try_into()
-                .map_err(|e: toml::de::Error| EngineError::Toml {
-                    origin: origin.to_owned(),
-                    message: e.to_string(),
-                })?;
-        let facts = Facts::compile(file, origin)?;
+        let variants = variant::Variant::take_all(&mut merged, origin)?;
+        let facts = compile(&merged, origin)?;
+        // Every variant must give a file that compiles, so a broken one fails at load.
+        for v in &variants {
+            let mut with = merged.clone();
+            file::overlay(&mut with, v.overlay.clone());
+            compile(&with, origin).map_err(|e| EngineError::Toml {
+                origin: origin.to_owned(),
+                message: format!("variant `{}`: {e}", v.name),
+            })?;
+        }
         let families = Families::from_toml(texts.families.0, texts.families.1).map_err(|e| {
             EngineError::Registry {
                 origin: texts.families.1.to_owned(),
@@ -129,9 +141,75 @@ impl EngineProfile {
         Ok(EngineProfile {
             facts,
             origin: origin.to_owned(),
-            families,
-            rules,
+            families: Arc::new(families),
+            rules: Arc::new(rules),
+            base: merged,
+            variants,
         })
+    }
+
+    /// The profile as it holds for a run of `model` over `circuits` (one per pipeline stage)
+    /// on `device` at `tensor_parallel_size`: the file with every variant whose conditions
+    /// hold applied, in file order (itself when none does).
+    pub(crate) fn resolve(
+        &self,
+        circuits: &[&Circuit],
+        model: &ModelFacts,
+        device: &Device,
+        tensor_parallel_size: u64,
+    ) -> Result<Cow<'_, EngineProfile>, EngineError> {
+        let subject = variant::Subject {
+            model,
+            circuits,
+            device,
+            tensor_parallel_size,
+        };
+        let mut table = None;
+        for v in &self.variants {
+            if v.holds(&subject)? {
+                let t = table.get_or_insert_with(|| self.base.clone());
+                file::overlay(t, v.overlay.clone());
+            }
+        }
+        match table {
+            None => Ok(Cow::Borrowed(self)),
+            Some(t) => Ok(Cow::Owned(EngineProfile {
+                facts: compile(&t, &self.origin)?,
+                origin: self.origin.clone(),
+                families: Arc::clone(&self.families),
+                rules: Arc::clone(&self.rules),
+                base: t,
+                variants: Vec::new(),
+            })),
+        }
+    }
+
+    /// The names of the variants that hold for a run (see [`EngineProfile::resolve`]), for
+    /// reports.
+    pub fn variants_applied(
+        &self,
+        stages: &[StageCircuit<'_>],
+        run: &RunSettings,
+    ) -> Result<Vec<String>, EngineError> {
+        let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
+        let subject = variant::Subject {
+            model: &run.model,
+            circuits: &circuits,
+            device: &run.device,
+            tensor_parallel_size: run.tensor_parallel_size,
+        };
+        let mut names = Vec::new();
+        for v in &self.variants {
+            if v.holds(&subject)? {
+                names.push(v.name.clone());
+            }
+        }
+        Ok(names)
+    }
+
+    /// The `gpu_memory_utilization` the engine takes when none is given.
+    pub fn default_gpu_memory_utilization(&self) -> f64 {
+        self.facts.kv.default_gpu_memory_utilization
     }
 
     /// The engine's name (`vllm`).
@@ -197,4 +275,16 @@ pub(crate) fn cuda_total(device: &Device) -> Result<u64, EngineError> {
             device: device.name.clone(),
             why: "its total memory as CUDA reports it is not in the device table".to_owned(),
         })
+}
+
+/// Deserializes and compiles a merged engine file.
+fn compile(table: &toml::Table, origin: &str) -> Result<Facts, EngineError> {
+    let file: file::EngineFile =
+        toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| EngineError::Toml {
+                origin: origin.to_owned(),
+                message: e.to_string(),
+            })?;
+    Facts::compile(file, origin)
 }

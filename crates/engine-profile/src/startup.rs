@@ -37,8 +37,9 @@ pub struct RunSettings {
     pub tensor_parallel_size: u64,
     /// Pipeline-parallel size.
     pub pipeline_parallel_size: u64,
-    /// Fraction of the device's total the engine may use.
-    pub gpu_memory_utilization: f64,
+    /// Fraction of the device's total the engine may use (None: the engine's default,
+    /// [`EngineProfile::default_gpu_memory_utilization`]).
+    pub gpu_memory_utilization: Option<f64>,
     /// Batched tokens of the profile run (None: the device's default).
     pub max_num_batched_tokens: Option<u64>,
     /// Sequences (None: the device's default).
@@ -205,6 +206,8 @@ pub struct Startup {
     pub device: String,
     /// The device total as CUDA reports it.
     pub device_total: u64,
+    /// The fraction of it the engine may use.
+    pub gpu_memory_utilization: f64,
     /// ceil(total x utilization).
     pub requested: u64,
     /// Batched tokens of the profile run.
@@ -260,6 +263,25 @@ impl EngineProfile {
         stages: &[StageCircuit<'_>],
         run: &RunSettings,
     ) -> Result<Startup, EngineError> {
+        self.resolve_for(stages, run)?.predict_resolved(stages, run)
+    }
+
+    /// The profile with the variants that hold for `run` applied.
+    pub(crate) fn resolve_for(
+        &self,
+        stages: &[StageCircuit<'_>],
+        run: &RunSettings,
+    ) -> Result<std::borrow::Cow<'_, EngineProfile>, EngineError> {
+        let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
+        self.resolve(&circuits, &run.model, &run.device, run.tensor_parallel_size)
+    }
+
+    /// [`EngineProfile::predict_layout`] on a profile whose variants are applied.
+    fn predict_resolved(
+        &self,
+        stages: &[StageCircuit<'_>],
+        run: &RunSettings,
+    ) -> Result<Startup, EngineError> {
         let settled = self.settle(stages, run)?;
         let layout = self.kv_layout(
             stages,
@@ -298,10 +320,13 @@ impl EngineProfile {
                 why: "one circuit per pipeline stage, stages 0..pipeline_parallel_size in order",
             });
         }
-        if !(run.gpu_memory_utilization > 0.0 && run.gpu_memory_utilization <= 1.0) {
+        let utilization = run
+            .gpu_memory_utilization
+            .unwrap_or(self.facts.kv.default_gpu_memory_utilization);
+        if !(utilization > 0.0 && utilization <= 1.0) {
             return Err(EngineError::BadSetting {
                 what: "gpu_memory_utilization",
-                value: run.gpu_memory_utilization.to_string(),
+                value: utilization.to_string(),
                 why: "must be in (0, 1]",
             });
         }
@@ -342,7 +367,7 @@ impl EngineProfile {
         let world = tp.checked_mul(pp).ok_or_else(|| overflow("world size"))?;
         let model_len = self.model_len(&run.model);
         let max_model_len = run.max_model_len.unwrap_or(model_len.default);
-        let requested = (device_total as f64 * run.gpu_memory_utilization).ceil() as u64;
+        let requested = (device_total as f64 * utilization).ceil() as u64;
         let facts = &self.facts.non_torch;
         let mut non_torch = if world == 1 {
             facts.single_process_bytes
@@ -363,6 +388,7 @@ impl EngineProfile {
         Ok(Settled {
             device: run.device.clone(),
             device_total,
+            utilization,
             tokens,
             seqs,
             requests: tokens.min(seqs),
@@ -477,6 +503,7 @@ impl EngineProfile {
             version: self.facts.version.clone(),
             device: settled.device.name.clone(),
             device_total: settled.device_total,
+            gpu_memory_utilization: settled.utilization,
             requested,
             max_num_batched_tokens: settled.tokens,
             max_num_seqs: settled.seqs,
@@ -520,6 +547,7 @@ fn bytes_per_element(format: circuit_ir::Format) -> Result<u64, EngineError> {
 pub(crate) struct Settled {
     pub(crate) device: Device,
     pub(crate) device_total: u64,
+    pub(crate) utilization: f64,
     pub(crate) tokens: u64,
     pub(crate) seqs: u64,
     pub(crate) requests: u64,

@@ -153,4 +153,10 @@ pub struct DeviceDecl {
     /// The L2 cache as CUDA reports it (`L2_cache_size`), bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2_cache_bytes: Option<u64>,
+    /// The compute capability, `major.minor` (`9.0`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_capability: Option<String>,
+    /// The vendor (`nvidia`, `amd`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
 }

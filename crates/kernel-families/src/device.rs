@@ -41,6 +41,10 @@ pub struct Device {
     pub cuda_total_bytes: Option<u64>,
     /// The L2 cache as CUDA reports it, bytes, when known.
     pub l2_cache_bytes: Option<u64>,
+    /// The compute capability, `major.minor`, when known.
+    pub compute_capability: Option<String>,
+    /// The vendor (`nvidia`, `amd`), when known.
+    pub vendor: Option<String>,
 }
 
 impl Device {
@@ -145,6 +149,8 @@ impl Devices {
                 product: d.product,
                 cuda_total_bytes: d.cuda_total_bytes,
                 l2_cache_bytes: d.l2_cache_bytes,
+                compute_capability: d.compute_capability,
+                vendor: d.vendor,
             });
         }
         Ok(Devices {

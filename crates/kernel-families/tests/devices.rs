@@ -146,7 +146,7 @@ fn bad_tables_are_refused_naming_the_device() {
     );
     assert_eq!(
         err(&format!("schema = 1\n{}memory_gib = 80\n", GPU)),
-        "devices.toml: device `gpu`: line 7, column 1: unknown field `memory_gib`, expected one of `name`, `sm_count`, `memory_bytes`, `source`, `aliases`, `product`, `cuda_total_bytes`, `l2_cache_bytes`"
+        "devices.toml: device `gpu`: line 7, column 1: unknown field `memory_gib`, expected one of `name`, `sm_count`, `memory_bytes`, `source`, `aliases`, `product`, `cuda_total_bytes`, `l2_cache_bytes`, `compute_capability`, `vendor`"
     );
     assert_eq!(
         err(&format!(

@@ -1,0 +1,204 @@
+//! Variants: facts of the engine file that hold only for some models, devices or layouts
+//! (`[[variant]]`, docs/engines.md). A variant names its conditions (`when`) and overlays any of
+//! the file's tables, as a release overlays the one it extends; the prediction of a run uses
+//! the file with every variant whose conditions hold applied in file order.
+//!
+//! Invariants: a condition on a fact the device table does not give (its compute capability,
+//! its vendor) is an error naming the device and the variant, never a guess that it does not
+//! hold; every variant, applied alone to the base, must give a file that compiles (checked when
+//! the profile loads); an unknown condition is refused.
+
+use circuit_ir::Circuit;
+use kernel_families::Device;
+use model_facts::ModelFacts;
+use serde::Deserialize;
+
+use crate::EngineError;
+
+/// What a variant's `when` may test; every condition given must hold.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Conditions {
+    /// The model's class is one of these (`architectures`).
+    #[serde(default)]
+    architectures: Option<Vec<String>>,
+    /// The language model's type is one of these.
+    #[serde(default)]
+    model_types: Option<Vec<String>>,
+    /// The model has (true) or lacks (false) routed experts.
+    #[serde(default)]
+    moe: Option<bool>,
+    /// The model has (true) or lacks (false) multi-head latent attention.
+    #[serde(default)]
+    mla: Option<bool>,
+    /// The model has (true) or lacks (false) per-sequence recurrent state.
+    #[serde(default)]
+    recurrent: Option<bool>,
+    /// The device's compute capability is at least this (`"9.0"`).
+    #[serde(default)]
+    min_compute_capability: Option<String>,
+    /// The device's compute capability is at most this (`"9.9"`).
+    #[serde(default)]
+    max_compute_capability: Option<String>,
+    /// The device's vendor (`nvidia`, `amd`).
+    #[serde(default)]
+    vendor: Option<String>,
+    /// The device's CUDA total is at least this many bytes.
+    #[serde(default)]
+    min_total_bytes: Option<u64>,
+    /// The device's product string, lowercased, contains this.
+    #[serde(default)]
+    product_contains: Option<String>,
+    /// The device's product string, lowercased, lacks this.
+    #[serde(default)]
+    product_lacks: Option<String>,
+    /// The tensor-parallel size is at least this.
+    #[serde(default)]
+    min_tensor_parallel_size: Option<u64>,
+}
+
+/// One variant of an engine file.
+#[derive(Debug, Clone)]
+pub(crate) struct Variant {
+    pub(crate) name: String,
+    when: Conditions,
+    pub(crate) overlay: toml::Table,
+}
+
+/// What a run gives the conditions to test.
+pub(crate) struct Subject<'a> {
+    pub(crate) model: &'a ModelFacts,
+    pub(crate) circuits: &'a [&'a Circuit],
+    pub(crate) device: &'a Device,
+    pub(crate) tensor_parallel_size: u64,
+}
+
+/// A compute capability written `major.minor`, as `(major, minor)`.
+fn capability(text: &str) -> Option<(u32, u32)> {
+    let (major, minor) = text.trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+impl Variant {
+    /// Takes the `[[variant]]` array out of `table` (the merged engine file), `origin` naming
+    /// it in messages.
+    pub(crate) fn take_all(
+        table: &mut toml::Table,
+        origin: &str,
+    ) -> Result<Vec<Variant>, EngineError> {
+        let bad = |message: String| EngineError::Toml {
+            origin: origin.to_owned(),
+            message,
+        };
+        let Some(value) = table.remove("variant") else {
+            return Ok(Vec::new());
+        };
+        let toml::Value::Array(items) = value else {
+            return Err(bad("variant: write [[variant]] tables".to_owned()));
+        };
+        let mut variants = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let toml::Value::Table(mut overlay) = item else {
+                return Err(bad(format!("variant #{}: not a table", i + 1)));
+            };
+            let name = match overlay.remove("name") {
+                Some(toml::Value::String(s)) => s,
+                _ => return Err(bad(format!("variant #{}: give it a `name`", i + 1))),
+            };
+            let when: Conditions = match overlay.remove("when") {
+                None => Conditions::default(),
+                Some(v) => v
+                    .try_into()
+                    .map_err(|e: toml::de::Error| bad(format!("variant `{name}`: when: {e}")))?,
+            };
+            for (key, text) in [
+                ("min_compute_capability", &when.min_compute_capability),
+                ("max_compute_capability", &when.max_compute_capability),
+            ] {
+                if let Some(t) = text
+                    && capability(t).is_none()
+                {
+                    return Err(bad(format!(
+                        "variant `{name}`: when.{key} = {t:?}: write major.minor, e.g. \"9.0\""
+                    )));
+                }
+            }
+            variants.push(Variant {
+                name,
+                when,
+                overlay,
+            });
+        }
+        Ok(variants)
+    }
+
+    /// Whether the variant holds for `subject`.
+    pub(crate) fn holds(&self, subject: &Subject<'_>) -> Result<bool, EngineError> {
+        let c = &self.when;
+        let model = subject.model;
+        let device = subject.device;
+        let any_dim = |dim: &str| subject.circuits.iter().any(|c| c.dim(dim).is_some());
+        let recurrent = subject
+            .circuits
+            .iter()
+            .any(|c| c.states().values().any(|s| s.per_sequence > 0));
+        let unknown = |what: &str| EngineError::DeviceNotModelled {
+            device: device.name.clone(),
+            why: format!(
+                "its {what} is not in the device table, and the engine file's variant `{}` depends on it",
+                self.name
+            ),
+        };
+        let product = device.product.as_deref().unwrap_or("").to_lowercase();
+        let device_cc = || {
+            device
+                .compute_capability
+                .as_deref()
+                .and_then(capability)
+                .ok_or_else(|| unknown("compute capability"))
+        };
+        let holds = c
+            .architectures
+            .as_ref()
+            .is_none_or(|a| a.contains(&model.architecture))
+            && c.model_types
+                .as_ref()
+                .is_none_or(|t| t.contains(&model.model_type))
+            && c.moe.is_none_or(|m| m == any_dim("experts_per_tok"))
+            && c.mla.is_none_or(|m| m == any_dim("kv_lora_rank"))
+            && c.recurrent.is_none_or(|r| r == recurrent)
+            && c.min_tensor_parallel_size
+                .is_none_or(|t| subject.tensor_parallel_size >= t);
+        if !holds {
+            return Ok(false);
+        }
+        if let Some(min) = c.min_compute_capability.as_deref().and_then(capability)
+            && device_cc()? < min
+        {
+            return Ok(false);
+        }
+        if let Some(max) = c.max_compute_capability.as_deref().and_then(capability)
+            && device_cc()? > max
+        {
+            return Ok(false);
+        }
+        if let Some(vendor) = &c.vendor {
+            let theirs = device.vendor.as_deref().ok_or_else(|| unknown("vendor"))?;
+            if theirs != vendor {
+                return Ok(false);
+            }
+        }
+        if let Some(min) = c.min_total_bytes {
+            let total = crate::cuda_total(device)?;
+            if total < min {
+                return Ok(false);
+            }
+        }
+        Ok(c.product_contains
+            .as_deref()
+            .is_none_or(|t| product.contains(t))
+            && c.product_lacks
+                .as_deref()
+                .is_none_or(|t| !product.contains(t)))
+    }
+}
