@@ -184,7 +184,7 @@ impl EngineProfile {
         }
     }
 
-    /// The names of the variants that hold for a run (see [`EngineProfile::resolve`]), for
+    /// The names of the variants that hold for a run (the variants a prediction applies), for
     /// reports.
     pub fn variants_applied(
         &self,
