@@ -1,0 +1,119 @@
+//! Reading the files the user names. Every input path (`--circuit`, `--families`, `--rules`,
+//! `--hf-config` and its quantization side files, `pack`'s CSV) goes through [`read`], so each
+//! is bounded the same way.
+//!
+//! Invariants: at most [`Input::limit`] bytes (plus one, to tell that there was more) are ever
+//! read from one input: a regular file larger than its limit is refused from its metadata
+//! before a byte is read, and anything else (a pipe, a device such as `/dev/zero` or
+//! `/dev/urandom`) is read up to the limit and refused if it has not ended by then. The limits
+//! are far above any real file (docs/testing.md lists them): the largest real config.json,
+//! circuit, families or rules file is well under 1 MiB, a MiniMalloc CSV a few hundred KiB.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use crate::CliError;
+
+const MIB: u64 = 1 << 20;
+
+/// The kinds of input, each with its size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// A circuit TOML file (`--circuit`).
+    Circuit,
+    /// A kernel families TOML file (`--families`).
+    Families,
+    /// A fusion rules TOML file (`--rules`).
+    Rules,
+    /// A Hugging Face config.json (`--hf-config`) or a quantization side file beside it.
+    HfConfig,
+    /// A MiniMalloc CSV file (`cargo xtask pack FILE`).
+    PackCsv,
+}
+
+impl Input {
+    /// The most bytes read from one input of this kind.
+    pub const fn limit(self) -> u64 {
+        match self {
+            // A flat circuit of 100,000 nodes written out by `to_toml` is about 20 MiB.
+            Input::Circuit => 64 * MIB,
+            Input::Families | Input::Rules | Input::HfConfig => 16 * MIB,
+            // One buffer per line, about 20 bytes each: over 3 million buffers.
+            Input::PackCsv => 64 * MIB,
+        }
+    }
+
+    /// What the input is, for messages.
+    fn what(self) -> &'static str {
+        match self {
+            Input::Circuit => "a circuit file",
+            Input::Families => "a families file",
+            Input::Rules => "a rules file",
+            Input::HfConfig => "a config.json",
+            Input::PackCsv => "a pack CSV file",
+        }
+    }
+}
+
+/// The text of `path`, read as `kind`: at most its limit, UTF-8. Errors name the path.
+pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
+    let shown = path.display();
+    let cannot = |e: std::io::Error| -> CliError { format!("cannot read {shown}: {e}").into() };
+    let limit = kind.limit();
+    let file = File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if meta.is_file() && meta.len() > limit {
+        return Err(format!(
+            "cannot read {shown}: {} bytes, above the limit of {} MiB for {} (docs/testing.md)",
+            meta.len(),
+            limit / MIB,
+            kind.what()
+        )
+        .into());
+    }
+    let mut bytes = Vec::new();
+    // A regular file may still grow, and /proc files report 0 bytes: the read is bounded
+    // whatever the metadata said.
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        let kind_of = if meta.is_file() {
+            "a file that grew"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!(
+            "cannot read {shown}: {kind_of}, and it did not end within the limit of {} MiB for {} (docs/testing.md); give a regular file",
+            limit / MIB,
+            kind.what()
+        )
+        .into());
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        cannot(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_device_is_refused_at_the_limit() {
+        let e = read(Path::new("/dev/zero"), Input::HfConfig).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cannot read /dev/zero: not a regular file, and it did not end within the limit of 16 MiB for a config.json (docs/testing.md); give a regular file"
+        );
+    }
+
+    #[test]
+    fn a_device_that_ends_is_read() {
+        assert_eq!(read(Path::new("/dev/null"), Input::Rules).unwrap(), "");
+    }
+}
