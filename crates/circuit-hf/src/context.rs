@@ -57,6 +57,7 @@ impl ContextLimits {
         };
         let mut derived = positions as f64;
         let mut factor = 1.0f64;
+        let mut factor_found = Value::Null;
         let mut longrope = false;
         for set in sets {
             let rope_type = ["rope_type", "type"]
@@ -71,7 +72,10 @@ impl ContextLimits {
                 None => {}
                 Some(Value::Null) => factor = 1.0,
                 Some(Value::Number(n)) => match n.as_f64() {
-                    Some(f) if f.is_finite() && f > 0.0 => factor = f,
+                    Some(f) if f.is_finite() && f > 0.0 => {
+                        factor = f;
+                        factor_found = Value::Number(n.clone());
+                    }
                     _ => {
                         return Err(cfg.bad(key, "a positive `factor`", &Value::Number(n.clone())));
                     }
@@ -96,12 +100,19 @@ impl ContextLimits {
                 };
             }
         }
+        // vLLM multiplies in floats too (`derived_max_model_len *= scaling_factor`), so the
+        // product is the one it takes; a context past 64 bits is refused, never saturated.
         let scaled = derived * factor;
-        let longest = if scaled >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            (scaled.floor() as u64).max(1)
-        };
+        if scaled >= u64::MAX as f64 {
+            return Err(cfg.bad(
+                key,
+                format!(
+                    "a `factor` whose scaled context fits 64 bits ({derived} positions x {factor:e} is above 2^64 - 1 tokens)"
+                ),
+                &factor_found,
+            ));
+        }
+        let longest = (scaled.floor() as u64).max(1);
         // Under longrope vLLM defaults to the config's original context.
         let default = if longrope {
             original_context(cfg)?.unwrap_or(longest)
