@@ -98,6 +98,21 @@ pub enum PlanError {
         /// The packer's error.
         error: PackError,
     },
+    /// Sizing the arena failed at the first row count of a row interval, where the interval's
+    /// arena template is laid out, though the row count asked in that interval sizes.
+    #[error(
+        "{error} (n = {start} is where the arena of the row interval {start}..={end} is laid out, for the n = {asked} asked in it)"
+    )]
+    TemplateRow {
+        /// The interval's first row count.
+        start: u64,
+        /// Its last.
+        end: u64,
+        /// The row count asked.
+        asked: u64,
+        /// The failure at `start`.
+        error: Box<PlanError>,
+    },
     /// An alignment of 0.
     #[error("alignment must be at least 1 byte")]
     BadAlign,
