@@ -336,6 +336,8 @@ fn with_flags(e: CliError, engine: &EngineArgs, args: &PlanArgs) -> CliError {
         ("--target-kv-tokens", engine.target_kv_tokens),
     ]
     .into_iter()
+    // A message naming the setting (`block_size = 0`) names its flag already.
+    .filter(|(flag, _)| !text.contains(&flag[2..].replace('-', "_")))
     .filter_map(|(flag, value)| value.map(|v| format!("{flag} {v}")))
     .collect();
     if given.is_empty() || text.contains("--") {

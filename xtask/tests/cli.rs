@@ -685,11 +685,24 @@ fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
     );
     assert_eq!(worker(&["--limit-mm-per-prompt", r#"{"image": 0}"#]), text);
     assert_eq!(
-        worker(&[
-            "--limit-mm-per-prompt",
-            r#"{"image": {"count": 0}, "video": 1}"#
-        ]),
+        worker(&["--limit-mm-per-prompt", r#"{"image": {"count": 0}}"#]),
         text
+    );
+    // A modality the model does not take would change nothing (vLLM ignores it): refused
+    // (issue 34), not silently dropped.
+    let video = failure(
+        &[
+            &base[..],
+            &[
+                "--limit-mm-per-prompt",
+                r#"{"image": {"count": 0}, "video": 1}"#,
+            ],
+        ]
+        .concat(),
+    );
+    assert!(
+        video.contains("`video`: the modelled multimodal models"),
+        "{video}"
     );
     assert_eq!(
         worker(&["--limit-mm-per-prompt", r#"{"image": 2}"#])["encoder"]["items"],
