@@ -373,7 +373,7 @@ fn the_corpus_covers_every_format_and_the_flags() {
     let cases = cases(&workspace_root());
     let count = |prefix: &str| cases.iter().filter(|c| c.name.starts_with(prefix)).count();
     assert_eq!(count("circuit-"), 34);
-    assert_eq!(count("families-"), 13);
+    assert_eq!(count("families-"), 14);
     assert_eq!(count("rules-"), 12);
     assert_eq!(count("hf-"), 24);
     assert_eq!(count("csv-"), 10);
@@ -383,7 +383,7 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("bench-"), 2);
     assert_eq!(count("huge-"), 9);
     assert_eq!(count("engine-"), 5);
-    assert_eq!(cases.len(), 170);
+    assert_eq!(cases.len(), 171);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())

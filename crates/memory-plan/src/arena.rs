@@ -105,6 +105,10 @@ pub(crate) struct ArenaShape {
     align: u64,
     /// The circuit's origin, which overflow errors name.
     origin: std::sync::Arc<str>,
+    /// The kernel registry's origin, which an overflow the workspaces cause names.
+    families_origin: std::sync::Arc<str>,
+    /// Per workspace term (by index): `workspace `name` of family `id``, for messages.
+    term_names: Vec<String>,
 }
 
 /// The distinct live profiles of the steps, built by one sweep over the steps (each slot
@@ -162,6 +166,7 @@ impl ArenaShape {
         plan: &FusionPlan,
         terms: &TermLayout,
         align: u64,
+        families_origin: &str,
     ) -> ArenaShape {
         let steps = plan.groups().len();
         let mut slots = Vec::new();
@@ -239,6 +244,12 @@ impl ArenaShape {
             steps,
             align,
             origin: circuit.origin().into(),
+            families_origin: families_origin.into(),
+            term_names: terms
+                .shapes()
+                .iter()
+                .map(|t| format!("workspace `{}` of family `{}`", t.name, t.family_id))
+                .collect(),
         }
     }
 
@@ -265,7 +276,21 @@ impl ArenaShape {
                             detail: err.to_string(),
                         })?
                 }
-                Source::Term(t) => term_values[t],
+                Source::Term(t) => {
+                    let bytes = term_values[t];
+                    // A workspace's bytes are the kernel registry's numbers: it is named.
+                    class_sizes.push(self.aligned(bytes, n).map_err(|_| {
+                        PlanError::WorkspaceOverflow {
+                            origin: self.families_origin.clone(),
+                            detail: format!(
+                                "{} ({bytes} bytes) aligned to {} bytes",
+                                self.term_names[t], self.align
+                            ),
+                            n,
+                        }
+                    })?);
+                    continue;
+                }
             };
             class_sizes.push(self.aligned(bytes, n)?);
         }
@@ -299,11 +324,7 @@ impl ArenaShape {
             .try_fold(0u64, |acc, (&count, &size)| {
                 count.checked_mul(size).and_then(|b| acc.checked_add(b))
             })
-            .ok_or_else(|| PlanError::Overflow {
-                origin: self.origin.clone(),
-                what: "the sum of the arena's buffers",
-                n,
-            })?;
+            .ok_or_else(|| self.sum_overflow(class_sizes, n))?;
         // No step's sum exceeds `unshared`, which did not overflow.
         let mut peak = (0u64, 0usize);
         match &self.live {
@@ -337,6 +358,46 @@ impl ArenaShape {
             }
         }
         Ok((unshared, peak.0, peak.1))
+    }
+
+    /// The overflow of the arena's sum: the circuit's, unless its edges alone fit and the
+    /// workspaces placed in the arena (the kernel registry's numbers) take it past 64 bits.
+    #[cold]
+    fn sum_overflow(&self, class_sizes: &[u64], n: u64) -> PlanError {
+        let edges_fit = self
+            .classes
+            .iter()
+            .zip(&self.class_count)
+            .zip(class_sizes)
+            .filter(|((source, _), _)| matches!(source, Source::Edge(_)))
+            .try_fold(0u64, |acc, ((_, &count), &size)| {
+                count.checked_mul(size).and_then(|b| acc.checked_add(b))
+            })
+            .is_some();
+        let largest_term = self
+            .classes
+            .iter()
+            .zip(class_sizes)
+            .filter_map(|(source, &size)| match source {
+                Source::Term(t) => Some((size, *t)),
+                Source::Edge(_) => None,
+            })
+            .max_by_key(|&(size, t)| (size, std::cmp::Reverse(t)));
+        match largest_term {
+            Some((size, t)) if edges_fit => PlanError::WorkspaceOverflow {
+                origin: self.families_origin.clone(),
+                detail: format!(
+                    "the arena's buffers with the workspaces placed in it (the largest: {}, {size} bytes at each step running it)",
+                    self.term_names[t]
+                ),
+                n,
+            },
+            _ => PlanError::Overflow {
+                origin: self.origin.clone(),
+                what: "the sum of the arena's buffers",
+                n,
+            },
+        }
     }
 
     /// The buffers with the given sizes, for the packer.

@@ -88,6 +88,16 @@ pub enum PlanError {
         /// Rows.
         n: u64,
     },
+    /// A sum the kernel registry's workspaces take past 64 bits.
+    #[error("{}: {} at n = {n} overflows 64-bit bytes", one_line(.origin), one_line(.detail))]
+    WorkspaceOverflow {
+        /// The kernel registry's origin (file name).
+        origin: std::sync::Arc<str>,
+        /// What was summed, naming the workspace.
+        detail: String,
+        /// Rows.
+        n: u64,
+    },
     /// The packer could not run.
     #[error("{}: packing the arena at n = {n}: {error}", one_line(.origin))]
     Pack {

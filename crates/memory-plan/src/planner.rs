@@ -418,7 +418,13 @@ impl<'a> Planner<'a> {
         let fusion = self.fusion(n)?;
         let start = *fusion.rows().start();
         let terms = TermLayout::new(self.circuit, &fusion, self.families);
-        let arena = ArenaShape::new(self.circuit, &fusion, &terms, self.config.align);
+        let arena = ArenaShape::new(
+            self.circuit,
+            &fusion,
+            &terms,
+            self.config.align,
+            self.families.origin(),
+        );
         let mut scratch = Scratch::default();
         let size_at = |n: u64, scratch: &mut Scratch| -> Result<u64, PlanError> {
             terms.values(
