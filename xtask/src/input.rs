@@ -36,11 +36,14 @@ impl Input {
     /// The most bytes read from one input of this kind.
     pub const fn limit(self) -> u64 {
         match self {
-            // A flat circuit of 100,000 nodes written out by `to_toml` is about 20 MiB.
-            Input::Circuit => 64 * MIB,
-            Input::Families | Input::Rules | Input::HfConfig => 16 * MIB,
-            // One buffer per line, about 20 bytes each: over 3 million buffers.
-            Input::PackCsv => 64 * MIB,
+            // Parsed TOML takes about 40 times its text in memory (a 16 MiB circuit of
+            // inputs: 0.7 GB), so the limits keep a hostile file under 1 GiB of memory.
+            Input::Circuit => 8 * MIB,
+            Input::Families | Input::Rules => 4 * MIB,
+            // A JSON value takes about 25 times its text (16 MiB of `{}`: 0.4 GB).
+            Input::HfConfig => 8 * MIB,
+            // Over a million buffers at 20 bytes a line (16 MiB of them: 0.14 GB).
+            Input::PackCsv => 32 * MIB,
         }
     }
 
@@ -108,7 +111,7 @@ mod tests {
         let e = read(Path::new("/dev/zero"), Input::HfConfig).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "cannot read /dev/zero: not a regular file, and it did not end within the limit of 16 MiB for a config.json (docs/testing.md); give a regular file"
+            "cannot read /dev/zero: not a regular file, and it did not end within the limit of 8 MiB for a config.json (docs/testing.md); give a regular file"
         );
     }
 
