@@ -5,13 +5,16 @@
 //! Invariants: at most [`Input::limit`] bytes (plus one, to tell that there was more) are ever
 //! read from one input: a regular file larger than its limit is refused from its metadata
 //! before a byte is read, and anything else (a pipe, a device such as `/dev/zero` or
-//! `/dev/urandom`) is read up to the limit and refused if it has not ended by then. The limits
+//! `/dev/urandom`) is read up to the limit and refused if it has not ended by then, without
+//! blocking (a FIFO nobody writes to is read as empty; one that stalls for [`STALL`] is
+//! refused). The limits
 //! are far above any real file (docs/testing.md lists them): the largest real config.json,
 //! circuit, families or rules file is well under 1 MiB, a MiniMalloc CSV a few hundred KiB.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::CliError;
 
@@ -59,12 +62,24 @@ impl Input {
     }
 }
 
+/// How long a pipe or device may go without giving a byte before it is refused (a FIFO whose
+/// writer never writes, a terminal): a stall is bounded like a size.
+const STALL: Duration = Duration::from_secs(10);
+
 /// The text of `path`, read as `kind`: at most its limit, UTF-8. Errors name the path.
 pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
     let shown = path.display();
     let cannot = |e: std::io::Error| -> CliError { format!("cannot read {shown}: {e}").into() };
     let limit = kind.limit();
-    let file = File::open(path).map_err(cannot)?;
+    // Anything but a regular file or a folder is opened without blocking: opening a FIFO
+    // would otherwise wait for a writer forever.
+    let regular = std::fs::metadata(path).map_err(cannot)?;
+    let file = if regular.is_file() || regular.is_dir() {
+        File::open(path)
+    } else {
+        open_nonblocking(path)
+    }
+    .map_err(cannot)?;
     let meta = file.metadata().map_err(cannot)?;
     if meta.is_file() && meta.len() > limit {
         return Err(format!(
@@ -78,9 +93,30 @@ pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
     let mut bytes = Vec::new();
     // A regular file may still grow, and /proc files report 0 bytes: the read is bounded
     // whatever the metadata said.
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
+    let mut reader = file.take(limit + 1);
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut last_byte = Instant::now();
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(k) => {
+                bytes.extend_from_slice(&chunk[..k]);
+                last_byte = Instant::now();
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if last_byte.elapsed() >= STALL {
+                    return Err(format!(
+                        "cannot read {shown}: not a regular file, and it gave no byte for {} s; give a regular file",
+                        STALL.as_secs()
+                    )
+                    .into());
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(cannot(e)),
+        }
+    }
     if bytes.len() as u64 > limit {
         let kind_of = if meta.is_file() {
             "a file that grew"
@@ -100,6 +136,20 @@ pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
             "stream did not contain valid UTF-8",
         ))
     })
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    File::open(path)
 }
 
 #[cfg(test)]

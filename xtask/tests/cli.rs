@@ -932,3 +932,29 @@ fn an_error_mid_sweep_leaves_a_complete_json_document() {
     assert_eq!(last["record"], "error");
     assert!(last["message"].as_str().unwrap().ends_with(message));
 }
+
+/// Issue 34: a FIFO nobody writes to is opened without blocking and read as empty (it used
+/// to wait for a writer forever); `/dev/zero` is refused at the circuit file's limit.
+#[test]
+fn a_fifo_without_a_writer_and_an_endless_device_do_not_hang() {
+    let dir = std::env::temp_dir().join(format!("xtask-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("circuit.toml");
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let err = failure(&["plan", "--circuit", fifo.to_str().unwrap(), "--rows", "1"]);
+    assert_eq!(
+        err,
+        format!(
+            "error: {}: line 1, column 1: missing field `schema`",
+            fifo.display()
+        )
+    );
+    let err = failure(&["plan", "--circuit", "/dev/zero", "--rows", "1"]);
+    assert_eq!(
+        err,
+        "error: cannot read /dev/zero: not a regular file, and it did not end within the limit of 8 MiB for a circuit file (docs/testing.md); give a regular file"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
