@@ -195,13 +195,22 @@ pub fn parse_set(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Parses a byte count such as `--align 256`.
+/// The largest `--align`: 1 GiB, far above any allocator's alignment (CUDA's caching
+/// allocator rounds to 512 bytes, huge pages are 2 MiB), so an aligned size or the arena's sum
+/// overflows only through the sizes themselves, never through the alignment.
+pub const MAX_ALIGN: u64 = 1 << 30;
+
+/// Parses `--align`: a power of two from 1 to [`MAX_ALIGN`] bytes.
 pub fn parse_align(text: &str) -> Result<u64, String> {
+    let bad = |why: &str| {
+        format!("--align `{text}`: {why}; write a power of two of bytes, e.g. 256 or 512")
+    };
     match text.trim().parse::<u64>() {
-        Ok(v) if v >= 1 => Ok(v),
-        _ => Err(format!(
-            "--align `{text}`: write a whole number of bytes, at least 1 (e.g. 256)"
-        )),
+        Ok(0) => Err(bad("an alignment is at least 1 byte")),
+        Ok(v) if v > MAX_ALIGN => Err(bad("above the largest alignment, 1073741824 (1 GiB)")),
+        Ok(v) if !v.is_power_of_two() => Err(bad("not a power of two")),
+        Ok(v) => Ok(v),
+        Err(_) => Err(bad("not a whole number")),
     }
 }
 
@@ -297,6 +306,20 @@ mod tests {
         );
         assert!(parse_set("mode").unwrap_err().contains("KEY=VALUE"));
         assert_eq!(parse_align("256").unwrap(), 256);
-        assert!(parse_align("0").is_err());
+        assert_eq!(parse_align("1").unwrap(), 1);
+        assert_eq!(parse_align("1073741824").unwrap(), 1 << 30);
+        assert_eq!(
+            parse_align("3").unwrap_err(),
+            "--align `3`: not a power of two; write a power of two of bytes, e.g. 256 or 512"
+        );
+        assert_eq!(
+            parse_align("0").unwrap_err(),
+            "--align `0`: an alignment is at least 1 byte; write a power of two of bytes, e.g. 256 or 512"
+        );
+        assert_eq!(
+            parse_align("9223372036854775808").unwrap_err(),
+            "--align `9223372036854775808`: above the largest alignment, 1073741824 (1 GiB); write a power of two of bytes, e.g. 256 or 512"
+        );
+        assert!(parse_align("x").unwrap_err().contains("not a whole number"));
     }
 }

@@ -11,8 +11,9 @@ use engine_profile::{
 };
 
 use crate::CliError;
+use crate::input::{self, Input};
 use crate::out::outln;
-use crate::plan::{OutputFormat, PlanArgs, read_file};
+use crate::plan::{OutputFormat, PlanArgs};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -29,19 +30,19 @@ pub struct EngineArgs {
     /// engine release's own, 0.9 for vLLM 0.19].
     ///
     /// Example: --gpu-memory-utilization 0.85
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub gpu_memory_utilization: Option<f64>,
 
     /// With --engine: batched tokens per step [default: as the engine picks for the device].
     ///
     /// Example: --max-num-batched-tokens 16384
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
     pub max_num_batched_tokens: Option<u64>,
 
     /// With --engine: sequences per step [default: as the engine picks for the device].
     ///
     /// Example: --max-num-seqs 256
-    #[arg(long, value_name = "SEQS")]
+    #[arg(long, value_name = "SEQS", allow_negative_numbers = true)]
     pub max_num_seqs: Option<u64>,
 
     /// With --engine: the profile run leaves a multimodal model's vision encoder out, as vLLM
@@ -65,7 +66,12 @@ pub struct EngineArgs {
     /// until an attention page holds a state, as vLLM does.
     ///
     /// Example: --block-size 32
-    #[arg(long, value_name = "TOKENS", requires = "engine")]
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        requires = "engine",
+        allow_negative_numbers = true
+    )]
     pub block_size: Option<u64>,
 
     /// With --engine: vLLM's prefix caching (on by default in vLLM 0.19 for attention-only
@@ -123,7 +129,12 @@ pub struct EngineArgs {
     /// this many tokens with the other flags.
     ///
     /// Example: --target-kv-tokens 500000
-    #[arg(long, value_name = "TOKENS", requires = "engine")]
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        requires = "engine",
+        allow_negative_numbers = true
+    )]
     pub target_kv_tokens: Option<u64>,
 }
 
@@ -238,7 +249,7 @@ pub fn run_plan(
         block_size: engine.block_size,
         model,
     };
-    let startup = predict(&profile, &circuits, &run)?;
+    let startup = predict(&profile, &circuits, &run).map_err(|e| with_flags(e, engine, args))?;
     // Asked for explicitly, prefix caching on a model with recurrent state switches vLLM's
     // Mamba cache to per-block states (models/config.py: mamba_cache_mode "all" or "align",
     // mamba_block_size = block_size), a layout not modelled; by default vLLM leaves it off for
@@ -255,7 +266,8 @@ pub fn run_plan(
         )
         .into());
     }
-    let budget = budget(&profile, engine, &circuits, (&files, &options), &run)?;
+    let budget = budget(&profile, engine, &circuits, (&files, &options), &run)
+        .map_err(|e| with_flags(e, engine, args))?;
     match args.format {
         OutputFormat::Table => {
             print_table(&files.origin, &quantization, &startup)?;
@@ -271,6 +283,29 @@ pub fn run_plan(
         }
     }
     Ok(())
+}
+
+/// An error of the engine profile, which knows sizes but not the flags that set them, with
+/// the sizing flags given appended (a huge `--block-size` overflows a page's bytes, a huge
+/// `--max-num-batched-tokens` a plan's rows), unless it names a flag already.
+fn with_flags(e: CliError, engine: &EngineArgs, args: &PlanArgs) -> CliError {
+    let text = e.to_string();
+    let given: Vec<String> = [
+        ("--max-num-batched-tokens", engine.max_num_batched_tokens),
+        ("--max-num-seqs", engine.max_num_seqs),
+        ("--block-size", engine.block_size),
+        ("--max-model-len", args.max_model_len),
+        ("--target-kv-tokens", engine.target_kv_tokens),
+    ]
+    .into_iter()
+    // A message naming the setting (`block_size = 0`) names its flag already.
+    .filter(|(flag, _)| !text.contains(&flag[2..].replace('-', "_")))
+    .filter_map(|(flag, value)| value.map(|v| format!("{flag} {v}")))
+    .collect();
+    if given.is_empty() || text.contains("--") {
+        return e;
+    }
+    format!("{text} (with {})", given.join(", ")).into()
 }
 
 /// Answers the budget flags given (each is a few more predictions of the same layout, or of
@@ -642,7 +677,8 @@ pub fn bench() -> Result<(), CliError> {
         .get("h100-sxm")?
         .clone();
     let cases_path = Path::new("data/vllm/cases.json");
-    let cases: Vec<serde_json::Value> = serde_json::from_str(&read_file(cases_path)?)?;
+    let cases: Vec<serde_json::Value> =
+        serde_json::from_str(&input::read(cases_path, Input::HfConfig)?)?;
     outln!(
         "{:<64} {:>22} {:>22} {:>28} {:>22}",
         "case (worker)",
@@ -656,7 +692,7 @@ pub fn bench() -> Result<(), CliError> {
         let name = case["name"].as_str().unwrap_or("?");
         let config = case["config"].as_str().ok_or("case without config")?;
         let path = Path::new("data").join(config);
-        let text = read_file(&path)?;
+        let text = input::read(&path, Input::HfConfig)?;
         let origin = path.display().to_string();
         let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
         let mut options = circuit_hf::ImportOptions::default();

@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod engine;
 mod example;
+mod input;
 mod out;
 mod pack;
 mod parallel;
@@ -78,11 +79,11 @@ fn with_vllm_short_flags(args: impl IntoIterator<Item = OsString>) -> Vec<OsStri
 
 fn main() -> ExitCode {
     let cli = Cli::parse_from(with_vllm_short_flags(std::env::args_os()));
-    let result = match cli.command {
+    let result = out::check_open().and_then(|()| match cli.command {
         Command::Plan(args) => plan::run(&args),
         Command::Pack(args) => pack::run(&args),
         Command::Bench(args) => bench::run(&args),
-    };
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // The reader closed standard output (`| head`): it has what it wanted.

@@ -23,17 +23,29 @@ pub struct PackArgs {
     pub file: PathBuf,
     /// Arena size in bytes: find a placement whose height is at most this. Required unless
     /// --minimize is given; with --minimize it is checked against the result.
-    #[arg(long, value_name = "BYTES")]
+    // A negative number is this flag's (invalid) value, not another flag: clap then names
+    // the flag and the value instead of suggesting `-- -1`, which does not work for an option.
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     pub capacity: Option<u64>,
     /// Find the lowest placement the limits allow instead of any that fits the capacity.
     #[arg(long)]
     pub minimize: bool,
     /// Wall-clock limit in seconds (above 0, at most 1e9), on the whole run; the best
     /// placement found by then is kept.
-    #[arg(long, value_name = "SECS", default_value = "60")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value = "60",
+        allow_negative_numbers = true
+    )]
     pub time_limit: String,
     /// Search-node budget (deterministic limit; the same budget gives the same result).
-    #[arg(long, value_name = "NODES", default_value_t = 50_000_000)]
+    #[arg(
+        long,
+        value_name = "NODES",
+        default_value_t = 50_000_000,
+        allow_negative_numbers = true
+    )]
     pub max_steps: u64,
     /// Write the solution here: the input columns plus `offset` (only when it fits).
     #[arg(long, value_name = "FILE")]
@@ -130,8 +142,7 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         (false, None) => return Err("give --capacity BYTES, or --minimize".into()),
     };
     let limit = seconds("--time-limit", &args.time_limit)?;
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+    let text = crate::input::read(&args.file, crate::input::Input::PackCsv)?;
     let rows = csv::parse(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let buffers: Vec<pack::Buffer> = rows.iter().map(csv::CsvBuffer::buffer).collect();
 

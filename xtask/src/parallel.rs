@@ -18,19 +18,37 @@ pub struct ParallelArgs {
     /// With --hf-config: tensor-parallel size (aliases --tp and, as vLLM spells it, -tp).
     ///
     /// Example: --tensor-parallel-size 4
-    #[arg(long, visible_alias = "tp", value_name = "N", default_value_t = 1)]
+    #[arg(
+        long,
+        visible_alias = "tp",
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub tensor_parallel_size: u64,
 
     /// With --hf-config: pipeline-parallel size (aliases --pp and -pp).
     ///
     /// Example: --pipeline-parallel-size 2
-    #[arg(long, visible_alias = "pp", value_name = "N", default_value_t = 1)]
+    #[arg(
+        long,
+        visible_alias = "pp",
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub pipeline_parallel_size: u64,
 
     /// With --hf-config: data-parallel size (aliases --dp and -dp).
     ///
     /// Example: --data-parallel-size 2
-    #[arg(long, visible_alias = "dp", value_name = "N", default_value_t = 1)]
+    #[arg(
+        long,
+        visible_alias = "dp",
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub data_parallel_size: u64,
 
     /// With --hf-config: place whole MoE experts over the TP x DP ranks.

@@ -1,7 +1,6 @@
 //! `cargo xtask plan`: loads a circuit, its kernel families and fusion rules (files, or the
 //! embedded Llama-3.1-8B example), plans it at every requested row count and reports the bytes.
 
-use std::fs;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +15,7 @@ use memory_plan::{
 };
 
 use crate::args::{parse_align, parse_budget, parse_rows, parse_set};
+use crate::input::{self, Input};
 use crate::{CliError, example, out, report, svg};
 
 /// Arguments of `cargo xtask plan`.
@@ -106,7 +106,7 @@ pub struct PlanArgs {
     /// An SM count instead of a named device (no memory known: give --budget in bytes).
     ///
     /// Example: --sm-count 108
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub sm_count: Option<u64>,
 
     /// Row counts to plan: a list, an inclusive range, or a range with a factor or step.
@@ -124,7 +124,12 @@ pub struct PlanArgs {
     /// Tokens held in the KV cache, over all sequences.
     ///
     /// Example: --kv-tokens 131072
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
     pub kv_tokens: u64,
 
     /// Sequences the KV tokens belong to (sliding-window layers hold at most window x
@@ -132,7 +137,12 @@ pub struct PlanArgs {
     /// sequence.
     ///
     /// Example: --sequences 64
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub sequences: u64,
 
     /// Memory budget for the fit, headroom and serving answers: a size with a unit, or a
@@ -146,7 +156,7 @@ pub struct PlanArgs {
     /// beside the plan (the maximum concurrency) at the largest n that fits.
     ///
     /// Example: --max-model-len 8192
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
     pub max_model_len: Option<u64>,
 
     /// Alignment of every buffer in the activation arena, in bytes.
@@ -204,11 +214,6 @@ pub enum OutputFormat {
     Csv,
 }
 
-/// Reads a file the user named, with an error that names it.
-pub fn read_file(path: &Path) -> Result<String, CliError> {
-    fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()).into())
-}
-
 /// A config.json with the quantization side files next to it (the library reads no file),
 /// read once and handed to every import of the run.
 pub(crate) struct HfFiles {
@@ -225,11 +230,15 @@ impl HfFiles {
         for kind in circuit_hf::SideFileKind::ALL {
             let path = dir.join(kind.file_name());
             if path.is_file() {
-                side.push((kind, path.display().to_string(), read_file(&path)?));
+                side.push((
+                    kind,
+                    path.display().to_string(),
+                    input::read(&path, Input::HfConfig)?,
+                ));
             }
         }
         Ok(HfFiles {
-            text: read_file(config)?,
+            text: input::read(config, Input::HfConfig)?,
             origin: config.display().to_string(),
             side,
         })
@@ -286,9 +295,16 @@ fn images_per_prompt(json: &str) -> Result<Option<u64>, String> {
             .unwrap_or(limit)
             .as_u64()
             .ok_or_else(|| format!("`{modality}`: {limit} is not a count; {expected}"))?;
-        if modality == "image" {
-            image = Some(count);
+        if modality != "image" {
+            // vLLM 0.19 keeps a limit only for the modalities the model's processor supports
+            // (multimodal/processing/context.py:408-428, allowed_mm_limits), so another
+            // modality's limit would change nothing: refused rather than dropped.
+            return Err(format!(
+                "`{}`: the modelled multimodal models (llama4, gemma3, mistral3, llava) take images only, and vLLM ignores a limit for a modality the model does not take; give limits for `image` only",
+                circuit_ir::one_line(modality)
+            ));
         }
+        image = Some(count);
     }
     Ok(image)
 }
@@ -296,11 +312,12 @@ fn images_per_prompt(json: &str) -> Result<Option<u64>, String> {
 /// A text from a file, or the embedded default, with the name errors should use.
 fn source(
     path: Option<&PathBuf>,
+    kind: Input,
     text: &'static str,
     origin: &'static str,
 ) -> Result<(String, String), CliError> {
     match path {
-        Some(p) => Ok((read_file(p)?, p.display().to_string())),
+        Some(p) => Ok((input::read(p, kind)?, p.display().to_string())),
         None => Ok((text.to_owned(), origin.to_owned())),
     }
 }
@@ -345,18 +362,20 @@ impl Storage {
 }
 
 pub fn run(args: &PlanArgs) -> Result<(), CliError> {
-    if let Some(name) = &args.engine.engine {
-        return crate::engine::run_plan(args, &args.engine, name, import_options(args)?);
-    }
-    let rows = parse_rows(&args.rows)?;
-    let align = parse_align(&args.align)?;
-    let budget = args.budget.as_deref().map(parse_budget).transpose()?;
+    // Before the engine's branch too: vLLM would refuse 0 (and an engine started with no
+    // context serves nothing), never a "0.00x" concurrency.
     if args.max_model_len == Some(0) {
         return Err(
             "--max-model-len 0: a sequence holds at least 1 token; write e.g. --max-model-len 8192"
                 .into(),
         );
     }
+    if let Some(name) = &args.engine.engine {
+        return crate::engine::run_plan(args, &args.engine, name, import_options(args)?);
+    }
+    let rows = parse_rows(&args.rows)?;
+    let align = parse_align(&args.align)?;
+    let budget = args.budget.as_deref().map(parse_budget).transpose()?;
     let overrides = args
         .set
         .iter()
@@ -399,6 +418,7 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         None => {
             let (text, origin) = source(
                 args.circuit.as_ref(),
+                Input::Circuit,
                 example::CIRCUIT,
                 example::CIRCUIT_ORIGIN,
             )?;
@@ -414,12 +434,22 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
             )
         }
     };
-    let (text, origin) = source(args.families.as_ref(), registry[0].0, registry[0].1)?;
+    let (text, origin) = source(
+        args.families.as_ref(),
+        Input::Families,
+        registry[0].0,
+        registry[0].1,
+    )?;
     let families = Families::from_toml(&text, &origin)?;
     if let Some(first) = families.check(&circuit).first() {
         return Err(first.to_string().into());
     }
-    let (text, origin) = source(args.rules.as_ref(), registry[1].0, registry[1].1)?;
+    let (text, origin) = source(
+        args.rules.as_ref(),
+        Input::Rules,
+        registry[1].0,
+        registry[1].1,
+    )?;
     let rules = Rules::from_toml(&text, &origin, Some(&families))?;
     let settings = rules.settings(
         overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -489,35 +519,49 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
     let mut render = report::renderer(args.format, &ctx);
     let mut out = BufWriter::new(io::stdout().lock());
     let bar = Progress::new(rows.len());
-    let summary = stream(
-        &mut report,
-        render.as_mut(),
-        &mut out,
-        &|| bar.tick(),
-        |plan| {
-            if let Some(points) = &mut chart {
-                points.add(plan);
-            }
-        },
-    );
-    bar.finish();
-    let summary = summary?;
-    let per_node = if args.per_node {
-        Some(planner.per_node(largest)?)
-    } else {
-        None
-    };
-    if let (Some(path), Some(points)) = (&args.svg, &chart) {
-        svg::write_chart(path, &ctx, points, &summary)?;
+    let mut header_written = false;
+    let result = (|| -> Result<(), CliError> {
+        let summary = stream(
+            &mut report,
+            render.as_mut(),
+            &mut out,
+            &mut header_written,
+            &|| bar.tick(),
+            |plan| {
+                if let Some(points) = &mut chart {
+                    points.add(plan);
+                }
+            },
+        );
+        bar.finish();
+        let summary = summary?;
+        let per_node = if args.per_node {
+            Some(planner.per_node(largest)?)
+        } else {
+            None
+        };
+        if let (Some(path), Some(points)) = (&args.svg, &chart) {
+            svg::write_chart(path, &ctx, points, &summary)?;
+        }
+        if let Some(path) = &args.arena_svg {
+            svg::write_arena(path, &report.arena_layout(largest)?, planner.circuit())?;
+        }
+        render
+            .summary(&mut out, &summary, per_node.as_ref())
+            .map_err(out::error)?;
+        out.flush().map_err(out::error)
+    })();
+    // A failure after the header ends the document with the error, never half of it.
+    if let Err(e) = &result
+        && header_written
+        && !out::is_write_error(e)
+    {
+        let text = e.to_string();
+        let message = circuit_ir::one_line(&text);
+        render.failed(&mut out, &message).map_err(out::error)?;
+        out.flush().map_err(out::error)?;
     }
-    if let Some(path) = &args.arena_svg {
-        svg::write_arena(path, &report.arena_layout(largest)?, planner.circuit())?;
-    }
-    render
-        .summary(&mut out, &summary, per_node.as_ref())
-        .map_err(out::error)?;
-    out.flush().map_err(out::error)?;
-    Ok(())
+    result
 }
 
 /// Plans every row of `report`, writing the header and each row to `out` as it comes (`each`
@@ -526,10 +570,12 @@ pub fn stream(
     report: &mut PlanReport<'_, '_>,
     render: &mut dyn report::Render,
     out: &mut dyn Write,
+    header_written: &mut bool,
     progress: &(dyn Fn() + Sync),
     mut each: impl FnMut(&MemoryPlan),
 ) -> Result<ReportSummary, CliError> {
     render.header(out).map_err(out::error)?;
+    *header_written = true;
     report.run(progress, |row| -> Result<(), CliError> {
         render.row(out, row).map_err(out::error)?;
         each(row.plan);

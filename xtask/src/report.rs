@@ -86,6 +86,13 @@ pub trait Render {
         summary: &ReportSummary,
         per_node: Option<&NodeTable>,
     ) -> io::Result<()>;
+    /// After the header (and maybe some rows), instead of the summary: the run failed with
+    /// `message` (also printed on stderr). The document ends complete, holding the error, so a
+    /// reader never gets half a JSON object; the table and CSV end where they stopped.
+    fn failed(&mut self, out: &mut dyn Write, message: &str) -> io::Result<()> {
+        let _ = (out, message);
+        Ok(())
+    }
 }
 
 /// The renderer of `format`.
@@ -362,8 +369,11 @@ fn serving_lines(s: &ReportSummary) -> Vec<String> {
         ),
         (None, None) => format!("fit       no n in {range} fits {budget}"),
         (found, Some(open)) => format!(
-            "fit       gave up after {} plans: the largest n in {range} that fits {budget} is in {}..={}{}",
+            "fit       gave up at {} ({} plans, {} search steps): the largest n in {range} that fits {budget} is in {}..={}{}",
+            fit.gave_up
+                .map_or("its limit".to_owned(), |why| why.to_string()),
             fit.plans,
+            fit.search_steps,
             found.map_or(*open.start(), |n| n),
             open.end(),
             found.map_or(" or none".to_owned(), |n| format!(" ({n} fits)"))
@@ -668,6 +678,8 @@ struct FitJson {
     note_changes_answer: bool,
     unresolved: Option<[u64; 2]>,
     scan_plans: Option<u64>,
+    search_steps: Option<u64>,
+    gave_up: Option<memory_plan::FitLimit>,
     kv_rows: Option<u64>,
     max_kv_tokens: Option<u64>,
     bytes_per_token: Option<u64>,
@@ -747,6 +759,8 @@ fn summary_json<'a>(
             note_changes_answer: s.note_matters,
             unresolved: fit.and_then(|f| f.unresolved.as_ref().map(|r| [*r.start(), *r.end()])),
             scan_plans: fit.map(|f| f.plans),
+            search_steps: fit.map(|f| f.search_steps),
+            gave_up: fit.and_then(|f| f.gave_up),
             kv_rows: s.kv.as_ref().map(|k| k.rows),
             max_kv_tokens: s.kv.as_ref().and_then(|k| k.max_kv_tokens),
             bytes_per_token: s.kv.as_ref().and_then(|k| k.bytes_per_token),
@@ -851,6 +865,12 @@ impl Render for Json<'_> {
         fields(out, &summary_json(self.ctx, s, per_node, None), true)?;
         writeln!(out, "\n}}")
     }
+
+    fn failed(&mut self, out: &mut dyn Write, message: &str) -> io::Result<()> {
+        write!(out, "\n  ],\n  \"error\": ")?;
+        compact(out, &message)?;
+        writeln!(out, "\n}}")
+    }
 }
 
 /// JSON lines: a header record, one plan record per row, a summary record.
@@ -876,6 +896,14 @@ impl Render for Jsonl<'_> {
         per_node: Option<&NodeTable>,
     ) -> io::Result<()> {
         compact(out, &summary_json(self.ctx, s, per_node, Some("summary")))?;
+        writeln!(out)
+    }
+
+    fn failed(&mut self, out: &mut dyn Write, message: &str) -> io::Result<()> {
+        compact(
+            out,
+            &serde_json::json!({"record": "error", "message": message}),
+        )?;
         writeln!(out)
     }
 }

@@ -100,6 +100,13 @@ const GENERATORS: &[(&str, Generator)] = &[
             example_with(root, "rows = \"n\"", "rows = \"n % 1000000007 + 1\""),
         )
     }),
+    // One node reading 100,000 edges (issue 34: the arena's live profiles were built per
+    // step and buffer, quadratic: 31 s, 20,000 edges 3.5 s).
+    ("fan-in-100000", |_| ("toml", fan_in(100_000))),
+    // A 200-buffer arena the heuristics leave above its lower bound at most n, whose totals
+    // barely move with n, under a budget nothing fits (issue 34: the fit scan ran 1,024 plans
+    // of up to 20,000 search steps each, minutes; now the search steps are bounded too).
+    ("fit-search-steps", |_| ("toml", fit_search_steps())),
     // 50,000 buffers live at once (the overlap graph of all pairs once took 10 GB).
     ("co-live-50000", |_| {
         let mut csv = String::from("id,lower,upper,size\n");
@@ -109,6 +116,57 @@ const GENERATORS: &[(&str, Generator)] = &[
         ("csv", csv)
     }),
 ];
+
+/// The dims the example's families and rules read, all small.
+const SMALL_DIMS: &str = "[dims]\nhidden = 8\nffn = 8\nheads = 1\nkv_heads = 1\nhead_dim = 8\nq_width = 8\nkv_width = 8\nlayers = 1\nvocab = 8\n";
+
+/// `edges` copies of one input, all read by one `concat` node.
+fn fan_in(edges: usize) -> String {
+    let mut t = format!("schema = 1\nname = \"fan-in\"\n{SMALL_DIMS}");
+    t.push_str("[[input]]\nid = \"tokens\"\nrows = \"n\"\nwidth = 8\nformat = \"bf16\"\n");
+    t.push_str(&format!("[[block]]\nname = \"src\"\nrepeat = {edges}\n"));
+    t.push_str("  [[block.node]]\n  id = \"c\"\n  op = \"copy\"\n  in = [\"tokens\"]\n");
+    t.push_str("  out = [{ edge = \"e\", rows = \"n\", width = 8, format = \"bf16\" }]\n");
+    t.push_str("[[block]]\nname = \"sink\"\n  [[block.node]]\n  id = \"all\"\n  op = \"concat\"\n");
+    let inputs: Vec<String> = (0..edges).map(|i| format!("\"src.{i}.e\"")).collect();
+    t.push_str(&format!("  in = [{}]\n", inputs.join(", ")));
+    t.push_str("  out = [{ edge = \"y\", rows = \"n\", width = 8, format = \"bf16\" }]\n");
+    t.push_str("[[output]]\nedge = \"sink.y\"\n");
+    t
+}
+
+/// A chain of 200 nodes, each also reading the edge three back (and every third one eight
+/// back), widths varying, rows alternating between growing and shrinking in n, behind a
+/// 10 GiB weight: the heuristics leave the arena above its lower bound at most n.
+fn fit_search_steps() -> String {
+    let mut t = format!("schema = 1\nname = \"fit-search-steps\"\n{SMALL_DIMS}");
+    t.push_str("[[input]]\nid = \"x0\"\nrows = \"n\"\nwidth = 64\nformat = \"bf16\"\n");
+    t.push_str("[[block]]\nname = \"b\"\n  [[block.node]]\n  id = \"w\"\n  op = \"copy\"\n  in = [\"x0\"]\n");
+    t.push_str("  out = [{ edge = \"x1\", rows = \"n\", width = 64, format = \"bf16\" }]\n");
+    t.push_str("    [[block.node.weight]]\n    name = \"big\"\n    shape = [5368000000]\n    format = \"bf16\"\n");
+    for i in 2..=200u64 {
+        let mut inputs = vec![format!("\"x{}\"", i - 1)];
+        if i >= 4 {
+            inputs.push(format!("\"x{}\"", i - 3));
+        }
+        if i >= 9 && i % 3 == 0 {
+            inputs.push(format!("\"x{}\"", i - 8));
+        }
+        let width = ((i * 37) % 13 + 1) * 64;
+        let rows = if i % 2 == 1 {
+            "n"
+        } else {
+            "max(1, 16384 - n) + n / 8"
+        };
+        let op = if inputs.len() > 1 { "concat" } else { "copy" };
+        t.push_str(&format!(
+            "  [[block.node]]\n  id = \"n{i}\"\n  op = \"{op}\"\n  in = [{}]\n  out = [{{ edge = \"x{i}\", rows = \"{rows}\", width = {width}, format = \"bf16\" }}]\n",
+            inputs.join(", ")
+        ));
+    }
+    t.push_str("[[output]]\nedge = \"b.x200\"\n");
+    t
+}
 
 /// The example circuit with its first `from` replaced by `to`.
 fn example_with(root: &Path, from: &str, to: &str) -> String {
@@ -314,18 +372,18 @@ fn every_file_of_the_corpus_is_a_case() {
 fn the_corpus_covers_every_format_and_the_flags() {
     let cases = cases(&workspace_root());
     let count = |prefix: &str| cases.iter().filter(|c| c.name.starts_with(prefix)).count();
-    assert_eq!(count("circuit-"), 33);
-    assert_eq!(count("families-"), 12);
+    assert_eq!(count("circuit-"), 34);
+    assert_eq!(count("families-"), 14);
     assert_eq!(count("rules-"), 12);
-    assert_eq!(count("hf-"), 18);
+    assert_eq!(count("hf-"), 24);
     assert_eq!(count("csv-"), 10);
-    assert_eq!(count("flag-"), 36);
-    assert_eq!(count("file-"), 7);
-    assert_eq!(count("pack-"), 9);
+    assert_eq!(count("flag-"), 41);
+    assert_eq!(count("file-"), 10);
+    assert_eq!(count("pack-"), 10);
     assert_eq!(count("bench-"), 2);
-    assert_eq!(count("huge-"), 7);
+    assert_eq!(count("huge-"), 9);
     assert_eq!(count("engine-"), 5);
-    assert_eq!(cases.len(), 151);
+    assert_eq!(cases.len(), 171);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())
@@ -355,6 +413,10 @@ fn the_corpus_covers_every_format_and_the_flags() {
         "--time-limit",
         "--out",
         "--limit-mm-per-prompt",
+        "--block-size",
+        "--max-num-batched-tokens",
+        "--max-model-len",
+        "--capacity",
     ] {
         assert!(flags.contains(flag), "no case uses {flag}");
     }

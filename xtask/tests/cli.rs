@@ -685,11 +685,24 @@ fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
     );
     assert_eq!(worker(&["--limit-mm-per-prompt", r#"{"image": 0}"#]), text);
     assert_eq!(
-        worker(&[
-            "--limit-mm-per-prompt",
-            r#"{"image": {"count": 0}, "video": 1}"#
-        ]),
+        worker(&["--limit-mm-per-prompt", r#"{"image": {"count": 0}}"#]),
         text
+    );
+    // A modality the model does not take would change nothing (vLLM ignores it): refused
+    // (issue 34), not silently dropped.
+    let video = failure(
+        &[
+            &base[..],
+            &[
+                "--limit-mm-per-prompt",
+                r#"{"image": {"count": 0}, "video": 1}"#,
+            ],
+        ]
+        .concat(),
+    );
+    assert!(
+        video.contains("`video`: the modelled multimodal models"),
+        "{video}"
     );
     assert_eq!(
         worker(&["--limit-mm-per-prompt", r#"{"image": 2}"#])["encoder"]["items"],
@@ -854,4 +867,94 @@ fn engine_answers_the_budget_questions() {
     }
     let o = xtask(&["plan", "--smallest-tp"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Issue 34: with standard output closed (`>&-`) nothing can be written, so the command fails
+/// in one line instead of exiting 0 having printed nothing; a write-only /dev/null still works.
+#[test]
+fn a_closed_standard_output_is_refused_and_dev_null_is_not() {
+    let bin = env!("CARGO_BIN_EXE_xtask");
+    let o = Command::new("sh")
+        .args(["-c", "exec \"$0\" plan --rows 1 >&-", bin])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "error: standard output is closed (`>&-`), so nothing would be written: redirect it to a file, or write-only to /dev/null (`>/dev/null`)\n"
+    );
+    let o = Command::new("sh")
+        .args(["-c", "exec \"$0\" plan --rows 1 >/dev/null", bin])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// Issue 34: a plan failing after the header (an overflow at the largest row count) ends its
+/// JSON document with the error instead of leaving half of it; JSON lines end with an error
+/// record.
+#[test]
+fn an_error_mid_sweep_leaves_a_complete_json_document() {
+    let families = root().join("tests/bad/families-workspaces-sum-overflow.toml");
+    let families = families.to_str().unwrap();
+    let message = "tests/bad/families-workspaces-sum-overflow.toml: the sum of the workspaces outside the arena at n = 4096 overflows 64-bit bytes";
+    let o = xtask(&[
+        "plan",
+        "--families",
+        families,
+        "--rows",
+        "1,4096",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a whole JSON document");
+    assert!(doc["error"].as_str().unwrap().ends_with(message), "{doc}");
+    assert!(doc["plans"].is_array());
+    assert!(stderr(&o).trim_end().ends_with(message));
+    let o = xtask(&[
+        "plan",
+        "--families",
+        families,
+        "--rows",
+        "1,4096",
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert_eq!(records.first().unwrap()["record"], "header");
+    let last = records.last().unwrap();
+    assert_eq!(last["record"], "error");
+    assert!(last["message"].as_str().unwrap().ends_with(message));
+}
+
+/// Issue 34: a FIFO nobody writes to is opened without blocking and read as empty (it used
+/// to wait for a writer forever); `/dev/zero` is refused at the circuit file's limit.
+#[test]
+fn a_fifo_without_a_writer_and_an_endless_device_do_not_hang() {
+    let dir = std::env::temp_dir().join(format!("xtask-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("circuit.toml");
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let err = failure(&["plan", "--circuit", fifo.to_str().unwrap(), "--rows", "1"]);
+    assert_eq!(
+        err,
+        format!(
+            "error: {}: line 1, column 1: missing field `schema`",
+            fifo.display()
+        )
+    );
+    let err = failure(&["plan", "--circuit", "/dev/zero", "--rows", "1"]);
+    assert_eq!(
+        err,
+        "error: cannot read /dev/zero: not a regular file, and it did not end within the limit of 8 MiB for a circuit file (docs/testing.md); give a regular file"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -210,7 +210,7 @@ pub(crate) struct Layer {
 /// Reads the architecture of `cfg`'s model type.
 pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
     let base = Base::read(cfg)?;
-    let rope = crate::rope::read(cfg)?;
+    let rope = crate::rope::read(cfg, base.context)?;
     let mut arch = match cfg.model() {
         ModelType::Llama => llama(cfg, base),
         ModelType::Granite => granite(cfg, base),

@@ -64,11 +64,20 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Map<String, Value>, HfEr
                     line: e.line(),
                     column: e.column(),
                 },
-                None => HfError::Json {
-                    origin: origin.to_owned(),
-                    line: e.line(),
-                    column: e.column(),
-                    message: message.to_owned(),
+                None => match non_finite(text, e.line(), e.column()) {
+                    Some((key, literal)) => HfError::NonFinite {
+                        origin: origin.to_owned(),
+                        key,
+                        literal,
+                        line: e.line(),
+                        column: e.column(),
+                    },
+                    None => HfError::Json {
+                        origin: origin.to_owned(),
+                        line: e.line(),
+                        column: e.column(),
+                        message: message.to_owned(),
+                    },
                 },
             }
         })?
@@ -80,6 +89,56 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Map<String, Value>, HfEr
             found: describe(&other).to_owned(),
         }),
     }
+}
+
+/// When the parser stopped (1-based `line`, `column`) at Python's `NaN`, `Infinity` or
+/// `-Infinity`: the key it is the value of (the nearest key before it, for an item of an
+/// array) and the literal.
+fn non_finite(text: &str, line: usize, column: usize) -> Option<(String, &'static str)> {
+    let line_start = match line {
+        0 => return None,
+        1 => 0,
+        _ => text.match_indices('\n').nth(line - 2)?.0 + 1,
+    };
+    // serde_json reports the column of the character it stopped at or the one after it.
+    let at = line_start + column.saturating_sub(1);
+    let literal = [at.checked_sub(1), Some(at)]
+        .into_iter()
+        .flatten()
+        .find_map(|start| {
+            let rest = text.get(start..)?;
+            ["-Infinity", "Infinity", "NaN"]
+                .into_iter()
+                .find(|l| rest.starts_with(l))
+                .map(|l| (start, l))
+        });
+    let (start, literal) = literal?;
+    Some((
+        nearest_key(&text[..start]).unwrap_or_else(|| "?".to_owned()),
+        literal,
+    ))
+}
+
+/// The last `"key":` of `before` (skipping colons inside strings that are not keys).
+fn nearest_key(before: &str) -> Option<String> {
+    let mut end = before.len();
+    while let Some(colon) = before[..end].rfind(':') {
+        end = colon;
+        let Some(quoted) = before[..colon].trim_end().strip_suffix('"') else {
+            continue;
+        };
+        // The key's opening quote: the last quote before it not escaped by a backslash.
+        let mut open = quoted.len();
+        while let Some(q) = quoted[..open].rfind('"') {
+            let backslashes = quoted[..q].chars().rev().take_while(|&c| c == '\\').count();
+            if backslashes % 2 == 0 {
+                return Some(quoted[q + 1..].to_owned());
+            }
+            open = q;
+        }
+        return None;
+    }
+    None
 }
 
 /// A JSON value whose objects have no repeated key (serde_json's own `Value` keeps the last).
@@ -183,7 +242,18 @@ fn describe(value: &Value) -> &'static str {
 
 /// A value as JSON, shortened for messages.
 pub(crate) fn render(value: &Value) -> String {
-    let text = serde_json::to_string(value).unwrap_or_else(|_| describe(value).to_owned());
+    let text = match value {
+        // A whole number past 64 bits is read as a float (2^64 would show as
+        // 18446744073709552000.0): shown as the integer it stands for, up to where floats
+        // print in exponent form anyway.
+        Value::Number(x) if x.is_f64() => match x.as_f64() {
+            Some(f) if f.fract() == 0.0 && (9.007_199_254_740_992e15..1e21).contains(&f.abs()) => {
+                format!("{f:.0}")
+            }
+            _ => x.to_string(),
+        },
+        _ => serde_json::to_string(value).unwrap_or_else(|_| describe(value).to_owned()),
+    };
     if text.len() > 60 {
         format!("{}...", &text[..text.floor_char_boundary(57)])
     } else {

@@ -31,6 +31,29 @@ pub enum HfError {
         /// The parser's message.
         message: String,
     },
+    /// `NaN`, `Infinity` or `-Infinity` as a value: not JSON, though Python's `json` writes
+    /// them for a float that is not finite (and reads them back), so a config saved from
+    /// Python may hold one.
+    #[error(
+        "{}: line {}, column {}: `{}` is {}, which JSON does not allow (Python's json writes it for a float that is not finite); write a number",
+        one_line(.origin),
+        .line,
+        .column,
+        one_line(.key),
+        .literal
+    )]
+    NonFinite {
+        /// The file.
+        origin: String,
+        /// The key whose value it is (the nearest key before it, for an item of an array).
+        key: String,
+        /// `NaN`, `Infinity` or `-Infinity`.
+        literal: &'static str,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
     /// The text starts with a UTF-8 byte-order mark, which JSON does not allow (RFC 8259
     /// section 8.1) and Python's `json`, hence transformers, refuses too.
     #[error(

@@ -273,7 +273,7 @@ static COMMON: &[KeyInfo] = &[
     ),
     read(
         "quantization_config",
-        "the quantization format (docs/quantization.md): gptq, awq, fp8, fbgemm_fp8, mxfp4, compressed-tensors, modelopt; null or {} plans the unquantized model; other formats are refused",
+        "the quantization format (docs/quantization.md): gptq, awq, fp8, fbgemm_fp8, mxfp4, compressed-tensors, modelopt; null plans the unquantized model; `{}` (no method named) and other formats are refused",
     ),
     read(
         "compression_config",
@@ -312,7 +312,7 @@ static COMMON: &[KeyInfo] = &[
     ignored("rope_theta", NO_MEMORY),
     read(
         "rope_scaling",
-        "read for the context an engine accepts: a `factor` of any rope type but `su`, `longrope` and `llama3` multiplies `max_position_embeddings` (under `yarn` its `original_max_position_embeddings`), except for Gemma 3; no byte depends on it",
+        "read for the context an engine accepts: a `factor` of any rope type but `su`, `longrope` and `llama3` multiplies `max_position_embeddings` (under `yarn` its `original_max_position_embeddings`), except for Gemma 3; a product past 2^64 - 1 tokens is refused; no byte depends on it",
     ),
     read(
         "rope_parameters",

@@ -4,7 +4,8 @@
 //!
 //! Invariants: no byte of a circuit depends on the rope scaling; a set that is not an object, a
 //! factor that is not a positive finite number, and an original context that is not a positive
-//! integer are refused naming the key; a model type without a top-level
+//! integer are refused naming the key, as is a factor that stretches the context past 64 bits;
+//! a model type without a top-level
 //! `original_max_position_embeddings` key never reads it (the key is refused as unknown).
 
 use model_facts::{RopeScaling, RopeSet};
@@ -14,8 +15,9 @@ use crate::config::{Config, Got};
 use crate::error::HfError;
 use crate::model::KeyRole;
 
-/// Reads the rope scaling of `cfg`.
-pub(crate) fn read(cfg: &Config<'_>) -> Result<RopeScaling, HfError> {
+/// Reads the rope scaling of `cfg`, whose `max_position_embeddings` is `positions`. A factor
+/// that would stretch the context past 64 bits is refused here, where the key can be named.
+pub(crate) fn read(cfg: &Config<'_>, positions: u64) -> Result<RopeScaling, HfError> {
     let original_max_position_embeddings = original_context(cfg)?;
     let rope = match cfg.value("rope_parameters") {
         Got::Value(v) => Some(("rope_parameters", v)),
@@ -69,6 +71,25 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<RopeScaling, HfError> {
                 ));
             }
         };
+        if let Some(f) = factor {
+            // The longest context a factor can give: its set's original context (yarn) or
+            // the top-level one or max_position_embeddings, times the factor (computed in
+            // floats, as engines compute it).
+            let base = original
+                .or(original_max_position_embeddings)
+                .unwrap_or(positions)
+                .max(positions);
+            if base as f64 * f >= u64::MAX as f64 {
+                let found = set.get("factor").cloned().unwrap_or(Value::Null);
+                return Err(cfg.bad(
+                    key,
+                    format!(
+                        "a `factor` whose scaled context fits 64 bits ({base} positions x {f:e} is above 2^64 - 1 tokens)"
+                    ),
+                    &found,
+                ));
+            }
+        }
         sets.push(RopeSet {
             rope_type,
             factor,

@@ -62,6 +62,29 @@ enum Source {
     Term(usize),
 }
 
+/// Entries (class, count) the distinct live profiles may hold together before [`Live::Events`]
+/// is used instead: profiles cost the sum over the steps of the classes live at each, which is
+/// quadratic when many buffers of distinct sizes live together (a fan-in of 100,000 edges of
+/// distinct widths into one node).
+const PROFILE_ENTRIES: usize = 1 << 20;
+
+/// What is live at each step of the arena, for its lower bound.
+#[derive(Debug, Clone)]
+enum Live {
+    /// Distinct live profiles: (class, live count) pairs and the first step with the profile.
+    /// The layers of a model repeat their profiles, so these are few and the lower bound at a
+    /// new `n` costs a few sums.
+    Profiles(Vec<(Vec<(u32, u64)>, usize)>),
+    /// The slots' classes by start step and by end step: the lower bound at a new `n` sweeps
+    /// the steps once, linear in the buffers.
+    Events {
+        /// (start step, class), ascending.
+        starts: Vec<(usize, u32)>,
+        /// (end step, class), ascending.
+        ends: Vec<(usize, u32)>,
+    },
+}
+
 /// The buffers of a fusion plan's arena, sized per `n`.
 ///
 /// Buffers fall into few size classes (edges of equal rows, width and format; uses of one
@@ -76,12 +99,65 @@ pub(crate) struct ArenaShape {
     classes: Vec<Source>,
     /// Slots per class.
     class_count: Vec<u64>,
-    /// Distinct live profiles: (class, live count) pairs and the first step with the profile.
-    profiles: Vec<(Vec<(u32, u64)>, usize)>,
+    /// What is live at each step.
+    live: Live,
     pub steps: usize,
     align: u64,
     /// The circuit's origin, which overflow errors name.
     origin: std::sync::Arc<str>,
+    /// The kernel registry's origin, which an overflow the workspaces cause names.
+    families_origin: std::sync::Arc<str>,
+    /// Per workspace term (by index): `workspace `name` of family `id``, for messages.
+    term_names: Vec<String>,
+}
+
+/// The distinct live profiles of the steps, built by one sweep over the steps (each slot
+/// entering at its start and leaving at its end), or [`Live::Events`] when they would hold
+/// more than [`PROFILE_ENTRIES`] entries.
+fn live_profiles(slots: &[BufferSlot], slot_class: &[u32], steps: usize) -> Live {
+    let mut starts: Vec<(usize, u32)> = slots
+        .iter()
+        .zip(slot_class)
+        .filter(|(s, _)| s.start < steps.min(s.end))
+        .map(|(s, &c)| (s.start, c))
+        .collect();
+    let mut ends: Vec<(usize, u32)> = slots
+        .iter()
+        .zip(slot_class)
+        .filter(|(s, _)| s.start < steps.min(s.end))
+        .map(|(s, &c)| (s.end.min(steps), c))
+        .collect();
+    starts.sort_unstable();
+    ends.sort_unstable();
+    let mut counts: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    let mut seen: HashMap<Vec<(u32, u64)>, usize> = HashMap::new();
+    let mut profiles = Vec::new();
+    let (mut s, mut e, mut entries) = (0, 0, 0usize);
+    for step in 0..steps {
+        while let Some(&(_, class)) = ends.get(e).filter(|(end, _)| *end <= step) {
+            if let Some(count) = counts.get_mut(&class) {
+                *count -= 1;
+                if *count == 0 {
+                    counts.remove(&class);
+                }
+            }
+            e += 1;
+        }
+        while let Some(&(_, class)) = starts.get(s).filter(|(start, _)| *start <= step) {
+            *counts.entry(class).or_insert(0) += 1;
+            s += 1;
+        }
+        entries += counts.len();
+        if entries > PROFILE_ENTRIES {
+            return Live::Events { starts, ends };
+        }
+        let profile: Vec<(u32, u64)> = counts.iter().map(|(&c, &n)| (c, n)).collect();
+        if !seen.contains_key(&profile) {
+            seen.insert(profile.clone(), step);
+            profiles.push((profile, step));
+        }
+    }
+    Live::Profiles(profiles)
 }
 
 impl ArenaShape {
@@ -90,6 +166,7 @@ impl ArenaShape {
         plan: &FusionPlan,
         terms: &TermLayout,
         align: u64,
+        families_origin: &str,
     ) -> ArenaShape {
         let steps = plan.groups().len();
         let mut slots = Vec::new();
@@ -154,34 +231,25 @@ impl ArenaShape {
             }
         }
         let mut class_count = vec![0u64; classes.len()];
-        let mut live: Vec<Vec<(u32, u64)>> = vec![Vec::new(); steps];
-        for (slot, &class) in slots.iter().zip(&slot_class) {
+        for &class in &slot_class {
             class_count[class as usize] += 1;
-            for profile in &mut live[slot.start..slot.end.min(steps)] {
-                match profile.iter_mut().find(|(c, _)| *c == class) {
-                    Some((_, count)) => *count += 1,
-                    None => profile.push((class, 1)),
-                }
-            }
         }
-        let mut seen: HashMap<Vec<(u32, u64)>, usize> = HashMap::new();
-        let mut profiles = Vec::new();
-        for (step, mut profile) in live.into_iter().enumerate() {
-            profile.sort_unstable();
-            if !seen.contains_key(&profile) {
-                seen.insert(profile.clone(), step);
-                profiles.push((profile, step));
-            }
-        }
+        let live = live_profiles(&slots, &slot_class, steps);
         ArenaShape {
             slots,
             slot_class,
             classes,
             class_count,
-            profiles,
+            live,
             steps,
             align,
             origin: circuit.origin().into(),
+            families_origin: families_origin.into(),
+            term_names: terms
+                .shapes()
+                .iter()
+                .map(|t| format!("workspace `{}` of family `{}`", t.name, t.family_id))
+                .collect(),
         }
     }
 
@@ -208,7 +276,21 @@ impl ArenaShape {
                             detail: err.to_string(),
                         })?
                 }
-                Source::Term(t) => term_values[t],
+                Source::Term(t) => {
+                    let bytes = term_values[t];
+                    // A workspace's bytes are the kernel registry's numbers: it is named.
+                    class_sizes.push(self.aligned(bytes, n).map_err(|_| {
+                        PlanError::WorkspaceOverflow {
+                            origin: self.families_origin.clone(),
+                            detail: format!(
+                                "{} ({bytes} bytes) aligned to {} bytes",
+                                self.term_names[t], self.align
+                            ),
+                            n,
+                        }
+                    })?);
+                    continue;
+                }
             };
             class_sizes.push(self.aligned(bytes, n)?);
         }
@@ -242,23 +324,80 @@ impl ArenaShape {
             .try_fold(0u64, |acc, (&count, &size)| {
                 count.checked_mul(size).and_then(|b| acc.checked_add(b))
             })
-            .ok_or_else(|| PlanError::Overflow {
-                origin: self.origin.clone(),
-                what: "the sum of the arena's buffers",
-                n,
-            })?;
-        // No profile's sum exceeds `unshared`, which did not overflow.
+            .ok_or_else(|| self.sum_overflow(class_sizes, n))?;
+        // No step's sum exceeds `unshared`, which did not overflow.
         let mut peak = (0u64, 0usize);
-        for (profile, first_step) in &self.profiles {
-            let live: u64 = profile
-                .iter()
-                .map(|&(c, count)| count * class_sizes[c as usize])
-                .sum();
-            if live > peak.0 || (live == peak.0 && *first_step < peak.1) {
-                peak = (live, *first_step);
+        match &self.live {
+            Live::Profiles(profiles) => {
+                for (profile, first_step) in profiles {
+                    let live: u64 = profile
+                        .iter()
+                        .map(|&(c, count)| count * class_sizes[c as usize])
+                        .sum();
+                    if live > peak.0 || (live == peak.0 && *first_step < peak.1) {
+                        peak = (live, *first_step);
+                    }
+                }
+            }
+            Live::Events { starts, ends } => {
+                let (mut s, mut e, mut live) = (0, 0, 0u64);
+                for step in 0..self.steps {
+                    while let Some(&(_, class)) = ends.get(e).filter(|(end, _)| *end <= step) {
+                        live -= class_sizes[class as usize];
+                        e += 1;
+                    }
+                    while let Some(&(_, class)) = starts.get(s).filter(|(start, _)| *start <= step)
+                    {
+                        live += class_sizes[class as usize];
+                        s += 1;
+                    }
+                    if live > peak.0 {
+                        peak = (live, step);
+                    }
+                }
             }
         }
         Ok((unshared, peak.0, peak.1))
+    }
+
+    /// The overflow of the arena's sum: the circuit's, unless its edges alone fit and the
+    /// workspaces placed in the arena (the kernel registry's numbers) take it past 64 bits.
+    #[cold]
+    fn sum_overflow(&self, class_sizes: &[u64], n: u64) -> PlanError {
+        let edges_fit = self
+            .classes
+            .iter()
+            .zip(&self.class_count)
+            .zip(class_sizes)
+            .filter(|((source, _), _)| matches!(source, Source::Edge(_)))
+            .try_fold(0u64, |acc, ((_, &count), &size)| {
+                count.checked_mul(size).and_then(|b| acc.checked_add(b))
+            })
+            .is_some();
+        let largest_term = self
+            .classes
+            .iter()
+            .zip(class_sizes)
+            .filter_map(|(source, &size)| match source {
+                Source::Term(t) => Some((size, *t)),
+                Source::Edge(_) => None,
+            })
+            .max_by_key(|&(size, t)| (size, std::cmp::Reverse(t)));
+        match largest_term {
+            Some((size, t)) if edges_fit => PlanError::WorkspaceOverflow {
+                origin: self.families_origin.clone(),
+                detail: format!(
+                    "the arena's buffers with the workspaces placed in it (the largest: {}, {size} bytes at each step running it)",
+                    self.term_names[t]
+                ),
+                n,
+            },
+            _ => PlanError::Overflow {
+                origin: self.origin.clone(),
+                what: "the sum of the arena's buffers",
+                n,
+            },
+        }
     }
 
     /// The buffers with the given sizes, for the packer.

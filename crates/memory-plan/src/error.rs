@@ -92,6 +92,16 @@ pub enum PlanError {
         /// Rows.
         n: u64,
     },
+    /// A sum the kernel registry's workspaces take past 64 bits.
+    #[error("{}: {} at n = {n} overflows 64-bit bytes", one_line(.origin), one_line(.detail))]
+    WorkspaceOverflow {
+        /// The kernel registry's origin (file name).
+        origin: std::sync::Arc<str>,
+        /// What was summed, naming the workspace.
+        detail: String,
+        /// Rows.
+        n: u64,
+    },
     /// The packer could not run.
     #[error("{}: packing the arena at n = {n}: {error}", one_line(.origin))]
     Pack {
@@ -101,6 +111,21 @@ pub enum PlanError {
         n: u64,
         /// The packer's error.
         error: PackError,
+    },
+    /// Sizing the arena failed at the first row count of a row interval, where the interval's
+    /// arena template is laid out, though the row count asked in that interval sizes.
+    #[error(
+        "{error} (n = {start} is where the arena of the row interval {start}..={end} is laid out, for the n = {asked} asked in it)"
+    )]
+    TemplateRow {
+        /// The interval's first row count.
+        start: u64,
+        /// Its last.
+        end: u64,
+        /// The row count asked.
+        asked: u64,
+        /// The failure at `start`.
+        error: Box<PlanError>,
     },
     /// An alignment of 0.
     #[error("alignment must be at least 1 byte")]

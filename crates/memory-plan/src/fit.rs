@@ -14,10 +14,16 @@
 //! answer is exact for the planner's own totals; the result says whether the totals were found
 //! monotone over the range.
 //!
-//! Every query has a bound on its work: the downward scan evaluates at most a given number of
-//! plans ([`FIT_SCAN_PLANS`] by default). When that runs out the result says so
-//! ([`RowsFit::unresolved`]) and gives the largest `n` it found to fit by galloping down (at
-//! most 66 more plans), never a hang. The binary searches take at most 64 steps each.
+//! Every query has a bound on its work, counted in deterministic units so the answer does not
+//! depend on the machine: at most [`FIT_SCAN_PLANS`] plans (by default) in the walk over the
+//! intervals and the downward scan, and at most [`FIT_SEARCH_STEPS`] steps of the exact packing
+//! search over every plan and interval it builds (a plan whose arena the heuristics leave
+//! above its lower bound may spend up to `PlanConfig::search_steps` of them: a few hundred such
+//! plans would otherwise take minutes). When either runs out the result says which
+//! ([`RowsFit::gave_up`], [`FitLimit`]) and where the answer may still be
+//! ([`RowsFit::unresolved`]), and gives the largest `n` it found to fit by galloping down (at
+//! most 66 more plans and a quarter of the step budget more), never a hang. The binary searches
+//! take at most 64 steps each.
 //!
 //! `max_kv_tokens` solves `fixed + states(kv) <= budget` in closed form when every state grows
 //! linearly with tokens, and by bisection over the (always nondecreasing) state bytes otherwise
@@ -31,8 +37,35 @@ use serde::Serialize;
 use crate::error::PlanError;
 use crate::planner::{IntervalCache, IntervalPlan, Planner, Scratch, state_bytes};
 
-/// Plans the downward scan of [`Planner::max_rows`] may evaluate before it gives up.
+/// Plans [`Planner::max_rows`] may evaluate (in its walk over the intervals and its downward
+/// scan) before it gives up.
 pub const FIT_SCAN_PLANS: u64 = 1024;
+
+/// Exact-search steps [`Planner::max_rows`] may spend over all its plans and interval builds
+/// before it gives up (a few seconds of packing at most: 1.5 s for a 200-buffer arena in the dev
+/// profile on this project's 2-core machine).
+pub const FIT_SEARCH_STEPS: u64 = 1_000_000;
+
+/// The bound a fit query reached before it could be sure of its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FitLimit {
+    /// It evaluated this many plans, its limit.
+    Plans(u64),
+    /// Its exact packing searches spent this many steps, its limit.
+    SearchSteps(u64),
+}
+
+impl std::fmt::Display for FitLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FitLimit::Plans(p) => write!(f, "its limit of {p} plans"),
+            FitLimit::SearchSteps(s) => {
+                write!(f, "its limit of {s} exact packing search steps")
+            }
+        }
+    }
+}
 
 /// The largest row count that fits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -50,11 +83,17 @@ pub struct RowsFit {
     pub monotone: bool,
     /// Why not, when they are not (a drop at an interval edge, or a workspace that shrinks).
     pub note: Option<String>,
-    /// Set when the scan's plan limit ran out: no `n` above this range fits, the `n` in it were
-    /// not all examined, so the largest `n` that fits is in it or is `max_rows`.
+    /// Set when a work limit ran out: no `n` above this range fits, the `n` in it were not all
+    /// examined, so the largest `n` that fits is in it or is `max_rows`.
     pub unresolved: Option<RangeInclusive<u64>>,
-    /// Plans the downward scan evaluated (the limit's count).
+    /// Plans evaluated in the walk and the scan when the answer was found or the query gave
+    /// up (the gallop after giving up is not counted).
     pub plans: u64,
+    /// Exact packing search steps spent, all plans and interval builds counted.
+    pub search_steps: u64,
+    /// The limit that ran out, when one did (then `unresolved` is set, or, when the answer was
+    /// already found, `monotone` is false: the intervals below were not all checked).
+    pub gave_up: Option<FitLimit>,
 }
 
 /// The largest KV cache that fits at one row count.
@@ -127,6 +166,8 @@ impl Planner<'_> {
             note: None,
             unresolved: None,
             plans: 0,
+            search_steps: 0,
+            gave_up: None,
         };
         if range.is_empty() {
             return Ok(fit);
@@ -135,17 +176,43 @@ impl Planner<'_> {
             return Err(at(0)(PlanError::ZeroRows));
         }
         let mut scratch = Scratch::default();
+        // The limit that has run out, if any, checked before each plan or build.
+        let limit = |plans: u64, scratch: &Scratch| {
+            if plans >= scan_plans {
+                Some(FitLimit::Plans(scan_plans))
+            } else if scratch.search_steps >= FIT_SEARCH_STEPS {
+                Some(FitLimit::SearchSteps(FIT_SEARCH_STEPS))
+            } else {
+                None
+            }
+        };
         let mut above: Option<(u64, u64)> = None; // (n, total) at the start of the interval above
         let mut gave_up_at: Option<u64> = None;
         for clipped in cache.cuts_in(range.clone()) {
             let (lo, hi) = (*clipped.start(), *clipped.end());
-            let interval = cache.get_or_build(self, lo).map_err(at(lo))?;
+            if let Some(why) = limit(fit.plans, &scratch) {
+                fit.gave_up = Some(why);
+                if fit.max_rows.is_none() {
+                    // Nothing at or below `hi` examined yet.
+                    gave_up_at = Some(hi);
+                } else {
+                    fit.monotone = false;
+                    fit.note = Some(format!(
+                        "not checked for n up to {hi}: the query stopped at {why}"
+                    ));
+                }
+                break;
+            }
+            let interval = cache
+                .get_or_build_counted(self, lo, &mut scratch.search_steps)
+                .map_err(at(lo))?;
             let shrinking = self.shrinking_term(interval);
             if let Some(why) = &shrinking {
                 fit.monotone = false;
                 fit.note.get_or_insert_with(|| why.clone());
             }
             // Interval edge: the plan above starts at `above.0 = hi + 1`.
+            fit.plans += 1;
             let top = self.total_at(interval, hi, &mut scratch)?;
             if let Some((n_above, t_above)) = above
                 && top > t_above
@@ -157,9 +224,18 @@ impl Planner<'_> {
                     )
                 });
             }
-            let bottom = self.total_at(interval, lo, &mut scratch)?;
+            if top <= budget && fit.max_rows.is_none() {
+                fit.max_rows = Some(hi);
+                fit.total = Some(top);
+            }
+            let bottom = if lo == hi {
+                top
+            } else {
+                fit.plans += 1;
+                self.total_at(interval, lo, &mut scratch)?
+            };
             above = Some((lo, bottom));
-            if fit.max_rows.is_some() || gave_up_at.is_some() {
+            if fit.max_rows.is_some() {
                 continue;
             }
             // Largest n whose nondecreasing lower bound fits; nothing above it can fit.
@@ -183,14 +259,27 @@ impl Planner<'_> {
                     start_scan = ok;
                 }
             }
-            let mut n = start_scan;
+            // `hi` was planned above; the scan goes down from the first n not planned.
+            let mut n = if start_scan == hi {
+                match hi.checked_sub(1).filter(|&m| m >= lo) {
+                    Some(m) => m,
+                    None => continue,
+                }
+            } else {
+                start_scan
+            };
             loop {
-                if fit.plans == scan_plans {
+                if let Some(why) = limit(fit.plans, &scratch) {
+                    fit.gave_up = Some(why);
                     gave_up_at = Some(n);
                     break;
                 }
                 fit.plans += 1;
-                let total = self.total_at(interval, n, &mut scratch)?;
+                let total = if n == lo {
+                    bottom
+                } else {
+                    self.total_at(interval, n, &mut scratch)?
+                };
                 if total <= budget {
                     fit.max_rows = Some(n);
                     fit.total = Some(total);
@@ -201,16 +290,21 @@ impl Planner<'_> {
                 }
                 n -= 1;
             }
+            if gave_up_at.is_some() {
+                break;
+            }
         }
         if let Some(stop) = gave_up_at {
             self.gallop_down(cache, &mut fit, *range.start(), stop, &mut scratch)?;
         }
+        fit.search_steps = scratch.search_steps;
         Ok(fit)
     }
 
-    /// After the scan gave up at `stop` (not examined; everything above it failed or could not
-    /// fit): tries `stop`, `stop - 1`, `stop - 2`, `stop - 4`, ... down to `first` and keeps the first
-    /// `n` that fits, so the answer is bracketed by at most 66 more plans.
+    /// After the query gave up at `stop` (not examined; everything above it failed or could not
+    /// fit): tries `stop`, `stop - 1`, `stop - 2`, `stop - 4`, ... down to `first` and keeps the
+    /// first `n` that fits, so the answer is bracketed by at most 66 more plans; these may spend
+    /// a quarter of [`FIT_SEARCH_STEPS`] more, after which the bracket is left as it is.
     fn gallop_down(
         &self,
         cache: &mut IntervalCache,
@@ -220,10 +314,16 @@ impl Planner<'_> {
         scratch: &mut Scratch,
     ) -> Result<(), FitFailure> {
         fit.unresolved = Some(first..=stop);
+        let allowance = scratch.search_steps.saturating_add(FIT_SEARCH_STEPS / 4);
         let mut back = 0u64;
         loop {
+            if scratch.search_steps >= allowance {
+                break;
+            }
             let n = stop.saturating_sub(back).max(first);
-            let interval = cache.get_or_build(self, n).map_err(at(n))?;
+            let interval = cache
+                .get_or_build_counted(self, n, &mut scratch.search_steps)
+                .map_err(at(n))?;
             let total = self.total_at(interval, n, scratch)?;
             if total <= fit.budget {
                 fit.max_rows = Some(n);
@@ -233,6 +333,7 @@ impl Planner<'_> {
                 break;
             }
             if n == first {
+                // Nothing from `first` up fits, but the n between the probes were not planned.
                 break;
             }
             back = back.saturating_mul(2).max(1);

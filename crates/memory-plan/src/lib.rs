@@ -93,7 +93,7 @@ pub use arena_pack as pack;
 pub use arena::{BufferKind, BufferSlot};
 pub use attribution::{NodeRow, NodeTable};
 pub use error::PlanError;
-pub use fit::{FIT_SCAN_PLANS, KvFit, RowsFit};
+pub use fit::{FIT_SCAN_PLANS, FIT_SEARCH_STEPS, FitLimit, KvFit, RowsFit};
 pub use layouts::{
     LayoutCircuits, LayoutRow, LayoutSearch, NODE_GPUS, PP_CANDIDATES, SearchInputs, tp_candidates,
 };

@@ -148,6 +148,9 @@ pub(crate) struct Scratch {
     pub sizes: Vec<u64>,
     pub offsets: Vec<u64>,
     pub buffers: Vec<Buffer>,
+    /// Exact-search steps the packings made with this scratch have spent (the fit query's
+    /// work bound counts them).
+    pub search_steps: u64,
 }
 
 /// A plan's arena packed at one `n`.
@@ -251,8 +254,18 @@ impl IntervalCache {
         planner: &Planner<'_>,
         n: u64,
     ) -> Result<&IntervalPlan, PlanError> {
+        self.get_or_build_counted(planner, n, &mut 0)
+    }
+
+    /// [`Self::get_or_build`], adding the exact-search steps of a build to `steps`.
+    pub(crate) fn get_or_build_counted(
+        &mut self,
+        planner: &Planner<'_>,
+        n: u64,
+        steps: &mut u64,
+    ) -> Result<&IntervalPlan, PlanError> {
         if self.get(n).is_none() {
-            let ip = planner.build_interval(n)?;
+            let ip = planner.build_interval_counted(n, steps)?;
             self.built.insert(*ip.rows.start(), ip);
         }
         self.get(n).ok_or(PlanError::ZeroRows)
@@ -393,28 +406,62 @@ impl<'a> Planner<'a> {
     /// Builds the shared parts of the row interval holding `n`, with the template packed at
     /// the interval's first row count (whichever `n` of the interval asks).
     pub(crate) fn build_interval(&self, n: u64) -> Result<IntervalPlan, PlanError> {
+        self.build_interval_counted(n, &mut 0)
+    }
+
+    /// [`Self::build_interval`], adding the template's exact-search steps to `steps`.
+    pub(crate) fn build_interval_counted(
+        &self,
+        n: u64,
+        steps: &mut u64,
+    ) -> Result<IntervalPlan, PlanError> {
         let fusion = self.fusion(n)?;
         let start = *fusion.rows().start();
         let terms = TermLayout::new(self.circuit, &fusion, self.families);
-        let arena = ArenaShape::new(self.circuit, &fusion, &terms, self.config.align);
+        let arena = ArenaShape::new(
+            self.circuit,
+            &fusion,
+            &terms,
+            self.config.align,
+            self.families.origin(),
+        );
         let mut scratch = Scratch::default();
-        terms.values(
-            self.circuit,
-            &self.bound,
-            start,
-            &mut scratch.term_values,
-            &mut scratch.term_owners,
-        )?;
-        arena.sizes(
-            self.circuit,
-            start,
-            &scratch.term_values,
-            &mut scratch.class_sizes,
-            &mut scratch.sizes,
-        )?;
+        let size_at = |n: u64, scratch: &mut Scratch| -> Result<u64, PlanError> {
+            terms.values(
+                self.circuit,
+                &self.bound,
+                n,
+                &mut scratch.term_values,
+                &mut scratch.term_owners,
+            )?;
+            arena.sizes(
+                self.circuit,
+                n,
+                &scratch.term_values,
+                &mut scratch.class_sizes,
+                &mut scratch.sizes,
+            )?;
+            Ok(arena.bounds(&scratch.class_sizes, n)?.1)
+        };
+        let lower_bound = match size_at(start, &mut scratch) {
+            Ok(bound) => bound,
+            // The caller asked for `n`, not `start`: its own error when it fails too, else the
+            // failure at `start` with why `start` was sized at all.
+            Err(error) if n != start => {
+                size_at(n, &mut scratch)?;
+                return Err(PlanError::TemplateRow {
+                    start,
+                    end: *fusion.rows().end(),
+                    asked: n,
+                    error: Box::new(error),
+                });
+            }
+            Err(error) => return Err(error),
+        };
         arena.buffers(&scratch.sizes, &mut scratch.buffers);
-        let (_, lower_bound, _) = arena.bounds(&scratch.class_sizes, start)?;
-        let placement = self.best_packing(&scratch.buffers, lower_bound, start)?.0;
+        let placement = self
+            .best_packing(&scratch.buffers, lower_bound, start, steps)?
+            .0;
         let template = Stacking::new(&scratch.buffers, &placement);
         Ok(IntervalPlan {
             rows: fusion.rows(),
@@ -428,11 +475,13 @@ impl<'a> Planner<'a> {
     }
 
     /// The heuristic placement, then the exact search when it misses the lower bound.
+    /// The exact search's steps are added to `steps`.
     fn best_packing(
         &self,
         buffers: &[Buffer],
         lower_bound: u64,
         n: u64,
+        steps: &mut u64,
     ) -> Result<(pack::Placement, bool), PlanError> {
         let pack_err = |error| PlanError::Pack {
             origin: self.circuit.origin().into(),
@@ -452,6 +501,7 @@ impl<'a> Planner<'a> {
             },
         )
         .map_err(pack_err)?;
+        *steps = steps.saturating_add(solution.steps);
         let proven = solution.proof == Proof::Optimal;
         if solution.placement.height < heuristic.height {
             Ok((solution.placement, proven))
@@ -494,7 +544,8 @@ impl<'a> Planner<'a> {
         let mut optimal = height == lower_bound;
         if !optimal {
             interval.arena.buffers(&scratch.sizes, &mut scratch.buffers);
-            let (placement, proven) = self.best_packing(&scratch.buffers, lower_bound, n)?;
+            let (placement, proven) =
+                self.best_packing(&scratch.buffers, lower_bound, n, &mut scratch.search_steps)?;
             if placement.height < height {
                 height = placement.height;
                 scratch.offsets.clone_from(&placement.offsets);
@@ -527,9 +578,10 @@ impl<'a> Planner<'a> {
             .iter()
             .filter(|t| !t.arena)
             .try_fold(0u64, |acc, t| acc.checked_add(t.bytes))
+            // The workspaces' bytes come from the kernel registry: it is the file to name.
             .ok_or_else(|| PlanError::Overflow {
-                origin: self.circuit.origin().into(),
-                what: "the workspaces",
+                origin: self.families.origin().into(),
+                what: "the sum of the workspaces outside the arena",
                 n,
             })?;
         let totals = self.totals(packed.summary.bytes, charged, n)?;

@@ -71,7 +71,14 @@ fn render(
     };
     let mut render = report::renderer(format, &ctx);
     let mut out = Counter::default();
-    let summary = stream(&mut report, render.as_mut(), &mut out, &|| {}, |_| {})?;
+    let summary = stream(
+        &mut report,
+        render.as_mut(),
+        &mut out,
+        &mut false,
+        &|| {},
+        |_| {},
+    )?;
     render
         .summary(&mut out, &summary, None)
         .map_err(crate::out::error)?;

@@ -82,7 +82,16 @@ pub(crate) fn read_scheme(
     for key in ["quantization_config", "compression_config"] {
         match cfg.value(key) {
             Got::Missing | Got::Null => {}
-            Got::Value(Value::Object(map)) if map.is_empty() => {}
+            // vLLM reads `{}` as no quantization (its quant_method "" becomes None,
+            // config/model.py:981), but a block that lost its fields cannot be told from an
+            // unquantized checkpoint: refused instead of planned unquantized without a word.
+            Got::Value(v @ Value::Object(map)) if map.is_empty() => {
+                return Err(cfg.bad(
+                    key,
+                    "a quantization block with its `quant_method`, or null (or no key) for an unquantized checkpoint; an empty object names no quantization",
+                    v,
+                ));
+            }
             Got::Value(Value::Object(map)) => {
                 if let Some((first, _)) = found {
                     return Err(cfg.contradiction(format!(

@@ -764,10 +764,13 @@ fn awq(block: &Block<'_>) -> Result<(String, Rule), HfError> {
     let group = match block.int("group_size")?.or(block.int("q_group_size")?) {
         Some(-1) => None,
         Some(g) if g >= 1 => Some(g as u64),
-        other => {
+        Some(g) => {
+            return Err(block.refused("group_size", format!("is {g}: a group is -1 or at least 1")));
+        }
+        None => {
             return Err(block.refused(
                 "group_size",
-                format!("is {other:?}: a group is -1 or at least 1"),
+                "is missing: a group is -1 or at least 1".to_owned(),
             ));
         }
     };

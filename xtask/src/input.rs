@@ -1,0 +1,172 @@
+//! Reading the files the user names. Every input path (`--circuit`, `--families`, `--rules`,
+//! `--hf-config` and its quantization side files, `pack`'s CSV) goes through [`read`], so each
+//! is bounded the same way.
+//!
+//! Invariants: at most [`Input::limit`] bytes (plus one, to tell that there was more) are ever
+//! read from one input: a regular file larger than its limit is refused from its metadata
+//! before a byte is read, and anything else (a pipe, a device such as `/dev/zero` or
+//! `/dev/urandom`) is read up to the limit and refused if it has not ended by then, without
+//! blocking (a FIFO nobody writes to is read as empty; one that stalls for [`STALL`] is
+//! refused). The limits
+//! are far above any real file (docs/testing.md lists them): the largest real config.json,
+//! circuit, families or rules file is well under 1 MiB, a MiniMalloc CSV a few hundred KiB.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::CliError;
+
+const MIB: u64 = 1 << 20;
+
+/// The kinds of input, each with its size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// A circuit TOML file (`--circuit`).
+    Circuit,
+    /// A kernel families TOML file (`--families`).
+    Families,
+    /// A fusion rules TOML file (`--rules`).
+    Rules,
+    /// A Hugging Face config.json (`--hf-config`) or a quantization side file beside it.
+    HfConfig,
+    /// A MiniMalloc CSV file (`cargo xtask pack FILE`).
+    PackCsv,
+}
+
+impl Input {
+    /// The most bytes read from one input of this kind.
+    pub const fn limit(self) -> u64 {
+        match self {
+            // Parsed TOML takes about 40 times its text in memory (a 16 MiB circuit of
+            // inputs: 0.7 GB), so the limits keep a hostile file under 1 GiB of memory.
+            Input::Circuit => 8 * MIB,
+            Input::Families | Input::Rules => 4 * MIB,
+            // A JSON value takes about 25 times its text (16 MiB of `{}`: 0.4 GB).
+            Input::HfConfig => 8 * MIB,
+            // Over a million buffers at 20 bytes a line (16 MiB of them: 0.14 GB).
+            Input::PackCsv => 32 * MIB,
+        }
+    }
+
+    /// What the input is, for messages.
+    fn what(self) -> &'static str {
+        match self {
+            Input::Circuit => "a circuit file",
+            Input::Families => "a families file",
+            Input::Rules => "a rules file",
+            Input::HfConfig => "a config.json",
+            Input::PackCsv => "a pack CSV file",
+        }
+    }
+}
+
+/// How long a pipe or device may go without giving a byte before it is refused (a FIFO whose
+/// writer never writes, a terminal): a stall is bounded like a size.
+const STALL: Duration = Duration::from_secs(10);
+
+/// The text of `path`, read as `kind`: at most its limit, UTF-8. Errors name the path.
+pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
+    let shown = path.display();
+    let cannot = |e: std::io::Error| -> CliError { format!("cannot read {shown}: {e}").into() };
+    let limit = kind.limit();
+    // Anything but a regular file or a folder is opened without blocking: opening a FIFO
+    // would otherwise wait for a writer forever.
+    let regular = std::fs::metadata(path).map_err(cannot)?;
+    let file = if regular.is_file() || regular.is_dir() {
+        File::open(path)
+    } else {
+        open_nonblocking(path)
+    }
+    .map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if meta.is_file() && meta.len() > limit {
+        return Err(format!(
+            "cannot read {shown}: {} bytes, above the limit of {} MiB for {} (docs/testing.md)",
+            meta.len(),
+            limit / MIB,
+            kind.what()
+        )
+        .into());
+    }
+    let mut bytes = Vec::new();
+    // A regular file may still grow, and /proc files report 0 bytes: the read is bounded
+    // whatever the metadata said.
+    let mut reader = file.take(limit + 1);
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut last_byte = Instant::now();
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(k) => {
+                bytes.extend_from_slice(&chunk[..k]);
+                last_byte = Instant::now();
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if last_byte.elapsed() >= STALL {
+                    return Err(format!(
+                        "cannot read {shown}: not a regular file, and it gave no byte for {} s; give a regular file",
+                        STALL.as_secs()
+                    )
+                    .into());
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(cannot(e)),
+        }
+    }
+    if bytes.len() as u64 > limit {
+        let kind_of = if meta.is_file() {
+            "a file that grew"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!(
+            "cannot read {shown}: {kind_of}, and it did not end within the limit of {} MiB for {} (docs/testing.md); give a regular file",
+            limit / MIB,
+            kind.what()
+        )
+        .into());
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        cannot(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    File::open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_device_is_refused_at_the_limit() {
+        let e = read(Path::new("/dev/zero"), Input::HfConfig).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cannot read /dev/zero: not a regular file, and it did not end within the limit of 8 MiB for a config.json (docs/testing.md); give a regular file"
+        );
+    }
+
+    #[test]
+    fn a_device_that_ends_is_read() {
+        assert_eq!(read(Path::new("/dev/null"), Input::Rules).unwrap(), "");
+    }
+}
