@@ -1,17 +1,15 @@
 //! `cargo xtask`: the planner's command line and the project's benchmarks. The only crate that
 //! reads files, the clock or the terminal; every error reaches the user as one line and exit 1.
 
-mod args;
 mod bench;
 mod engine;
 mod example;
-mod input;
+mod inputs;
 mod out;
 mod pack;
 mod parallel;
 mod plan;
-mod report;
-mod svg;
+mod render;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -29,7 +27,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Plan the memory of a circuit (with no arguments: the embedded Llama-3.1-8B example).
-    Plan(Box<plan::PlanArgs>),
+    Plan(Box<inputs::flags::PlanArgs>),
     /// Pack the buffers of a MiniMalloc CSV file into an arena.
     Pack(pack::PackArgs),
     /// Measure the planner's speed.

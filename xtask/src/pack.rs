@@ -142,7 +142,7 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         (false, None) => return Err("give --capacity BYTES, or --minimize".into()),
     };
     let limit = seconds("--time-limit", &args.time_limit)?;
-    let text = crate::input::read(&args.file, crate::input::Input::PackCsv)?;
+    let text = crate::inputs::files::read(&args.file, crate::inputs::files::Input::PackCsv)?;
     let rows = csv::parse(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let buffers: Vec<pack::Buffer> = rows.iter().map(csv::CsvBuffer::buffer).collect();
 

@@ -167,7 +167,7 @@ fn minimalloc(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
             .nth(1)
             .and_then(|c| c.parse().ok())
             .ok_or_else(|| format!("{}: no capacity in the file name", path.display()))?;
-        let text = crate::input::read(path, crate::input::Input::PackCsv)?;
+        let text = crate::inputs::files::read(path, crate::inputs::files::Input::PackCsv)?;
         let buffers: Vec<Buffer> = csv::parse(&text)?
             .iter()
             .map(csv::CsvBuffer::buffer)

@@ -12,9 +12,11 @@ use kernel_families::{Devices, Families};
 use memory_plan::{PlanConfig, PlanReport, Planner, ReportQuery};
 
 use crate::CliError;
+use crate::example;
+use crate::inputs::flags::OutputFormat;
 use crate::out::outln;
-use crate::plan::{OutputFormat, stream};
-use crate::{example, report};
+use crate::plan::stream;
+use crate::render::plan as report;
 
 /// Counts the bytes written and drops them.
 #[derive(Default)]

@@ -17,7 +17,7 @@ use memory_plan::{
 };
 use serde::Serialize;
 
-use crate::plan::OutputFormat;
+use crate::inputs::flags::OutputFormat;
 
 /// JSON and JSONL schema version: 2 added the node tables, `schema`, headroom, serving answers
 /// and the verdict (1 repeated every node list in every row).
@@ -60,7 +60,7 @@ pub struct Context<'a> {
     /// Keys an imported config.json left out, with the defaults used for them.
     pub config_defaults: Vec<(String, String)>,
     /// What an imported config is planned in: dtype, KV cache, quantization.
-    pub storage: Option<crate::plan::Storage>,
+    pub storage: Option<Storage>,
     /// The rows asked (ascending).
     pub rows: &'a [u64],
     /// The node lists table of the report.
@@ -566,7 +566,7 @@ struct HeaderJson<'a> {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     config_defaults: BTreeMap<&'a str, &'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    dtype: Option<&'a crate::plan::Storage>,
+    dtype: Option<&'a Storage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fixed_state_per_sequence: Option<u64>,
     nodes: Vec<&'a str>,
@@ -952,5 +952,44 @@ impl Render for Csv {
         _: Option<&NodeTable>,
     ) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// The dtypes and quantization an imported config is planned with.
+#[derive(serde::Serialize)]
+pub struct Storage {
+    /// The dtype of unquantized tensors, activations and the KV cache unless fp8.
+    pub planned: String,
+    /// Where it comes from: `torch_dtype`, the default, or `--dtype`.
+    pub source: String,
+    /// The KV cache's format.
+    pub kv_cache: String,
+    /// The quantization, in one line, when the checkpoint is quantized.
+    pub quantization: Option<String>,
+}
+
+impl Storage {
+    pub fn of(import: &circuit_hf::Import, asked: &circuit_hf::ImportOptions) -> Storage {
+        let source = if asked.dtype.0.is_some() && import.dtype != import.stored_dtype {
+            format!(
+                "--dtype, converted from the checkpoint's {}",
+                import.stored_dtype
+            )
+        } else if import.defaults.iter().any(|(k, _)| k == "torch_dtype") {
+            "torch_dtype absent: assumed".to_owned()
+        } else {
+            "torch_dtype".to_owned()
+        };
+        Storage {
+            planned: import.dtype.to_string(),
+            source,
+            kv_cache: import.kv_cache_format.clone(),
+            quantization: import.quantization.as_ref().map(|q| {
+                format!(
+                    "{} ({}) on {} of {} linear weights, from {}",
+                    q.method, q.summary, q.quantized, q.linear, q.source
+                )
+            }),
+        }
     }
 }

@@ -20,8 +20,8 @@ use memory_plan::{ArenaLayout, BufferKind, MemoryPlan, ReportSummary, Totals};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::plan::{Context, human};
 use crate::CliError;
-use crate::report::{Context, human};
 
 /// Row counts the chart draws at most (about).
 pub const CHART_POINTS: usize = 1500;

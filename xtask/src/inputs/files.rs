@@ -13,7 +13,7 @@
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::CliError;
@@ -150,6 +150,61 @@ fn open_nonblocking(path: &Path) -> std::io::Result<File> {
 #[cfg(not(unix))]
 fn open_nonblocking(path: &Path) -> std::io::Result<File> {
     File::open(path)
+}
+
+/// A config.json with the quantization side files next to it (the library reads no file),
+/// read once and handed to every import of the run.
+pub struct HfFiles {
+    pub text: String,
+    pub origin: String,
+    /// Kind, path and text of each side file that exists.
+    side: Vec<(circuit_hf::SideFileKind, String, String)>,
+}
+
+impl HfFiles {
+    pub fn read(config: &Path) -> Result<HfFiles, CliError> {
+        let dir = config.parent().unwrap_or(Path::new(""));
+        let mut side = Vec::new();
+        for kind in circuit_hf::SideFileKind::ALL {
+            let path = dir.join(kind.file_name());
+            if path.is_file() {
+                side.push((
+                    kind,
+                    path.display().to_string(),
+                    read(&path, Input::HfConfig)?,
+                ));
+            }
+        }
+        Ok(HfFiles {
+            text: read(config, Input::HfConfig)?,
+            origin: config.display().to_string(),
+            side,
+        })
+    }
+
+    pub fn side(&self) -> Vec<circuit_hf::SideFile<'_>> {
+        self.side
+            .iter()
+            .map(|(kind, origin, text)| circuit_hf::SideFile {
+                kind: *kind,
+                origin,
+                text,
+            })
+            .collect()
+    }
+}
+
+/// A text from a file, or the embedded default, with the name errors should use.
+pub fn source(
+    path: Option<&PathBuf>,
+    kind: Input,
+    text: &'static str,
+    origin: &'static str,
+) -> Result<(String, String), CliError> {
+    match path {
+        Some(p) => Ok((read(p, kind)?, p.display().to_string())),
+        None => Ok((text.to_owned(), origin.to_owned())),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,338 @@
+//! The engine prediction rendered: the table vLLM's start-up lines mirror, and the JSON
+//! `engine` object, with the budget questions' answers (one line, one key each).
+//!
+//! Invariants: renders what it is handed (a `Startup` and the `Budget` answers) and computes
+//! no prediction; every figure printed is one of the start-up's.
+
+use engine_profile::{Startup, Verdict, Worker};
+
+use crate::CliError;
+use crate::out::outln;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The budget questions asked on the command line, answered.
+#[derive(Debug, Default)]
+pub struct Budget {
+    pub largest_max_model_len: Option<Option<u64>>,
+    pub largest_max_num_seqs: Option<Option<u64>>,
+    pub smallest_tp: Option<engine_profile::SmallestTp>,
+    pub target: Option<(u64, Option<f64>)>,
+}
+
+pub fn print_budget(b: &Budget) -> Result<(), CliError> {
+    if let Some(answer) = b.largest_max_model_len {
+        match answer {
+            Some(n) => outln!("largest max_model_len that starts: {n}"),
+            None => outln!("largest max_model_len that starts: none (nothing starts)"),
+        }
+    }
+    if let Some(answer) = b.largest_max_num_seqs {
+        match answer {
+            Some(n) => outln!("largest max_num_seqs that starts: {n}"),
+            None => outln!("largest max_num_seqs that starts: none (not even 1 starts)"),
+        }
+    }
+    if let Some(tp) = &b.smallest_tp {
+        let tried = tp
+            .tried
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &tp.found {
+            Some((n, s)) => outln!(
+                "smallest tensor_parallel_size that starts: {n} ({} KV tokens; tried {tried})",
+                s.kv_cache_tokens
+            ),
+            None => outln!("smallest tensor_parallel_size that starts: none of {tried}"),
+        }
+    }
+    if let Some((tokens, util)) = b.target {
+        match util {
+            Some(u) => outln!(
+                "gpu_memory_utilization for {tokens} KV tokens: {:.4}",
+                // Rounded up, so the printed figure still holds the target.
+                (u * 1e4).ceil() / 1e4
+            ),
+            None => outln!(
+                "gpu_memory_utilization for {tokens} KV tokens: none (more than the whole device)"
+            ),
+        }
+    }
+    Ok(())
+}
+
+pub fn add_budget(engine: &mut serde_json::Value, b: &Budget) {
+    if let Some(answer) = b.largest_max_model_len {
+        engine["largest_max_model_len"] = serde_json::json!(answer);
+    }
+    if let Some(answer) = b.largest_max_num_seqs {
+        engine["largest_max_num_seqs"] = serde_json::json!(answer);
+    }
+    if let Some(tp) = &b.smallest_tp {
+        engine["smallest_tp"] = match &tp.found {
+            Some((n, s)) => serde_json::json!({
+                "tensor_parallel_size": n,
+                "kv_cache_tokens": s.kv_cache_tokens,
+                "tried": tp.tried,
+            }),
+            None => serde_json::json!({ "tensor_parallel_size": null, "tried": tp.tried }),
+        };
+    }
+    if let Some((tokens, util)) = b.target {
+        engine["gpu_memory_utilization_for_target"] = serde_json::json!({
+            "target_kv_tokens": tokens,
+            "gpu_memory_utilization": util.map(|u| (u * 1e4).ceil() / 1e4),
+        });
+    }
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / GIB)
+}
+
+/// The workers as rows: consecutive workers that allocate alike share one row, named by their
+/// rank range (every TP rank of a stage, in practice).
+fn distinct_rows(workers: &[Worker]) -> Vec<(String, &Worker)> {
+    let same = |a: &Worker, b: &Worker| {
+        (
+            a.pp_stage,
+            a.weights,
+            a.activation_peak,
+            a.non_torch,
+            a.kv_cache,
+        ) == (
+            b.pp_stage,
+            b.weights,
+            b.activation_peak,
+            b.non_torch,
+            b.kv_cache,
+        )
+    };
+    let mut rows: Vec<(u64, u64, &Worker)> = Vec::new();
+    for w in workers {
+        match rows.last_mut() {
+            Some((_, last, first)) if same(first, w) && *last + 1 == w.rank => *last = w.rank,
+            _ => rows.push((w.rank, w.rank, w)),
+        }
+    }
+    rows.into_iter()
+        .map(|(lo, hi, w)| {
+            let ranks = if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            };
+            (ranks, w)
+        })
+        .collect()
+}
+
+/// Printed under the table when a worker's peak is its forward's: the one such log is the one
+/// figure outside issue 16's bounds (docs/engines.md, "The PP 2 gap").
+const FORWARD_SET_PEAK_NOTE: &str = "note      a peak set by the forward is the least checked figure: on the one vLLM log of such a peak (Llama-3.1-8B, PP 2, stage 0) it was 16% below what vLLM printed (docs/engines.md, \"The PP 2 gap\")";
+
+pub fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliError> {
+    outln!("engine    {} {}", s.engine, s.version);
+    outln!("config    {origin}");
+    outln!(
+        "run       max_num_batched_tokens {}, max_num_seqs {}, max_model_len {}, quantization {quantization}",
+        s.max_num_batched_tokens,
+        s.max_num_seqs,
+        s.max_model_len
+    );
+    outln!(
+        "memory    total {} (as CUDA reports), requested {}",
+        gib(s.device_total),
+        gib(s.requested)
+    );
+    outln!();
+    outln!(
+        "   ranks  stage     weights  activation peak  (set by)   non-torch    KV cache  CUDA graphs (est.)"
+    );
+    for (ranks, w) in distinct_rows(&s.workers) {
+        outln!(
+            "{:>8} {:>6} {:>11} {:>16} {:>9} {:>11} {:>11} {:>19}",
+            ranks,
+            w.pp_stage,
+            gib(w.weights),
+            gib(w.activation_peak),
+            w.peak_set_by.name(),
+            gib(w.non_torch),
+            gib(w.kv_cache),
+            gib(w.cuda_graph.total)
+        );
+    }
+    outln!();
+    if s.workers.len() > 1 {
+        outln!("(KV blocks: the smallest count over the workers, as vLLM allocates them)");
+    }
+    if s.workers
+        .iter()
+        .any(|w| w.peak_set_by == engine_profile::PeakSetBy::Forward)
+    {
+        outln!("{FORWARD_SET_PEAK_NOTE}");
+    }
+    outln!(
+        "KV layout {} blocks, {}",
+        s.kv_blocks,
+        kv_groups(&s.kv_layout)
+    );
+    if let Some(w) = s.workers.iter().find(|w| w.encoder.items > 0) {
+        outln!(
+            "Encoder profile: {} dummy items encoded first; inputs {} and outputs {} kept to the end, {} at its own peak (worker {})",
+            w.encoder.items,
+            gib(w.encoder.held),
+            gib(w.encoder.outputs),
+            gib(w.encoder.peak),
+            w.rank
+        );
+    }
+    outln!("GPU KV cache size: {} tokens", s.kv_cache_tokens);
+    outln!(
+        "Maximum concurrency for {} tokens per request: {:.2}x",
+        s.max_model_len,
+        s.max_concurrency
+    );
+    let captures = s.workers.first().map_or(String::new(), |w| {
+        w.cuda_graph
+            .captures
+            .iter()
+            .map(|(mode, n)| format!("{mode}={n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    if captures.is_empty() {
+        outln!("CUDA graphs: none captured (--enforce-eager)");
+    } else {
+        outln!(
+            "Estimated CUDA graph memory: {} total ({captures}; {} the KV cache)",
+            gib(s.cuda_graph_estimate),
+            if s.cuda_graph_subtracted {
+                "subtracted from"
+            } else {
+                "printed, not subtracted from"
+            }
+        );
+    }
+    match &s.verdict {
+        Verdict::Starts => outln!("verdict   starts"),
+        Verdict::NoKvMemory { short_by } => outln!(
+            "verdict   does not start: on some worker, weights, activation peak and non-torch exceed the requested memory by {}",
+            gib(*short_by)
+        ),
+        Verdict::MaxModelLenTooLong {
+            kv_tokens,
+            max_model_len,
+        } => outln!(
+            "verdict   does not start: the KV cache holds {kv_tokens} tokens, fewer than max_model_len {max_model_len}"
+        ),
+        Verdict::MaxModelLenAboveModel {
+            max_model_len,
+            longest,
+        } => outln!(
+            "verdict   does not start: max_model_len {max_model_len} is above the {longest} tokens the model allows (max_position_embeddings with its rope scaling); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+        ),
+    }
+    Ok(())
+}
+
+/// The layout's groups, consecutive alike ones counted together: "7 groups: 6 x sliding window
+/// 512 (4, 4, 4, 4, 3, 3 layers), 1 x full attention (4 layers)".
+fn kv_groups(layout: &engine_profile::KvLayout) -> String {
+    let mut runs: Vec<(String, u64, Vec<u64>)> = Vec::new();
+    for g in &layout.groups {
+        let kind = kind_name(g.kind, g.block_size);
+        match runs.last_mut() {
+            Some((k, n, layers)) if *k == kind => {
+                *n += 1;
+                layers.push(g.layers);
+            }
+            _ => runs.push((kind, 1, vec![g.layers])),
+        }
+    }
+    let parts: Vec<String> = runs
+        .iter()
+        .map(|(kind, n, layers)| {
+            let layers: Vec<String> = layers.iter().map(u64::to_string).collect();
+            let noun = if layers.len() == 1 && layers[0] == "1" {
+                "layer"
+            } else {
+                "layers"
+            };
+            format!("{n} x {kind} ({} {noun})", layers.join(", "))
+        })
+        .collect();
+    let groups = layout.groups.len();
+    format!(
+        "{groups} group{}: {}",
+        if groups == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
+}
+
+fn kind_name(kind: engine_profile::LayerKind, block_size: u64) -> String {
+    use engine_profile::LayerKind;
+    match kind {
+        LayerKind::Full => format!("full attention, {block_size}-token blocks"),
+        LayerKind::Sliding { window } => {
+            format!("sliding window {window}, {block_size}-token blocks")
+        }
+        LayerKind::Chunked { chunk } => {
+            format!("chunked attention {chunk}, {block_size}-token blocks")
+        }
+        LayerKind::Recurrent => "recurrent state, one block per sequence".to_owned(),
+    }
+}
+
+fn kind_json(kind: engine_profile::LayerKind) -> serde_json::Value {
+    use engine_profile::LayerKind;
+    match kind {
+        LayerKind::Full => serde_json::json!({ "kind": "full" }),
+        LayerKind::Sliding { window } => serde_json::json!({ "kind": "sliding", "window": window }),
+        LayerKind::Chunked { chunk } => serde_json::json!({ "kind": "chunked", "chunk": chunk }),
+        LayerKind::Recurrent => serde_json::json!({ "kind": "recurrent" }),
+    }
+}
+
+pub fn json(s: &Startup) -> serde_json::Value {
+    serde_json::json!({
+        "engine": {
+            "name": s.engine,
+            "version": s.version,
+            "workers": s.workers.iter().map(|w| serde_json::json!({
+                "rank": w.rank,
+                "pp_stage": w.pp_stage,
+                "weights": w.weights,
+                "activation_peak": w.activation_peak,
+                "activation_peak_set_by": w.peak_set_by.name(),
+                "non_torch": w.non_torch,
+                "kv_cache": w.kv_cache,
+                "kv_blocks": w.blocks,
+                "kv_block_bytes": w.block_bytes,
+                "cuda_graph_estimate": w.cuda_graph.total,
+                "encoder": (w.encoder.items > 0).then(|| serde_json::json!({
+                    "items": w.encoder.items,
+                    "inputs": w.encoder.held,
+                    "outputs": w.encoder.outputs,
+                    "peak": w.encoder.peak,
+                })),
+            })).collect::<Vec<_>>(),
+            "cuda_graph_estimate": s.cuda_graph_estimate,
+            "kv_cache_tokens": s.kv_cache_tokens,
+            "kv_blocks": s.kv_blocks,
+            "kv_block_size": s.kv_layout.token_block_size,
+            "kv_blocks_per_request": s.kv_layout.blocks_per_request,
+            "kv_groups": s.kv_layout.groups.iter().map(|g| {
+                let mut j = kind_json(g.kind);
+                j["block_size"] = serde_json::json!(g.block_size);
+                j["layers"] = serde_json::json!(g.layers);
+                j["blocks_per_request"] = serde_json::json!(g.blocks_per_request);
+                j
+            }).collect::<Vec<_>>(),
+            "max_concurrency": s.max_concurrency,
+            "starts": s.verdict == Verdict::Starts,
+        }
+    })
+}
