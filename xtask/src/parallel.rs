@@ -6,9 +6,7 @@
 //! minimum over its ranks (memory-plan's).
 
 use circuit_hf::{Parallel, ParallelImport};
-use fuser::{Rules, Settings};
-use kernel_families::Families;
-use memory_plan::{LayoutSearch, PlanConfig, RankPlans, SearchInputs};
+use memory_plan::{LayoutSearch, RankPlans, SearchInputs};
 
 use crate::CliError;
 use crate::inputs::flags::OutputFormat;
@@ -16,12 +14,9 @@ use crate::render::parallel::{RankReport, print};
 
 /// What planning a layout needs.
 pub struct Context<'a> {
-    pub families: &'a Families,
-    pub rules: &'a Rules,
-    pub settings: &'a Settings,
-    pub config: &'a PlanConfig,
-    pub rows: u64,
-    pub budget: u64,
+    /// The registries, settings, rows, per-rank budget and KV target each layout is planned
+    /// with (memory-plan's, shared with the layout search).
+    pub plan: SearchInputs<'a>,
     pub device: &'a str,
     /// Imports the config for another layout (the `--layouts` query).
     pub import: &'a dyn Fn(Parallel) -> Result<ParallelImport, circuit_hf::HfError>,
@@ -31,34 +26,25 @@ pub struct Context<'a> {
 fn plan(sharded: &ParallelImport, ctx: &Context<'_>) -> Result<RankPlans, CliError> {
     let circuits: Vec<_> = sharded.imports.iter().map(|i| &i.circuit).collect();
     for c in &circuits {
-        if let Some(first) = ctx.families.check(c).first() {
+        if let Some(first) = ctx.plan.families.check(c).first() {
             return Err(first.to_string().into());
         }
     }
     Ok(RankPlans::plan(
         &circuits,
         &sharded.rank_shape,
-        ctx.families,
-        ctx.rules,
-        ctx.settings,
-        ctx.config,
-        ctx.rows,
-        ctx.budget,
+        ctx.plan.families,
+        ctx.plan.rules,
+        ctx.plan.settings,
+        ctx.plan.config,
+        ctx.plan.rows,
+        ctx.plan.budget,
     )?)
 }
 
 /// The `--layouts` query: TP x PP layouts side by side (memory-plan's layout search).
 fn layouts(ctx: &Context<'_>, heads: u64) -> Result<LayoutSearch, CliError> {
-    let inputs = SearchInputs {
-        families: ctx.families,
-        rules: ctx.rules,
-        settings: ctx.settings,
-        config: ctx.config,
-        rows: ctx.rows,
-        budget: ctx.budget,
-        target_kv_tokens: ctx.config.kv_tokens,
-    };
-    Ok(LayoutSearch::run(heads, &inputs, |tp, pp| {
+    Ok(LayoutSearch::run(heads, &ctx.plan, |tp, pp| {
         let layout = Parallel {
             tp,
             pp,
@@ -91,9 +77,9 @@ pub fn report(
             sharded,
             plans: &plans,
             device: ctx.device,
-            rows: ctx.rows,
-            budget: ctx.budget,
-            kv_tokens: ctx.config.kv_tokens,
+            rows: ctx.plan.rows,
+            budget: ctx.plan.budget,
+            kv_tokens: ctx.plan.target_kv_tokens,
             search: search.as_ref(),
         },
         format,

@@ -151,12 +151,15 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
         let ctx = crate::parallel::Context {
             import: &import,
             layouts: args.parallel.layouts,
-            families: &families,
-            rules: &rules,
-            settings: &settings,
-            config: &config,
-            rows: largest,
-            budget,
+            plan: memory_plan::SearchInputs {
+                families: &families,
+                rules: &rules,
+                settings: &settings,
+                config: &config,
+                rows: largest,
+                budget,
+                target_kv_tokens: config.kv_tokens,
+            },
             device: &device,
         };
         return crate::parallel::report(sharded, &ctx, args.format);
