@@ -94,6 +94,14 @@ pub(crate) struct CacheLayer {
     pub(crate) bytes: u64,
 }
 
+/// A state's window in words, for messages.
+fn window_text(window: Option<u64>) -> String {
+    match window {
+        Some(w) => format!("a window of {w} tokens"),
+        None => "every token".to_owned(),
+    }
+}
+
 pub(crate) fn not_modelled(circuit: &Circuit, what: String) -> EngineError {
     EngineError::NotModelled {
         circuit: circuit.name().to_owned(),
@@ -142,8 +150,10 @@ pub(crate) fn cache_layers(
                 return Err(not_modelled(
                     circuit,
                     format!(
-                        "state {} holds a window of {:?} tokens beside another of {:?} in one layer",
-                        state.id, state.window, row.2
+                        "state {} holds {} beside another state of {} in one layer",
+                        state.id,
+                        window_text(state.window),
+                        window_text(row.2)
                     ),
                 ));
             }
