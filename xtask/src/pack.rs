@@ -32,8 +32,10 @@ pub struct PackArgs {
     /// placement found by then is kept.
     #[arg(long, value_name = "SECS", default_value = "60")]
     pub time_limit: String,
-    /// Search-node budget (deterministic limit; the same budget gives the same result).
-    #[arg(long, value_name = "NODES", default_value_t = 50_000_000)]
+    /// Search-node budget (deterministic limit; the same budget gives the same result, and a
+    /// larger one never a higher placement). The default (10^10) leaves the time limit to
+    /// bind: a million buffers need tens of millions of nodes per layered attempt.
+    #[arg(long, value_name = "NODES", default_value_t = 10_000_000_000)]
     pub max_steps: u64,
     /// Write the solution here: the input columns plus `offset` (only when it fits).
     #[arg(long, value_name = "FILE")]
