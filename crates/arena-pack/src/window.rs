@@ -21,8 +21,10 @@
 //! Invariants: the offsets returned are a valid placement of all buffers of the part (every
 //! buffer placed once, pins never overlap what is placed around them, since the search and the
 //! greedy both respect them); the run is sequential and a deterministic function of its input
-//! and budget (a greedy placement costs search nodes too); when the budget runs out or the
-//! interrupt fires it stops with no placement, and the caller keeps its best one. Memory
+//! and budget (a greedy placement costs search nodes too); when the budget runs out, the
+//! windows left are placed by one greedy pass around what is placed (a complete placement,
+//! reported as no fit); when the interrupt fires it stops with no placement, and the caller
+//! keeps its best one. Memory
 //! is O(buffers + buffers live at once): placed buffers are found through a [`TimeIndex`], and
 //! only the windows a merge can still reach keep their lists of carried buffers.
 
@@ -116,13 +118,19 @@ pub(crate) fn windowed(
     let mut k = 0;
     while k < windows {
         if run.out_of_time() {
-            // Placing the rest window by window would cost O(live) per window: give up, the
-            // caller keeps its best placement.
-            return LargeRun {
-                outcome: Outcome::Aborted,
-                steps: run.steps.min(budget),
-                offsets: Vec::new(),
-            };
+            // Out of nodes: the rest is placed by one greedy pass around everything placed
+            // (before, the run returned nothing, and on a 20,000-buffer compiler-shaped set
+            // whose failing windows spent the budget on merges, every attempt ended so).
+            // Stopped: the caller keeps its best placement.
+            if interrupt.fired() || !complete(buffers, ids, &free[first[k]..], &mut at, interrupt) {
+                return LargeRun {
+                    outcome: Outcome::Aborted,
+                    steps: run.steps.min(budget),
+                    offsets: Vec::new(),
+                };
+            }
+            run.fits = false;
+            break;
         }
         let mut a = k;
         loop {
@@ -199,6 +207,45 @@ pub(crate) fn windowed(
         steps: run.steps.min(budget),
         offsets,
     }
+}
+
+/// Places the buffers `rest` (free, not placed yet) of the part `ids` by one greedy pass (start
+/// order, lowest gap) around the part's buffers placed so far (`at[i] != FREE`); false when
+/// the interrupt fired first (nothing is written then).
+fn complete(
+    buffers: &[Buffer],
+    ids: &[u32],
+    rest: &[u32],
+    at: &mut [u64],
+    interrupt: &Interrupt<'_>,
+) -> bool {
+    let whole: Vec<Buffer> = ids.iter().map(|&i| buffers[i as usize]).collect();
+    let mut offsets: Vec<u64> = ids
+        .iter()
+        .map(|&i| match at[i as usize] {
+            FREE => UNPLACED,
+            o => o,
+        })
+        .collect();
+    // `ids` and `rest` are both sorted by (start, index): the positions of `rest` in `ids`.
+    let position = |i: u32| {
+        ids.binary_search_by_key(&(buffers[i as usize].start, i), |&j| {
+            (buffers[j as usize].start, j)
+        })
+    };
+    let order: Vec<u32> = rest
+        .iter()
+        .filter_map(|&i| position(i).ok().map(|p| p as u32))
+        .collect();
+    let stop = move || interrupt.fired();
+    if heuristic::best_fit_onto(&whole, &order, Fit::Lowest, &mut offsets, Some(&stop)).is_none() {
+        return false;
+    }
+    for &p in &order {
+        let o = offsets[p as usize];
+        at[ids[p as usize] as usize] = if o == UNPLACED { 0 } else { o };
+    }
+    true
 }
 
 /// The start of every window: the first buffer's start, then one cut per about `window`
