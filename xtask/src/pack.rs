@@ -39,11 +39,13 @@ pub struct PackArgs {
         allow_negative_numbers = true
     )]
     pub time_limit: String,
-    /// Search-node budget (deterministic limit; the same budget gives the same result).
+    /// Search-node budget (deterministic limit; the same budget gives the same result, and a
+    /// larger one never a higher placement). The default (10^10) leaves the time limit to
+    /// bind: a million buffers need tens of millions of nodes per layered attempt.
     #[arg(
         long,
         value_name = "NODES",
-        default_value_t = 50_000_000,
+        default_value_t = 10_000_000_000,
         allow_negative_numbers = true
     )]
     pub max_steps: u64,

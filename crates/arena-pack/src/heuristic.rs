@@ -6,16 +6,19 @@
 //! of them.
 //!
 //! Invariants: every pass gives a valid placement in which every offset is 0 or the end of a
-//! placed buffer below it, so no offset exceeds the sum of all sizes: once
-//! [`unshared`](crate::unshared) has not overflowed, no addition here can. Passes are
-//! independent (run in parallel); ties between passes go to the lower pass index, so the result
-//! does not depend on the thread count.
+//! placed buffer below it, so no offset exceeds the sum of the sizes of its independent part;
+//! that sum may exceed `u64::MAX` where the height does not (two buffers of `u64::MAX` bytes
+//! that never share a step), so every top is checked: a pass that would overflow is dropped,
+//! and the first pass reports the overflow as a [`PackError`]. Passes are independent (run in
+//! parallel); ties between passes go to the lower pass index, so the result does not depend on
+//! the thread count.
 //!
 //! Cost: the two passes in start order are a sweep with a free list (`sweep`), O(n log n)
 //! whatever the overlaps, and always run. The others find a buffer's placed neighbours in a
-//! [`TimeIndex`], O(overlapping pairs) in all; they run only when the pairs, counted first in
-//! O(n log n), number at most [`Params::greedy_pairs`](crate::Params) (a deterministic
-//! choice). Every pass polls the caller's `stop` as it goes and is dropped when it
+//! [`TimeIndex`], O(overlapping pairs) each; they share a work cap of
+//! [`Params::greedy_pairs`](crate::Params) pair visits, so as many of them run, in a fixed order,
+//! as the pairs (counted first in O(n log n)) fit in it: a deterministic choice, and the first
+//! placement costs a bounded share of the time before the search. Every pass polls the caller's `stop` as it goes and is dropped when it
 //! fires, except the start-order tightest-fit pass, which starts first and, once started,
 //! always runs to the end (one O(n log n) sweep), so a whole pass's placement exists however
 //! early the stop comes (a stop already set gives the plain stacking, in O(n)).
@@ -77,7 +80,6 @@ pub(crate) fn greedy(
     stop: Option<&(dyn Fn() -> bool + Sync)>,
 ) -> Result<Placement, PackError> {
     check_intervals(buffers)?;
-    unshared(buffers)?;
     let passes: Vec<(Order, Fit)> = ORDERS
         .iter()
         .flat_map(|&order| [(order, Fit::Tightest), (order, Fit::Lowest)])
@@ -88,18 +90,33 @@ pub(crate) fn greedy(
         .position(|&pass| pass == (Order::Start, Fit::Tightest))
         .unwrap_or(0);
     let stopped = || stop.is_some_and(|stop| stop());
-    let (guaranteed, others) = rayon::join(
+    let (first_placement, others) = rayon::join(
         || first_pass(buffers, stop),
         || -> Result<Option<(u64, usize, Placement)>, PackError> {
             if stopped() {
                 return Ok(None);
             }
-            let affordable = overlapping_pairs(buffers) <= params.greedy_pairs;
+            // Each best-fit pass visits every overlapping pair: they share a fixed amount of
+            // that work, `greedy_pairs` in all, in the order of `passes` (all eight on the
+            // MiniMalloc files; one at 30,000 compiler-shaped buffers with 11 million pairs,
+            // where the eight took four seconds of a five-second limit before the search
+            // started; none above the cap).
+            let pairs = overlapping_pairs(buffers).max(1);
+            let allowed = usize::try_from(params.greedy_pairs / pairs).unwrap_or(usize::MAX);
+            let affordable = allowed > 0;
             let congestion = if affordable && !stopped() {
                 congestion(buffers)?
             } else {
                 Vec::new()
             };
+            // The best-fit passes, by index, that fit the shared work.
+            let chosen: Vec<usize> = passes
+                .iter()
+                .enumerate()
+                .filter(|&(_, &(order, _))| order != Order::Start)
+                .map(|(index, _)| index)
+                .take(allowed)
+                .collect();
             Ok(passes
                 .par_iter()
                 .enumerate()
@@ -114,7 +131,7 @@ pub(crate) fn greedy(
                         let mut offsets = vec![0; buffers.len()];
                         let height = sweep_until(buffers, &ranked, fit, &mut offsets, stop).ok()?;
                         Placement { offsets, height }
-                    } else if affordable && !congestion.is_empty() {
+                    } else if chosen.contains(&index) && !congestion.is_empty() {
                         let ranked = rank(buffers, order, &congestion);
                         best_fit(buffers, &ranked, fit, stop)?
                     } else {
@@ -125,6 +142,7 @@ pub(crate) fn greedy(
                 .min_by_key(|(height, index, _)| (*height, *index)))
         },
     );
+    let guaranteed = first_placement?;
     let mut best = (guaranteed.height, first, guaranteed);
     if let Some(other) = others?
         && (other.0, other.1) < (best.0, best.1)
@@ -142,10 +160,18 @@ pub(crate) fn greedy(
 /// average 1.5 on 2 cores); once `stop` fires, the other passes drop at their next poll and
 /// leave it the machine. Before, a pass cut short stacked the buffers it had not
 /// reached above the others: 148-303 x the bound at 0.1 s on a 100,000-buffer training set.
-fn first_pass(buffers: &[Buffer], stop: Option<&(dyn Fn() -> bool + Sync)>) -> Placement {
+fn first_pass(
+    buffers: &[Buffer],
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+) -> Result<Placement, PackError> {
     let mut offsets = vec![0; buffers.len()];
-    if stop.is_some_and(|stop| stop()) {
-        // No overflow: the total is at most the unshared sum, checked by the caller.
+    // The plain stacking needs the sum of all sizes to fit; where it does not (buffers that
+    // never share a step may add up to more than `u64::MAX` while the height fits), the
+    // sweep runs instead.
+    if stop.is_some_and(|stop| stop())
+        && let Ok(_) = unshared(buffers)
+    {
+        // No overflow: the total is the unshared sum, which fits.
         let mut top = 0u64;
         for (offset, buffer) in offsets.iter_mut().zip(buffers) {
             if buffer.is_live() {
@@ -153,14 +179,17 @@ fn first_pass(buffers: &[Buffer], stop: Option<&(dyn Fn() -> bool + Sync)>) -> P
                 top += buffer.size;
             }
         }
-        return Placement {
+        return Ok(Placement {
             offsets,
             height: top,
-        };
+        });
     }
     let ranked = rank(buffers, Order::Start, &[]);
-    let height = sweep(buffers, &ranked, Fit::Tightest, &mut offsets);
-    Placement { offsets, height }
+    let height =
+        sweep(buffers, &ranked, Fit::Tightest, &mut offsets).ok_or(PackError::Overflow {
+            what: "a buffer's offset + size in the greedy placement",
+        })?;
+    Ok(Placement { offsets, height })
 }
 
 /// The live buffers in the given order.
@@ -295,6 +324,7 @@ pub(crate) const UNPLACED: u64 = u64::MAX;
 
 /// Places the buffers of `order` around those already placed (`offsets[i] != UNPLACED`, kept
 /// where they are); returns the height of the buffers it placed, or `None` when `stop` fired
+/// or a top would exceed `u64::MAX`
 /// (polled before the first buffer and after every [`POLL_WORK`] neighbours visited).
 pub(crate) fn best_fit_onto(
     buffers: &[Buffer],
@@ -324,14 +354,17 @@ pub(crate) fn best_fit_onto(
         below.clear();
         index.overlapping(b.start, b.end, |n| {
             let n = n as usize;
-            below.push((offsets[n], offsets[n] + buffers[n].size));
+            below.push((offsets[n], offsets[n].saturating_add(buffers[n].size)));
         });
         below.sort_unstable();
         work += below.len() + 1;
         let offset = pick_gap(&below, b.size, fit);
+        // Checked: the sizes of a part may add up to more than `u64::MAX` where the height
+        // fits; such a pass is dropped.
+        let top = offset.checked_add(b.size)?;
         offsets[i] = offset;
         index.enter(i);
-        height = height.max(offset + b.size);
+        height = height.max(top);
     }
     Some(height)
 }

@@ -8,8 +8,8 @@
 /// [`solve`](crate::solve) and [`heuristic`](crate::heuristic) use).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
-    /// The greedy passes other than the two in start order run only when at most this many
-    /// pairs of buffers share a step (their cost is linear in the pairs).
+    /// The pair visits the greedy passes other than the two in start order share (each visits
+    /// every pair of buffers that share a step): as many run as fit.
     pub greedy_pairs: u64,
     /// Independent parts of at most this many buffers go to the exact search; larger ones to
     /// the windowed search.
@@ -30,23 +30,26 @@ pub struct Params {
     /// The first round's node budget of each portfolio run in an exact attempt (doubled each
     /// round).
     pub portfolio_first_round: u64,
-    /// Search nodes one attempt on a large part may use.
-    pub max_layered_steps: u64,
+    /// Search nodes per buffer of one layered attempt on a large part (doubled in each pass
+    /// of `Goal::Minimize`'s attempts there): a share that grows with the part, so that the
+    /// windowed run of a part of a million buffers is not cut short by a fixed cap.
+    pub layered_nodes_per_buffer: u64,
     /// A buffer of a large part joins its base layer when it is live in more than
     /// 1/`base_fraction` of the part's sections (and in more than `min_base_sections`).
     pub base_fraction: usize,
     /// See `base_fraction`; a buffer reaching the part's first or last step needs a quarter.
     pub min_base_sections: usize,
     /// `Goal::Minimize` on a part of more than `4 x window` buffers that the exact search
-    /// takes first makes one layered attempt at its bound, when at least this many nodes are
-    /// left (the planner's small budgets never make it) ...
-    pub layered_first_steps: u64,
-    /// ... with this many nodes per buffer.
+    /// takes makes one layered attempt at its bound with this many nodes per buffer (the
+    /// planner's small budgets never make it).
     pub layered_first_nodes_per_buffer: u64,
     /// Free buffers a window of the windowed search aims at.
     pub window: usize,
     /// A window merged with the windows before it stops growing at this many free buffers.
     pub max_merged: usize,
+    /// Searches of a window that does not fit, at rooms between the room and the height of
+    /// its greedy placement, before that placement is taken.
+    pub raise_tries: u32,
     /// Search nodes per free buffer of one window attempt.
     pub window_nodes_per_buffer: u64,
     /// ... and at least this many.
@@ -58,6 +61,10 @@ pub struct Params {
     /// (the sections a move changed first): a check is a pruning, so a cap only prunes less,
     /// and keeps a move on long-lived buffers from costing O(sections x live).
     pub stack_check_cells: usize,
+    /// A whole-part run ends once its work (floors examined, stacking cells read) passes its
+    /// node budget times this: its nodes cost from a few to thousands of such units, and the
+    /// node budget is how the solver shares its time out.
+    pub whole_part_work_per_node: u64,
     /// Whole-part runs are made only when the part's buffers cover at most this many
     /// (buffer, section) cells in all (the exact search's tables grow with it).
     pub whole_part_cells: u64,
@@ -73,17 +80,18 @@ impl Default for Params {
             ladder_aborts: 4,
             minimize_first_pass_steps: 16_000,
             portfolio_first_round: 4_000,
-            max_layered_steps: 16_000_000,
+            layered_nodes_per_buffer: 128,
             base_fraction: 16,
             min_base_sections: 256,
-            layered_first_steps: 1_000_000,
             layered_first_nodes_per_buffer: 512,
             window: 64,
             max_merged: 640,
+            raise_tries: 3,
             window_nodes_per_buffer: 48,
             window_min_nodes: 2_000,
             whole_part_first_round: 1 << 16,
             whole_part_cells: 1 << 23,
+            whole_part_work_per_node: 4096,
             stack_check_cells: 1 << 14,
         }
     }

@@ -32,28 +32,70 @@ const RUNS: [(bool, Order, Branch); 4] = [
     (true, Order::Lifetime, Branch::Leftmost),
 ];
 
-/// Tries to fit the buffers `ids` (live, sorted by start) within `capacity`, spending at most
-/// `budget` search nodes. The windowed run goes first (with at most half the budget); if it
-/// fails, the runs of [`RUNS`] go in parallel on the whole part in rounds of growing budgets
-/// (so that a later run's quick success does not wait for an earlier run to spend a large
-/// budget), the lowest-indexed success of a round winning (its nodes and those of the runs
-/// before it are counted). When nothing fits, the windowed run's complete placement (above the
-/// capacity) is returned.
+/// One layered attempt's terms.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Attempt {
+    /// The height to fit within.
+    pub(crate) capacity: u64,
+    /// Search nodes it may spend.
+    pub(crate) budget: u64,
+    /// Each window of the windowed run gets this many times its usual nodes.
+    pub(crate) scale: u64,
+    /// A complete windowed placement lower than this ends the attempt (0 for a fit: no
+    /// placement is).
+    pub(crate) best: u64,
+}
+
+/// Tries to fit the buffers `ids` (live, sorted by start) within `attempt.capacity`, spending
+/// at most `attempt.budget` search nodes. The windowed run goes first (with at most half the
+/// budget); if it neither fits nor returns a complete placement lower than `attempt.best`, the
+/// runs of [`RUNS`] go in parallel on the whole part in rounds of growing budgets (so that a
+/// later run's quick success does not wait for an earlier run to spend a large budget), the
+/// lowest-indexed success of a round winning (its nodes and those of the runs before it are
+/// counted). When nothing fits, the windowed run's complete placement (above the capacity) is
+/// returned.
 pub(crate) fn layered(
     buffers: &[Buffer],
     ids: &[u32],
-    capacity: u64,
-    budget: u64,
+    attempt: Attempt,
     stop: Option<&(dyn Fn() -> bool + Sync)>,
     params: &Params,
 ) -> LargeRun {
+    let Attempt {
+        capacity,
+        budget,
+        scale,
+        best,
+    } = attempt;
     let interrupt = Interrupt {
         stop,
         cancel: None,
         outer: None,
     };
-    let windowed = windowed(buffers, ids, capacity, budget / 2, &interrupt, params);
-    if windowed.outcome == Outcome::Found || interrupt.fired() || !affordable(buffers, ids, params)
+    let windowed = windowed(
+        buffers,
+        ids,
+        capacity,
+        budget / 2,
+        scale,
+        &interrupt,
+        params,
+    );
+    // A complete windowed placement below `best` is an improvement already: the caller's next
+    // attempt (a looser target) comes before the whole-part runs, which cost up to the other
+    // half of the budget and hundreds of MiB at 30,000 buffers and are made when the windowed
+    // run does not improve.
+    let improves = windowed.offsets.len() == ids.len()
+        && ids
+            .iter()
+            .zip(&windowed.offsets)
+            .map(|(&i, &o)| o.saturating_add(buffers[i as usize].size))
+            .max()
+            .is_some_and(|height| height < best);
+    if windowed.outcome == Outcome::Found
+        || improves
+        || interrupt.fired()
+        || !affordable(buffers, ids, params)
     {
         return windowed;
     }
@@ -192,8 +234,15 @@ fn run_one(
     search.check_cells = params.stack_check_cells;
     search.set_mode(branch);
     search.float_long = true;
+    search.work_per_node = params.whole_part_work_per_node;
     let outcome = search.run();
-    let steps = search.steps.min(budget);
+    // Charged by its work where that is more than its nodes: the caller shares time out in
+    // nodes (on a 4,000-buffer training step the runs cost 40,000-50,000 units a node, where
+    // those that succeed on compiler-shaped parts cost 2,000-3,000).
+    let charged = search
+        .steps
+        .max(search.work / params.whole_part_work_per_node.max(1));
+    let steps = charged.min(budget);
     if outcome != Outcome::Found {
         return aborted(steps);
     }

@@ -102,15 +102,23 @@ pub fn solve_with(
     params: &Params,
 ) -> Result<Solution, PackError> {
     check_intervals(buffers)?;
-    unshared(buffers)?;
     let lower = lower_bound(buffers)?;
     let greedy = heuristic::greedy(buffers, params, limits.stop)?;
+    // The search's tables add sizes up without checks, relying on the sum of all sizes to
+    // fit; where it does not (sizes near `u64::MAX` in buffers that never share a step, whose
+    // height fits), the greedy placement (checked) is the answer. Before, such a set was
+    // refused as an overflow of the sum of all sizes.
+    let steps_left = if unshared(buffers).is_ok() {
+        limits.max_steps
+    } else {
+        0
+    };
     let mut solver = Solver {
         buffers,
         params,
         groups: HashMap::new(),
         offsets: greedy.offsets,
-        steps_left: limits.max_steps,
+        steps_left,
         attempt_left: limits.max_steps,
         round_scale: 0,
         steps: 0,
@@ -170,10 +178,28 @@ struct PartState {
     unit: u64,
     /// Whether a layered attempt was made on a part small enough for the exact search.
     tried_layered: bool,
+    /// Whether the first exact attempt (at the part's lower bound) was made.
+    opened: bool,
+    /// Nodes spent so far by each phase of `Goal::Minimize` on an exact part (by [`Phase`]).
+    spent: [u64; 3],
+    /// Attempts of each phase that lowered the part's height.
+    wins: [u64; 3],
+    /// Passes of layered attempts on a large part that closed their room: each pass doubles
+    /// the nodes of the next.
+    large_pass: u32,
     /// Where the capacity-style ladder of `Goal::Minimize` is.
     ladder: Ladder,
     /// The ladder's targets that ran out of nodes or were shown impossible.
     given_up: Vec<u64>,
+}
+
+/// The phases of `Goal::Minimize` on a part small enough for the exact search (see
+/// [`Solver::exact_step`]), in their order on ties.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Layered = 0,
+    Ladder = 1,
+    Bisect = 2,
 }
 
 /// The ladder of `Goal::Minimize` (see [`PartState::next_rung`]).
@@ -408,6 +434,10 @@ impl Solver<'_> {
                     pass_budget: self.params.minimize_first_pass_steps,
                     unit,
                     tried_layered: false,
+                    opened: false,
+                    spent: [0; 3],
+                    wins: [0; 3],
+                    large_pass: 0,
                     ladder: Ladder::Scan {
                         k: 63,
                         m: u64::MAX,
@@ -439,8 +469,10 @@ impl Solver<'_> {
         for state in parts.iter_mut().filter(|s| s.best > capacity) {
             if state.ids.len() > self.params.max_exact_buffers {
                 // The layered attempt proves nothing when it fails.
-                let budget = self.steps_left.min(self.params.max_layered_steps);
-                if !self.layered(state, capacity, budget) {
+                let budget = (state.ids.len() as u64)
+                    .saturating_mul(self.params.layered_nodes_per_buffer)
+                    .min(self.steps_left);
+                if !self.layered(state, capacity, budget, 1, 0) {
                     return Proof::Unproven;
                 }
                 continue;
@@ -545,66 +577,112 @@ impl Solver<'_> {
                 return Proof::Unproven;
             };
             let state = &mut parts[index];
-            let len = state.ids.len();
-            if !state.tried_layered
-                && state.ladder == Ladder::Done
-                && len > 4 * self.params.window
-                && len <= self.params.max_exact_buffers
-                && self.steps_left >= self.params.layered_first_steps
-            {
-                // Long-lived buffers (saved activations) defeat the bottom-up search; one
-                // layered attempt at the bound, with a small budget, often places them. It
-                // comes after the ladder below: before it, on MiniMalloc's J (409 buffers) it
-                // took most of a 2 s limit and the ladder's fit at 1 MiB never ran.
-                state.tried_layered = true;
+            let next = if state.ids.len() > self.params.max_exact_buffers {
+                self.large_step(state, low, high)
+            } else {
+                self.exact_step(state, low, high)
+            };
+            if next.is_none() {
+                return Proof::Unproven;
+            }
+        }
+    }
+
+    /// Whether an attempt with a scheduled budget of `budget` nodes can run. An attempt whose
+    /// budget is more than what is left is not made (the run ends instead), so that a run
+    /// with a budget of `N` nodes makes exactly the attempts that a run with `2N` makes first,
+    /// with the same nodes each: the height never rises with the budget.
+    fn affords(&self, budget: u64) -> bool {
+        budget <= self.steps_left
+    }
+
+    /// One attempt of `Goal::Minimize` on a large part: a layered attempt (which proves
+    /// nothing when it fails) at the lower bound, then at the middle of the room between the
+    /// last target given up on and the best height; when that room is closed, a new pass
+    /// starts from the lower bound with twice the nodes (each window searched with twice as
+    /// many), so that more time is never idle. `None` when the budget is spent.
+    fn large_step(&mut self, state: &mut PartState, low: u64, high: u64) -> Option<()> {
+        let target = match state.gave_up_at {
+            None => low,
+            // More room than the attempt that ran out of budget.
+            Some(gave_up) => gave_up + (high - gave_up).div_ceil(2),
+        };
+        if target >= high {
+            state.gave_up_at = None;
+            state.large_pass += 1;
+            return Some(());
+        }
+        let scale = 1u64 << state.large_pass.min(20);
+        let budget = (state.ids.len() as u64)
+            .saturating_mul(self.params.layered_nodes_per_buffer)
+            .saturating_mul(scale);
+        if !self.affords(budget) {
+            return None;
+        }
+        // A layered attempt proves nothing when it fails: only the room above the attempt's
+        // target narrows (and its complete placement is kept if lower).
+        if !self.layered(state, target, budget, scale, state.best) {
+            state.gave_up_at = Some(target);
+        }
+        Some(())
+    }
+
+    /// One attempt of `Goal::Minimize` on a part small enough for the exact search. The first
+    /// is an exact attempt at the part's lower bound; after it, three phases share the nodes:
+    /// the next attempt is made by the phase that has spent the fewest nodes so far, so that
+    /// none starves the others (before, the ladder ran until it ended, and on compiler-shaped
+    /// parts of 1,000-1,500 buffers its rungs took seconds while the layered attempt that
+    /// reaches the bound in a tenth of the nodes waited). The phases, in this order on ties:
+    /// - the layered attempt at the bound (once, on parts of more than `4 x window` buffers):
+    ///   long-lived buffers (saved activations) defeat the bottom-up search, and the layered
+    ///   attempt often places them;
+    /// - the ladder of round capacities (see [`PartState::next_rung`]): the bisection's
+    ///   cheap attempts at loose targets fail where one fit at such a height succeeds
+    ///   (MiniMalloc's D and J at 1 MiB);
+    /// - passes of bisection with a node budget per attempt that doubles from pass to pass: a
+    ///   pass tries the lower bound, then the middle of the targets between the last one it
+    ///   gave up on (or proved impossible) and the best height found, until they meet. The
+    ///   search is fast at some capacities and slow at others close by, so many cheap attempts
+    ///   first find what one expensive attempt might not. Every height is a sum of sizes, so
+    ///   a multiple of their gcd: targets between two multiples are the same target.
+    ///
+    /// Every budget is fixed by the schedule (never a share of what is left). `None` when
+    /// the budget is spent.
+    fn exact_step(&mut self, state: &mut PartState, low: u64, high: u64) -> Option<()> {
+        let len = state.ids.len();
+        let unit = state.unit;
+        let layered = !state.tried_layered && len > 4 * self.params.window;
+        let ladder = state.ladder != Ladder::Done;
+        let phase = if !state.opened {
+            Phase::Bisect
+        } else {
+            [
+                (layered, Phase::Layered),
+                (ladder, Phase::Ladder),
+                (true, Phase::Bisect),
+            ]
+            .into_iter()
+            .filter(|&(runnable, _)| runnable)
+            .min_by_key(|&(_, phase)| {
+                state.spent[phase as usize] / (1 + state.wins[phase as usize])
+            })
+            .map_or(Phase::Bisect, |(_, phase)| phase)
+        };
+        let (before, best) = (self.steps, state.best);
+        match phase {
+            Phase::Layered => {
                 let budget =
                     (len as u64).saturating_mul(self.params.layered_first_nodes_per_buffer);
-                self.layered(state, low, budget.min(self.steps_left / 4));
-                continue;
+                if !self.affords(budget) {
+                    return None;
+                }
+                state.tried_layered = true;
+                self.layered(state, low, budget, 1, state.best);
             }
-            if state.ids.len() > self.params.max_exact_buffers {
-                let target = match state.gave_up_at {
-                    None => low,
-                    // More room than the attempt that ran out of budget.
-                    Some(gave_up) => gave_up + (high - gave_up).div_ceil(2),
+            Phase::Ladder => {
+                let Some(Rung { target, full }) = state.next_rung(low, high) else {
+                    return Some(());
                 };
-                if target >= high {
-                    return Proof::Unproven;
-                }
-                // A layered attempt proves nothing when it fails: only the room above the
-                // attempt's target narrows (and its complete placement is kept if lower).
-                // It gets half of what is left (its windowed run half of that); an attempt
-                // with fewer than eight nodes per buffer rarely places them all, so none is
-                // made (which also keeps the planner's 20k-node call at a few milliseconds).
-                let budget = (self.steps_left / 2).clamp(1, self.params.max_layered_steps);
-                if budget < 8 * state.ids.len() as u64 {
-                    return Proof::Unproven;
-                }
-                let found = self.layered(state, target, budget);
-                if !found {
-                    state.gave_up_at = Some(target);
-                }
-                continue;
-            }
-            // Passes of bisection with a node budget per attempt that doubles from pass to
-            // pass: a pass tries the lower bound, then the middle of the targets between the
-            // last one it gave up on (or proved impossible) and the best height found, until
-            // they meet. The search is fast at some capacities and slow at others close by,
-            // so many cheap attempts first find what one expensive attempt might not (a
-            // descending sequence of fits from the greedy height finds less: measured on the
-            // MiniMalloc files, the search is weakest at loose capacities). Every height is a
-            // sum of sizes, so a multiple of their gcd: targets between two multiples are the
-            // same target.
-            let unit = state.unit;
-            // Between the first pass's attempt at the lower bound and its bisection, the
-            // ladder of round capacities, loosest first, then halving below the first rung that
-            // fails, each attempt with the node budget of `Goal::Fit`'s first pass: the
-            // bisection's cheap attempts at loose targets fail where one fit at such a height
-            // succeeds (MiniMalloc's D and J at 1 MiB), so this makes Minimize no worse than a
-            // fit there. `Params::ladder_aborts` attempts that run out of nodes end it.
-            if state.pass_started
-                && let Some(Rung { target, full }) = state.next_rung(low, high)
-            {
                 // A scan's rung after the first has fewer nodes than a fit's first pass, in
                 // the same rounds: a fit there that succeeds within them succeeds here with
                 // the same nodes, and a rung that fails costs less. The first (1 MiB on
@@ -622,54 +700,79 @@ impl Solver<'_> {
                         .saturating_mul(PORTFOLIO.len() as u64)
                         .saturating_mul(rounds)
                 };
-                self.attempt_left = budget.min(self.steps_left).max(1);
+                if !self.affords(budget) {
+                    return None;
+                }
+                self.attempt_left = budget.max(1);
                 self.round_scale = self.params.fit_first_pass_steps;
                 let outcome = self.attempt(state, target);
                 self.round_scale = 0;
                 state.rung_ended(target, outcome, self.params.ladder_aborts);
-                continue;
             }
-            let from = if state.pass_started {
-                state.pass_from.max(low).div_ceil(unit).saturating_mul(unit)
-            } else {
-                low
-            };
-            if from >= high {
-                // The next pass retries from the lower bound with twice the budget, so that a
-                // target one attempt gave up on gets as many nodes as `Goal::Fit` would spend
-                // on it, given time.
-                state.pass_budget = state.pass_budget.saturating_mul(2);
-                state.pass_started = false;
-                continue;
-            }
-            let target = if state.pass_started {
-                from + (high - 1 - from) / unit / 2 * unit
-            } else {
-                low
-            };
-            state.pass_started = true;
-            // At most a quarter of what is left, so that a hard target does not take it all.
-            self.attempt_left = state.pass_budget.min(self.steps_left / 4).max(1);
-            match self.attempt(state, target) {
-                Outcome::Found => {}
-                Outcome::Exhausted => {
-                    state.low = target + unit;
-                    state.pass_from = target + unit;
+            Phase::Bisect => {
+                let from = if state.pass_started {
+                    state.pass_from.max(low).div_ceil(unit).saturating_mul(unit)
+                } else {
+                    low
+                };
+                if from >= high {
+                    // The next pass retries from the lower bound with twice the budget, so
+                    // that a target one attempt gave up on gets as many nodes as `Goal::Fit`
+                    // would spend on it, given time.
+                    state.pass_budget = state.pass_budget.saturating_mul(2);
+                    state.pass_started = false;
+                    return Some(());
                 }
-                Outcome::Aborted => state.pass_from = target + 1,
+                let target = if state.pass_started {
+                    from + (high - 1 - from) / unit / 2 * unit
+                } else {
+                    low
+                };
+                if !self.affords(state.pass_budget) {
+                    return None;
+                }
+                state.pass_started = true;
+                state.opened = true;
+                self.attempt_left = state.pass_budget.max(1);
+                match self.attempt(state, target) {
+                    Outcome::Found => {}
+                    Outcome::Exhausted => {
+                        state.low = target + unit;
+                        state.pass_from = target + unit;
+                    }
+                    Outcome::Aborted => state.pass_from = target + 1,
+                }
             }
         }
+        state.spent[phase as usize] += self.steps - before;
+        if state.best < best {
+            state.wins[phase as usize] += 1;
+        }
+        Some(())
     }
 
     /// One layered attempt (large parts) to fit `state`'s part within `capacity`; true when
     /// it did. Its placement is kept when it fits, or when it is complete and lower than the
     /// part's current one.
-    fn layered(&mut self, state: &mut PartState, capacity: u64, budget: u64) -> bool {
+    /// `best`: a complete windowed placement below it ends the attempt (see
+    /// `scale::layered`).
+    fn layered(
+        &mut self,
+        state: &mut PartState,
+        capacity: u64,
+        budget: u64,
+        scale: u64,
+        best: u64,
+    ) -> bool {
         let run = scale::layered(
             self.buffers,
             &state.ids,
-            capacity,
-            budget,
+            scale::Attempt {
+                capacity,
+                budget,
+                scale,
+                best,
+            },
             self.stop,
             self.params,
         );

@@ -8,6 +8,9 @@
 //!
 //! Invariants: every offset is 0 or the end of a live buffer below it, and no two buffers that
 //! share a step overlap. A sweep cut short by `stop` has placed a prefix of its order, validly.
+//! Offsets stay within the sum of the sizes of the buffers of one independent part, but that
+//! sum may exceed `u64::MAX` where the height does not: every top is checked, and an overflow
+//! ends the sweep ([`Cut::Overflow`]).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -61,12 +64,13 @@ impl FreeList {
         Some(length)
     }
 
-    /// Occupies `[offset, offset + size)`: the bottom of a gap, or the top (from `find`).
-    fn occupy(&mut self, offset: u64, size: u64) {
+    /// Occupies `[offset, top)`, `top = offset + size`: the bottom of a gap, or the top
+    /// (from `find`).
+    fn occupy(&mut self, offset: u64, size: u64, top: u64) {
         if let Some(length) = self.remove_gap(offset) {
-            self.add_gap(offset + size, length - size);
+            self.add_gap(top, length - size);
         }
-        self.occupied.insert(offset, offset + size);
+        self.occupied.insert(offset, top);
     }
 
     /// Frees the live range starting at `offset`; its gap merges with the gaps beside it.
@@ -87,30 +91,42 @@ impl FreeList {
     }
 }
 
-/// Places the buffers of `order` (live, sorted by start) one by one; returns the height.
-pub(crate) fn sweep(buffers: &[Buffer], order: &[u32], fit: Fit, offsets: &mut [u64]) -> u64 {
-    match sweep_until(buffers, order, fit, offsets, None) {
-        Ok(height) | Err((_, height)) => height,
-    }
+/// Why a sweep ended before its last buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// `stop` fired: a prefix of the order has its offsets (a valid placement of those), the
+    /// others are untouched.
+    Stopped,
+    /// A buffer's top would exceed `u64::MAX`.
+    Overflow,
+}
+
+/// Places the buffers of `order` (live, sorted by start) one by one; returns the height, or
+/// `None` when a top would exceed `u64::MAX`.
+pub(crate) fn sweep(
+    buffers: &[Buffer],
+    order: &[u32],
+    fit: Fit,
+    offsets: &mut [u64],
+) -> Option<u64> {
+    sweep_until(buffers, order, fit, offsets, None).ok()
 }
 
 /// [`sweep`], polling `stop` every 1,024 buffers (before the first one too, so a stop already
-/// set costs nothing). When it fires, `Err((placed, height))`: the first `placed` buffers of
-/// `order` have their offsets (a valid placement of those, of that height), the others are
-/// untouched.
+/// set costs nothing).
 pub(crate) fn sweep_until(
     buffers: &[Buffer],
     order: &[u32],
     fit: Fit,
     offsets: &mut [u64],
     stop: Option<&(dyn Fn() -> bool + Sync)>,
-) -> Result<u64, (usize, u64)> {
+) -> Result<u64, Cut> {
     let mut free = FreeList::default();
     let mut ending: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     let mut height = 0u64;
     for (k, &i) in order.iter().enumerate() {
         if k % 1024 == 0 && stop.is_some_and(|stop| stop()) {
-            return Err((k, height));
+            return Err(Cut::Stopped);
         }
         let b = &buffers[i as usize];
         while let Some(&Reverse((end, j))) = ending.peek() {
@@ -121,9 +137,10 @@ pub(crate) fn sweep_until(
             free.release(offsets[j as usize]);
         }
         let offset = free.find(b.size, fit);
-        free.occupy(offset, b.size);
+        let top = offset.checked_add(b.size).ok_or(Cut::Overflow)?;
+        free.occupy(offset, b.size, top);
         offsets[i as usize] = offset;
-        height = height.max(offset + b.size);
+        height = height.max(top);
         ending.push(Reverse((b.end, i)));
     }
     Ok(height)

@@ -7,6 +7,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use arena_pack::synth::Style;
 use arena_pack::{self as pack, Buffer, Goal, Limits, csv, synth};
 use clap::Args;
 
@@ -26,7 +27,7 @@ pub struct BenchPackArgs {
     #[arg(long, value_name = "SECS", default_value = "5")]
     pub minimize_time_limit: String,
     /// Search-node budget per instance.
-    #[arg(long, value_name = "NODES", default_value_t = 50_000_000)]
+    #[arg(long, value_name = "NODES", default_value_t = 10_000_000_000)]
     pub max_steps: u64,
     /// Sizes (buffer counts) of the synthetic inference workloads (`synth::transformer`).
     #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 20_000, 50_000])]
@@ -305,7 +306,8 @@ fn hot_path() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// A real-shaped set: its name and its generator.
+/// A real-shaped set: its name and its generator. The `xla-*` and `somas-*` sets are
+/// compiler-shaped training steps (`synth::compiler`, IOPDDL-like and SOMAS-like).
 type RealSet = (&'static str, fn() -> Vec<Buffer>);
 
 /// The real-shaped sets.
@@ -319,6 +321,15 @@ fn real_sets() -> Vec<RealSet> {
         ("gpt-infer-60k", || synth::transformer(12, 60_000)),
         ("gpt-infer-100k", || synth::transformer(13, 100_000)),
         ("co-live-50k", || synth::co_live(1, 50_000)),
+        ("xla-1k", || synth::compiler(5, 1_000, Style::Xla)),
+        ("somas-1k", || synth::compiler(2, 1_000, Style::Somas)),
+        ("xla-20k", || synth::compiler(2, 20_000, Style::Xla)),
+        ("xla-30k", || synth::compiler(1, 30_000, Style::Xla)),
+        ("somas-30k", || synth::compiler(4, 30_000, Style::Somas)),
+        ("xla-60k", || synth::compiler(5, 60_000, Style::Xla)),
+        ("somas-60k", || synth::compiler(6, 60_000, Style::Somas)),
+        ("gpt-infer-1m", || synth::transformer(13, 1_000_000)),
+        ("gpt-train-1m-rc", || synth::training(3, 1_000_000, true)),
     ]
 }
 
@@ -474,7 +485,7 @@ fn limits(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
     let mut worst = 0f64;
     for (name, generate) in real_sets() {
         let buffers = generate();
-        if buffers.len() < 100_000
+        if !(100_000..500_000).contains(&buffers.len())
             || args
                 .only
                 .as_ref()

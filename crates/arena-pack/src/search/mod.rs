@@ -86,6 +86,13 @@ pub(crate) struct Search<'a> {
     interrupt: &'a Interrupt<'a>,
     /// Nodes visited.
     pub(crate) steps: u64,
+    /// Work done: buffers whose floor a move examined and (section, buffer) cells the
+    /// stacking checks read; a node of a part with long-lived buffers costs thousands.
+    pub(crate) work: u64,
+    /// When not 0, the run also ends (aborted) once `work` passes `budget` times this: on
+    /// whole-part runs a node can cost a thousand times another, and the caller shares out
+    /// nodes as a measure of time.
+    pub(crate) work_per_node: u64,
     /// On `Found`, the offset of every local buffer.
     pub(crate) offsets: Vec<u64>,
     placed: Vec<bool>,
@@ -163,6 +170,8 @@ impl<'a> Search<'a> {
             budget,
             interrupt,
             steps: 0,
+            work: 0,
+            work_per_node: 0,
             offsets: vec![0; n],
             placed: vec![false; n],
             remaining: part.totals.clone(),
@@ -318,7 +327,11 @@ impl<'a> Search<'a> {
     /// Opens a node at the current state: its leftmost lowest point and its candidates.
     fn enter(&mut self) -> Entered {
         self.steps += 1;
-        if self.steps > self.budget || (self.steps.is_multiple_of(1024) && self.interrupt.fired()) {
+        if self.steps > self.budget
+            || (self.work_per_node > 0
+                && self.work > self.budget.saturating_mul(self.work_per_node))
+            || (self.steps.is_multiple_of(1024) && self.interrupt.fired())
+        {
             return Entered::Aborted;
         }
         let (section, key) = self.tree.leftmost_min();

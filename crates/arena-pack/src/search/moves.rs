@@ -97,6 +97,7 @@ impl Search<'_> {
     ) -> bool {
         let part = self.part;
         let (mut from, mut to) = sections;
+        self.work = self.work.saturating_add(ids.len() as u64);
         for &w in ids {
             let w = w as usize;
             if !self.placed[w] && self.bfloor[w] < level {
@@ -148,6 +149,7 @@ impl Search<'_> {
                 continue;
             }
             cells += part.covering(t).len();
+            self.work = self.work.saturating_add(part.covering(t).len() as u64);
             if cells > self.check_cells {
                 return true;
             }

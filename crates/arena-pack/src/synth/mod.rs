@@ -18,10 +18,12 @@
 //! live to the end (as cached states do). Sizes follow `rows x width x 2 bytes` rounded up to
 //! 256; `rows` changes between stages of the model.
 
+mod compiler;
 mod resnet;
 mod stress;
 mod training;
 
+pub use compiler::{Compiler, Style, compiler};
 pub use resnet::resnet50;
 pub use stress::co_live;
 pub use training::{Training, training};
