@@ -474,6 +474,30 @@ fn the_extensible_kv_cache_of_0_34() {
 /// estimate; the first worker), as the derivation gives them: no log checks them (docs/engines.md).
 const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
+        "vllm-0.19",
+        "llama-3.1-8b",
+        16094076928,
+        2023837696,
+        443584,
+        907873749,
+    ),
+    (
+        "vllm-0.19",
+        "qwen3-30b-a3b",
+        61074731008,
+        2870745088,
+        125264,
+        1470896229,
+    ),
+    (
+        "vllm-0.19",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3004962816,
+        618528,
+        2348272927,
+    ),
+    (
         "vllm-0.20",
         "llama-3.1-8b",
         16094076928,
@@ -766,12 +790,14 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
 #[test]
 fn the_whole_figures_are_pinned() {
     let mut got = Vec::new();
-    for (folder, _) in FOLDERS {
+    // 0.19 first, at its own defaults, for the comparison docs/engines.md makes.
+    let folders = std::iter::once("vllm-0.19").chain(FOLDERS.iter().map(|(f, _)| *f));
+    for folder in folders {
         for name in [LLAMA, QWEN3_MOE, QWEN3_NEXT] {
             let s = predict(folder, name);
             let w = &s.workers[0];
             got.push((
-                *folder,
+                folder,
                 name,
                 w.weights,
                 w.activation_peak,

@@ -62,6 +62,12 @@ impl BudgetMechanism {
     pub(crate) fn needs_measured_margins(self) -> bool {
         matches!(self, BudgetMechanism::VllmMeasured)
     }
+
+    /// Whether the captured graphs' memory is taken from the KV budget whatever
+    /// `kv_cache.subtract_cuda_graph_estimate` says (it is measured with the rest).
+    pub(crate) fn counts_cuda_graphs(self) -> bool {
+        matches!(self, BudgetMechanism::VllmMeasured)
+    }
 }
 
 /// How an engine counts the KV tokens it prints.

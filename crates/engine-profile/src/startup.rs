@@ -242,7 +242,8 @@ pub struct Startup {
     pub kv_layout: KvLayout,
     /// The CUDA-graph estimate, bytes: the largest over the workers.
     pub cuda_graph_estimate: u64,
-    /// Whether the engine takes the estimate from the KV budget.
+    /// Whether the engine takes the estimate (or the graphs' measured pool) from the KV
+    /// budget.
     pub cuda_graph_subtracted: bool,
     /// The verdict.
     pub verdict: Verdict,
@@ -563,7 +564,8 @@ impl EngineProfile {
             kv_blocks: blocks,
             kv_layout: layout,
             cuda_graph_estimate,
-            cuda_graph_subtracted: self.facts.kv.subtract_cuda_graph_estimate,
+            cuda_graph_subtracted: self.facts.kv.subtract_cuda_graph_estimate
+                || self.facts.kv.budget.is_some_and(|b| b.counts_cuda_graphs()),
             verdict,
             releases: self.facts.releases.clone(),
             unsettled: self.facts.unsettled.clone(),
