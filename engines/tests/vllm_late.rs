@@ -20,7 +20,8 @@ const FOLDERS: &[(&str, &[&str])] = &[
     ("vllm-0.22", &["0.22.0", "0.22.1"]),
     ("vllm-0.23", &["0.23.0"]),
     ("vllm-0.24", &["0.24.0"]),
-    ("vllm-0.25", &["0.25.0", "0.25.1", "0.26.0"]),
+    ("vllm-0.25", &["0.25.0", "0.25.1"]),
+    ("vllm-0.26", &["0.26.0"]),
     ("vllm-0.27", &["0.27.0", "0.27.1"]),
     ("vllm-0.28", &["0.28.0"]),
     ("vllm-0.29", &["0.29.0", "0.30.0"]),
@@ -195,6 +196,7 @@ fn from_0_20_the_estimate_is_subtracted_at_0_92() {
         "vllm-0.23",
         "vllm-0.24",
         "vllm-0.25",
+        "vllm-0.26",
     ] {
         for name in [LLAMA, QWEN3_MOE, QWEN3_NEXT] {
             let s = predict(folder, name);
@@ -236,6 +238,7 @@ fn flashinfer_cutlass_moe_from_0_20_to_0_22() {
         "vllm-0.23",
         "vllm-0.24",
         "vllm-0.25",
+        "vllm-0.26",
         "vllm-0.27",
         "vllm-0.28",
     ] {
@@ -298,7 +301,8 @@ fn printed_tokens_follow_the_concurrency_from_0_21() {
 /// - V2 (Llama from 0.23) before 0.27: hidden states 67,108,864 + gathered rows 1,024 x 4,096 x
 ///   2 = 8,388,608 + logits 262,668,288 + the float32 copy 525,336,576 + gumbel's partials
 ///   1,024 x ceil(128,256 / 1,024) x 12 = 1,548,288: 865,050,624 B;
-/// - V2 from 0.27 (no copy when no request needs processing): 339,714,048 B;
+/// - V2 from 0.26 (0.26 applies the parameters to the model-dtype logits in place; 0.27 copies
+///   again, but not when no request needs processing): 339,714,048 B;
 /// - V2 from 0.33 (the warm-up-param pass copies again): 865,050,624 B.
 #[test]
 fn the_sampler_warm_up_per_runner_and_release() {
@@ -310,7 +314,13 @@ fn the_sampler_warm_up_per_runner_and_release() {
     for folder in ["vllm-0.23", "vllm-0.24", "vllm-0.25"] {
         assert_eq!(first(folder, LLAMA).sampler_live, 865_050_624, "{folder}");
     }
-    for folder in ["vllm-0.27", "vllm-0.28", "vllm-0.29", "vllm-0.31"] {
+    for folder in [
+        "vllm-0.26",
+        "vllm-0.27",
+        "vllm-0.28",
+        "vllm-0.29",
+        "vllm-0.31",
+    ] {
         assert_eq!(first(folder, LLAMA).sampler_live, 339_714_048, "{folder}");
     }
     for folder in ["vllm-0.33", "vllm-0.34"] {
@@ -352,6 +362,7 @@ fn the_cuda_graph_estimate_per_runner() {
         "vllm-0.23",
         "vllm-0.24",
         "vllm-0.25",
+        "vllm-0.26",
         "vllm-0.27",
         "vllm-0.28",
     ] {
@@ -376,7 +387,7 @@ fn the_cuda_graph_estimate_per_runner() {
 /// from 0.29: 1,024 x 151,936 x 4 + 2 x 1,024 x 4,748 x 4 = 661,225,472 B.
 #[test]
 fn from_0_27_the_budget_counts_the_runner_buffers() {
-    for folder in ["vllm-0.23", "vllm-0.25"] {
+    for folder in ["vllm-0.23", "vllm-0.26"] {
         assert_eq!(first(folder, LLAMA).resident, 0, "{folder}");
     }
     for folder in [
@@ -407,7 +418,7 @@ fn from_0_27_the_budget_counts_the_runner_buffers() {
 /// turns it off. Up to 0.27 the default is off.
 #[test]
 fn a_hybrid_model_needs_prefix_caching_off_from_0_28() {
-    for folder in ["vllm-0.27", "vllm-0.25"] {
+    for folder in ["vllm-0.27", "vllm-0.26", "vllm-0.25"] {
         assert!(try_predict(folder, QWEN3_NEXT, None).is_ok(), "{folder}");
     }
     for folder in ["vllm-0.28", "vllm-0.29", "vllm-0.34"] {
@@ -635,6 +646,30 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     ),
     (
         "vllm-0.25",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3006011392,
+        2145581,
+        2348272927,
+    ),
+    (
+        "vllm-0.26",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        464432,
+        0,
+    ),
+    (
+        "vllm-0.26",
+        "qwen3-30b-a3b",
+        61074731008,
+        2871793664,
+        127600,
+        1470896229,
+    ),
+    (
+        "vllm-0.26",
         "qwen3-next-80b-a3b",
         40887831680,
         3006011392,
