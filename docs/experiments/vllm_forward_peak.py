@@ -117,7 +117,7 @@ def selftest():
     print("selftest: 1 passed, 0 failed")
 
 
-def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len):
+def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len, max_num_batched_tokens):
     # Workers are forked so that the patch below is theirs too; one process when PP is 1.
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0" if pp == 1 else "1")
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
@@ -142,11 +142,15 @@ def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len):
 
     model_dir = tempfile.mkdtemp(prefix="vllm-forward-peak-")
     shutil.copy(config, os.path.join(model_dir, "config.json"))
+    # `LLM()` takes the offline defaults (engine/arg_utils.py get_batch_defaults,
+    # UsageContext.LLM_CLASS: 16384 batched tokens on an H100), not `vllm serve`'s 8192, which
+    # the logs and the plan's `tokens` are: pass serve's explicitly.
     LLM(
         model=model_dir,
         load_format="dummy",
         skip_tokenizer_init=True,
         max_model_len=max_model_len,
+        max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
         pipeline_parallel_size=pp,
         gpu_memory_utilization=gpu_memory_utilization,
@@ -163,12 +167,20 @@ def main():
     r.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (GPUs)")
     r.add_argument("--gpu-memory-utilization", type=float, default=0.95)
     r.add_argument("--max-model-len", type=int, default=8192)
+    r.add_argument("--max-num-batched-tokens", type=int, default=8192, help="serve's on an H100")
     a = sub.add_parser("analyze", help="the live blocks at the peak of a snapshot")
     a.add_argument("snapshot")
     sub.add_parser("selftest", help="check the trace replay on a made-up trace")
     args = parser.parse_args()
     if args.command == "run":
-        run(args.config, args.max_num_seqs, args.pp, args.gpu_memory_utilization, args.max_model_len)
+        run(
+            args.config,
+            args.max_num_seqs,
+            args.pp,
+            args.gpu_memory_utilization,
+            args.max_model_len,
+            args.max_num_batched_tokens,
+        )
     elif args.command == "analyze":
         analyze(args.snapshot)
     else:

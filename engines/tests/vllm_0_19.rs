@@ -86,6 +86,7 @@ fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
         enforce_eager: false,
         mm_limit_per_prompt: None,
         block_size: None,
+        enable_prefix_caching: None,
         model,
     }
 }
@@ -135,6 +136,7 @@ fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
         enforce_eager: false,
         mm_limit_per_prompt: None,
         block_size: None,
+        enable_prefix_caching: None,
         model,
     }
 }

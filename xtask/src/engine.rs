@@ -112,25 +112,16 @@ pub fn run_plan(
         enforce_eager: engine.enforce_eager,
         mm_limit_per_prompt: crate::inputs::settings::image_limit(args)?,
         block_size: engine.block_size,
+        enable_prefix_caching: if engine.enable_prefix_caching {
+            Some(true)
+        } else if engine.no_enable_prefix_caching {
+            Some(false)
+        } else {
+            None
+        },
         model,
     };
     let startup = predict(&profile, &circuits, &run).map_err(|e| with_flags(e, engine, args))?;
-    // Asked for explicitly, prefix caching on a model with recurrent state switches vLLM's
-    // Mamba cache to per-block states (models/config.py: mamba_cache_mode "all" or "align",
-    // mamba_block_size = block_size), a layout not modelled; by default vLLM leaves it off for
-    // such models (config/model.py is_prefix_caching_supported).
-    let recurrent = startup
-        .kv_layout
-        .groups
-        .iter()
-        .any(|g| g.kind == engine_profile::LayerKind::Recurrent);
-    if engine.enable_prefix_caching && recurrent {
-        return Err(format!(
-            "{}: --enable-prefix-caching on a model with recurrent state: vLLM then keeps the state per block (mamba_cache_mode \"align\" or \"all\"), which is not modelled; drop the flag (vLLM's default leaves prefix caching off for this model)",
-            files.origin
-        )
-        .into());
-    }
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)
         .map_err(|e| with_flags(e, engine, args))?;
     match args.format {
@@ -271,6 +262,7 @@ pub fn bench() -> Result<(), CliError> {
             enforce_eager: false,
             mm_limit_per_prompt: None,
             block_size: None,
+            enable_prefix_caching: None,
             model,
         };
         let s = predict(&profile, &circuits, &run)?;
@@ -314,6 +306,36 @@ pub fn bench() -> Result<(), CliError> {
                 ),
             );
         }
+    }
+    print_checked_releases(&cases)?;
+    Ok(())
+}
+
+/// Which modelled releases a start-up log checks (a case of data/vllm/cases.json names its
+/// `vllm_version`) and which are derived from the source only, one line per engine folder.
+fn print_checked_releases(cases: &[serde_json::Value]) -> Result<(), CliError> {
+    outln!();
+    outln!(
+        "releases  checked: a start-up log of the release is among the cases; derived: from the source only"
+    );
+    for folder in engines::catalogue()? {
+        let logs = |r: &str| {
+            cases
+                .iter()
+                .filter(|c| c["vllm_version"].as_str() == Some(r))
+                .count()
+        };
+        let (checked, derived): (Vec<&String>, Vec<&String>) =
+            folder.releases.iter().partition(|r| logs(r) > 0);
+        let mut parts: Vec<String> = checked
+            .iter()
+            .map(|r| format!("{r} checked ({} logs)", logs(r)))
+            .collect();
+        if !derived.is_empty() {
+            let list: Vec<&str> = derived.iter().map(|r| r.as_str()).collect();
+            parts.push(format!("{} derived only", list.join(", ")));
+        }
+        outln!("  {:<12} {}", folder.folder, parts.join("; "));
     }
     Ok(())
 }

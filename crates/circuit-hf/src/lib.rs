@@ -206,32 +206,36 @@ pub(crate) fn import_shaped(
     };
     Ok(built
         .into_iter()
-        .map(|b| Import {
-            circuit: b.circuit,
-            model_type,
-            keys_read: keys_read.clone(),
-            keys_ignored: keys_ignored.clone(),
-            defaults: defaults.clone(),
-            dtype,
-            stored_dtype,
-            kv_cache_format: kv_cache_format.clone(),
-            quantization: b.quantization,
-            side_files_ignored: side_files_ignored.clone(),
-            facts: ModelFacts {
-                model_type: model_type.name().to_owned(),
-                architecture: unwrapped
-                    .as_ref()
-                    .map_or(model_type.causal_lm_class(), |u| u.wrapper.class)
-                    .to_owned(),
-                dtype: dtype.to_format(),
-                max_position_embeddings: arch.context,
-                rope: arch.rope.clone(),
-                vocab_size: arch.vocab,
-                num_attention_heads: arch.heads,
-                attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),
-                vision_encoder: arch.vision.is_some(),
-                encoder: arch.vision.as_ref().and_then(|t| t.encoder),
-            },
+        .map(|b| {
+            let checkpoint_quantized = b.quantization.as_ref().is_some_and(|q| !q.at_load);
+            Import {
+                circuit: b.circuit,
+                model_type,
+                keys_read: keys_read.clone(),
+                keys_ignored: keys_ignored.clone(),
+                defaults: defaults.clone(),
+                dtype,
+                stored_dtype,
+                kv_cache_format: kv_cache_format.clone(),
+                quantization: b.quantization,
+                side_files_ignored: side_files_ignored.clone(),
+                facts: ModelFacts {
+                    model_type: model_type.name().to_owned(),
+                    architecture: unwrapped
+                        .as_ref()
+                        .map_or(model_type.causal_lm_class(), |u| u.wrapper.class)
+                        .to_owned(),
+                    dtype: dtype.to_format(),
+                    max_position_embeddings: arch.context,
+                    rope: arch.rope.clone(),
+                    vocab_size: arch.vocab,
+                    num_attention_heads: arch.heads,
+                    attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),
+                    vision_encoder: arch.vision.is_some(),
+                    encoder: arch.vision.as_ref().and_then(|t| t.encoder),
+                    checkpoint_quantized,
+                },
+            }
         })
         .collect())
 }

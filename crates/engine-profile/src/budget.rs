@@ -75,23 +75,14 @@ impl EngineProfile {
         // ceil(target / block size) x groups of them on every worker, and the worker that
         // needs the most memory sets the utilization. The CUDA-graph estimate counts where the
         // engine subtracts it.
-        let blocks = startup
-            .kv_layout
-            .blocks_for_tokens(target_kv_tokens)
+        let blocks = profile
+            .blocks_for_printed_tokens(&startup.kv_layout, target_kv_tokens, startup.max_model_len)
             .ok_or_else(overflow)?;
-        let graphs = |w: &Worker| {
-            if profile.facts.kv.subtract_cuda_graph_estimate {
-                w.cuda_graph.total
-            } else {
-                0
-            }
-        };
         let needed = startup
             .workers
             .iter()
-            .map(|w| {
-                w.non_kv()?
-                    .checked_add(graphs(w))?
+            .map(|w: &Worker| {
+                w.counted_non_kv
                     .checked_add(blocks.checked_mul(w.block_bytes)?)
             })
             .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))

@@ -1,7 +1,8 @@
 //! The CUDA-graph estimate of a worker: the sizes each mode captures (the engine file's
 //! candidate ranges clipped at the largest captured size, the model class's own when the file
-//! gives one, and at each mode's largest), then the first capture once (the modes share one
-//! pool) plus every further capture of every mode.
+//! gives one, its extra sizes when at most that, and at each mode's largest), then the first
+//! capture once (the modes share one pool) plus every further capture of every mode, unless the
+//! file names another way to form the estimate (`cuda_graph.estimate`, mechanisms.rs).
 //!
 //! Invariants: a range that would list more than 65,536 sizes is refused (an engine captures
 //! tens); every sum is checked.
@@ -46,6 +47,12 @@ impl EngineProfile {
                 size = size.checked_add(r.step).ok_or_else(overflow)?;
             }
         }
+        for extra in &facts.extra_sizes {
+            let size = extra.eval(env)?;
+            if size <= max {
+                sizes.push(size);
+            }
+        }
         sizes.sort_unstable();
         sizes.dedup();
         let mut captures = Vec::new();
@@ -55,19 +62,26 @@ impl EngineProfile {
             captures.push((mode.clone(), count));
         }
         let first = facts.first_capture_bytes.eval(env)?;
-        let per = facts
-            .per_capture_bytes
-            .eval(env)?
-            .max(facts.min_per_capture_bytes);
-        let mut total = if captures.iter().any(|(_, n)| *n > 0) {
-            first
-        } else {
-            0
+        let per_unfloored = facts.per_capture_bytes.eval(env)?;
+        let per = per_unfloored.max(facts.min_per_capture_bytes);
+        let total = match facts.estimate {
+            Some(mechanism) => {
+                crate::mechanisms::cuda_graph_total(mechanism, &captures, first, per, per_unfloored)
+                    .ok_or_else(overflow)?
+            }
+            None => {
+                let mut total = if captures.iter().any(|(_, n)| *n > 0) {
+                    first
+                } else {
+                    0
+                };
+                for (_, n) in &captures {
+                    let further = n.saturating_sub(1).checked_mul(per).ok_or_else(overflow)?;
+                    total = total.checked_add(further).ok_or_else(overflow)?;
+                }
+                total
+            }
         };
-        for (_, n) in &captures {
-            let further = n.saturating_sub(1).checked_mul(per).ok_or_else(overflow)?;
-            total = total.checked_add(further).ok_or_else(overflow)?;
-        }
         Ok(CudaGraphEstimate {
             captures,
             first_capture: first,

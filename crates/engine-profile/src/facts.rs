@@ -11,8 +11,9 @@ use model_facts::{LoadRules, Mxfp4ExpertLayout, TowerBuild};
 
 use crate::EngineError;
 use crate::file::{
-    DefaultsRule, EngineFile, Execution, KvLayoutMechanism, ModelLenMechanism, NonTorchDecl,
-    SizeRange, StageFilter, TermDecl,
+    BudgetMechanism, CudaGraphEstimateMechanism, DefaultsRule, EngineFile, Execution,
+    KvLayoutMechanism, ModelLenMechanism, NonTorchDecl, PrintedTokensMechanism, SizeRange,
+    StageFilter, TermDecl, UnsettledDecl,
 };
 use crate::formula::{Env, Formula};
 
@@ -79,11 +80,17 @@ pub(crate) struct KvFacts {
     pub(crate) per_request_recurrent: Formula,
     pub(crate) recurrent_attention_block: Formula,
     pub(crate) recurrent_block: Formula,
+    pub(crate) budget: Option<BudgetMechanism>,
+    /// `kv_cache.measured`: (margin floor bytes, margin fraction).
+    pub(crate) measured: Option<(u64, f64)>,
+    pub(crate) printed_tokens: Option<PrintedTokensMechanism>,
+    pub(crate) recurrent_prefix_caching_by_default: bool,
 }
 
 /// The multimodal encoder's profile.
 #[derive(Debug, Clone)]
 pub(crate) struct EncoderFacts {
+    pub(crate) profiled: bool,
     pub(crate) source: String,
     pub(crate) items: Formula,
     pub(crate) default_limit_per_prompt: u64,
@@ -99,6 +106,7 @@ pub(crate) struct ProfileRunFacts {
     pub(crate) persistent: Vec<Term>,
     pub(crate) forward_held: Vec<Term>,
     pub(crate) sampler_live: Vec<Term>,
+    pub(crate) resident: Vec<Term>,
     pub(crate) encoder: Option<EncoderFacts>,
 }
 
@@ -108,7 +116,9 @@ pub(crate) struct CudaGraphFacts {
     pub(crate) max_capture_size: Formula,
     pub(crate) architecture: Vec<(String, Formula)>,
     pub(crate) capture_sizes: Vec<SizeRange>,
+    pub(crate) extra_sizes: Vec<Formula>,
     pub(crate) modes: Vec<(String, Formula)>,
+    pub(crate) estimate: Option<CudaGraphEstimateMechanism>,
     pub(crate) first_capture_bytes: Formula,
     pub(crate) per_capture_bytes: Formula,
     pub(crate) min_per_capture_bytes: u64,
@@ -130,6 +140,7 @@ pub(crate) struct Facts {
     pub(crate) rotary_dtype: Vec<(String, Format)>,
     pub(crate) non_torch: NonTorchDecl,
     pub(crate) cuda_graph: CudaGraphFacts,
+    pub(crate) unsettled: Vec<UnsettledDecl>,
 }
 
 impl Facts {
@@ -195,7 +206,28 @@ impl Facts {
                 "kv_cache.default_gpu_memory_utilization = {util}: must be in (0, 1]"
             )));
         }
+        let measured = match (kv.budget, &kv.measured) {
+            (Some(b), None) if b.needs_measured_margins() => {
+                return Err(bad(format!(
+                    "kv_cache.budget = {:?} needs [kv_cache.measured] (margin_floor_bytes, margin_fraction)",
+                    b.name()
+                )));
+            }
+            (_, Some(m)) if !(m.margin_fraction.is_finite() && m.margin_fraction >= 0.0) => {
+                return Err(bad(format!(
+                    "kv_cache.measured.margin_fraction = {}: must be a finite number of at least 0",
+                    m.margin_fraction
+                )));
+            }
+            (_, m) => m
+                .as_ref()
+                .map(|m| (m.margin_floor_bytes, m.margin_fraction)),
+        };
         let kv = KvFacts {
+            budget: kv.budget,
+            measured,
+            printed_tokens: kv.printed_tokens,
+            recurrent_prefix_caching_by_default: kv.recurrent.prefix_caching_by_default,
             default_gpu_memory_utilization: util,
             layout: kv.layout,
             block_size: kv.block_size,
@@ -219,6 +251,7 @@ impl Facts {
         let encoder = match &run.encoder {
             None => None,
             Some(e) => Some(EncoderFacts {
+                profiled: e.profiled,
                 source: e.source.clone(),
                 items: formula("profile_run.encoder.items", &e.items)?,
                 default_limit_per_prompt: e.default_limit_per_prompt,
@@ -232,6 +265,7 @@ impl Facts {
             persistent: terms("profile_run.persistent", &run.persistent)?,
             forward_held: terms("profile_run.forward_held", &run.forward_held)?,
             sampler_live: terms("profile_run.sampler_live", &run.sampler_live)?,
+            resident: terms("profile_run.resident", &run.resident)?,
             encoder,
         };
         let g = &file.cuda_graph;
@@ -246,6 +280,13 @@ impl Facts {
                 })
                 .collect::<Result<_, EngineError>>()?,
             capture_sizes: g.capture_sizes.clone(),
+            extra_sizes: g
+                .extra_sizes
+                .iter()
+                .enumerate()
+                .map(|(i, text)| formula(&format!("cuda_graph.extra_sizes[{i}]"), text))
+                .collect::<Result<_, EngineError>>()?,
+            estimate: g.estimate,
             modes: g
                 .mode
                 .iter()
@@ -285,6 +326,7 @@ impl Facts {
             rotary_dtype,
             non_torch: file.non_torch,
             cuda_graph,
+            unsettled: file.unsettled,
         })
     }
 }

@@ -10,7 +10,10 @@
 
 use serde::Deserialize;
 
-pub use crate::mechanisms::{KvLayoutMechanism, ModelLenMechanism};
+pub use crate::mechanisms::{
+    BudgetMechanism, CudaGraphEstimateMechanism, KvLayoutMechanism, ModelLenMechanism,
+    PrintedTokensMechanism,
+};
 
 /// The schema this crate reads.
 pub const SCHEMA: u32 = 2;
@@ -110,6 +113,28 @@ pub struct KvCacheDecl {
     pub blocks_per_request: BlocksPerRequestDecl,
     /// Recurrent layers' block sizes.
     pub recurrent: RecurrentDecl,
+    /// How the engine sizes the KV budget from what it measures (absent: the requested memory
+    /// less weights, activation peak and non-torch memory, and the CUDA-graph estimate where
+    /// subtracted).
+    #[serde(default)]
+    pub budget: Option<BudgetMechanism>,
+    /// The margins of a KV cache sized after warm-up (`budget = "vllm_measured"`).
+    #[serde(default)]
+    pub measured: Option<MeasuredDecl>,
+    /// How the engine counts the KV tokens it prints (absent: the blocks over the groups,
+    /// times the smallest block size).
+    #[serde(default)]
+    pub printed_tokens: Option<PrintedTokensMechanism>,
+}
+
+/// The margins of a KV cache sized from the memory measured after warm-up.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredDecl {
+    /// The least memory kept free below the device's headroom.
+    pub margin_floor_bytes: u64,
+    /// The margin as a fraction of the transient peak, when above the floor.
+    pub margin_fraction: f64,
 }
 
 /// Blocks per request, per layer kind (expressions).
@@ -134,6 +159,11 @@ pub struct RecurrentDecl {
     pub attention_block_size: String,
     /// Tokens per recurrent block.
     pub block_size: String,
+    /// Whether the engine turns prefix caching on by default for a model with recurrent state
+    /// (it then keeps the state per block, a layout not modelled: such a run is refused unless
+    /// it turns prefix caching off).
+    #[serde(default)]
+    pub prefix_caching_by_default: bool,
 }
 
 /// The profile run.
@@ -149,6 +179,11 @@ pub struct ProfileRunDecl {
     pub forward_held: Vec<TermDecl>,
     /// Terms live at the sampler.
     pub sampler_live: Vec<TermDecl>,
+    /// Buffers the engine allocates after its memory snapshot and before the profile run
+    /// (outside the weights and the run's peak), which a budget that measures the device's
+    /// free memory counts.
+    #[serde(default)]
+    pub resident: Vec<TermDecl>,
     /// The multimodal encoder's profile.
     #[serde(default)]
     pub encoder: Option<EncoderDecl>,
@@ -158,6 +193,10 @@ pub struct ProfileRunDecl {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EncoderDecl {
+    /// Whether the profile run runs the encoder at all (false: it profiles the language model
+    /// alone, as with `skip_mm_profiling`).
+    #[serde(default = "yes")]
+    pub profiled: bool,
     /// Where the engine's source runs it, for messages.
     pub source: String,
     /// Items encoded (expression).
@@ -216,8 +255,16 @@ pub struct CudaGraphDecl {
     pub architecture: Vec<ArchitectureCaptureDecl>,
     /// Candidate sizes.
     pub capture_sizes: Vec<SizeRange>,
+    /// Sizes appended to the candidates when at most the largest captured size
+    /// (expressions).
+    #[serde(default)]
+    pub extra_sizes: Vec<String>,
     /// Modes captured.
     pub mode: Vec<CaptureModeDecl>,
+    /// How the estimate is formed from the captures (absent: the two largest sizes of each
+    /// mode captured and the rest extrapolated).
+    #[serde(default)]
+    pub estimate: Option<CudaGraphEstimateMechanism>,
     /// The first capture's bytes (expression).
     pub first_capture_bytes: String,
     /// Each further capture's bytes (expression).
@@ -252,6 +299,10 @@ pub struct SizeRange {
 
 fn one() -> u64 {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A mode captured.
@@ -326,6 +377,20 @@ pub struct EngineFile {
     pub non_torch: NonTorchDecl,
     /// The CUDA-graph estimate.
     pub cuda_graph: CudaGraphDecl,
+    /// Terms the engine's source does not give, left out of the prediction: each says what
+    /// is missing and which way it moves the answer.
+    #[serde(default)]
+    pub unsettled: Vec<UnsettledDecl>,
+}
+
+/// A quantity the prediction leaves out, stated so the answer is read with it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnsettledDecl {
+    /// Short name.
+    pub name: String,
+    /// What is left out and its effect on the predicted figures, one line.
+    pub effect: String,
 }
 
 /// Merges `over` into `base`: tables key by key, recursively; every other value of `over`

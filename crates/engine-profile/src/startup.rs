@@ -61,6 +61,10 @@ pub struct RunSettings {
     /// `kv_cache.block_size`). A model with recurrent state raises it until an attention page
     /// holds a state, as for the default.
     pub block_size: Option<u64>,
+    /// Prefix caching asked on (Some(true)) or off (Some(false)); None: the engine's default.
+    /// No byte depends on it but for a model with recurrent state, whose per-block states
+    /// under prefix caching are not modelled: such a run is refused.
+    pub enable_prefix_caching: Option<bool>,
     /// The model's facts as its importer read them (config.json's values, or the class
     /// defaults it omits): this crate reads no model class and no config file.
     pub model: ModelFacts,
@@ -114,6 +118,14 @@ pub struct Worker {
     pub sampler_live: u64,
     /// Persistent bytes (workspaces held across the run).
     pub persistent: u64,
+    /// Buffers allocated after the engine's memory snapshot and before the profile run
+    /// (`profile_run.resident`), outside the weights and the activation peak; counted only by a
+    /// budget that measures the device's free memory (`kv_cache.budget`).
+    pub resident: u64,
+    /// The non-KV bytes the engine's budget counts against the requested memory: weights,
+    /// activation peak and non-torch, with the CUDA-graph estimate where subtracted and what
+    /// the file's `kv_cache.budget` adds (the resident buffers, a measured transient).
+    pub counted_non_kv: u64,
     /// The multimodal encoder's run (all zero when the profile runs none).
     pub encoder: EncoderBytes,
     /// Non-torch increase, bytes.
@@ -230,10 +242,16 @@ pub struct Startup {
     pub kv_layout: KvLayout,
     /// The CUDA-graph estimate, bytes: the largest over the workers.
     pub cuda_graph_estimate: u64,
-    /// Whether the engine takes the estimate from the KV budget.
+    /// Whether the engine takes the estimate (or the graphs' measured pool) from the KV
+    /// budget.
     pub cuda_graph_subtracted: bool,
     /// The verdict.
     pub verdict: Verdict,
+    /// Every release the profile stands for.
+    pub releases: Vec<String>,
+    /// What the engine file says the prediction leaves out, and its effect (for this run's
+    /// variants).
+    pub unsettled: Vec<crate::file::UnsettledDecl>,
 }
 
 impl EngineProfile {
@@ -330,7 +348,15 @@ impl EngineProfile {
                 why: "must be in (0, 1]",
             });
         }
-        let encoder_runs = run.model.vision_encoder && !run.skip_mm_profiling;
+        // An engine whose profile run skips the encoder (`profile_run.encoder.profiled =
+        // false`) measures the language model alone, as `skip_mm_profiling` does.
+        let profiled = self
+            .facts
+            .profile_run
+            .encoder
+            .as_ref()
+            .is_none_or(|e| e.profiled);
+        let encoder_runs = run.model.vision_encoder && !run.skip_mm_profiling && profiled;
         let encoder = match (
             encoder_runs,
             run.model.encoder,
@@ -348,6 +374,28 @@ impl EngineProfile {
                 });
             }
         };
+        let recurrent = stages
+            .iter()
+            .any(|s| s.circuit.states().values().any(|st| st.per_sequence > 0));
+        let prefix_caching = run
+            .enable_prefix_caching
+            .unwrap_or(self.facts.kv.recurrent_prefix_caching_by_default);
+        if recurrent && prefix_caching {
+            return Err(EngineError::NotModelled {
+                circuit: stages[0].circuit.name().to_owned(),
+                what: format!(
+                    "prefix caching on a model with recurrent state ({}): the engine then keeps the state per block (mamba_cache_mode \"align\" or \"all\"), which is not modelled; turn prefix caching off (--no-enable-prefix-caching)",
+                    if run.enable_prefix_caching.is_some() {
+                        "asked for".to_owned()
+                    } else {
+                        format!(
+                            "{} {}'s default for such a model",
+                            self.facts.engine, self.facts.version
+                        )
+                    }
+                ),
+            });
+        }
         let device_total = crate::cuda_total(&run.device)?;
         let defaults = self.defaults_on(&run.device)?;
         let tokens = run
@@ -460,7 +508,9 @@ impl EngineProfile {
         // vLLM gives every worker the smallest block count of all (kv_cache_utils.py
         // get_kv_cache_configs: "the smallest among all ranks"); the engines modelled agree.
         let blocks = workers.iter().map(|w| w.blocks).min().unwrap_or(0);
-        let kv_cache_tokens = layout.tokens(blocks).ok_or_else(|| overflow("KV tokens"))?;
+        let kv_cache_tokens = self
+            .printed_tokens(&layout, blocks, settled.max_model_len)
+            .ok_or_else(|| overflow("KV tokens"))?;
         // Requests of max-model-len the blocks hold: the blocks over those one takes in every
         // group (vLLM's get_max_concurrency_for_kv_cache_config).
         let max_concurrency = if layout.blocks_per_request == 0 {
@@ -471,9 +521,9 @@ impl EngineProfile {
         let requested = settled.requested;
         let short = workers
             .iter()
-            .map(|w| w.non_kv().map(|n| n.saturating_sub(requested)))
-            .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
-            .ok_or_else(|| overflow("non-KV bytes"))?;
+            .map(|w| w.counted_non_kv.saturating_sub(requested))
+            .max()
+            .unwrap_or(0);
         let longest = settled.model_len.longest;
         let max_model_len = settled.max_model_len;
         let verdict = if max_model_len > longest {
@@ -514,9 +564,42 @@ impl EngineProfile {
             kv_blocks: blocks,
             kv_layout: layout,
             cuda_graph_estimate,
-            cuda_graph_subtracted: self.facts.kv.subtract_cuda_graph_estimate,
+            cuda_graph_subtracted: self.facts.kv.subtract_cuda_graph_estimate
+                || self.facts.kv.budget.is_some_and(|b| b.counts_cuda_graphs()),
             verdict,
+            releases: self.facts.releases.clone(),
+            unsettled: self.facts.unsettled.clone(),
         })
+    }
+
+    /// The KV tokens the engine prints for `blocks` blocks of `layout`: the file's
+    /// `kv_cache.printed_tokens` mechanism, else the blocks over the groups times the smallest
+    /// block size.
+    pub(crate) fn printed_tokens(
+        &self,
+        layout: &KvLayout,
+        blocks: u64,
+        max_model_len: u64,
+    ) -> Option<u64> {
+        match self.facts.kv.printed_tokens {
+            Some(m) => crate::mechanisms::printed_tokens(m, layout, blocks, max_model_len),
+            None => layout.tokens(blocks),
+        }
+    }
+
+    /// The fewest blocks of `layout` whose printed tokens reach `tokens`.
+    pub(crate) fn blocks_for_printed_tokens(
+        &self,
+        layout: &KvLayout,
+        tokens: u64,
+        max_model_len: u64,
+    ) -> Option<u64> {
+        match self.facts.kv.printed_tokens {
+            Some(m) => {
+                crate::mechanisms::blocks_for_printed_tokens(m, layout, tokens, max_model_len)
+            }
+            None => layout.blocks_for_tokens(tokens),
+        }
     }
 
     /// Tokens per KV-cache block for `run`: its `--block-size`, else the engine file's.

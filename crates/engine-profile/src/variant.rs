@@ -34,6 +34,10 @@ pub(crate) struct Conditions {
     /// The model has (true) or lacks (false) per-sequence recurrent state.
     #[serde(default)]
     recurrent: Option<bool>,
+    /// The checkpoint itself is (true) or is not (false) quantized
+    /// ([`ModelFacts::checkpoint_quantized`]: quantizing while loading does not count).
+    #[serde(default)]
+    checkpoint_quantized: Option<bool>,
     /// The device's compute capability is at least this (`"9.0"`).
     #[serde(default)]
     min_compute_capability: Option<String>,
@@ -167,6 +171,8 @@ impl Variant {
             && c.moe.is_none_or(|m| m == any_dim("experts_per_tok"))
             && c.mla.is_none_or(|m| m == any_dim("kv_lora_rank"))
             && c.recurrent.is_none_or(|r| r == recurrent)
+            && c.checkpoint_quantized
+                .is_none_or(|q| q == model.checkpoint_quantized)
             && c.min_tensor_parallel_size
                 .is_none_or(|t| subject.tensor_parallel_size >= t);
         if !holds {

@@ -89,12 +89,6 @@ impl EngineProfile {
         )?;
         let parts = self.profile_parts(circuit, settled, &env, at, forward_live)?;
         let (activation_peak, peak_set_by) = parts.peak(circuit)?;
-        let non_kv = weights
-            .checked_add(activation_peak)
-            .and_then(|v| v.checked_add(settled.non_torch))
-            .ok_or_else(|| EngineError::Overflow {
-                what: format!("{}: non-KV bytes", circuit.name()),
-            })?;
         env.extend([("kernel_launches", kernel_launches)]);
         let cuda_graph = match settled.execution {
             Execution::Compiled => self.cuda_graph(&settled.model.architecture, &env)?,
@@ -102,10 +96,47 @@ impl EngineProfile {
             // --enforce-eager: cudagraph_mode NONE).
             Execution::Eager => crate::CudaGraphEstimate::default(),
         };
-        let mut kv_cache = settled.requested.saturating_sub(non_kv);
-        if self.facts.kv.subtract_cuda_graph_estimate {
-            kv_cache = kv_cache.saturating_sub(cuda_graph.total);
-        }
+        let resident = sum(
+            "profile_run.resident",
+            &self.facts.profile_run.resident,
+            &env,
+            circuit,
+            at,
+        )?;
+        let overflow = || EngineError::Overflow {
+            what: format!("{}: non-KV bytes", circuit.name()),
+        };
+        let kv = &self.facts.kv;
+        let (kv_cache, counted_non_kv) = match kv.budget {
+            // The requested memory less weights, the run's peak and non-torch memory, and the
+            // CUDA-graph estimate where the engine subtracts it.
+            None => {
+                let mut counted = weights
+                    .checked_add(activation_peak)
+                    .and_then(|v| v.checked_add(settled.non_torch))
+                    .ok_or_else(overflow)?;
+                if kv.subtract_cuda_graph_estimate {
+                    counted = counted.checked_add(cuda_graph.total).ok_or_else(overflow)?;
+                }
+                (settled.requested.saturating_sub(counted), counted)
+            }
+            Some(mechanism) => crate::mechanisms::kv_budget(
+                mechanism,
+                &crate::mechanisms::BudgetInputs {
+                    requested: settled.requested,
+                    device_total: settled.device_total,
+                    weights,
+                    resident,
+                    activation_peak,
+                    persistent: parts.persistent,
+                    non_torch: settled.non_torch,
+                    cuda_graph: cuda_graph.total,
+                    subtract_cuda_graph: kv.subtract_cuda_graph_estimate,
+                    measured: kv.measured,
+                },
+            )
+            .ok_or_else(overflow)?,
+        };
         Ok(Worker {
             rank: 0,
             tp_rank: 0,
@@ -117,6 +148,8 @@ impl EngineProfile {
             forward_held: parts.forward_held,
             sampler_live: parts.sampler_live,
             persistent: parts.persistent,
+            resident,
+            counted_non_kv,
             encoder: parts.encoder,
             non_torch: settled.non_torch,
             kv_cache,
@@ -150,6 +183,8 @@ impl EngineProfile {
             ("tokens", settled.tokens),
             ("max_num_seqs", settled.seqs),
             ("requests", settled.requests),
+            ("max_model_len", settled.max_model_len),
+            ("block_size", settled.block_size),
             ("vocab_size", model.vocab_size),
             ("dtype_bytes", settled.dtype_bytes),
             ("rotary_dim", rotary_dim),

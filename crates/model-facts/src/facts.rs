@@ -37,6 +37,10 @@ pub struct ModelFacts {
     pub vision_encoder: bool,
     /// The encoder's dummy item and shape, for the towers whose run shape the importer knows.
     pub encoder: Option<EncoderShape>,
+    /// Whether the checkpoint itself is quantized (it declares a quantization, as config.json's
+    /// `quantization_config` does), as opposed to unquantized or quantized by the engine while
+    /// loading: engines choose some code paths by it.
+    pub checkpoint_quantized: bool,
 }
 
 /// A configuration's rope scaling (`rope_parameters` or `rope_scaling`) over its context.

@@ -207,14 +207,16 @@ pub enum OutputFormat {
 /// vLLM's own flags (`vllm serve`), taken by `cargo xtask plan --engine vllm`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EngineArgs {
-    /// Predict an engine's start-up instead of the abstract plan: `vllm` (vLLM 0.19.0).
+    /// Predict an engine's start-up instead of the abstract plan: `vllm` (the newest release
+    /// modelled, 0.34.0) or `vllm==RELEASE` (pip's spelling; an unmodelled release is refused
+    /// with the list).
     ///
     /// Example: --engine vllm
     #[arg(long, value_name = "NAME", requires = "hf_config")]
     pub engine: Option<String>,
 
     /// With --engine: fraction of the device's total the engine may use [default: the
-    /// engine release's own, 0.9 for vLLM 0.19].
+    /// engine release's own: 0.9 for vLLM 0.19, 0.92 for 0.20-0.33, 1.0 for 0.34].
     ///
     /// Example: --gpu-memory-utilization 0.85
     #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
@@ -249,7 +251,7 @@ pub struct EngineArgs {
     pub enforce_eager: bool,
 
     /// With --engine: tokens per KV-cache block (vLLM's --block-size) [default: as the engine
-    /// picks it, 16 for vLLM 0.19's FlashAttention]. A model with recurrent state raises it
+    /// picks it, 16 for FlashAttention up to vLLM 0.33, 64 from 0.34]. A model with recurrent state raises it
     /// until an attention page holds a state, as vLLM does.
     ///
     /// Example: --block-size 32
@@ -261,17 +263,19 @@ pub struct EngineArgs {
     )]
     pub block_size: Option<u64>,
 
-    /// With --engine: vLLM's prefix caching (on by default in vLLM 0.19 for attention-only
-    /// models), accepted so a `vllm serve` command line can be given as it is. It changes no
-    /// byte of the prediction: the profile run and the KV sizing do not depend on it. On a
-    /// model with recurrent state (Qwen3-Next), where vLLM leaves it off by default, asking for
-    /// it is refused: vLLM would then keep the state per block, which is not modelled.
+    /// With --engine: vLLM's prefix caching (on by default for attention-only models),
+    /// accepted so a `vllm serve` command line can be given as it is. It changes no byte of the
+    /// prediction: the profile run and the KV sizing do not depend on it. On a model with
+    /// recurrent state (Qwen3-Next) it is refused: vLLM then keeps the state per block, which
+    /// is not modelled; vLLM up to 0.27 leaves it off for such a model, from 0.28 on it turns
+    /// it on, so there give --no-enable-prefix-caching.
     ///
     /// Example: --enable-prefix-caching
     #[arg(long, requires = "engine", overrides_with = "no_enable_prefix_caching")]
     pub enable_prefix_caching: bool,
 
-    /// With --engine: vLLM's flag turning prefix caching off; no effect on the prediction
+    /// With --engine: vLLM's flag turning prefix caching off; no effect on the prediction but
+    /// that a model with recurrent state is predicted on releases that turn it on by default
     /// (see --enable-prefix-caching).
     ///
     /// Example: --no-enable-prefix-caching

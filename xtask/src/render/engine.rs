@@ -134,7 +134,12 @@ fn distinct_rows(workers: &[Worker]) -> Vec<(String, &Worker)> {
 const FORWARD_SET_PEAK_NOTE: &str = "note      a peak set by the forward is the least checked figure: on the one vLLM log of such a peak (Llama-3.1-8B, PP 2, stage 0) it was 16% below what vLLM printed (docs/engines.md, \"The PP 2 gap\")";
 
 pub fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliError> {
-    outln!("engine    {} {}", s.engine, s.version);
+    outln!(
+        "engine    {} {} (the profile of releases {})",
+        s.engine,
+        s.version,
+        s.releases.join(", ")
+    );
     outln!("config    {origin}");
     outln!(
         "run       max_num_batched_tokens {}, max_num_seqs {}, max_model_len {}, quantization {quantization}",
@@ -205,6 +210,10 @@ pub fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), 
     });
     if captures.is_empty() {
         outln!("CUDA graphs: none captured (--enforce-eager)");
+    } else if s.cuda_graph_estimate == 0 {
+        outln!(
+            "CUDA graph memory: not estimated by this release's model runner ({captures} captured after the KV cache is sized)"
+        );
     } else {
         outln!(
             "Estimated CUDA graph memory: {} total ({captures}; {} the KV cache)",
@@ -234,6 +243,9 @@ pub fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), 
         } => outln!(
             "verdict   does not start: max_model_len {max_model_len} is above the {longest} tokens the model allows (max_position_embeddings with its rope scaling); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
         ),
+    }
+    for u in &s.unsettled {
+        outln!("unsettled {}: {}", u.name, u.effect);
     }
     Ok(())
 }
@@ -301,6 +313,11 @@ pub fn json(s: &Startup) -> serde_json::Value {
         "engine": {
             "name": s.engine,
             "version": s.version,
+            "releases": s.releases,
+            "unsettled": s.unsettled.iter().map(|u| serde_json::json!({
+                "name": u.name,
+                "effect": u.effect,
+            })).collect::<Vec<_>>(),
             "workers": s.workers.iter().map(|w| serde_json::json!({
                 "rank": w.rank,
                 "pp_stage": w.pp_stage,
@@ -308,6 +325,8 @@ pub fn json(s: &Startup) -> serde_json::Value {
                 "activation_peak": w.activation_peak,
                 "activation_peak_set_by": w.peak_set_by.name(),
                 "non_torch": w.non_torch,
+                "resident": w.resident,
+                "counted_non_kv": w.counted_non_kv,
                 "kv_cache": w.kv_cache,
                 "kv_blocks": w.blocks,
                 "kv_block_bytes": w.block_bytes,

@@ -1,0 +1,845 @@
+//! The profiles of the vLLM releases after 0.19 (engines/vllm-0.20 ... engines/vllm-0.34): each
+//! loads and predicts Llama-3.1-8B and Qwen3-30B-A3B at TP 1 and the hybrid Qwen3-Next-80B-A3B
+//! at TP 4 on the H100, at the release's defaults with a max-model-len of 8,192. No start-up log
+//! of these releases is at hand (docs/engines.md, "Releases after 0.19"): the tests assert the
+//! mechanism-level quantities derived by hand from each release's source (the arithmetic is in
+//! the comments), the identities each release's budget obeys, and pin the whole figures the
+//! derivation gives (`FIGURES`), so a change to any of them is seen.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use circuit_hf::{ImportOptions, Parallel};
+use circuit_ir::Circuit;
+use engine_profile::{EngineError, ModelFacts, RunSettings, StageCircuit, Startup, Worker};
+
+/// The folders after 0.19, oldest first, with the releases each stands for.
+const FOLDERS: &[(&str, &[&str])] = &[
+    ("vllm-0.20", &["0.20.0", "0.20.1", "0.20.2"]),
+    ("vllm-0.21", &["0.21.0"]),
+    ("vllm-0.22", &["0.22.0", "0.22.1"]),
+    ("vllm-0.23", &["0.23.0"]),
+    ("vllm-0.24", &["0.24.0"]),
+    ("vllm-0.25", &["0.25.0", "0.25.1"]),
+    ("vllm-0.26", &["0.26.0"]),
+    ("vllm-0.27", &["0.27.0", "0.27.1"]),
+    ("vllm-0.28", &["0.28.0"]),
+    ("vllm-0.29", &["0.29.0", "0.30.0"]),
+    ("vllm-0.31", &["0.31.0", "0.32.0"]),
+    ("vllm-0.33", &["0.33.0"]),
+    ("vllm-0.34", &["0.34.0"]),
+];
+
+const LLAMA: &str = "llama-3.1-8b";
+const QWEN3_MOE: &str = "qwen3-30b-a3b";
+const QWEN3_NEXT: &str = "qwen3-next-80b-a3b";
+
+/// The H100's CUDA total (crates/kernel-families/devices.toml).
+const H100_TOTAL: u64 = 85_032_697_856;
+
+fn h100() -> kernel_families::Device {
+    kernel_families::Devices::builtin()
+        .unwrap()
+        .get("h100-sxm")
+        .unwrap()
+        .clone()
+}
+
+struct Model {
+    circuits: Vec<Circuit>,
+    facts: ModelFacts,
+    tp: u64,
+}
+
+fn import(name: &str) -> Model {
+    let (text, tp) = match name {
+        LLAMA => (
+            include_str!("../../data/models/llama-3.1-8b/config.json"),
+            1,
+        ),
+        QWEN3_MOE => (
+            include_str!("../../data/models/qwen3-30b-a3b/config.json"),
+            1,
+        ),
+        QWEN3_NEXT => (
+            include_str!("../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json"),
+            4,
+        ),
+        other => panic!("no model {other}"),
+    };
+    let mut options = ImportOptions::default();
+    // Every profile here loads as 0.19 does ([load] is not restated after it).
+    options.load = engines::profile("vllm-0.19").unwrap().load_rules();
+    options.parallel = Parallel {
+        tp,
+        pp: 1,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded = circuit_hf::import_parallel(text, name, &options, &[]).unwrap();
+    let facts = sharded.imports[0].facts.clone();
+    Model {
+        circuits: sharded.imports.into_iter().map(|i| i.circuit).collect(),
+        facts,
+        tp,
+    }
+}
+
+fn model(name: &'static str) -> &'static Model {
+    static MODELS: OnceLock<Mutex<HashMap<&'static str, &'static Model>>> = OnceLock::new();
+    let mut map = MODELS.get_or_init(Default::default).lock().unwrap();
+    map.entry(name)
+        .or_insert_with(|| Box::leak(Box::new(import(name))))
+}
+
+/// The release's defaults on the H100 at a max-model-len of 8,192, with prefix caching as
+/// `prefix_caching` asks (None: the release's default).
+fn run(m: &Model, prefix_caching: Option<bool>) -> RunSettings {
+    RunSettings {
+        device: h100(),
+        tensor_parallel_size: m.tp,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: None,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: Some(8192),
+        skip_mm_profiling: false,
+        enforce_eager: false,
+        mm_limit_per_prompt: None,
+        block_size: None,
+        enable_prefix_caching: prefix_caching,
+        model: m.facts.clone(),
+    }
+}
+
+fn try_predict(
+    folder: &str,
+    name: &'static str,
+    prefix_caching: Option<bool>,
+) -> Result<Startup, EngineError> {
+    let m = model(name);
+    engines::profile(folder).unwrap().predict_layout(
+        &StageCircuit::in_order(&m.circuits),
+        &run(m, prefix_caching),
+    )
+}
+
+/// The start-up of `name` under `folder`: the release's defaults, and prefix caching off for
+/// the hybrid model (which 0.28 on turn on for it, a layout not modelled).
+fn predict(folder: &'static str, name: &'static str) -> &'static Startup {
+    static CACHE: OnceLock<Mutex<HashMap<(&'static str, &'static str), &'static Startup>>> =
+        OnceLock::new();
+    let key = (folder, name);
+    if let Some(s) = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .get(&key)
+    {
+        return s;
+    }
+    let prefix = (name == QWEN3_NEXT).then_some(false);
+    let s: &'static Startup = Box::leak(Box::new(try_predict(folder, name, prefix).unwrap()));
+    CACHE.get().unwrap().lock().unwrap().insert(key, s);
+    s
+}
+
+fn first(folder: &'static str, name: &'static str) -> &'static Worker {
+    &predict(folder, name).workers[0]
+}
+
+/// ceil(total x utilization), as vLLM computes it in doubles.
+fn requested(utilization: f64) -> u64 {
+    (H100_TOTAL as f64 * utilization).ceil() as u64
+}
+
+#[test]
+fn every_release_maps_to_its_folder_and_plain_vllm_is_the_newest() {
+    for (folder, releases) in FOLDERS {
+        for r in *releases {
+            assert_eq!(
+                engines::resolve(&format!("vllm=={r}")).unwrap().folder,
+                *folder
+            );
+        }
+        let p = engines::profile(folder).unwrap();
+        assert_eq!(p.releases(), *releases);
+    }
+    // 0.19.1 changes no file read (a MiniMax-only fusion, off unless asked for).
+    assert_eq!(
+        engines::resolve("vllm==0.19.1").unwrap().folder,
+        "vllm-0.19"
+    );
+    let newest = engines::select("vllm").unwrap();
+    assert_eq!(
+        (newest.version(), newest.releases()),
+        ("0.34.0", &["0.34.0".to_owned()][..])
+    );
+    let e = engines::resolve("vllm==0.35.0").unwrap_err().to_string();
+    assert!(e.contains("release 0.35.0 is not modelled"), "{e}");
+    assert!(
+        e.contains("0.19.1, 0.20.0, 0.20.1")
+            && e.ends_with("0.34.0 (a prediction for another release would be a wrong answer)"),
+        "{e}"
+    );
+}
+
+/// From 0.20 the default utilization is 0.92 (config/cache.py:66) and the CUDA-graph estimate
+/// is subtracted (envs.py:1724-1726): KV = ceil(85,032,697,856 x 0.92) - (weights + peak +
+/// non-torch + estimate) until 0.27 changes the budget.
+#[test]
+fn from_0_20_the_estimate_is_subtracted_at_0_92() {
+    for folder in [
+        "vllm-0.20",
+        "vllm-0.21",
+        "vllm-0.22",
+        "vllm-0.23",
+        "vllm-0.24",
+        "vllm-0.25",
+        "vllm-0.26",
+    ] {
+        for name in [LLAMA, QWEN3_MOE, QWEN3_NEXT] {
+            let s = predict(folder, name);
+            assert_eq!(s.gpu_memory_utilization, 0.92);
+            assert_eq!(s.requested, requested(0.92));
+            assert!(s.cuda_graph_subtracted);
+            for w in &s.workers {
+                let counted = w.weights + w.activation_peak + w.non_torch + w.cuda_graph.total;
+                assert_eq!(w.counted_non_kv, counted, "{folder} {name}");
+                assert_eq!(w.kv_cache, s.requested - counted, "{folder} {name}");
+            }
+        }
+    }
+    // 78,230,082,027.52 rounded up.
+    assert_eq!(requested(0.92), 78_230_082_028);
+}
+
+/// Qwen3-30B-A3B in bf16 on Hopper runs FlashInfer's CUTLASS MoE in 0.20-0.22. vLLM's own
+/// workspace is (M, K) = 8,192 x 2,048 x 2 = 33,554,432 B beside the 32 MiB cuBLAS workspace
+/// (0.19's Triton pair was 2 x 8,192 x 8 x max(1,536, 2,048) x 2 = 536,870,912 B); FlashInfer's
+/// per-call workspace is 8,192 x 8 x (max(2,048, 768) + max(1,536, 2,048)) x 2 = 536,870,912 B
+/// of bf16 buffers plus 4 x 8,192 x (4 x 8 + 128) = 5,242,880 B of int32 maps: 542,113,792 B
+/// held beside the forward. From 0.23 Triton is back (oracle/unquantized.py:73-75).
+#[test]
+fn flashinfer_cutlass_moe_from_0_20_to_0_22() {
+    let cublas = 33_554_432;
+    let triton_pair = 536_870_912;
+    let old = first("vllm-0.19", QWEN3_MOE);
+    assert_eq!(old.persistent, cublas + triton_pair);
+    for folder in ["vllm-0.20", "vllm-0.21", "vllm-0.22"] {
+        let w = first(folder, QWEN3_MOE);
+        assert_eq!(w.persistent, cublas + 33_554_432, "{folder}");
+        assert_eq!(w.forward_held, old.forward_held + 542_113_792, "{folder}");
+        assert_eq!(w.forward_live, old.forward_live);
+        // Dense Llama is untouched.
+        assert_eq!(first(folder, LLAMA).persistent, cublas);
+    }
+    for folder in [
+        "vllm-0.23",
+        "vllm-0.24",
+        "vllm-0.25",
+        "vllm-0.26",
+        "vllm-0.27",
+        "vllm-0.28",
+    ] {
+        let w = first(folder, QWEN3_MOE);
+        assert_eq!(
+            (w.persistent, w.forward_held),
+            (old.persistent, old.forward_held),
+            "{folder}"
+        );
+    }
+}
+
+/// From 0.21 vLLM prints int(blocks / blocks per request x max_model_len)
+/// (kv_cache_utils.py:1708-1710). With one full-attention group of 16-token blocks and 8,192
+/// tokens per request that is blocks x 16, the older figure; the hybrid model's groups hold
+/// fewer blocks per request than a token count per group would say.
+#[test]
+fn printed_tokens_follow_the_concurrency_from_0_21() {
+    let old = predict("vllm-0.20", QWEN3_NEXT);
+    // Before 0.21: blocks // groups x the smallest block size.
+    let groups = old.kv_layout.groups.len() as u64;
+    assert_eq!(
+        old.kv_cache_tokens,
+        old.kv_blocks / groups * old.kv_layout.token_block_size
+    );
+    for folder in ["vllm-0.21", "vllm-0.25", "vllm-0.29", "vllm-0.34"] {
+        for name in [LLAMA, QWEN3_MOE, QWEN3_NEXT] {
+            let s = predict(folder, name);
+            let per = s.kv_layout.blocks_per_request as f64;
+            assert_eq!(
+                s.kv_cache_tokens,
+                (s.kv_blocks as f64 / per * 8192.0) as u64,
+                "{folder} {name}"
+            );
+        }
+        let llama = predict(folder, LLAMA);
+        assert_eq!(
+            llama.kv_cache_tokens,
+            llama.kv_blocks * llama.kv_layout.token_block_size
+        );
+    }
+    // Qwen3-Next at 0.21: 12 full layers and 36 DeltaNet layers in 4 groups of 12; a request of 8,192 tokens takes
+    // ceil(8,192 / 272) = 31 blocks of the full group and 1 of each of the 3 recurrent ones,
+    // 34 in all, so the tokens are blocks / 34 x 8,192, where 0.20 printed blocks // 4 x 272.
+    let s = predict("vllm-0.21", QWEN3_NEXT);
+    assert_eq!(s.kv_layout.blocks_per_request, 34);
+    assert_eq!(s.kv_layout.token_block_size, 272);
+    assert_eq!(
+        s.kv_cache_tokens,
+        (s.kv_blocks as f64 / 34.0 * 8192.0) as u64
+    );
+}
+
+/// The sampler's warm-up, per runner, for Llama-3.1-8B at 8,192 tokens and 1,024 requests
+/// (hidden 4,096, vocabulary 128,256, bf16):
+/// - V1 from 0.21: 0.19's terms (hidden states 67,108,864 + last-token rows 2 x 1,024 x 4,096 x
+///   2 = 16,777,216 + logits 1,024 x 128,256 x 2 = 262,668,288 + three float32 temporaries
+///   1,576,009,728 + the Triton buffer 132 x 128,256 x 4 = 67,719,168) and FlashInfer's cached
+///   1 MiB row states: 1,991,331,840 B;
+/// - V2 (Llama from 0.23) before 0.27: hidden states 67,108,864 + gathered rows 1,024 x 4,096 x
+///   2 = 8,388,608 + logits 262,668,288 + the float32 copy 525,336,576 + gumbel's partials
+///   1,024 x ceil(128,256 / 1,024) x 12 = 1,548,288: 865,050,624 B;
+/// - V2 from 0.26 (0.26 applies the parameters to the model-dtype logits in place; 0.27 copies
+///   again, but not when no request needs processing): 339,714,048 B;
+/// - V2 from 0.33 (the warm-up-param pass copies again): 865,050,624 B.
+#[test]
+fn the_sampler_warm_up_per_runner_and_release() {
+    let v1 = 1_991_331_840;
+    assert_eq!(first("vllm-0.19", LLAMA).sampler_live, v1 - 1_048_576);
+    for folder in ["vllm-0.21", "vllm-0.22"] {
+        assert_eq!(first(folder, LLAMA).sampler_live, v1, "{folder}");
+    }
+    for folder in ["vllm-0.23", "vllm-0.24", "vllm-0.25"] {
+        assert_eq!(first(folder, LLAMA).sampler_live, 865_050_624, "{folder}");
+    }
+    for folder in [
+        "vllm-0.26",
+        "vllm-0.27",
+        "vllm-0.28",
+        "vllm-0.29",
+        "vllm-0.31",
+    ] {
+        assert_eq!(first(folder, LLAMA).sampler_live, 339_714_048, "{folder}");
+    }
+    for folder in ["vllm-0.33", "vllm-0.34"] {
+        assert_eq!(first(folder, LLAMA).sampler_live, 865_050_624, "{folder}");
+    }
+    // On V2 the forward sets Llama's peak: the sampler is below its 0.92 GiB forward.
+    for folder in ["vllm-0.23", "vllm-0.27", "vllm-0.34"] {
+        let w = first(folder, LLAMA);
+        assert_eq!(
+            w.peak_set_by,
+            engine_profile::PeakSetBy::Forward,
+            "{folder}"
+        );
+        assert_eq!(
+            w.activation_peak,
+            w.persistent + w.forward_live + w.forward_held
+        );
+    }
+    // Qwen3-30B-A3B stays on V1 until 0.29 (MoE), then V2: vocabulary 151,936, hidden 2,048:
+    // 33,554,432 + 4,194,304 + 311,164,928 + 622,329,856 + 1,024 x 149 x 12 = 1,830,912:
+    // 973,074,432 B from 0.33.
+    assert_eq!(
+        first("vllm-0.28", QWEN3_MOE).sampler_live,
+        first("vllm-0.21", QWEN3_MOE).sampler_live
+    );
+    assert_eq!(first("vllm-0.33", QWEN3_MOE).sampler_live, 973_074_432);
+}
+
+/// The V2 runner makes no estimate before 0.29 (its profile_cudagraph_memory returns 0), so
+/// nothing is subtracted for it; from 0.29 it captures every PIECEWISE graph and extrapolates
+/// FULL from two: with 387 launches x 23,227 B = 8,988,849 B per capture (above the 1 MiB
+/// floor) and 51 sizes in each mode, 51 x 8,988,849 + 8,988,849 + 50 x 8,988,849 = 102 x
+/// 8,988,849 = 916,862,598 B, one capture more than V1's 101.
+#[test]
+fn the_cuda_graph_estimate_per_runner() {
+    let per = 387 * 23_227;
+    assert_eq!(first("vllm-0.22", LLAMA).cuda_graph.total, 101 * per);
+    for folder in [
+        "vllm-0.23",
+        "vllm-0.24",
+        "vllm-0.25",
+        "vllm-0.26",
+        "vllm-0.27",
+        "vllm-0.28",
+    ] {
+        let w = first(folder, LLAMA);
+        assert_eq!(w.cuda_graph.total, 0, "{folder}");
+        assert_eq!(
+            w.cuda_graph.captures,
+            vec![("PIECEWISE".to_owned(), 51), ("FULL".to_owned(), 51)]
+        );
+    }
+    for folder in ["vllm-0.29", "vllm-0.31", "vllm-0.33", "vllm-0.34"] {
+        assert_eq!(first(folder, LLAMA).cuda_graph.total, 102 * per, "{folder}");
+    }
+}
+
+/// From 0.27 the non-KV memory is what the device lost since the snapshot plus the run's
+/// transient peak (utils/mem_utils.py:317-326), which adds the runner's buffers allocated
+/// before the run. V2 (Llama): output_bin_counts 1,024 x 128,256 x 4 = 525,336,576 +
+/// prompt_bin_mask and grammar bitmask 2 x 1,024 x ceil(128,256 / 32) x 4 = 32,833,536:
+/// 558,170,112 B. V1 (Qwen3-30B-A3B until 0.29): inputs_embeds 8,192 x 2,048 x 2 =
+/// 33,554,432 + the block table 1,024 x ceil(8,192 / 16) x 4 = 2,097,152: 35,651,584 B; on V2
+/// from 0.29: 1,024 x 151,936 x 4 + 2 x 1,024 x 4,748 x 4 = 661,225,472 B.
+#[test]
+fn from_0_27_the_budget_counts_the_runner_buffers() {
+    for folder in ["vllm-0.23", "vllm-0.26"] {
+        assert_eq!(first(folder, LLAMA).resident, 0, "{folder}");
+    }
+    for folder in [
+        "vllm-0.27",
+        "vllm-0.28",
+        "vllm-0.29",
+        "vllm-0.31",
+        "vllm-0.33",
+    ] {
+        assert_eq!(first(folder, LLAMA).resident, 558_170_112, "{folder}");
+        for name in [LLAMA, QWEN3_MOE, QWEN3_NEXT] {
+            let s = predict(folder, name);
+            for w in &s.workers {
+                let counted =
+                    w.weights + w.resident + w.activation_peak + w.non_torch + w.cuda_graph.total;
+                assert_eq!(w.counted_non_kv, counted, "{folder} {name}");
+                assert_eq!(w.kv_cache, s.requested - counted, "{folder} {name}");
+            }
+        }
+    }
+    assert_eq!(first("vllm-0.27", QWEN3_MOE).resident, 35_651_584);
+    assert_eq!(first("vllm-0.28", QWEN3_MOE).resident, 35_651_584);
+    assert_eq!(first("vllm-0.29", QWEN3_MOE).resident, 661_225_472);
+}
+
+/// From 0.28 vLLM turns prefix caching on for hybrid models by default
+/// (engine/arg_utils.py 0.28), keeping the recurrent state per block: refused, unless the run
+/// turns it off. Up to 0.27 the default is off.
+#[test]
+fn a_hybrid_model_needs_prefix_caching_off_from_0_28() {
+    for folder in ["vllm-0.27", "vllm-0.26", "vllm-0.25"] {
+        assert!(try_predict(folder, QWEN3_NEXT, None).is_ok(), "{folder}");
+    }
+    for folder in ["vllm-0.28", "vllm-0.29", "vllm-0.34"] {
+        let e = try_predict(folder, QWEN3_NEXT, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("prefix caching on a model with recurrent state (vllm "),
+            "{e}"
+        );
+        assert!(e.ends_with("turn prefix caching off (--no-enable-prefix-caching): the engine profile does not lay this KV cache out; plan it without --engine"), "{e}");
+    }
+    let e = try_predict("vllm-0.25", QWEN3_NEXT, Some(true))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("(asked for)"), "{e}");
+    // Attention-only models do not care.
+    assert!(try_predict("vllm-0.34", LLAMA, Some(true)).is_ok());
+}
+
+/// 0.34 sizes the extensible KV cache after warm-up (extensible_kv_cache.py:592-618) at a
+/// default utilization of 1.0, with 64-token blocks (config/cache.py:185): used = weights +
+/// resident + what the run leaves allocated + non-torch + the graphs' pool; the transient is
+/// the run's peak over what it leaves; the margin max(1 GiB, 0.75 x transient); KV =
+/// min(total - used, total - used - margin) - transient = total - used - margin - transient.
+#[test]
+fn the_extensible_kv_cache_of_0_34() {
+    for name in [LLAMA, QWEN3_MOE, QWEN3_NEXT] {
+        let s = predict("vllm-0.34", name);
+        assert_eq!((s.gpu_memory_utilization, s.requested), (1.0, H100_TOTAL));
+        for w in &s.workers {
+            let used = w.weights + w.resident + w.persistent + w.non_torch + w.cuda_graph.total;
+            let transient = w.activation_peak - w.persistent;
+            let margin = (1u64 << 30).max((transient as f64 * 0.75) as u64);
+            assert_eq!(w.kv_cache, H100_TOTAL - used - margin - transient, "{name}");
+            assert_eq!(w.counted_non_kv, used + transient);
+        }
+    }
+    // Llama: 64-token blocks, 8,192 / 64 = 128 per request, so tokens = blocks x 64.
+    let s = predict("vllm-0.34", LLAMA);
+    assert_eq!(s.kv_layout.token_block_size, 64);
+    assert_eq!(s.kv_layout.blocks_per_request, 128);
+    assert_eq!(s.kv_cache_tokens, s.kv_blocks * 64);
+    // Qwen3-Next: the attention block is 64 x the fewest 64-token pages (1,024 B a token at
+    // TP 4) that hold the recurrent page (262,144 < page <= 327,680 B): 64 x 5 = 320 tokens.
+    let s = predict("vllm-0.34", QWEN3_NEXT);
+    assert_eq!(s.kv_layout.token_block_size, 320);
+    // An explicit utilization below 1 binds through the request: 0.92 x total - used -
+    // transient.
+    let m = model(LLAMA);
+    let at = RunSettings {
+        gpu_memory_utilization: Some(0.92),
+        ..run(m, None)
+    };
+    let s = engines::profile("vllm-0.34")
+        .unwrap()
+        .predict_layout(&StageCircuit::in_order(&m.circuits), &at)
+        .unwrap();
+    let w = &s.workers[0];
+    assert_eq!(w.kv_cache, requested(0.92) - w.counted_non_kv);
+}
+
+/// The whole figures of each release (weights, activation peak, KV tokens, CUDA-graph
+/// estimate; the first worker), as the derivation gives them: no log checks them (docs/engines.md).
+const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
+    (
+        "vllm-0.19",
+        "llama-3.1-8b",
+        16094076928,
+        2023837696,
+        443584,
+        907873749,
+    ),
+    (
+        "vllm-0.19",
+        "qwen3-30b-a3b",
+        61074731008,
+        2870745088,
+        125264,
+        1470896229,
+    ),
+    (
+        "vllm-0.19",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3004962816,
+        618528,
+        2348272927,
+    ),
+    (
+        "vllm-0.20",
+        "llama-3.1-8b",
+        16094076928,
+        2023837696,
+        449632,
+        907873749,
+    ),
+    (
+        "vllm-0.20",
+        "qwen3-30b-a3b",
+        61074731008,
+        2367428608,
+        132736,
+        1470896229,
+    ),
+    (
+        "vllm-0.20",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        2367428608,
+        618528,
+        2348272927,
+    ),
+    (
+        "vllm-0.21",
+        "llama-3.1-8b",
+        16094076928,
+        2024886272,
+        449632,
+        907873749,
+    ),
+    (
+        "vllm-0.21",
+        "qwen3-30b-a3b",
+        61074731008,
+        2368477184,
+        132720,
+        1470896229,
+    ),
+    (
+        "vllm-0.21",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        2368477184,
+        2191600,
+        2348272927,
+    ),
+    (
+        "vllm-0.22",
+        "llama-3.1-8b",
+        16094076928,
+        2024886272,
+        449632,
+        907873749,
+    ),
+    (
+        "vllm-0.22",
+        "qwen3-30b-a3b",
+        61074731008,
+        2368477184,
+        132720,
+        1470896229,
+    ),
+    (
+        "vllm-0.22",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        2368477184,
+        2191600,
+        2348272927,
+    ),
+    (
+        "vllm-0.23",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        464432,
+        0,
+    ),
+    (
+        "vllm-0.23",
+        "qwen3-30b-a3b",
+        61074731008,
+        2871793664,
+        127600,
+        1470896229,
+    ),
+    (
+        "vllm-0.23",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3006011392,
+        2145581,
+        2348272927,
+    ),
+    (
+        "vllm-0.24",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        464432,
+        0,
+    ),
+    (
+        "vllm-0.24",
+        "qwen3-30b-a3b",
+        61074731008,
+        2871793664,
+        127600,
+        1470896229,
+    ),
+    (
+        "vllm-0.24",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3006011392,
+        2145581,
+        2348272927,
+    ),
+    (
+        "vllm-0.25",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        464432,
+        0,
+    ),
+    (
+        "vllm-0.25",
+        "qwen3-30b-a3b",
+        61074731008,
+        2871793664,
+        127600,
+        1470896229,
+    ),
+    (
+        "vllm-0.25",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3006011392,
+        2145581,
+        2348272927,
+    ),
+    (
+        "vllm-0.26",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        464432,
+        0,
+    ),
+    (
+        "vllm-0.26",
+        "qwen3-30b-a3b",
+        61074731008,
+        2871793664,
+        127600,
+        1470896229,
+    ),
+    (
+        "vllm-0.26",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3006011392,
+        2145581,
+        2348272927,
+    ),
+    (
+        "vllm-0.27",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        460176,
+        0,
+    ),
+    (
+        "vllm-0.27",
+        "qwen3-30b-a3b",
+        61074731008,
+        2871793664,
+        127232,
+        1470896229,
+    ),
+    (
+        "vllm-0.27",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3006011392,
+        2142930,
+        2348272927,
+    ),
+    (
+        "vllm-0.28",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        460176,
+        0,
+    ),
+    (
+        "vllm-0.28",
+        "qwen3-30b-a3b",
+        61074731008,
+        2871793664,
+        127232,
+        1470896229,
+    ),
+    (
+        "vllm-0.28",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        3006011392,
+        2142930,
+        2348272927,
+    ),
+    (
+        "vllm-0.29",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        453184,
+        916862598,
+    ),
+    (
+        "vllm-0.29",
+        "qwen3-30b-a3b",
+        61074731008,
+        1068236800,
+        139072,
+        1485459558,
+    ),
+    (
+        "vllm-0.29",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        1196359680,
+        2226778,
+        2371523154,
+    ),
+    (
+        "vllm-0.31",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        453184,
+        916862598,
+    ),
+    (
+        "vllm-0.31",
+        "qwen3-30b-a3b",
+        61074731008,
+        1068236800,
+        139072,
+        1485459558,
+    ),
+    (
+        "vllm-0.31",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        1196359680,
+        2226778,
+        2371523154,
+    ),
+    (
+        "vllm-0.33",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        453184,
+        916862598,
+    ),
+    (
+        "vllm-0.33",
+        "qwen3-30b-a3b",
+        61074731008,
+        1543499776,
+        134240,
+        1485459558,
+    ),
+    (
+        "vllm-0.33",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        1677717504,
+        2192082,
+        2371523154,
+    ),
+    (
+        "vllm-0.34",
+        "llama-3.1-8b",
+        16094076928,
+        991952896,
+        496896,
+        916862598,
+    ),
+    (
+        "vllm-0.34",
+        "qwen3-30b-a3b",
+        61074731008,
+        1543499776,
+        192512,
+        1485459558,
+    ),
+    (
+        "vllm-0.34",
+        "qwen3-next-80b-a3b",
+        40887831680,
+        1677717504,
+        2596016,
+        2371523154,
+    ),
+];
+
+#[test]
+fn the_whole_figures_are_pinned() {
+    let mut got = Vec::new();
+    // 0.19 first, at its own defaults, for the comparison docs/engines.md makes.
+    let folders = std::iter::once("vllm-0.19").chain(FOLDERS.iter().map(|(f, _)| *f));
+    for folder in folders {
+        for name in [LLAMA, QWEN3_MOE, QWEN3_NEXT] {
+            let s = predict(folder, name);
+            let w = &s.workers[0];
+            got.push((
+                folder,
+                name,
+                w.weights,
+                w.activation_peak,
+                s.kv_cache_tokens,
+                w.cuda_graph.total,
+            ));
+        }
+    }
+    assert_eq!(got, FIGURES);
+}
