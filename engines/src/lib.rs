@@ -324,6 +324,14 @@ mod tests {
         assert_eq!(numeric("0.10.1.1"), [0, 10, 1, 1]);
         assert!(numeric("0.9.0") < numeric("0.10.0"));
         assert_eq!(resolve("vllm==0.19.0").unwrap().folder, "vllm-0.19");
+        // `vllm` alone is the newest release any vLLM folder stands for.
+        let newest = catalogue()
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.engine == "vllm")
+            .max_by_key(|r| numeric(&r.version))
+            .unwrap();
+        assert_eq!(resolve("vllm").unwrap(), newest);
         let e = resolve("vllm==0.1.0").unwrap_err().to_string();
         assert!(
             e.starts_with(

@@ -478,7 +478,7 @@ fn engine_plans_every_rank_of_a_layout() {
         "--hf-config",
         config,
         "--engine",
-        "vllm",
+        "vllm==0.19.0",
         "--gpu-memory-utilization",
         "0.95",
         "--max-model-len",
@@ -581,7 +581,7 @@ fn engine_plans_every_rank_of_a_layout() {
         run_line(&[
             "plan",
             "--engine",
-            "vllm",
+            "vllm==0.19.0",
             "--hf-config",
             gptq.to_str().unwrap()
         ]),
@@ -598,7 +598,7 @@ fn engine_plans_every_rank_of_a_layout() {
 fn engine_lays_out_a_hybrid_cache_in_groups() {
     let config = root().join("data/checkpoints/gemma-3-1b-it/config.json");
     let config = config.to_str().unwrap();
-    let base = ["plan", "--hf-config", config, "--engine", "vllm"];
+    let base = ["plan", "--hf-config", config, "--engine", "vllm==0.19.0"];
     let o = xtask(&[&base[..], &["--format", "json"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -653,7 +653,7 @@ fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
         "--hf-config",
         config,
         "--engine",
-        "vllm",
+        "vllm==0.19.0",
         "-tp",
         "8",
         "--format",
@@ -722,7 +722,7 @@ fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
 fn engine_refuses_a_max_model_len_above_the_models_context() {
     let config = root().join("data/models/deepseek-v2-lite/config.json");
     let config = config.to_str().unwrap();
-    let default = xtask(&["plan", "--hf-config", config, "--engine", "vllm"]);
+    let default = xtask(&["plan", "--hf-config", config, "--engine", "vllm==0.19.0"]);
     assert!(default.status.success(), "{}", stderr(&default));
     assert!(
         stdout(&default).contains("Maximum concurrency for 163840 tokens per request"),
@@ -734,7 +734,7 @@ fn engine_refuses_a_max_model_len_above_the_models_context() {
         "--hf-config",
         config,
         "--engine",
-        "vllm",
+        "vllm==0.19.0",
         "--max-model-len",
         "163841",
     ];
@@ -798,7 +798,7 @@ fn engine_answers_the_budget_questions() {
         "--hf-config",
         llama.to_str().unwrap(),
         "--engine",
-        "vllm",
+        "vllm==0.19.0",
         "--gpu-memory-utilization",
         "0.95",
         "--max-model-len",
