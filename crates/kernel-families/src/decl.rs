@@ -134,10 +134,13 @@ pub struct DevicesDecl {
 pub struct DeviceDecl {
     /// Unique name, e.g. `h100-sxm`.
     pub name: String,
-    /// Streaming multiprocessors.
-    pub sm_count: u64,
-    /// Device memory in bytes.
-    pub memory_bytes: u64,
+    /// Streaming multiprocessors, when known (a device without it is named only, and
+    /// refused when asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_count: Option<u64>,
+    /// Device memory in bytes (a plain plan's budget), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
     /// Where the figures come from.
     pub source: String,
     /// Other names it is known by (`h100` for `h100-sxm`); look-up ignores case.
@@ -150,9 +153,16 @@ pub struct DeviceDecl {
     /// what an engine's memory budget is a fraction of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_total_bytes: Option<u64>,
+    /// How exact `cuda_total_bytes` is: `exact`, `mib_floor` or `printed_gib` (required with
+    /// it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_total_precision: Option<String>,
     /// The L2 cache as CUDA reports it (`L2_cache_size`), bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2_cache_bytes: Option<u64>,
+    /// How exact `l2_cache_bytes` is (required with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_cache_precision: Option<String>,
     /// The compute capability, `major.minor` (`9.0`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_capability: Option<String>,

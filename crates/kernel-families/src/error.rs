@@ -144,6 +144,27 @@ pub enum FamiliesErrorKind {
     /// A device whose figures have no source.
     #[error("`source` is empty; say where the figures come from")]
     EmptySource,
+    /// A device figure's precision that is not one of the known ones, or a precision without
+    /// its figure, or a figure without its precision.
+    #[error("`{field}` = {value:?}: {why}")]
+    BadPrecision {
+        /// The precision field.
+        field: &'static str,
+        /// The value written (empty when missing).
+        value: String,
+        /// What is accepted.
+        why: &'static str,
+    },
+    /// A device the table names without the figures a plan needs.
+    #[error(
+        "the table names this device without its {missing} (no attributable print-out gives it: {source_text}); the planner refuses it rather than guess: give the SM count itself (--sm-count N) and a --budget in bytes for a plain plan, or name a device with figures"
+    )]
+    FiguresUnknown {
+        /// The figures missing, in words.
+        missing: String,
+        /// The device's `source`.
+        source_text: String,
+    },
     /// A device name the table does not have.
     #[error(
         "unknown device `{name}` (known: {known}); name one of them (--device NAME) or give the SM count itself (--sm-count N)"

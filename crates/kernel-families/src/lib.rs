@@ -53,6 +53,6 @@ mod load;
 
 pub use bound::BoundFamilies;
 pub use builder::FamiliesBuilder;
-pub use device::{BUILTIN_DEVICES, Device, Devices};
+pub use device::{BUILTIN_DEVICES, Device, Devices, NamedDevice, Precision};
 pub use error::{FamiliesError, FamiliesErrorKind, Finding, WorkspaceError, WorkspaceErrorKind};
 pub use families::{Families, Family, FamilyIdx, READABLE, Workspace};
