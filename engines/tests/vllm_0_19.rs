@@ -1200,7 +1200,7 @@ fn variants_apply_where_their_conditions_hold() {
     }];
     assert_eq!(
         hopper.variants_applied(&stages, &run).unwrap(),
-        ["no sampler"]
+        ["cublas-sm90", "no sampler"]
     );
     let mut unknown = run.clone();
     unknown.device.compute_capability = None;

@@ -133,6 +133,10 @@ pub(crate) struct Facts {
     pub(crate) load: LoadRules,
     pub(crate) model_len: ModelLenMechanism,
     pub(crate) defaults: Vec<DefaultsRule>,
+    /// (batched tokens, sequences): the bounds on a defaulted setting.
+    pub(crate) defaults_clamp: Option<(Formula, Formula)>,
+    /// The runtime's named figures, in name order.
+    pub(crate) runtime: Vec<(String, u64)>,
     pub(crate) kv: KvFacts,
     pub(crate) profile_run: ProfileRunFacts,
     pub(crate) created: Vec<Term>,
@@ -313,8 +317,20 @@ impl Facts {
                 Ok((a.name.clone(), format))
             })
             .collect::<Result<_, EngineError>>()?;
+        let defaults_clamp = match &file.defaults_clamp {
+            None => None,
+            Some(c) => Some((
+                formula(
+                    "defaults_clamp.max_num_batched_tokens",
+                    &c.max_num_batched_tokens,
+                )?,
+                formula("defaults_clamp.max_num_seqs", &c.max_num_seqs)?,
+            )),
+        };
         Ok(Facts {
             load: load_rules(&file, origin)?,
+            defaults_clamp,
+            runtime: file.runtime.clone().into_iter().collect(),
             created: terms("weights.created", &file.weights.created)?,
             engine: file.engine,
             version: file.version,

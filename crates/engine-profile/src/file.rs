@@ -93,6 +93,18 @@ pub struct DefaultsRule {
     pub max_num_seqs: u64,
 }
 
+/// How the engine bounds a default it picked by the run's other settings (each an expression
+/// over `max_num_batched_tokens`, `max_num_seqs` and `max_model_len`), applied to a setting
+/// only when the run leaves it to the engine.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultsClampDecl {
+    /// The batched tokens per step when defaulted (after the device's rule).
+    pub max_num_batched_tokens: String,
+    /// The sequences per step when defaulted (after the batched tokens are settled).
+    pub max_num_seqs: String,
+}
+
 /// The KV cache.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -367,6 +379,13 @@ pub struct EngineFile {
     pub model_len: ModelLenDecl,
     /// Defaults per device, first match wins.
     pub defaults: Vec<DefaultsRule>,
+    /// How a default is bounded by the run's other settings.
+    #[serde(default)]
+    pub defaults_clamp: Option<DefaultsClampDecl>,
+    /// Named byte figures of the engine's runtime (its libraries) that terms read by name,
+    /// set per device by `[[variant]]`s (the GEMM library's workspace).
+    #[serde(default)]
+    pub runtime: std::collections::BTreeMap<String, u64>,
     /// The KV cache.
     pub kv_cache: KvCacheDecl,
     /// The profile run.

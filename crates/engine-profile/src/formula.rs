@@ -99,6 +99,8 @@ impl Formula {
 #[derive(Debug, Clone)]
 pub(crate) struct Env<'a> {
     names: Vec<(&'static str, u64)>,
+    /// The engine file's runtime figures (`[runtime]`), read after the run's names.
+    runtime: &'a [(String, u64)],
     circuit: Option<&'a Circuit>,
     /// The circuit the run is for, named in messages.
     label: &'a str,
@@ -109,6 +111,7 @@ impl<'a> Env<'a> {
     pub(crate) fn new(names: Vec<(&'static str, u64)>, circuit: &'a Circuit) -> Env<'a> {
         Env {
             names,
+            runtime: &[],
             circuit: Some(circuit),
             label: circuit.name(),
         }
@@ -118,6 +121,7 @@ impl<'a> Env<'a> {
     pub(crate) fn names_only(names: Vec<(&'static str, u64)>, label: &'a str) -> Env<'a> {
         Env {
             names,
+            runtime: &[],
             circuit: None,
             label,
         }
@@ -129,18 +133,32 @@ impl<'a> Env<'a> {
         self
     }
 
+    /// Binds the engine file's runtime figures, read after the run's names and before the
+    /// circuit's dims.
+    pub(crate) fn with_runtime(mut self, runtime: &'a [(String, u64)]) -> Env<'a> {
+        self.runtime = runtime;
+        self
+    }
+
     /// Binds more names.
     pub(crate) fn extend(&mut self, names: impl IntoIterator<Item = (&'static str, u64)>) {
         self.names.extend(names);
     }
 
-    /// The value of `name`: the run's, else the circuit's dim.
+    /// The value of `name`: the run's, else the engine file's runtime figure, else the
+    /// circuit's dim.
     pub(crate) fn get(&self, name: &str) -> Option<u64> {
         self.names
             .iter()
             .rev()
             .find(|(n, _)| *n == name)
             .map(|(_, v)| *v)
+            .or_else(|| {
+                self.runtime
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| *v)
+            })
             .or_else(|| self.circuit.and_then(|c| c.dim(name)))
     }
 

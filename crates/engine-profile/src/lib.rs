@@ -167,6 +167,12 @@ impl EngineProfile {
         let mut table = None;
         for v in &self.variants {
             if v.holds(&subject)? {
+                if let Some(why) = &v.refuse {
+                    return Err(EngineError::DeviceNotModelled {
+                        device: device.name.clone(),
+                        why: format!("{why} (the engine file's variant `{}`)", v.name),
+                    });
+                }
                 let t = table.get_or_insert_with(|| self.base.clone());
                 file::overlay(t, v.overlay.clone());
             }
@@ -246,16 +252,33 @@ impl EngineProfile {
     /// error when no rule holds or the device's CUDA total is not known.
     pub fn defaults_on(&self, device: &Device) -> Result<DeviceDefaults, EngineError> {
         let total = cuda_total(device)?;
-        let product = device.product.as_deref().unwrap_or("").to_lowercase();
-        self.facts
-            .defaults
-            .iter()
-            .find(|r| {
-                r.min_total_bytes.is_none_or(|min| total >= min)
-                    && r.product_lacks
-                        .as_deref()
-                        .is_none_or(|text| !product.contains(text))
-            })
+        // A rule on the product string is not taken as holding (or failing) for a device whose
+        // product string the table does not give.
+        let product = |rule: &file::DefaultsRule| match (&rule.product_lacks, &device.product) {
+            (None, _) => Ok(String::new()),
+            (Some(_), Some(p)) => Ok(p.to_lowercase()),
+            (Some(_), None) => Err(EngineError::DeviceNotModelled {
+                device: device.name.clone(),
+                why: format!(
+                    "its product string is not in the device table, and the defaults rules of {} depend on it",
+                    self.origin
+                ),
+            }),
+        };
+        let mut found = None;
+        for rule in &self.facts.defaults {
+            let product = product(rule)?;
+            if rule.min_total_bytes.is_none_or(|min| total >= min)
+                && rule
+                    .product_lacks
+                    .as_deref()
+                    .is_none_or(|text| !product.contains(text))
+            {
+                found = Some(rule);
+                break;
+            }
+        }
+        found
             .map(|r| DeviceDefaults {
                 max_num_batched_tokens: r.max_num_batched_tokens,
                 max_num_seqs: r.max_num_seqs,

@@ -11,6 +11,7 @@ use circuit_ir::Circuit;
 use kernel_families::Device;
 use model_facts::{EncoderShape, ModelFacts};
 
+use crate::formula::{Env, Formula};
 use crate::kv_layout::KvLayout;
 use crate::{EngineError, EngineProfile, Execution, ModelLen};
 
@@ -216,6 +217,9 @@ pub struct Startup {
     pub version: String,
     /// The device's name (the device table's).
     pub device: String,
+    /// The device as the table gives it (its product string, figures, their precision and
+    /// sources), for reports.
+    pub device_figures: Device,
     /// The device total as CUDA reports it.
     pub device_total: u64,
     /// The fraction of it the engine may use.
@@ -224,8 +228,12 @@ pub struct Startup {
     pub requested: u64,
     /// Batched tokens of the profile run.
     pub max_num_batched_tokens: u64,
+    /// Whether the batched tokens are the engine's default on the device (the run gave none).
+    pub max_num_batched_tokens_defaulted: bool,
     /// Sequences.
     pub max_num_seqs: u64,
+    /// Whether the sequences are the engine's default on the device (the run gave none).
+    pub max_num_seqs_defaulted: bool,
     /// Max model length.
     pub max_model_len: u64,
     /// Per worker.
@@ -397,11 +405,9 @@ impl EngineProfile {
             });
         }
         let device_total = crate::cuda_total(&run.device)?;
-        let defaults = self.defaults_on(&run.device)?;
-        let tokens = run
-            .max_num_batched_tokens
-            .unwrap_or(defaults.max_num_batched_tokens);
-        let seqs = run.max_num_seqs.unwrap_or(defaults.max_num_seqs);
+        let model_len = self.model_len(&run.model);
+        let max_model_len = run.max_model_len.unwrap_or(model_len.default);
+        let (tokens, seqs) = self.batch(run)?;
         if tokens == 0 || seqs == 0 {
             return Err(EngineError::BadSetting {
                 what: "max_num_batched_tokens / max_num_seqs",
@@ -413,8 +419,6 @@ impl EngineProfile {
             what: what.to_owned(),
         };
         let world = tp.checked_mul(pp).ok_or_else(|| overflow("world size"))?;
-        let model_len = self.model_len(&run.model);
-        let max_model_len = run.max_model_len.unwrap_or(model_len.default);
         let requested = (device_total as f64 * utilization).ceil() as u64;
         let facts = &self.facts.non_torch;
         let mut non_torch = if world == 1 {
@@ -438,7 +442,9 @@ impl EngineProfile {
             device_total,
             utilization,
             tokens,
+            tokens_defaulted: run.max_num_batched_tokens.is_none(),
             seqs,
+            seqs_defaulted: run.max_num_seqs.is_none(),
             requests: tokens.min(seqs),
             tp,
             stages: pp,
@@ -462,6 +468,49 @@ impl EngineProfile {
             }),
             model: run.model.clone(),
         })
+    }
+
+    /// The batched tokens and sequences of `run`: each as given, or the engine's default on
+    /// the device (its `[[defaults]]` rule), bounded as the engine bounds a default by the
+    /// other settings (`[defaults_clamp]`): the tokens first, from the sequences as given or
+    /// defaulted and the max model length (as given, else the model's default), then the
+    /// sequences from the tokens. The profile's variants are not applied: call it on a profile
+    /// whose variants hold for the run (a prediction does).
+    pub fn batch(&self, run: &RunSettings) -> Result<(u64, u64), EngineError> {
+        let max_model_len = run
+            .max_model_len
+            .unwrap_or(self.model_len(&run.model).default);
+        let defaults = self.defaults_on(&run.device)?;
+        let seqs_asked = run.max_num_seqs.unwrap_or(defaults.max_num_seqs);
+        let clamp = |formula: Option<&Formula>, tokens: u64, seqs: u64| match formula {
+            None => Ok(None),
+            Some(f) => f
+                .eval(&Env::names_only(
+                    vec![
+                        ("max_num_batched_tokens", tokens),
+                        ("max_num_seqs", seqs),
+                        ("max_model_len", max_model_len),
+                    ],
+                    "the run's defaults",
+                ))
+                .map(Some),
+        };
+        let bounds = self.facts.defaults_clamp.as_ref();
+        let tokens = match run.max_num_batched_tokens {
+            Some(t) => t,
+            None => clamp(
+                bounds.map(|b| &b.0),
+                defaults.max_num_batched_tokens,
+                seqs_asked,
+            )?
+            .unwrap_or(defaults.max_num_batched_tokens),
+        };
+        let seqs = match run.max_num_seqs {
+            Some(s) => s,
+            None => clamp(bounds.map(|b| &b.1), tokens, defaults.max_num_seqs)?
+                .unwrap_or(defaults.max_num_seqs),
+        };
+        Ok((tokens, seqs))
     }
 
     /// Phase 3: each stage's worker, repeated over the stage's tensor-parallel ranks (every
@@ -552,11 +601,14 @@ impl EngineProfile {
             engine: self.facts.engine.clone(),
             version: self.facts.version.clone(),
             device: settled.device.name.clone(),
+            device_figures: settled.device.clone(),
             device_total: settled.device_total,
             gpu_memory_utilization: settled.utilization,
             requested,
             max_num_batched_tokens: settled.tokens,
+            max_num_batched_tokens_defaulted: settled.tokens_defaulted,
             max_num_seqs: settled.seqs,
+            max_num_seqs_defaulted: settled.seqs_defaulted,
             max_model_len,
             workers,
             kv_cache_tokens,
@@ -632,7 +684,9 @@ pub(crate) struct Settled {
     pub(crate) device_total: u64,
     pub(crate) utilization: f64,
     pub(crate) tokens: u64,
+    pub(crate) tokens_defaulted: bool,
     pub(crate) seqs: u64,
+    pub(crate) seqs_defaulted: bool,
     pub(crate) requests: u64,
     pub(crate) tp: u64,
     pub(crate) stages: u64,

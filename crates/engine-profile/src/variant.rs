@@ -3,10 +3,15 @@
 //! the file's tables, as a release overlays the one it extends; the prediction of a run uses
 //! the file with every variant whose conditions hold applied in file order.
 //!
+//! A variant may instead `refuse` the runs it holds for, with the reason: what the engine does
+//! there (another attention backend, another kernel library) is not modelled, and the
+//! prediction is refused rather than guessed.
+//!
 //! Invariants: a condition on a fact the device table does not give (its compute capability,
-//! its vendor) is an error naming the device and the variant, never a guess that it does not
-//! hold; every variant, applied alone to the base, must give a file that compiles (checked when
-//! the profile loads); an unknown condition is refused.
+//! its vendor, its product, its total) is an error naming the device and the variant, never a
+//! guess that it does not hold; every variant, applied alone to the base, must give a file that
+//! compiles (checked when the profile loads); an unknown condition is refused; a refusal names
+//! the variant.
 
 use circuit_ir::Circuit;
 use kernel_families::Device;
@@ -66,6 +71,8 @@ pub(crate) struct Conditions {
 pub(crate) struct Variant {
     pub(crate) name: String,
     when: Conditions,
+    /// Why the runs it holds for are refused, when it refuses them.
+    pub(crate) refuse: Option<String>,
     pub(crate) overlay: toml::Table,
 }
 
@@ -109,6 +116,15 @@ impl Variant {
                 Some(toml::Value::String(s)) => s,
                 _ => return Err(bad(format!("variant #{}: give it a `name`", i + 1))),
             };
+            let refuse = match overlay.remove("refuse") {
+                None => None,
+                Some(toml::Value::String(why)) if !why.trim().is_empty() => Some(why),
+                Some(_) => {
+                    return Err(bad(format!(
+                        "variant `{name}`: refuse: write the reason the runs it holds for are refused, as a string"
+                    )));
+                }
+            };
             let when: Conditions = match overlay.remove("when") {
                 None => Conditions::default(),
                 Some(v) => v
@@ -127,9 +143,16 @@ impl Variant {
                     )));
                 }
             }
+            if refuse.is_some() && !overlay.is_empty() {
+                return Err(bad(format!(
+                    "variant `{name}`: a variant that refuses overlays nothing (found {})",
+                    overlay.keys().cloned().collect::<Vec<_>>().join(", ")
+                )));
+            }
             variants.push(Variant {
                 name,
                 when,
+                refuse,
                 overlay,
             });
         }
@@ -153,7 +176,6 @@ impl Variant {
                 self.name
             ),
         };
-        let product = device.product.as_deref().unwrap_or("").to_lowercase();
         let device_cc = || {
             device
                 .compute_capability
@@ -200,6 +222,14 @@ impl Variant {
                 return Ok(false);
             }
         }
+        if c.product_contains.is_none() && c.product_lacks.is_none() {
+            return Ok(true);
+        }
+        let product = device
+            .product
+            .as_deref()
+            .ok_or_else(|| unknown("product string"))?
+            .to_lowercase();
         Ok(c.product_contains
             .as_deref()
             .is_none_or(|t| product.contains(t))

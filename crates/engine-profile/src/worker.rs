@@ -78,8 +78,11 @@ impl EngineProfile {
             stages: settled.stages,
             execution: settled.execution,
         };
+        let device_figure = |e: EngineError| device_figure_missing(e, &settled.device);
         let mut env = self.stage_env(circuit, settled)?;
-        let weights = self.loaded_weights(circuit, &env, at)?;
+        let weights = self
+            .loaded_weights(circuit, &env, at)
+            .map_err(device_figure)?;
         let logits_rows = self.facts.profile_run.logits_rows.eval(&env)?;
         let (forward_live, kernel_launches) = self.forward_live(
             circuit,
@@ -87,7 +90,9 @@ impl EngineProfile {
             logits_rows,
             settled.device.sm_count,
         )?;
-        let parts = self.profile_parts(circuit, settled, &env, at, forward_live)?;
+        let parts = self
+            .profile_parts(circuit, settled, &env, at, forward_live)
+            .map_err(device_figure)?;
         let (activation_peak, peak_set_by) = parts.peak(circuit)?;
         env.extend([("kernel_launches", kernel_launches)]);
         let cuda_graph = match settled.execution {
@@ -163,7 +168,7 @@ impl EngineProfile {
     /// The names a stage's terms read: the run's, the device's and the model's, over the
     /// circuit's dims (`hidden`, `vocab`, `head_dim` must be among them).
     fn stage_env<'c>(
-        &self,
+        &'c self,
         circuit: &'c Circuit,
         settled: &Settled,
     ) -> Result<Env<'c>, EngineError> {
@@ -195,7 +200,7 @@ impl EngineProfile {
         if let Some(l2) = settled.device.l2_cache_bytes {
             names.push(("l2_cache_bytes", l2));
         }
-        Ok(Env::new(names, circuit))
+        Ok(Env::new(names, circuit).with_runtime(&self.facts.runtime))
     }
 
     /// The weights as loaded: the circuit's, and the tensors the engine creates.
@@ -292,6 +297,34 @@ impl EngineProfile {
         // plans with no other placeholder) launch nothing a graph would record.
         let launches = plan.groups - plan.placeholders;
         Ok((plan.totals.activations, launches as u64))
+    }
+}
+
+/// The device figures a term may read, with what they are in words.
+const DEVICE_FIGURES: &[(&str, &str)] = &[(
+    "l2_cache_bytes",
+    "L2 cache size (torch.compile's autotuning flushes it; --enforce-eager runs without it)",
+)];
+
+/// A term reading a device figure the table does not give is a refusal naming the device and
+/// the figure, not an unbound name.
+fn device_figure_missing(e: EngineError, device: &kernel_families::Device) -> EngineError {
+    match e {
+        EngineError::UnboundName { item, name, .. }
+            if DEVICE_FIGURES.iter().any(|(n, _)| *n == name) =>
+        {
+            let what = DEVICE_FIGURES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or("", |(_, w)| w);
+            EngineError::DeviceNotModelled {
+                device: device.name.clone(),
+                why: format!(
+                    "its {what} is not in the device table, and the engine file's {item} reads it"
+                ),
+            }
+        }
+        other => other,
     }
 }
 
