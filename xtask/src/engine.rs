@@ -1,20 +1,25 @@
 //! `cargo xtask plan --engine vllm` and `cargo xtask bench engine`: chooses the engine folder
 //! (the `engines` crate), imports the config with the engine's load rules, asks engine-profile
-//! for the start-up and the budget questions the flags ask, and hands them to the renderer
-//! (`render/engine.rs`).
+//! for the start-up on the device named (or, with `--devices`, the smallest TP on each) and
+//! the budget questions the flags ask, and hands them to the renderer (`render/engine.rs`).
 //!
 //! Invariants: the model of the engine is in engine-profile and the engine folder, never here;
 //! an error of the profile that a flag's value caused names the flag.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use engine_profile::{EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup};
+use engine_profile::{EngineError, EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup};
+use kernel_families::FamiliesErrorKind;
 
 use crate::CliError;
 use crate::inputs::files::{self, HfFiles, Input};
 use crate::inputs::flags::{EngineArgs, OutputFormat, PlanArgs};
 use crate::out::outln;
-use crate::render::engine::{Budget, add_budget, json, print_budget, print_table};
+use crate::render::engine::{
+    Budget, DeviceRow, DevicesQuestion, add_budget, devices_json, json, print_budget,
+    print_devices, print_table,
+};
 use crate::render::one_record;
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -99,6 +104,10 @@ pub fn run_plan(
         model,
         quantization,
     } = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
+    if let Some(names) = &engine.devices {
+        let at = (&files, &options);
+        return run_devices(args, engine, &profile, at, names, circuits, model);
+    }
     let device = crate::inputs::settings::device(args)?;
     let run = RunSettings {
         device,
@@ -112,13 +121,7 @@ pub fn run_plan(
         enforce_eager: engine.enforce_eager,
         mm_limit_per_prompt: crate::inputs::settings::image_limit(args)?,
         block_size: engine.block_size,
-        enable_prefix_caching: if engine.enable_prefix_caching {
-            Some(true)
-        } else if engine.no_enable_prefix_caching {
-            Some(false)
-        } else {
-            None
-        },
+        enable_prefix_caching: prefix_caching(engine),
         model,
     };
     let startup = predict(&profile, &circuits, &run).map_err(|e| with_flags(e, engine, args))?;
@@ -137,6 +140,145 @@ pub fn run_plan(
         OutputFormat::Jsonl | OutputFormat::Csv => {
             return Err(one_record(args.format));
         }
+    }
+    Ok(())
+}
+
+/// Prefix caching as the flags ask for it (None: the engine's default).
+fn prefix_caching(engine: &EngineArgs) -> Option<bool> {
+    if engine.enable_prefix_caching {
+        Some(true)
+    } else if engine.no_enable_prefix_caching {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// `--devices A,B,...`: per device, the smallest TP that starts (every other flag as given),
+/// its KV tokens and concurrency, or why the prediction is refused there.
+fn run_devices(
+    args: &PlanArgs,
+    engine: &EngineArgs,
+    profile: &EngineProfile,
+    (files, options): (&HfFiles, &circuit_hf::ImportOptions),
+    names: &[String],
+    circuits: Vec<circuit_ir::Circuit>,
+    model: ModelFacts,
+) -> Result<(), CliError> {
+    // The question is the smallest TP per device: a flag that fixes the TP, or asks another
+    // question of one start-up, has no answer here.
+    let one_startup = [
+        (engine.largest_max_model_len, "--largest-max-model-len"),
+        (engine.largest_max_num_seqs, "--largest-max-num-seqs"),
+        (engine.target_kv_tokens.is_some(), "--target-kv-tokens"),
+    ];
+    if let Some((_, flag)) = one_startup.iter().find(|(given, _)| *given) {
+        return Err(format!(
+            "{flag} with --devices: it is a question of one start-up; ask it with --device NAME (--devices answers the smallest TP per device)"
+        )
+        .into());
+    }
+    if engine.smallest_tp {
+        return Err("--smallest-tp with --devices: --devices answers it for each device already; drop --smallest-tp".into());
+    }
+    if options.parallel.tp != 1 {
+        return Err(format!(
+            "--tensor-parallel-size {} with --devices: --devices finds the smallest TP that starts on each device itself; drop the flag (or ask one device with --device)",
+            options.parallel.tp
+        )
+        .into());
+    }
+    if matches!(args.format, OutputFormat::Jsonl | OutputFormat::Csv) {
+        return Err(one_record(args.format));
+    }
+    if names.iter().any(|n| n.trim().is_empty()) {
+        return Err(
+            "--devices: a device name is empty; name devices comma-separated (--devices h100,l40s)"
+                .into(),
+        );
+    }
+    let table = kernel_families::Devices::builtin()?;
+    let side = files.side();
+    // Each TP size is imported once, whatever the number of devices.
+    let mut imported: BTreeMap<u64, Option<Vec<circuit_ir::Circuit>>> = BTreeMap::new();
+    imported.insert(1, Some(circuits));
+    let mut rows = Vec::with_capacity(names.len());
+    for name in names {
+        let device = match table.get(name) {
+            Ok(d) => d.clone(),
+            Err(e) if matches!(*e.kind, FamiliesErrorKind::FiguresUnknown { .. }) => {
+                rows.push(DeviceRow::Refused {
+                    name: name.trim().to_owned(),
+                    why: e.to_string(),
+                });
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let run = RunSettings {
+            device: device.clone(),
+            tensor_parallel_size: 1,
+            pipeline_parallel_size: options.parallel.pp,
+            gpu_memory_utilization: engine.gpu_memory_utilization,
+            max_num_batched_tokens: engine.max_num_batched_tokens,
+            max_num_seqs: engine.max_num_seqs,
+            max_model_len: args.max_model_len,
+            skip_mm_profiling: engine.skip_mm_profiling,
+            enforce_eager: engine.enforce_eager,
+            mm_limit_per_prompt: crate::inputs::settings::image_limit(args)?,
+            block_size: engine.block_size,
+            enable_prefix_caching: prefix_caching(engine),
+            model: model.clone(),
+        };
+        // A size the importer refuses is skipped, as with --smallest-tp.
+        let stages_for = |tp: u64| {
+            imported
+                .entry(tp)
+                .or_insert_with(|| {
+                    let mut at = *options;
+                    at.parallel.tp = tp;
+                    stage_circuits(&files.text, &files.origin, &at, &side)
+                        .ok()
+                        .map(|stages| stages.circuits)
+                })
+                .clone()
+        };
+        match profile.smallest_tp(&run, memory_plan::NODE_GPUS, stages_for) {
+            Ok(answer) => {
+                let batch = match &answer.found {
+                    Some((_, s)) => (s.max_num_batched_tokens, s.max_num_seqs),
+                    None => profile.batch(&run)?,
+                };
+                rows.push(DeviceRow::Answered {
+                    device: Box::new(device),
+                    batch,
+                    answer: Box::new(answer),
+                });
+            }
+            Err(e @ EngineError::DeviceNotModelled { .. }) => rows.push(DeviceRow::Refused {
+                name: device.name.clone(),
+                why: e.to_string(),
+            }),
+            Err(e) => return Err(with_flags(e.into(), engine, args)),
+        }
+    }
+    let question = DevicesQuestion {
+        engine: profile.engine(),
+        version: profile.version(),
+        origin: &files.origin,
+        max_model_len: args
+            .max_model_len
+            .unwrap_or(profile.model_len(&model).default),
+        heads: model.num_attention_heads,
+        tp_limit: memory_plan::NODE_GPUS,
+    };
+    match args.format {
+        OutputFormat::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&devices_json(&question, &rows))?
+        ),
+        _ => print_devices(&question, &rows)?,
     }
     Ok(())
 }

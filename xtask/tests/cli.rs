@@ -346,8 +346,8 @@ fn bad_inputs_give_one_line_and_exit_1() {
         "{err}"
     );
     assert_eq!(
-        failure(&["plan", "--device", "h100-nvl"]),
-        "error: kernel-families/devices.toml: unknown device `h100-nvl` (known: h100-sxm, h100-pcie, h200, b200, a100-80gb, a100-40gb, l40s, l4, rtx4090, mi300x); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
+        failure(&["plan", "--device", "h100-nvl-4"]),
+        "error: kernel-families/devices.toml: unknown device `h100-nvl-4` (known: h100-sxm, h100-pcie, h100-nvl, h200, h20, gh200, b200, a100-80gb, a100-40gb, a100-pcie-80gb, a100-pcie-40gb, l40s, l4, a40, rtx4090, rtx3090, rtx6000-ada, rtx5090, mi300x); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
     );
     assert_eq!(
         failure(&["plan", "--rows", "0"]),
@@ -957,4 +957,178 @@ fn a_fifo_without_a_writer_and_an_endless_device_do_not_hang() {
         "error: cannot read /dev/zero: not a regular file, and it did not end within the limit of 8 MiB for a circuit file (docs/testing.md); give a regular file"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--engine vllm --device D` predicts on D: its CUDA total, its defaults, and the JSON
+/// `engine.device` names it with its source; a device without the figures is one line.
+#[test]
+fn engine_predicts_on_the_device_named() {
+    let config = root().join("data/models/llama-3.1-8b/config.json");
+    let config = config.to_str().unwrap();
+    let base = [
+        "plan",
+        "--hf-config",
+        config,
+        "--engine",
+        "vllm",
+        "--max-model-len",
+        "8192",
+    ];
+    let table = |device: &str| {
+        let o = xtask(&[&base[..], &["--device", device]].concat());
+        assert!(o.status.success(), "{device}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let h200 = table("h200");
+    assert!(
+        h200.contains("\ndevice    h200 (NVIDIA H200; compute capability 9.0, 132 SMs)\n"),
+        "{h200}"
+    );
+    assert!(
+        h200.contains("run       max_num_batched_tokens 8192 (the engine's default here), max_num_seqs 1024 (the engine's default here), max_model_len 8192"),
+        "{h200}"
+    );
+    assert!(
+        h200.contains("memory    total 139.80 GiB (as CUDA reports; a MiB floor: the true figure is up to 1 MiB more), requested 125.82 GiB"),
+        "{h200}"
+    );
+    let a100 = table("a100-80gb");
+    assert!(
+        a100.contains("run       max_num_batched_tokens 2048 (the engine's default here), max_num_seqs 256 (the engine's default here),"),
+        "{a100}"
+    );
+    assert!(
+        a100.contains("memory    total 79.26 GiB (as CUDA reports), requested 71.33 GiB"),
+        "{a100}"
+    );
+    let o = xtask(
+        &[
+            &base[..],
+            &[
+                "--device",
+                "l40s",
+                "--max-num-seqs",
+                "64",
+                "--format",
+                "json",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let e = &j["engine"];
+    assert_eq!(e["device"]["name"], "l40s");
+    assert_eq!(e["device"]["product"], "NVIDIA L40S");
+    assert_eq!(e["device"]["cuda_total_bytes"], 47_803_596_800u64);
+    assert_eq!(e["device"]["cuda_total_precision"], "exact");
+    assert!(
+        e["device"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("deviceQuery on driver 550.127.05")
+    );
+    assert_eq!(e["device_total"], 47_803_596_800u64);
+    assert_eq!(
+        (
+            e["max_num_batched_tokens"].as_u64(),
+            e["max_num_seqs"].as_u64()
+        ),
+        (Some(2048), Some(64))
+    );
+    assert_eq!(
+        e["defaulted"],
+        serde_json::json!(["max_num_batched_tokens"])
+    );
+    assert_eq!(
+        failure(&[&base[..], &["--device", "l40"]].concat()),
+        "error: kernel-families/devices.toml: device `l40`: the table names this device without its SM count and memory (no attributable print-out gives it: no print-out of any kind was found (data/devices/README.md, 'Not found'): no product string, SM count, memory, CUDA's total, L2 or compute capability); the planner refuses it rather than guess: give the SM count itself (--sm-count N) and a --budget in bytes for a plain plan, or name a device with figures"
+    );
+    assert_eq!(
+        failure(&[&base[..], &["--device", "h100-pcie"]].concat()),
+        "error: device h100-pcie: its total memory as CUDA reports it is not in the device table; the engine prediction is refused rather than guessed"
+    );
+}
+
+/// `--devices`: the smallest TP that starts on each device, one row each, a refused device
+/// with its reason; in JSON an array.
+#[test]
+fn engine_answers_the_smallest_tp_across_devices() {
+    let config = root().join("data/models/llama-3.1-8b/config.json");
+    let config = config.to_str().unwrap();
+    let base = [
+        "plan",
+        "--hf-config",
+        config,
+        "--engine",
+        "vllm",
+        "--devices",
+        "h100,a100-80gb,rtx4090,mi300x,l40",
+    ];
+    let o = xtask(&base);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let rows: Vec<&str> = out.lines().skip(5).collect();
+    assert!(
+        rows[0].starts_with("h100-sxm              79.19 GiB     8192   1024            1 "),
+        "{out}"
+    );
+    assert!(
+        rows[1].starts_with("a100-80gb             79.26 GiB     2048    256            1 "),
+        "{out}"
+    );
+    assert!(
+        rows[2].starts_with("rtx4090               23.64 GiB     2048    256            2 "),
+        "{out}"
+    );
+    assert!(
+        rows[3].starts_with("mi300x           refused: device mi300x: vLLM 0.19 on ROCm"),
+        "{out}"
+    );
+    assert!(
+        rows[4].starts_with("l40              refused: kernel-families/devices.toml: device `l40`"),
+        "{out}"
+    );
+    let o = xtask(&[&base[..], &["--format", "json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let devices = j["engine"]["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 5);
+    assert_eq!(devices[0]["device"]["name"], "h100-sxm");
+    assert_eq!(devices[0]["smallest_tp"]["tensor_parallel_size"], 1);
+    assert_eq!(
+        devices[2]["smallest_tp"]["tried"],
+        serde_json::json!([1, 2])
+    );
+    assert!(
+        devices[3]["refused"]
+            .as_str()
+            .unwrap()
+            .starts_with("device mi300x: ")
+    );
+    assert_eq!(j["engine"]["max_model_len"], 131_072);
+    for (extra, message) in [
+        (
+            &["--tp", "2"][..],
+            "error: --tensor-parallel-size 2 with --devices: --devices finds the smallest TP that starts on each device itself; drop the flag (or ask one device with --device)",
+        ),
+        (
+            &["--largest-max-model-len"][..],
+            "error: --largest-max-model-len with --devices: it is a question of one start-up; ask it with --device NAME (--devices answers the smallest TP per device)",
+        ),
+        (
+            &["--smallest-tp"][..],
+            "error: --smallest-tp with --devices: --devices answers it for each device already; drop --smallest-tp",
+        ),
+        (
+            &["--format", "csv"][..],
+            "error: --format csv: JSON lines and CSV are for sweeps of --rows; this report is one record: give --format json or table",
+        ),
+    ] {
+        assert_eq!(failure(&[&base[..], extra].concat()), message, "{extra:?}");
+    }
+    assert_eq!(
+        failure(&[&base[..6], &["h100,h100-nvl-4"]].concat()),
+        "error: kernel-families/devices.toml: unknown device `h100-nvl-4` (known: h100-sxm, h100-pcie, h100-nvl, h200, h20, gh200, b200, a100-80gb, a100-40gb, a100-pcie-80gb, a100-pcie-40gb, l40s, l4, a40, rtx4090, rtx3090, rtx6000-ada, rtx5090, mi300x); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
+    );
 }

@@ -316,6 +316,21 @@ pub struct EngineArgs {
     #[arg(long, requires = "engine")]
     pub smallest_tp: bool,
 
+    /// With --engine: for each of these devices (names of the device table, comma-separated),
+    /// the smallest --tensor-parallel-size that starts with the other flags, its KV tokens and
+    /// its concurrency at --max-model-len, one row each; a device the engine prediction is
+    /// refused on says why in its row.
+    ///
+    /// Example: --devices h100,h200,a100-80gb,l40s
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        requires = "engine",
+        conflicts_with = "device"
+    )]
+    pub devices: Option<Vec<String>>,
+
     /// With --engine: also print the --gpu-memory-utilization whose KV cache holds at least
     /// this many tokens with the other flags.
     ///

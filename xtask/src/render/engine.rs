@@ -1,10 +1,12 @@
 //! The engine prediction rendered: the table vLLM's start-up lines mirror, and the JSON
-//! `engine` object, with the budget questions' answers (one line, one key each).
+//! `engine` object, with the budget questions' answers (one line, one key each); and the
+//! answers of `--devices`, one row (one array element) per device.
 //!
 //! Invariants: renders what it is handed (a `Startup` and the `Budget` answers) and computes
 //! no prediction; every figure printed is one of the start-up's.
 
-use engine_profile::{Startup, Verdict, Worker};
+use engine_profile::{SmallestTp, Startup, Verdict, Worker};
+use kernel_families::{Device, Precision};
 
 use crate::CliError;
 use crate::out::outln;
@@ -141,14 +143,36 @@ pub fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), 
         s.releases.join(", ")
     );
     outln!("config    {origin}");
+    let d = &s.device_figures;
     outln!(
-        "run       max_num_batched_tokens {}, max_num_seqs {}, max_model_len {}, quantization {quantization}",
+        "device    {} ({}; compute capability {}, {} SMs)",
+        d.name,
+        d.product.as_deref().unwrap_or("product string not known"),
+        d.compute_capability.as_deref().unwrap_or("not known"),
+        d.sm_count
+    );
+    let default = |yes: bool| {
+        if yes {
+            " (the engine's default here)"
+        } else {
+            ""
+        }
+    };
+    outln!(
+        "run       max_num_batched_tokens {}{}, max_num_seqs {}{}, max_model_len {}, quantization {quantization}",
         s.max_num_batched_tokens,
+        default(s.max_num_batched_tokens_defaulted),
         s.max_num_seqs,
+        default(s.max_num_seqs_defaulted),
         s.max_model_len
     );
+    let caveat = d
+        .cuda_total_precision
+        .map(Precision::caveat)
+        .filter(|c| !c.is_empty())
+        .map_or(String::new(), |c| format!("; {c}"));
     outln!(
-        "memory    total {} (as CUDA reports), requested {}",
+        "memory    total {} (as CUDA reports{caveat}), requested {}",
         gib(s.device_total),
         gib(s.requested)
     );
@@ -309,6 +333,14 @@ fn kind_json(kind: engine_profile::LayerKind) -> serde_json::Value {
 }
 
 pub fn json(s: &Startup) -> serde_json::Value {
+    let defaulted: Vec<&str> = [
+        ("max_num_batched_tokens", s.max_num_batched_tokens_defaulted),
+        ("max_num_seqs", s.max_num_seqs_defaulted),
+    ]
+    .into_iter()
+    .filter(|(_, d)| *d)
+    .map(|(n, _)| n)
+    .collect();
     serde_json::json!({
         "engine": {
             "name": s.engine,
@@ -318,6 +350,14 @@ pub fn json(s: &Startup) -> serde_json::Value {
                 "name": u.name,
                 "effect": u.effect,
             })).collect::<Vec<_>>(),
+            "device": device_json(&s.device_figures),
+            "device_total": s.device_total,
+            "gpu_memory_utilization": s.gpu_memory_utilization,
+            "requested": s.requested,
+            "max_num_batched_tokens": s.max_num_batched_tokens,
+            "max_num_seqs": s.max_num_seqs,
+            "max_model_len": s.max_model_len,
+            "defaulted": defaulted,
             "workers": s.workers.iter().map(|w| serde_json::json!({
                 "rank": w.rank,
                 "pp_stage": w.pp_stage,
@@ -354,4 +394,165 @@ pub fn json(s: &Startup) -> serde_json::Value {
             "starts": s.verdict == Verdict::Starts,
         }
     })
+}
+
+/// The device as the JSON names it: the table's figures, their precision and sources.
+fn device_json(d: &Device) -> serde_json::Value {
+    serde_json::json!({
+        "name": d.name,
+        "product": d.product,
+        "vendor": d.vendor,
+        "compute_capability": d.compute_capability,
+        "sm_count": d.sm_count,
+        "cuda_total_bytes": d.cuda_total_bytes,
+        "cuda_total_precision": d.cuda_total_precision.map(Precision::name),
+        "l2_cache_bytes": d.l2_cache_bytes,
+        "l2_cache_precision": d.l2_cache_precision.map(Precision::name),
+        "source": d.source,
+    })
+}
+
+/// One device's answer to `--devices`.
+pub enum DeviceRow {
+    /// The prediction ran: the smallest TP that starts (or none).
+    Answered {
+        device: Box<Device>,
+        /// (batched tokens, sequences) the engine runs with there.
+        batch: (u64, u64),
+        answer: Box<SmallestTp>,
+    },
+    /// The prediction is refused on the device, with the one-line reason.
+    Refused { name: String, why: String },
+}
+
+/// What `--devices` asked, for its header.
+pub struct DevicesQuestion<'a> {
+    pub engine: &'a str,
+    pub version: &'a str,
+    pub origin: &'a str,
+    pub max_model_len: u64,
+    pub heads: u64,
+    pub tp_limit: u64,
+}
+
+/// `--devices` as a table: a header, one row per device, a note for totals that are not exact.
+pub fn print_devices(q: &DevicesQuestion<'_>, rows: &[DeviceRow]) -> Result<(), CliError> {
+    outln!("engine    {} {}", q.engine, q.version);
+    outln!("config    {}", q.origin);
+    outln!(
+        "question  the smallest tensor_parallel_size that starts on each device (sizes up to {} that divide {} attention heads), at max_model_len {}",
+        q.tp_limit,
+        q.heads,
+        q.max_model_len
+    );
+    outln!();
+    outln!(
+        "{:<16} {:>14} {:>8} {:>6} {:>12} {:>12} {:>12}",
+        "device",
+        "total (CUDA)",
+        "tokens",
+        "seqs",
+        "smallest TP",
+        "KV tokens",
+        "concurrency"
+    );
+    for row in rows {
+        outln!("{}", row.line());
+    }
+    let inexact: Vec<String> = rows
+        .iter()
+        .filter_map(|r| match r {
+            DeviceRow::Answered { device, .. } => device
+                .cuda_total_precision
+                .filter(|p| *p != Precision::Exact)
+                .map(|p| format!("{}: {}", device.name, p.caveat())),
+            DeviceRow::Refused { .. } => None,
+        })
+        .collect();
+    if !inexact.is_empty() {
+        outln!();
+        outln!(
+            "note      totals that are not exact: {}",
+            inexact.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// `--devices` as JSON: the `engine` object with a `devices` array.
+pub fn devices_json(q: &DevicesQuestion<'_>, rows: &[DeviceRow]) -> serde_json::Value {
+    serde_json::json!({
+        "engine": {
+            "name": q.engine,
+            "version": q.version,
+            "max_model_len": q.max_model_len,
+            "devices": rows.iter().map(DeviceRow::json).collect::<Vec<_>>(),
+        }
+    })
+}
+
+impl DeviceRow {
+    fn line(&self) -> String {
+        match self {
+            DeviceRow::Answered {
+                device,
+                batch,
+                answer,
+            } => {
+                let total = device.cuda_total_bytes.map_or("?".to_owned(), gib);
+                let (tp, tokens, concurrency) = match &answer.found {
+                    Some((tp, s)) => (
+                        tp.to_string(),
+                        s.kv_cache_tokens.to_string(),
+                        format!("{:.2}x", s.max_concurrency),
+                    ),
+                    None => {
+                        let tried = answer
+                            .tried
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        (format!("none of {tried}"), "-".to_owned(), "-".to_owned())
+                    }
+                };
+                format!(
+                    "{:<16} {:>14} {:>8} {:>6} {:>12} {:>12} {:>12}",
+                    device.name, total, batch.0, batch.1, tp, tokens, concurrency
+                )
+            }
+            DeviceRow::Refused { name, why } => format!("{name:<16} refused: {why}"),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        match self {
+            DeviceRow::Answered {
+                device,
+                batch,
+                answer,
+            } => serde_json::json!({
+                "device": device_json(device),
+                "max_num_batched_tokens": batch.0,
+                "max_num_seqs": batch.1,
+                "smallest_tp": match &answer.found {
+                    Some((tp, s)) => serde_json::json!({
+                        "tensor_parallel_size": tp,
+                        "kv_cache_tokens": s.kv_cache_tokens,
+                        "max_concurrency": s.max_concurrency,
+                        "tried": answer.tried,
+                    }),
+                    None => serde_json::json!({
+                        "tensor_parallel_size": null,
+                        "tried": answer.tried,
+                    }),
+                },
+                "refused": null,
+            }),
+            DeviceRow::Refused { name, why } => serde_json::json!({
+                "device": { "name": name },
+                "refused": why,
+            }),
+        }
+    }
 }
