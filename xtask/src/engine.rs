@@ -124,7 +124,13 @@ pub fn run_plan(
         enable_prefix_caching: prefix_caching(engine),
         model,
     };
-    let startup = predict(&profile, &circuits, &run).map_err(|e| with_flags(e, engine, args))?;
+    let startup = profile
+        .predict_layout(&StageCircuit::in_order(&circuits), &run)
+        .map_err(|e| match e {
+            // A device refusal is about the device, whatever the sizing flags.
+            e @ EngineError::DeviceNotModelled { .. } => e.into(),
+            e => with_flags(e.into(), engine, args),
+        })?;
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)
         .map_err(|e| with_flags(e, engine, args))?;
     match args.format {
