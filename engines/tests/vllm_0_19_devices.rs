@@ -59,6 +59,7 @@ fn run_on(device: Device, model: ModelFacts, max_model_len: Option<u64>) -> RunS
         enforce_eager: false,
         mm_limit_per_prompt: None,
         block_size: None,
+        enable_prefix_caching: None,
         model,
     }
 }
@@ -342,4 +343,32 @@ fn the_smallest_tp_differs_by_device() {
     assert_eq!(smallest("a100-80gb"), Some((1, 2048, 256)));
     // 24 GiB: 15 GiB of weights leave less than one 131,072-token request of KV.
     assert_eq!(smallest("rtx4090").map(|a| a.0), Some(2));
+}
+
+/// The device rules are `inherit = true`: every later release that extends 0.19 keeps them
+/// (its own variants replace 0.19's others), so no release predicts on a device 0.19 refuses.
+#[test]
+fn every_release_keeps_the_device_rules() {
+    let (circuits, model) = llama();
+    let stages = StageCircuit::in_order(&circuits);
+    for folder in engines::folders() {
+        let p = engines::profile(folder.name).unwrap();
+        let on = |name: &str| run_on(device(name), model.clone(), Some(8192));
+        let applied = p.variants_applied(&stages, &on("h100-sxm")).unwrap();
+        assert_eq!(
+            applied.first().map(String::as_str),
+            Some("cublas-sm90"),
+            "{}",
+            folder.name
+        );
+        let refused = p
+            .predict_layout(&stages, &on("mi300x"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.starts_with("device mi300x: vLLM 0.19 on ROCm"),
+            "{}: {refused}",
+            folder.name
+        );
+    }
 }

@@ -107,12 +107,21 @@ impl EngineProfile {
             });
         };
         let mut merged = toml::Table::new();
+        let mut variants: Option<toml::Value> = None;
         for &(text, file_origin) in &texts.engine {
-            let table: toml::Table = toml::from_str(text).map_err(|e| EngineError::Toml {
+            let mut table: toml::Table = toml::from_str(text).map_err(|e| EngineError::Toml {
                 origin: file_origin.to_owned(),
                 message: e.to_string(),
             })?;
+            // A release's variants replace the one's it extends, except those marked
+            // `inherit = true` that it does not restate by name (the device rules).
+            if let Some(own) = table.remove("variant") {
+                variants = Some(variant::inherit(variants.take(), own));
+            }
             file::overlay(&mut merged, table);
+        }
+        if let Some(v) = variants {
+            merged.insert("variant".to_owned(), v);
         }
         let variants = variant::Variant::take_all(&mut merged, origin)?;
         let facts = compile(&merged, origin)?;

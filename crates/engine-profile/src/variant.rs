@@ -3,6 +3,10 @@
 //! the file's tables, as a release overlays the one it extends; the prediction of a run uses
 //! the file with every variant whose conditions hold applied in file order.
 //!
+//! A release that `extends` another and states its own `[[variant]]`s replaces the other's,
+//! except those marked `inherit = true` that it does not restate by name ([`inherit`]): the
+//! rules that follow the device rather than the release.
+//!
 //! A variant may instead `refuse` the runs it holds for, with the reason: what the engine does
 //! there (another attention backend, another kernel library) is not modelled, and the
 //! prediction is refused rather than guessed.
@@ -84,6 +88,29 @@ pub(crate) struct Subject<'a> {
     pub(crate) tensor_parallel_size: u64,
 }
 
+/// The `[[variant]]` array of a release that states `own` over the variants it extends
+/// (`base`): the base's variants marked `inherit = true` that `own` does not name, in the
+/// base's order, then `own`'s. Anything that is not an array of tables is left for
+/// [`Variant::take_all`] to refuse.
+pub(crate) fn inherit(base: Option<toml::Value>, own: toml::Value) -> toml::Value {
+    let (Some(toml::Value::Array(base)), toml::Value::Array(own_items)) = (base, &own) else {
+        return own;
+    };
+    let name = |v: &toml::Value| {
+        v.get("name")
+            .and_then(toml::Value::as_str)
+            .map(str::to_owned)
+    };
+    let named: Vec<String> = own_items.iter().filter_map(name).collect();
+    let mut out: Vec<toml::Value> = base
+        .into_iter()
+        .filter(|v| v.get("inherit").and_then(toml::Value::as_bool) == Some(true))
+        .filter(|v| name(v).is_none_or(|n| !named.contains(&n)))
+        .collect();
+    out.extend(own_items.iter().cloned());
+    toml::Value::Array(out)
+}
+
 /// A compute capability written `major.minor`, as `(major, minor)`.
 fn capability(text: &str) -> Option<(u32, u32)> {
     let (major, minor) = text.trim().split_once('.')?;
@@ -116,6 +143,14 @@ impl Variant {
                 Some(toml::Value::String(s)) => s,
                 _ => return Err(bad(format!("variant #{}: give it a `name`", i + 1))),
             };
+            match overlay.remove("inherit") {
+                None | Some(toml::Value::Boolean(_)) => {}
+                Some(_) => {
+                    return Err(bad(format!(
+                        "variant `{name}`: inherit: write true (releases that extend this one keep the variant) or false"
+                    )));
+                }
+            }
             let refuse = match overlay.remove("refuse") {
                 None => None,
                 Some(toml::Value::String(why)) if !why.trim().is_empty() => Some(why),
