@@ -970,7 +970,7 @@ fn engine_predicts_on_the_device_named() {
         "--hf-config",
         config,
         "--engine",
-        "vllm",
+        "vllm==0.19.0",
         "--max-model-len",
         "8192",
     ];
@@ -1061,7 +1061,7 @@ fn engine_answers_the_smallest_tp_across_devices() {
         "--hf-config",
         config,
         "--engine",
-        "vllm",
+        "vllm==0.19.0",
         "--devices",
         "h100,a100-80gb,rtx4090,mi300x,l40",
     ];
