@@ -104,9 +104,10 @@ impl EngineProfile {
     }
 
     /// The largest max-model-len, at most the longest the engine allows, one request of which the
-    /// start-up's blocks hold in every group (vLLM's check, kv_cache_utils.py
-    /// _check_enough_kv_cache_memory). The blocks do not depend on the length (the profile run
-    /// and the pages do not), the blocks a request takes grow with it: a bisection.
+    /// start-up's KV memory holds as the engine's check counts it (vLLM's
+    /// _check_enough_kv_cache_memory, `KvLayout::holds_one_request`). The memory does not depend
+    /// on the length (the profile run and the pages do not), the request's bytes grow with it:
+    /// a bisection.
     fn largest_len(
         &self,
         stages: &[StageCircuit<'_>],
@@ -117,7 +118,7 @@ impl EngineProfile {
         let block_size = self.block_size(run)?;
         let fits = |len: u64| -> Result<bool, EngineError> {
             let layout = self.kv_layout(stages, &run.model, block_size, len, tokens)?;
-            Ok(layout.blocks_per_request <= startup.kv_blocks)
+            Ok(layout.holds_one_request(&startup.workers))
         };
         largest_passing(self.model_len(&run.model).longest, fits)
     }

@@ -116,6 +116,18 @@ pub enum EngineError {
         /// Where the engine runs it (the engine file's `profile_run.encoder.source`).
         runs_it: String,
     },
+    /// A run the engine release does not make as modelled (its file's `refuse`, which a variant
+    /// sets for some models or devices): a model class the release lacks, a device it runs on
+    /// another engine, a term whose size is unknown and large.
+    #[error("{engine} {version}: {why}; the prediction is refused rather than guessed")]
+    Refused {
+        /// The engine.
+        engine: String,
+        /// The release the profile's facts were read from.
+        version: String,
+        /// Why (the engine file's text).
+        why: String,
+    },
     /// A size overflowed u64.
     #[error("{what} overflows u64")]
     Overflow {

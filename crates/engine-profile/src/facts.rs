@@ -13,7 +13,7 @@ use crate::EngineError;
 use crate::file::{
     BudgetMechanism, CudaGraphEstimateMechanism, DefaultsRule, EngineFile, Execution,
     KvLayoutMechanism, ModelLenMechanism, NonTorchDecl, PrintedTokensMechanism, SizeRange,
-    StageFilter, TermDecl, UnsettledDecl,
+    StageFilter, StartupCheckDecl, TermDecl, UnsettledDecl,
 };
 use crate::formula::{Env, Formula};
 
@@ -74,6 +74,8 @@ pub(crate) struct KvFacts {
     pub(crate) subtract_cuda_graph_estimate: bool,
     pub(crate) hybrid_manager: bool,
     pub(crate) group_size_slack: f64,
+    pub(crate) unify_page_sizes: bool,
+    pub(crate) startup_check: StartupCheckDecl,
     pub(crate) per_request_full: Formula,
     pub(crate) per_request_sliding: Formula,
     pub(crate) per_request_chunked: Formula,
@@ -130,6 +132,8 @@ pub(crate) struct Facts {
     pub(crate) engine: String,
     pub(crate) version: String,
     pub(crate) releases: Vec<String>,
+    /// Why a run is refused (the file's `refuse`, set by a variant that holds).
+    pub(crate) refuse: Option<String>,
     pub(crate) load: LoadRules,
     pub(crate) model_len: ModelLenMechanism,
     pub(crate) defaults: Vec<DefaultsRule>,
@@ -238,6 +242,8 @@ impl Facts {
             subtract_cuda_graph_estimate: kv.subtract_cuda_graph_estimate,
             hybrid_manager: kv.hybrid_manager,
             group_size_slack: slack,
+            unify_page_sizes: kv.unify_page_sizes,
+            startup_check: kv.startup_check,
             per_request_full: formula("kv_cache.blocks_per_request.full", &per.full)?,
             per_request_sliding: formula("kv_cache.blocks_per_request.sliding", &per.sliding)?,
             per_request_chunked: formula("kv_cache.blocks_per_request.chunked", &per.chunked)?,
@@ -335,6 +341,7 @@ impl Facts {
             engine: file.engine,
             version: file.version,
             releases: file.releases,
+            refuse: file.refuse,
             model_len: file.model_len.rule,
             defaults: file.defaults,
             kv,

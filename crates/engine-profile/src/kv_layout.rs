@@ -58,9 +58,13 @@ pub struct KvLayout {
     pub stage_block_bytes: Vec<u64>,
     /// Tokens per printed block: the smallest block size of the groups.
     pub token_block_size: u64,
-    /// Blocks one request of max-model-len needs over all groups: the concurrency's divisor and
-    /// the start-up check.
+    /// Blocks one request of max-model-len needs over all groups: the concurrency's divisor.
     pub blocks_per_request: u64,
+    /// Bytes of KV memory a worker of each stage must have for the start-up check to pass:
+    /// one request of max-model-len, counted over the layers and compared where the engine
+    /// file's `kv_cache.startup_check` says (its own layers, or the whole model's against the
+    /// smallest worker's memory); 0 for a stage without cache layers.
+    pub stage_request_bytes: Vec<u64>,
 }
 
 impl KvLayout {
@@ -72,6 +76,17 @@ impl KvLayout {
             return Some(0);
         }
         (blocks / groups).checked_mul(self.token_block_size)
+    }
+
+    /// Whether every worker's KV memory holds one request of max-model-len, as the engine's
+    /// start-up check counts it ([`KvLayout::stage_request_bytes`]).
+    pub fn holds_one_request(&self, workers: &[crate::Worker]) -> bool {
+        workers.iter().all(|w| {
+            usize::try_from(w.pp_stage)
+                .ok()
+                .and_then(|s| self.stage_request_bytes.get(s))
+                .is_none_or(|&need| w.kv_cache >= need)
+        })
     }
 
     /// The fewest blocks whose printed tokens reach `tokens`.

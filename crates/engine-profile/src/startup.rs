@@ -308,6 +308,14 @@ impl EngineProfile {
         stages: &[StageCircuit<'_>],
         run: &RunSettings,
     ) -> Result<Startup, EngineError> {
+        // A variant that holds for the run may say the release does not run it as modelled.
+        if let Some(why) = &self.facts.refuse {
+            return Err(EngineError::Refused {
+                engine: self.facts.engine.clone(),
+                version: self.facts.version.clone(),
+                why: why.clone(),
+            });
+        }
         let settled = self.settle(stages, run)?;
         let layout = self.kv_layout(
             stages,
@@ -582,9 +590,9 @@ impl EngineProfile {
             }
         } else if workers.iter().any(|w| w.kv_cache == 0) {
             Verdict::NoKvMemory { short_by: short }
-        } else if blocks < layout.blocks_per_request {
-            // A worker's memory must hold one request of max-model-len in every group
-            // (vLLM's _check_enough_kv_cache_memory).
+        } else if !layout.holds_one_request(&workers) {
+            // The KV memory must hold one request of max-model-len, compared where and
+            // counted as the engine's start-up check does (KvLayout::stage_request_bytes).
             Verdict::MaxModelLenTooLong {
                 kv_tokens: kv_cache_tokens,
                 max_model_len,

@@ -2,9 +2,11 @@
 //! each cache layer becomes a spec (full attention, sliding window, chunked local attention, or
 //! a recurrent "mamba" state); the specs of the whole model are grouped (one group when every
 //! layer needs the same token slots, else the hybrid manager's groups of one page size); each
-//! stage's workers get the bytes one block costs them. The engine file gives the per-request
-//! block counts, the recurrent block sizes, whether the hybrid manager is on and the grouping's
-//! slack (docs/engines.md, "KV-cache layout").
+//! stage's workers get the bytes one block costs them, and the bytes one request of
+//! max-model-len needs on them as the release's start-up check counts it. The engine file gives
+//! what differs between releases: the per-request block counts, the recurrent block sizes,
+//! whether the hybrid manager is on, the grouping's slack, whether unequal pages are unified
+//! (from 0.12) and how the check counts and compares (docs/engines.md, "KV-cache layout").
 //!
 //! Invariants: every size is checked u64; a layout vLLM refuses to build (pages that do not
 //! divide, recurrent state without the hybrid manager, a stage without cache layers) is an
@@ -13,6 +15,7 @@
 use crate::EngineError;
 use crate::StageCircuit;
 use crate::facts::KvFacts;
+use crate::file::{CheckScope, RequestBytes};
 use crate::formula::Env;
 use crate::kv_layout::{CacheLayer, KvGroup, KvLayout, LayerKind, not_modelled};
 
@@ -42,6 +45,7 @@ pub(crate) fn kv_groups(
             stage_block_bytes: Vec::new(),
             token_block_size: block_size,
             blocks_per_request: 0,
+            stage_request_bytes: Vec::new(),
         });
     };
     let overflow = |what: &str| EngineError::Overflow {
@@ -156,6 +160,7 @@ pub(crate) fn kv_groups(
             stage_block_bytes: vec![0; stages_n],
             token_block_size: block_size,
             blocks_per_request: 0,
+            stage_request_bytes: vec![0; stages_n],
         });
     }
 
@@ -174,6 +179,16 @@ pub(crate) fn kv_groups(
                 .ok_or_else(|| overflow("KV block bytes"))?;
         }
         let per_request = per_request_blocks(kv, one.kind, one.block_size, &base)?;
+        // One group: every way of counting the request gives its layers' pages x its blocks.
+        let per_stage = stage_block_bytes
+            .iter()
+            .map(|&b| b.checked_mul(per_request))
+            .collect::<Option<Vec<u64>>>()
+            .ok_or_else(|| overflow("KV bytes of one request"))?;
+        let whole = per_stage
+            .iter()
+            .try_fold(0u64, |acc, &b| acc.checked_add(b))
+            .ok_or_else(|| overflow("KV bytes of one request"))?;
         return Ok(KvLayout {
             groups: vec![KvGroup {
                 kind: one.kind,
@@ -181,6 +196,7 @@ pub(crate) fn kv_groups(
                 layers: specs.len() as u64,
                 blocks_per_request: per_request,
             }],
+            stage_request_bytes: in_scope(kv, per_stage, whole),
             stage_block_bytes,
             token_block_size: one.block_size,
             blocks_per_request: per_request,
@@ -190,12 +206,28 @@ pub(crate) fn kv_groups(
     // Several types: one page size for all (kv_cache_utils.py:914-951: a smaller page grows
     // its block size by the ratio, which must be whole), then groups of one size.
     let page = specs.iter().map(|s| s.page).max().unwrap_or(0);
+    // A release that does not unify pages groups layers of several types only when every
+    // page is the same (vLLM up to 0.11: kv_cache_utils.py get_kv_cache_config raises
+    // NotImplementedError otherwise).
+    if let Some(other) = specs
+        .iter()
+        .find(|s| s.page != page)
+        .filter(|_| !kv.unify_page_sizes)
+    {
+        return Err(not_modelled(
+            named,
+            format!(
+                "layers of several kinds with pages of {} and {page} bytes ({origin}: this release groups them only when every page is the same, and raises NotImplementedError)",
+                other.page
+            ),
+        ));
+    }
     for s in &mut specs {
         if s.page == 0 || !page.is_multiple_of(s.page) {
             return Err(not_modelled(
                 named,
                 format!(
-                    "a page of {} bytes that does not divide the largest, {page} (vLLM 0.19 raises NotImplementedError, kv_cache_utils.py unify_kv_cache_spec_page_size)",
+                    "a page of {} bytes that does not divide the largest, {page} (vLLM raises NotImplementedError, kv_cache_utils.py unify_kv_cache_spec_page_size)",
                     s.page
                 ),
             ));
@@ -227,10 +259,18 @@ pub(crate) fn kv_groups(
     // Per stage, the most layers of one group it holds (the projected group size).
     let mut stage_group_size = vec![0u64; stages_n];
     let mut blocks_per_request = 0u64;
+    // Per stage, the blocks one request takes in each of its layers (the check's `layers`).
+    let mut stage_layer_blocks = vec![0u64; stages_n];
     for (spec, members) in &types {
         let n = members.len() as u64;
         let count = n.div_ceil(group_size);
         let per_request = per_request_blocks(kv, spec.kind, spec.block_size, &base)?;
+        for &m in members {
+            let acc = &mut stage_layer_blocks[layers[m].stage];
+            *acc = acc
+                .checked_add(per_request)
+                .ok_or_else(|| overflow("blocks per request"))?;
+        }
         // Group i takes layers[i::count], so every stage holds about its share of each
         // group (kv_cache_utils.py:1056-1077).
         for i in 0..count as usize {
@@ -268,12 +308,57 @@ pub(crate) fn kv_groups(
         );
     }
     let token_block_size = groups.iter().map(|g| g.block_size).min().unwrap_or(0);
+    // One request's bytes as the start-up check counts them: the groups' pools (the most
+    // layers of one group x the page x the blocks of every group, kv_cache_utils.py
+    // _max_memory_usage_bytes_from_groups; before vLLM 0.19 the first group's blocks only,
+    // `any_spec = kv_cache_groups[0]`), or each layer's own (before 0.14:
+    // max_memory_usage_bytes over the worker's layer specs, no group padding).
+    let pools = |size: u64| -> Option<u64> {
+        let blocks = match kv.startup_check.request_bytes {
+            RequestBytes::FirstGroup => groups.first().map_or(0, |g| g.blocks_per_request),
+            _ => blocks_per_request,
+        };
+        size.checked_mul(page)?.checked_mul(blocks)
+    };
+    let (per_stage, whole) = match kv.startup_check.request_bytes {
+        RequestBytes::Layers => {
+            let per_stage = stage_layer_blocks
+                .iter()
+                .map(|&b| b.checked_mul(page))
+                .collect::<Option<Vec<u64>>>();
+            let whole = stage_layer_blocks
+                .iter()
+                .try_fold(0u64, |acc, &b| acc.checked_add(b))
+                .and_then(|b| b.checked_mul(page));
+            (per_stage, whole)
+        }
+        RequestBytes::Groups | RequestBytes::FirstGroup => {
+            let per_stage = stage_group_size.iter().map(|&g| pools(g)).collect();
+            let largest = groups.iter().map(|g| g.layers).max().unwrap_or(0);
+            (per_stage, pools(largest))
+        }
+    };
+    let (Some(per_stage), Some(whole)) = (per_stage, whole) else {
+        return Err(overflow("KV bytes of one request"));
+    };
     Ok(KvLayout {
         groups,
+        stage_request_bytes: in_scope(kv, per_stage, whole),
         stage_block_bytes,
         token_block_size,
         blocks_per_request,
     })
+}
+
+/// The bytes each stage's workers must hold for the start-up check: their own (`per_stage`),
+/// or the whole model's (`whole`) for every stage when the check compares the smallest
+/// worker's memory with the whole model (vLLM 0.14-0.16: `min(available_memory)` against the
+/// global groups).
+fn in_scope(kv: &KvFacts, per_stage: Vec<u64>, whole: u64) -> Vec<u64> {
+    match kv.startup_check.scope {
+        CheckScope::Worker => per_stage,
+        CheckScope::WholeModel => vec![whole; per_stage.len()],
+    }
 }
 
 /// Blocks one request of max-model-len takes in a group of `kind` with `block_size` tokens per

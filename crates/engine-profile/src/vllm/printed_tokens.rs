@@ -57,6 +57,7 @@ mod tests {
             stage_block_bytes: vec![65_536],
             token_block_size: 16,
             blocks_per_request,
+            stage_request_bytes: vec![65_536 * blocks_per_request],
         }
     }
 
