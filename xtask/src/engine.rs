@@ -355,111 +355,157 @@ fn budget(
     Ok(out)
 }
 
-/// `cargo xtask bench engine`: predicted vs printed on data/vllm/cases.json, one line per case
-/// (its first worker, the figures the case's fields hold) and one per further printed worker
-/// (`per_worker_profile`: each pipeline stage).
+/// The case files of data/vllm/: real start-ups, each naming its vLLM release (`vllm_version`).
+const CASE_FILES: &[&str] = &["data/vllm/cases.json", "data/vllm/cases-versions.json"];
+
+/// The device-table entry of a case's GPU, as its `gpu` field describes it (the logs print the
+/// product, or their file names say it: data/vllm/README.md).
+fn case_device(name: &str, gpu: &str) -> Result<&'static str, CliError> {
+    if gpu.contains("H100 80GB HBM3") {
+        Ok("h100-sxm")
+    } else if gpu.contains("A100 80GB") {
+        Ok("a100-80gb")
+    } else {
+        Err(format!("{name}: gpu {gpu:?} is not a device this bench knows").into())
+    }
+}
+
+/// `cargo xtask bench engine`: predicted vs printed on every case of data/vllm/ (each by the
+/// profile of its own release, on its own device), one line per case (its first worker, the
+/// figures the case's fields hold; `-` where its log prints none) and one per further printed
+/// worker (`per_worker_profile`: each pipeline stage); then which releases the cases check.
 pub fn bench() -> Result<(), CliError> {
-    let profile = engines::profile("vllm-0.19")?;
-    let h100 = kernel_families::Devices::builtin()?
-        .get("h100-sxm")?
-        .clone();
-    let cases_path = Path::new("data/vllm/cases.json");
-    let cases: Vec<serde_json::Value> =
-        serde_json::from_str(&files::read(cases_path, Input::HfConfig)?)?;
+    let devices = kernel_families::Devices::builtin()?;
     outln!(
-        "{:<64} {:>22} {:>22} {:>28} {:>22}",
+        "{:<64} {:>9} {:>22} {:>22} {:>28} {:>22}",
         "case (worker)",
+        "release",
         "weights GiB",
         "act. peak GiB",
         "KV tokens",
         "CUDA-graph est. GiB"
     );
-    let cell = |p: f64, q: f64, d: usize| format!("{p:.d$}/{q:.d$} {:+.2}%", (p - q) / q * 100.0);
-    for case in &cases {
-        let name = case["name"].as_str().unwrap_or("?");
-        let config = case["config"].as_str().ok_or("case without config")?;
-        let path = Path::new("data").join(config);
-        let text = files::read(&path, Input::HfConfig)?;
-        let origin = path.display().to_string();
-        let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
-        let mut options = circuit_hf::ImportOptions::default();
-        options.load = profile.load_rules();
-        if let Some(q) = case["quantization"].as_str() {
-            options.online_quantization = q
-                .parse()
-                .map_err(|e| format!("{name}: quantization: {e}"))?;
+    let mut all = Vec::new();
+    for file in CASE_FILES {
+        let cases: Vec<serde_json::Value> =
+            serde_json::from_str(&files::read(Path::new(file), Input::HfConfig)?)?;
+        for case in &cases {
+            bench_case(case, &devices)?;
         }
-        options.parallel = circuit_hf::Parallel {
-            tp: field("tensor_parallel_size")?,
-            pp: field("pipeline_parallel_size")?,
-            dp: 1,
-            expert_parallel: false,
-        };
-        let Stages {
-            circuits, model, ..
-        } = stage_circuits(&text, &origin, &options, &[])?;
-        let run = RunSettings {
-            device: h100.clone(),
-            tensor_parallel_size: options.parallel.tp,
-            pipeline_parallel_size: options.parallel.pp,
-            gpu_memory_utilization: case["gpu_memory_utilization"].as_f64(),
-            max_num_batched_tokens: None,
-            max_num_seqs: None,
-            max_model_len: case["max_model_len"].as_u64(),
-            skip_mm_profiling: false,
-            enforce_eager: false,
-            mm_limit_per_prompt: None,
-            block_size: None,
-            enable_prefix_caching: None,
-            model,
-        };
-        let s = predict(&profile, &circuits, &run)?;
-        let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
-        let w = &s.workers[0];
-        outln!(
-            "{name:<64} {:>22} {:>22} {:>28} {:>22}",
-            cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
-            cell(
-                w.activation_peak as f64 / GIB,
-                printed("activation_peak_gib"),
-                2
-            ),
-            cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
-            cell(
-                w.cuda_graph.total as f64 / GIB,
-                printed("cuda_graph_estimated_gib"),
-                2
-            ),
-        );
-        let tp = options.parallel.tp;
-        for (stage, worker) in case["per_worker_profile"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .zip(0u64..)
-            .map(|(p, stage)| (stage, p))
-        {
-            let Some(w) = s.workers.iter().find(|w| w.rank == stage * tp) else {
-                continue;
-            };
-            let label = format!("  {}", worker["worker"].as_str().unwrap_or("?"));
-            let num = |k: &str| worker[k].as_f64().unwrap_or(f64::NAN);
-            outln!(
-                "{label:<64} {:>22} {:>22}",
-                cell(w.weights as f64 / GIB, num("weights_gib"), 2),
-                cell(
-                    w.activation_peak as f64 / GIB,
-                    num("activation_peak_gib"),
-                    2
-                ),
-            );
-        }
+        all.extend(cases);
     }
-    print_checked_releases(&cases)?;
+    print_checked_releases(&all)?;
     Ok(())
 }
 
-/// Which modelled releases a start-up log checks (a case of data/vllm/cases.json names its
+/// Predicted against printed: `-` where the log prints no figure.
+fn cell(predicted: f64, printed: f64, decimals: usize) -> String {
+    let d = decimals;
+    if printed.is_nan() {
+        format!("{predicted:.d$}/-")
+    } else {
+        format!(
+            "{predicted:.d$}/{printed:.d$} {:+.2}%",
+            (predicted - printed) / printed * 100.0
+        )
+    }
+}
+
+/// One case of [`bench`], by the profile of its release on its device.
+fn bench_case(
+    case: &serde_json::Value,
+    devices: &kernel_families::Devices,
+) -> Result<(), CliError> {
+    let name = case["name"].as_str().unwrap_or("?");
+    let release = case["vllm_version"]
+        .as_str()
+        .ok_or(format!("{name}: no vllm_version"))?;
+    let profile = engines::select(&format!("vllm=={release}"))?;
+    let device = devices
+        .get(case_device(name, case["gpu"].as_str().unwrap_or(""))?)?
+        .clone();
+    let config = case["config"].as_str().ok_or("case without config")?;
+    let path = Path::new("data").join(config);
+    let text = files::read(&path, Input::HfConfig)?;
+    let origin = path.display().to_string();
+    let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
+    let mut options = circuit_hf::ImportOptions::default();
+    options.load = profile.load_rules();
+    if let Some(q) = case["quantization"].as_str() {
+        options.online_quantization = q
+            .parse()
+            .map_err(|e| format!("{name}: quantization: {e}"))?;
+    }
+    options.parallel = circuit_hf::Parallel {
+        tp: field("tensor_parallel_size")?,
+        pp: field("pipeline_parallel_size")?,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let Stages {
+        circuits, model, ..
+    } = stage_circuits(&text, &origin, &options, &[])?;
+    let run = RunSettings {
+        device,
+        tensor_parallel_size: options.parallel.tp,
+        pipeline_parallel_size: options.parallel.pp,
+        gpu_memory_utilization: case["gpu_memory_utilization"].as_f64(),
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: case["max_model_len"].as_u64(),
+        skip_mm_profiling: false,
+        enforce_eager: false,
+        mm_limit_per_prompt: None,
+        block_size: None,
+        enable_prefix_caching: None,
+        model,
+    };
+    let s = predict(&profile, &circuits, &run)?;
+    let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
+    let w = &s.workers[0];
+    outln!(
+        "{name:<64} {release:>9} {:>22} {:>22} {:>28} {:>22}",
+        cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
+        cell(
+            w.activation_peak as f64 / GIB,
+            printed("activation_peak_gib"),
+            2
+        ),
+        cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
+        cell(
+            w.cuda_graph.total as f64 / GIB,
+            printed("cuda_graph_estimated_gib"),
+            2
+        ),
+    );
+    let tp = options.parallel.tp;
+    for (stage, worker) in case["per_worker_profile"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .zip(0u64..)
+        .map(|(p, stage)| (stage, p))
+    {
+        let Some(w) = s.workers.iter().find(|w| w.rank == stage * tp) else {
+            continue;
+        };
+        let label = format!("  {}", worker["worker"].as_str().unwrap_or("?"));
+        let num = |k: &str| worker[k].as_f64().unwrap_or(f64::NAN);
+        outln!(
+            "{label:<64} {:>9} {:>22} {:>22}",
+            "",
+            cell(w.weights as f64 / GIB, num("weights_gib"), 2),
+            cell(
+                w.activation_peak as f64 / GIB,
+                num("activation_peak_gib"),
+                2
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Which modelled releases a start-up log checks (a case of data/vllm/ names its
 /// `vllm_version`) and which are derived from the source only, one line per engine folder.
 fn print_checked_releases(cases: &[serde_json::Value]) -> Result<(), CliError> {
     outln!();

@@ -30,7 +30,8 @@ enum Bench {
     Fuse,
     /// Sweeps of 8192 row counts of the 8B example and a 70B-sized circuit, against one plan.
     Sweep,
-    /// The vLLM 0.19 engine profile against the eight start-ups of data/vllm/cases.json.
+    /// Every engine profile that a start-up of data/vllm/ names, against that start-up (each by
+    /// its own release and device).
     Engine,
     /// The plan report: fit queries at 5,000 layers, JSON size and time of 8,192 rows of a
     /// 70B-sized circuit, peak memory streaming 2^16 and 2^20 rows.
