@@ -390,7 +390,7 @@ pub fn bench() -> Result<(), CliError> {
         let cases: Vec<serde_json::Value> =
             serde_json::from_str(&files::read(Path::new(file), Input::HfConfig)?)?;
         for case in &cases {
-            bench_case(case, &devices)?;
+            bench_case(case, devices)?;
         }
         all.extend(cases);
     }
@@ -411,7 +411,7 @@ fn cell(predicted: f64, printed: f64, decimals: usize) -> String {
     }
 }
 
-/// One case of [`bench`], by the profile of its release on its device.
+/// One case of [`bench()`], by the profile of its release on its device.
 fn bench_case(
     case: &serde_json::Value,
     devices: &kernel_families::Devices,
