@@ -127,8 +127,8 @@ pub fn run_plan(
     let startup = profile
         .predict_layout(&StageCircuit::in_order(&circuits), &run)
         .map_err(|e| match e {
-            // A device refusal is about the device, whatever the sizing flags.
-            e @ EngineError::DeviceNotModelled { .. } => e.into(),
+            // A refusal is about the device or the release, whatever the sizing flags.
+            e @ (EngineError::DeviceNotModelled { .. } | EngineError::Refused { .. }) => e.into(),
             e => with_flags(e.into(), engine, args),
         })?;
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)
@@ -266,6 +266,8 @@ fn run_devices(
                 name: device.name.clone(),
                 why: e.to_string(),
             }),
+            // The release does not run the model on any device.
+            Err(e @ EngineError::Refused { .. }) => return Err(e.into()),
             Err(e) => return Err(with_flags(e.into(), engine, args)),
         }
     }

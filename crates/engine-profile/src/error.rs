@@ -116,16 +116,17 @@ pub enum EngineError {
         /// Where the engine runs it (the engine file's `profile_run.encoder.source`).
         runs_it: String,
     },
-    /// A run the engine release does not make as modelled (its file's `refuse`, which a variant
-    /// sets for some models or devices): a model class the release lacks, a device it runs on
-    /// another engine, a term whose size is unknown and large.
+    /// A run the engine release does not make as modelled, refused by a variant of its file
+    /// whose conditions test the model only (a class the release lacks, a weight layout it
+    /// picks by what the install holds); a variant that also tests the device refuses with
+    /// [`EngineError::DeviceNotModelled`].
     #[error("{engine} {version}: {why}; the prediction is refused rather than guessed")]
     Refused {
         /// The engine.
         engine: String,
         /// The release the profile's facts were read from.
         version: String,
-        /// Why (the engine file's text).
+        /// Why (the variant's `refuse`, and the variant's name).
         why: String,
     },
     /// A size overflowed u64.

@@ -132,8 +132,6 @@ pub(crate) struct Facts {
     pub(crate) engine: String,
     pub(crate) version: String,
     pub(crate) releases: Vec<String>,
-    /// Why a run is refused (the file's `refuse`, set by a variant that holds).
-    pub(crate) refuse: Option<String>,
     pub(crate) load: LoadRules,
     pub(crate) model_len: ModelLenMechanism,
     pub(crate) defaults: Vec<DefaultsRule>,
@@ -341,7 +339,6 @@ impl Facts {
             engine: file.engine,
             version: file.version,
             releases: file.releases,
-            refuse: file.refuse,
             model_len: file.model_len.rule,
             defaults: file.defaults,
             kv,

@@ -419,10 +419,6 @@ pub struct EngineFile {
     pub version: String,
     /// Every release (pip's spelling) this profile stands for.
     pub releases: Vec<String>,
-    /// Why a run is refused rather than predicted (a variant sets it for the models or
-    /// devices the release does not run as modelled); absent: predicted.
-    #[serde(default)]
-    pub refuse: Option<String>,
     /// How the engine holds a checkpoint after loading.
     #[serde(default)]
     pub load: LoadDecl,
@@ -464,100 +460,15 @@ pub struct UnsettledDecl {
 }
 
 /// Merges `over` into `base`: tables key by key, recursively; every other value of `over`
-/// replaces `base`'s, the `[[variant]]` array too, unless `over` says `extend_variants = true`:
-/// then its variants extend `base`'s, one of the same name replacing `base`'s in place and a new
-/// one coming after them (a chain of releases then states a device fact once). `extends` and
-/// `extend_variants` are consumed here, never inherited.
-pub fn overlay(base: &mut toml::Table, mut over: toml::Table) {
+/// replaces `base`'s. `extends` itself is not inherited.
+pub fn overlay(base: &mut toml::Table, over: toml::Table) {
     base.remove("extends");
-    let extend = matches!(
-        over.remove("extend_variants"),
-        Some(toml::Value::Boolean(true))
-    );
     for (key, value) in over {
         match (base.get_mut(&key), value) {
             (Some(toml::Value::Table(b)), toml::Value::Table(o)) => overlay(b, o),
-            (Some(toml::Value::Array(b)), toml::Value::Array(o)) if extend && key == "variant" => {
-                let name =
-                    |v: &toml::Value| v.get("name").and_then(|n| n.as_str()).map(str::to_owned);
-                for v in o {
-                    let mine = name(&v);
-                    match b.iter_mut().find(|x| mine.is_some() && name(x) == mine) {
-                        Some(slot) => *slot = v,
-                        None => b.push(v),
-                    }
-                }
-            }
             (_, value) => {
                 base.insert(key, value);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::overlay;
-
-    #[test]
-    fn variants_replace_unless_a_file_extends_them_by_name() {
-        let mut base: toml::Table = toml::from_str(
-            r#"
-            extends = "x"
-            terms = [1, 2]
-            [[variant]]
-            name = "a"
-            v = 1
-            [[variant]]
-            name = "b"
-            v = 2
-            "#,
-        )
-        .unwrap();
-        let replacing: toml::Table = toml::from_str(
-            r#"
-            [[variant]]
-            name = "z"
-            "#,
-        )
-        .unwrap();
-        let mut replaced = base.clone();
-        overlay(&mut replaced, replacing);
-        assert_eq!(replaced["variant"].as_array().unwrap().len(), 1);
-        let over: toml::Table = toml::from_str(
-            r#"
-            extend_variants = true
-            terms = [3]
-            [[variant]]
-            name = "b"
-            v = 20
-            [[variant]]
-            name = "c"
-            v = 3
-            "#,
-        )
-        .unwrap();
-        overlay(&mut base, over);
-        let names: Vec<(String, i64)> = base["variant"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| {
-                (
-                    v["name"].as_str().unwrap().to_owned(),
-                    v["v"].as_integer().unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(
-            names,
-            [
-                ("a".to_owned(), 1),
-                ("b".to_owned(), 20),
-                ("c".to_owned(), 3)
-            ]
-        );
-        assert_eq!(base["terms"].as_array().unwrap().len(), 1);
-        assert!(!base.contains_key("extends") && !base.contains_key("extend_variants"));
     }
 }

@@ -177,9 +177,19 @@ impl EngineProfile {
         for v in &self.variants {
             if v.holds(&subject)? {
                 if let Some(why) = &v.refuse {
-                    return Err(EngineError::DeviceNotModelled {
-                        device: device.name.clone(),
-                        why: format!("{why} (the engine file's variant `{}`)", v.name),
+                    let why = format!("{why} (the engine file's variant `{}`)", v.name);
+                    // A refusal that does not depend on the device is not blamed on it.
+                    return Err(if v.tests_device() {
+                        EngineError::DeviceNotModelled {
+                            device: device.name.clone(),
+                            why,
+                        }
+                    } else {
+                        EngineError::Refused {
+                            engine: self.facts.engine.clone(),
+                            version: self.facts.version.clone(),
+                            why,
+                        }
                     });
                 }
                 let t = table.get_or_insert_with(|| self.base.clone());

@@ -308,14 +308,6 @@ impl EngineProfile {
         stages: &[StageCircuit<'_>],
         run: &RunSettings,
     ) -> Result<Startup, EngineError> {
-        // A variant that holds for the run may say the release does not run it as modelled.
-        if let Some(why) = &self.facts.refuse {
-            return Err(EngineError::Refused {
-                engine: self.facts.engine.clone(),
-                version: self.facts.version.clone(),
-                why: why.clone(),
-            });
-        }
         let settled = self.settle(stages, run)?;
         let layout = self.kv_layout(
             stages,

@@ -8,8 +8,9 @@
 //! rules that follow the device rather than the release.
 //!
 //! A variant may instead `refuse` the runs it holds for, with the reason: what the engine does
-//! there (another attention backend, another kernel library) is not modelled, and the
-//! prediction is refused rather than guessed.
+//! there (another attention backend, another kernel library, a model class the release lacks)
+//! is not modelled, and the prediction is refused rather than guessed; the refusal names the
+//! device when a condition reads it ([`Variant::tests_device`]), else the release.
 //!
 //! Invariants: a condition on a fact the device table does not give (its compute capability,
 //! its vendor, its product, its total) is an error naming the device and the variant, never a
@@ -192,6 +193,18 @@ impl Variant {
             });
         }
         Ok(variants)
+    }
+
+    /// Whether any of the variant's conditions reads the device (its refusal is then the
+    /// device's, [`EngineError::DeviceNotModelled`]; else the release's, for the model).
+    pub(crate) fn tests_device(&self) -> bool {
+        let c = &self.when;
+        c.min_compute_capability.is_some()
+            || c.max_compute_capability.is_some()
+            || c.vendor.is_some()
+            || c.min_total_bytes.is_some()
+            || c.product_contains.is_some()
+            || c.product_lacks.is_some()
     }
 
     /// Whether the variant holds for `subject`.
