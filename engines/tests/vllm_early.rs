@@ -557,7 +557,20 @@ fn non_torch_per_release_and_device() {
             878_455_030 + without_fusion
         );
         assert_eq!(non_torch(release, "a100-80gb", 2), 256 * MIB + 16 * MIB);
+        assert_eq!(non_torch(release, "rtx5090", 2), 256 * MIB + 16 * MIB);
     }
+    // No NVSwitch, so no NVLS: an A100 PCIe or an RTX 5090 (capability 12.0) keeps no measured
+    // figure, and the FlashInfer fusion workspace is allocated on capability 9.0 and 10.0 only.
+    for release in ["0.17.0", "0.18.1"] {
+        assert_eq!(non_torch(release, "a100-pcie-80gb", 2), after_snapshot);
+        assert_eq!(non_torch(release, "rtx5090", 2), after_snapshot);
+        assert_eq!(
+            non_torch(release, "h100-nvl", 2),
+            after_snapshot + 538_968_064
+        );
+    }
+    assert_eq!(non_torch("0.16.0", "rtx5090", 2), after_snapshot);
+    assert_eq!(non_torch("0.16.0", "h100-nvl", 2), after_snapshot);
 }
 
 /// Gemma 3 4B's encoder profile (32 images of 256 soft tokens, hidden 2,560): 0.11.0 to 0.11.2
@@ -619,9 +632,11 @@ fn chunked_attention_without_the_hybrid_manager_before_0_14() {
 }
 
 /// A release refuses, in one line, what it does not run as modelled: vLLM 0.10.1 has no
-/// Qwen3-Next class (0.10.2 has); gpt-oss's MXFP4 experts run Marlin below capability 9.0 in
-/// every release, and before 0.12 (triton_kernels not vendored) on Hopper too unless an
-/// optional package is installed.
+/// Qwen3-Next class (0.10.2 has), a refusal of the release's, not of the device; gpt-oss's MXFP4
+/// experts run Marlin below capability 9.0 in every release, and before 0.12 (triton_kernels not
+/// vendored) on Hopper too unless an optional package is installed; below capability 8.0 every
+/// release refuses, 0.10.1 for its V0 engine and the later ones for bf16 (0.19's rule restated
+/// by name, which 0.10.1 restates again); ROCm in every release.
 #[test]
 fn what_a_release_refuses() {
     let qwen3_next = "checkpoints/qwen3-next-80b-a3b-instruct/config.json";
@@ -629,7 +644,7 @@ fn what_a_release_refuses() {
     assert!(matches!(e, EngineError::Refused { .. }));
     assert_eq!(
         e.to_string(),
-        "vllm 0.10.1.1: vLLM 0.10.1 has no Qwen3NextForCausalLM (model_executor/models/registry.py; it comes in 0.10.2); the prediction is refused rather than guessed"
+        "vllm 0.10.1.1: vLLM 0.10.1 has no Qwen3NextForCausalLM (model_executor/models/registry.py; it comes in 0.10.2) (the engine file's variant `no_qwen3_next`); the prediction is refused rather than guessed"
     );
     for release in one_per_folder().skip(1) {
         let s = start(release, qwen3_next, "h100-sxm", (4, 1), at_defaults).unwrap();
@@ -638,10 +653,44 @@ fn what_a_release_refuses() {
     let gpt_oss = "checkpoints/gpt-oss-20b/config.json";
     for release in one_per_folder() {
         let on = |device_name: &str| start(release, gpt_oss, device_name, (1, 1), at_defaults);
-        let refused =
-            |r: Result<Startup, EngineError>| matches!(r, Err(EngineError::Refused { .. }));
+        let refused = |r: Result<Startup, EngineError>| {
+            matches!(
+                r,
+                Err(EngineError::Refused { .. } | EngineError::DeviceNotModelled { .. })
+            )
+        };
         assert!(refused(on("a100-80gb")), "{release}");
         let vendored = !matches!(release, "0.10.1" | "0.10.2" | "0.11.0" | "0.11.1");
         assert_eq!(refused(on("h100-sxm")), !vendored, "{release}");
+    }
+    let llama = "models/llama-3.1-8b/config.json";
+    let refusal = |release: &str, device: kernel_families::Device| {
+        let profile = profile_of(release);
+        let (circuits, model) = layout(llama, 1, 1);
+        let mut run = run_on("a100-80gb", 1, 1, 0.9, model);
+        run.device = device;
+        profile
+            .predict_layout(&StageCircuit::in_order(&circuits), &run)
+            .unwrap_err()
+            .to_string()
+    };
+    let mut t4 = device("a100-80gb");
+    t4.name = "sm75".to_owned();
+    t4.compute_capability = Some("7.5".to_owned());
+    assert_eq!(
+        refusal("0.10.1", t4.clone()),
+        "device sm75: vLLM 0.10.1 runs a device below compute capability 8.0 on its V0 engine (engine/arg_utils.py _is_v1_supported_oracle), whose start-up is not modelled (the engine file's variant `below-sm80`); the engine prediction is refused rather than guessed"
+    );
+    for release in one_per_folder().skip(1) {
+        assert_eq!(
+            refusal(release, t4.clone()),
+            "device sm75: compute capability below 8.0: vLLM before 0.19 runs no bf16 there (platforms/cuda.py check_if_supports_dtype) and picks another attention backend than FlashAttention, which is not modelled (the engine file's variant `below-sm80`); the engine prediction is refused rather than guessed",
+            "{release}"
+        );
+        assert!(
+            refusal(release, device("mi300x"))
+                .starts_with("device mi300x: vLLM before 0.19 on ROCm"),
+            "{release}"
+        );
     }
 }
