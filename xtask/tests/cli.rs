@@ -1132,3 +1132,51 @@ fn engine_answers_the_smallest_tp_across_devices() {
         "error: kernel-families/devices.toml: unknown device `h100-nvl-4` (known: h100-sxm, h100-pcie, h100-nvl, h200, h20, gh200, b200, a100-80gb, a100-40gb, a100-pcie-80gb, a100-pcie-40gb, l40s, l4, a40, rtx4090, rtx3090, rtx6000-ada, rtx5090, mi300x); name one of them (--device NAME) or give the SM count itself (--sm-count N)"
     );
 }
+
+/// `--engine vllm==0.17.1` picks the profile standing for that release (0.17.0 and 0.17.1
+/// share one), printed in the header and carried in the JSON `engine` object; a patch release
+/// (0.10.1.1) maps to its profile; a release no profile stands for (0.16.1) is refused with the
+/// list, which starts at 0.10.1.
+#[test]
+fn engine_release_is_chosen_in_pips_spelling() {
+    let config = root().join("data/models/qwen2-7b-instruct/config.json");
+    let config = config.to_str().unwrap();
+    let run = |spec: &str, rest: &[&str]| {
+        xtask(
+            &[
+                &[
+                    "plan",
+                    "--hf-config",
+                    config,
+                    "--engine",
+                    spec,
+                    "--device",
+                    "a100-80gb",
+                ][..],
+                rest,
+            ]
+            .concat(),
+        )
+    };
+    let o = run("vllm==0.17.1", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let header = "engine    vllm 0.17.1 (the profile of releases 0.17.0, 0.17.1)";
+    assert!(out.lines().any(|l| l == header), "no {header:?} in\n{out}");
+    let o = run("vllm==0.10.1.1", &["--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(json["engine"]["version"], "0.10.1.1");
+    assert_eq!(
+        json["engine"]["releases"],
+        serde_json::json!(["0.10.1", "0.10.1.1"])
+    );
+    let o = run("vllm==0.16.1", &[]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--engine vllm==0.16.1: release 0.16.1 is not modelled; the releases modelled are 0.10.1, 0.10.1.1, 0.10.2, ")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+}
