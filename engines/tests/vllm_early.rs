@@ -694,3 +694,25 @@ fn what_a_release_refuses() {
         );
     }
 }
+
+/// A defaulted batch: from 0.11.1 the batched tokens are bounded by the sequences x
+/// max_model_len (engine/arg_utils.py); up to 0.11.0 they are the device's figure as is. Both
+/// bound the sequences by the tokens. On an A100 (2,048 tokens, 256 sequences) at a
+/// max_model_len of 4: 1,024 tokens from 0.11.1, 2,048 before; 256 sequences in both.
+#[test]
+fn defaulted_batch_bounds_per_release() {
+    let llama = "models/llama-3.1-8b/config.json";
+    let batch = |release: &str, max_model_len: u64| {
+        let (_, model) = layout(llama, 1, 1);
+        let mut run = run_on("a100-80gb", 1, 1, 0.9, model);
+        run.max_model_len = Some(max_model_len);
+        profile_of(release).batch(&run).unwrap()
+    };
+    for release in ["0.10.1", "0.10.2", "0.11.0"] {
+        assert_eq!(batch(release, 4), (2048, 256), "{release}");
+    }
+    for release in ["0.11.1", "0.13.0", "0.16.0", "0.18.1"] {
+        assert_eq!(batch(release, 4), (1024, 256), "{release}");
+    }
+    assert_eq!(batch("0.10.1", 8192), (2048, 256));
+}
