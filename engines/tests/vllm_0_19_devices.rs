@@ -260,7 +260,32 @@ fn mla_blocks_are_32_tokens_on_blackwell() {
     };
     assert_eq!(variants("b200"), ["mla-sm100"]);
     assert_eq!(variants("h100-sxm"), ["cublas-sm90"]);
-    assert!(variants("a100-80gb").is_empty());
+    assert_eq!(variants("a100-80gb"), ["nccl_without_nvls"]);
+}
+
+/// NCCL's growth at TP > 1: the 2 GiB measured on H100 SXM (NVLS and the all-reduce fusion
+/// workspace) on an NVSwitch system of capability 9.0; the fusion workspace alone on a card
+/// without an NVSwitch; nothing known below 9.0 (no NVLS, no fusion).
+#[test]
+fn tensor_parallel_non_torch_follows_nvls_and_the_fusion() {
+    let (circuits, model) = import(
+        include_str!("../../data/models/llama-3.1-8b/config.json"),
+        "llama-3.1-8b/config.json",
+        2,
+    );
+    for (name, bytes) in [
+        ("h100-sxm", 75_161_928 + 2_147_483_648),
+        ("h100-nvl", 75_161_928 + 538_968_064),
+        ("a100-80gb", 75_161_928),
+        ("l40s", 75_161_928),
+    ] {
+        let mut run = run_on(device(name), model.clone(), Some(8192));
+        run.tensor_parallel_size = 2;
+        let s = predict(&circuits, &run).unwrap();
+        for w in &s.workers {
+            assert_eq!(w.non_torch, bytes, "{name} rank {}", w.rank);
+        }
+    }
 }
 
 /// gpt-oss's MXFP4 experts are modelled in the layout vLLM 0.19 uses on sm90 only.
