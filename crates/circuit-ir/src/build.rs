@@ -72,6 +72,7 @@ impl CircuitBuilder {
             decl: CircuitDecl {
                 schema: 1,
                 name,
+                context: None,
                 dims: DimDecls::default(),
                 inputs: Vec::new(),
                 blocks: Vec::new(),

@@ -307,6 +307,11 @@ impl Circuit {
         &self.name
     }
 
+    /// The longest sequence the model takes, in tokens, when its file gives it (`context`).
+    pub fn context(&self) -> Option<u64> {
+        self.decl().context
+    }
+
     /// Where the circuit comes from (its file name, or `circuit `name`` when built in code):
     /// errors found while planning it name this.
     pub fn origin(&self) -> &str {

@@ -22,6 +22,10 @@ pub struct CircuitDecl {
     pub schema: u32,
     /// The circuit's name.
     pub name: String,
+    /// The longest sequence the model takes, in tokens (its context window), when the file
+    /// gives it: reports say when a cache holds more per sequence than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<u64>,
     /// Named constants, in order; each may use earlier dims.
     #[serde(default, skip_serializing_if = "DimDecls::is_empty")]
     pub dims: DimDecls,
