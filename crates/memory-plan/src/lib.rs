@@ -101,6 +101,6 @@ pub use planner::{ArenaLayout, ArenaSummary, MemoryPlan, PlanConfig, Planner, To
 pub use ranks::{RankMapError, RankPlan, RankPlanError, RankPlans};
 pub use report::{
     Breach, CHUNK_ROWS, Concurrency, ContextFit, PlanReport, ReportError, ReportQuery,
-    ReportSummary, RowReport, Term, Verdict,
+    ReportSummary, RowReport, RowServing, Term, Verdict,
 };
 pub use workspace::{WorkspaceTerm, widest, workspace_terms};

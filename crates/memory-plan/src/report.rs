@@ -41,6 +41,9 @@ pub struct ReportQuery {
     pub budget: Option<u64>,
     /// A context length (tokens per sequence) to answer the maximum concurrency for.
     pub max_model_len: Option<u64>,
+    /// The longest sequence the model takes (its context window), when known: the context
+    /// answer says when the cache holds more per sequence than the model reads.
+    pub model_context: Option<u64>,
     /// Plans the fit query's downward scan may evaluate before it gives up.
     pub scan_plans: u64,
 }
@@ -51,6 +54,7 @@ impl ReportQuery {
         ReportQuery {
             budget,
             max_model_len: None,
+            model_context: None,
             scan_plans: FIT_SCAN_PLANS,
         }
     }
@@ -197,6 +201,22 @@ pub struct ContextFit {
     /// Tokens per sequence that fit; `None` when not even an empty cache fits; `u64::MAX`
     /// when the states stop growing below the budget.
     pub max_context: Option<u64>,
+    /// The longest sequence the model takes, when known ([`ReportQuery::model_context`]): a
+    /// sequence is at most this long however many tokens the cache holds.
+    pub model_context: Option<u64>,
+}
+
+/// What one row leaves for the KV cache under the budget: the serving answers of the whole
+/// report, at this row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RowServing {
+    /// KV tokens that fit beside the row's weights, activations and workspaces, over the
+    /// configured sequences; `None` when not even an empty cache fits; `u64::MAX` when the
+    /// states never fill the budget.
+    pub kv_tokens: Option<u64>,
+    /// Sequences of the queried context length whose states fit beside them; 0 when not one
+    /// does, `u64::MAX` when the states never fill the budget; `None` without a context length.
+    pub max_sequences: Option<u64>,
 }
 
 /// One planned row as the sink sees it.
@@ -209,6 +229,8 @@ pub struct RowReport<'r> {
     /// For each of the plan's workspace terms, the index of its nodes in
     /// [`PlanReport::node_lists`].
     pub node_lists: &'r [usize],
+    /// The KV capacity and concurrency at this row; `None` without a budget.
+    pub serving: Option<RowServing>,
 }
 
 /// The answers after every row is planned.
@@ -350,6 +372,8 @@ impl<'p, 'r> PlanReport<'p, 'r> {
                     plan,
                     headroom: budget.map(|b| i128::from(b) - i128::from(plan.totals.total)),
                     node_lists: &lists,
+                    serving: budget
+                        .map(|b| self.planner.row_serving(plan, b, self.query.max_model_len)),
                 };
                 sink(&row)?;
                 summary.rows += 1;
@@ -431,6 +455,7 @@ impl<'p, 'r> PlanReport<'p, 'r> {
                 rows: n,
                 sequences,
                 max_context: tokens.map(|t| if t == u64::MAX { t } else { t / sequences }),
+                model_context: self.query.model_context,
             });
         }
         Ok(())
@@ -441,6 +466,25 @@ impl<'p, 'r> PlanReport<'p, 'r> {
     pub fn arena_layout(&mut self, n: u64) -> Result<ArenaLayout, ReportError> {
         let interval = self.cache.get_or_build(self.planner, n)?;
         Ok(self.planner.arena_layout_in(interval, n)?)
+    }
+}
+
+impl Planner<'_> {
+    /// The KV tokens and the sequences of `max_model_len` tokens that fit beside `plan` (one of
+    /// this planner's) within `budget`: the report's serving answers at the plan's row.
+    pub fn row_serving(
+        &self,
+        plan: &MemoryPlan,
+        budget: u64,
+        max_model_len: Option<u64>,
+    ) -> RowServing {
+        let fixed = plan.totals.total - plan.totals.states;
+        let kv = self.kv_fit(plan.rows, fixed, budget, self.config().sequences);
+        RowServing {
+            kv_tokens: kv.max_kv_tokens,
+            max_sequences: max_model_len
+                .map(|context| self.max_sequences(fixed, context, budget).unwrap_or(0)),
+        }
     }
 }
 
