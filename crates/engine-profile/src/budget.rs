@@ -67,7 +67,16 @@ impl EngineProfile {
     ) -> Result<BudgetAnswers, EngineError> {
         let profile = self.resolve_for(stages, run)?;
         let profile = profile.as_ref();
-        let startup = profile.predict_layout(stages, run)?;
+        let mut startup = profile.predict_layout(stages, run)?;
+        // A length above the model's is refused before anything loads, but the question is
+        // the largest that starts: answered from the start-up at the longest the model allows.
+        if let Verdict::MaxModelLenAboveModel { longest, .. } = startup.verdict {
+            let at = RunSettings {
+                max_model_len: Some(longest),
+                ..run.clone()
+            };
+            startup = profile.predict_layout(stages, &at)?;
+        }
         let overflow = || EngineError::Overflow {
             what: "bytes for the target KV tokens".to_owned(),
         };
@@ -88,10 +97,7 @@ impl EngineProfile {
             .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
             .ok_or_else(overflow)?;
         let utilization = needed as f64 / startup.device_total as f64;
-        let fits = !matches!(
-            startup.verdict,
-            Verdict::NoKvMemory { .. } | Verdict::MaxModelLenAboveModel { .. }
-        ) && startup.kv_cache_tokens > 0;
+        let fits = !matches!(startup.verdict, Verdict::NoKvMemory { .. }) && startup.kv_blocks > 0;
         let largest_max_model_len = if fits {
             profile.largest_len(stages, run, &startup)?
         } else {
