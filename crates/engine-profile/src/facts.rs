@@ -37,7 +37,7 @@ pub(crate) struct Where {
 
 impl Term {
     /// Whether the term counts for `circuit` at `at`.
-    fn applies(&self, circuit: &Circuit, at: Where) -> bool {
+    pub(crate) fn applies(&self, circuit: &Circuit, at: Where) -> bool {
         self.when_dim
             .as_deref()
             .is_none_or(|d| circuit.dim(d).is_some())

@@ -51,6 +51,7 @@ pub use model_facts::{EncoderShape, LoadRules, ModelFacts};
 pub use startup::{
     CudaGraphEstimate, EncoderBytes, PeakSetBy, RunSettings, StageCircuit, Startup, Verdict, Worker,
 };
+pub use worker::ProfileRunMap;
 
 use facts::Facts;
 

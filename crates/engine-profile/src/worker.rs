@@ -15,7 +15,7 @@ use memory_plan::{PlanConfig, Planner};
 use crate::facts::{Where, sum};
 use crate::formula::Env;
 use crate::startup::Settled;
-use crate::{EngineError, EngineProfile, Execution, PeakSetBy, StageCircuit, Worker};
+use crate::{EngineError, EngineProfile, Execution, PeakSetBy, RunSettings, StageCircuit, Worker};
 
 /// The bytes of the profile run's parts on one worker.
 struct Parts {
@@ -325,6 +325,101 @@ fn device_figure_missing(e: EngineError, device: &kernel_families::Device) -> En
             }
         }
         other => other,
+    }
+}
+
+/// One worker's profile run laid out for a picture: the forward as the profile run shapes it
+/// (the logits nodes at the logits rows), its planned arena at the profile rows, and each term
+/// the run holds beside it, named as the engine file names it (`profile_run.sampler_live.logits`).
+#[derive(Debug, Clone)]
+pub struct ProfileRunMap {
+    /// The pipeline stage.
+    pub stage: u64,
+    /// The stage's circuit as the profile run computes it (the arena's buffers name its nodes
+    /// and edges).
+    pub circuit: Circuit,
+    /// The forward's arena at the profile run's rows.
+    pub arena: memory_plan::ArenaLayout,
+    /// Terms held across the whole run (`profile_run.persistent`), those the forward allocates
+    /// included.
+    pub persistent: Vec<(String, u64)>,
+    /// Terms held beside the forward at its peak (`profile_run.forward_held`).
+    pub forward_held: Vec<(String, u64)>,
+    /// Terms live at the sampler, after the forward (`profile_run.sampler_live`).
+    pub sampler_live: Vec<(String, u64)>,
+    /// What the multimodal encoder's run holds, before the forward (all zero without one).
+    pub encoder: crate::EncoderBytes,
+}
+
+impl EngineProfile {
+    /// The profile run of a worker of pipeline stage `stage` under `run`, laid out for a
+    /// picture (the same forward and terms [`EngineProfile::predict_layout`] sums).
+    pub fn profile_run_map(
+        &self,
+        stages: &[StageCircuit<'_>],
+        run: &RunSettings,
+        stage: u64,
+    ) -> Result<ProfileRunMap, EngineError> {
+        let profile = self.resolve_for(stages, run)?;
+        let profile = profile.as_ref();
+        let settled = profile.settle(stages, run)?;
+        let Some(found) = stages.iter().find(|s| s.stage == stage) else {
+            return Err(EngineError::BadSetting {
+                what: "stage",
+                value: stage.to_string(),
+                why: "not a stage of the layout",
+            });
+        };
+        let circuit = found.circuit;
+        let at = Where {
+            stage,
+            stages: settled.stages,
+            execution: settled.execution,
+        };
+        let env = profile.stage_env(circuit, &settled)?;
+        let logits_rows = profile.facts.profile_run.logits_rows.eval(&env)?;
+        let plan_err = |message: String| EngineError::Plan {
+            circuit: circuit.name().to_owned(),
+            rows: settled.tokens,
+            message,
+        };
+        let shaped = profile_circuit(circuit, logits_rows).map_err(plan_err)?;
+        let arena = {
+            let planner = Planner::new(
+                &shaped,
+                &profile.families,
+                &profile.rules,
+                profile.rules.defaults(),
+                PlanConfig::new(settled.device.sm_count),
+            )
+            .map_err(|e| plan_err(e.to_string()))?;
+            planner
+                .arena_layout(settled.tokens)
+                .map_err(|e| plan_err(e.to_string()))?
+        };
+        let device_figure = |e: EngineError| device_figure_missing(e, &settled.device);
+        let named = |terms: &[crate::facts::Term]| -> Result<Vec<(String, u64)>, EngineError> {
+            terms
+                .iter()
+                .filter(|t| t.applies(circuit, at))
+                .map(|t| {
+                    let bytes = t.formula.eval(&env).map_err(device_figure)?;
+                    Ok((t.formula.item().to_owned(), bytes))
+                })
+                .collect()
+        };
+        let run_facts = &profile.facts.profile_run;
+        Ok(ProfileRunMap {
+            stage,
+            persistent: named(&run_facts.persistent)?,
+            forward_held: named(&run_facts.forward_held)?,
+            sampler_live: named(&run_facts.sampler_live)?,
+            encoder: profile
+                .encoder_run(&settled, &env, circuit, at)
+                .map_err(device_figure)?,
+            arena,
+            circuit: shaped,
+        })
     }
 }
 
