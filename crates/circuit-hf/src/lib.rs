@@ -265,6 +265,14 @@ fn overflows(kind: &CircuitErrorKind) -> bool {
     )
 }
 
+/// Whether the config `text` (read from `origin`) is a multimodal checkpoint whose vision tower
+/// this crate reads, whatever the import options then leave out (`language_model_only`): the
+/// flags that drop a tower are refused on a model without one.
+pub fn has_vision_tower(text: &str, origin: &str) -> Result<bool, HfError> {
+    let top = config::parse(text, origin)?;
+    Ok(multimodal::unwrap(&top, origin)?.is_some())
+}
+
 /// The circuit's name for a file: the folder of a `config.json` (as Hugging Face lays out a
 /// checkpoint: `Llama-3.1-8B/config.json` gives `Llama-3.1-8B`), else the file name without
 /// `.json`, else the model type.
