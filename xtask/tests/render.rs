@@ -87,6 +87,26 @@ fn dark(pixmap: &Pixmap, from_x: u32) -> usize {
         .count()
 }
 
+/// The chart's upper panel (terms stacked on a linear axis) ends above this row; the lower
+/// panel (each term alone, log axis) starts below it.
+const PANELS_SPLIT: u32 = 520;
+
+/// Pixels of `colour` within the chart's plot, above (`upper`) or below the split.
+fn in_panel(pixmap: &Pixmap, upper: bool, colour: [u8; 3]) -> usize {
+    let w = pixmap.width();
+    pixmap
+        .pixels()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (*i as u32 % w) < CHART_PLOT_WIDTH)
+        .filter(|(i, _)| ((*i as u32 / w) < PANELS_SPLIT) == upper)
+        .filter(|(_, p)| {
+            let got = [p.red(), p.green(), p.blue()];
+            got.iter().zip(colour).all(|(&g, c)| g.abs_diff(c) <= 2)
+        })
+        .count()
+}
+
 #[test]
 fn the_sweep_chart_shows_every_term_the_budget_and_the_fit() {
     let png = draw(
@@ -101,37 +121,95 @@ fn the_sweep_chart_shows_every_term_the_budget_and_the_fit() {
             "32GiB",
         ],
     );
-    // Activations run from 4.4 MiB to 2 GiB and workspaces are 32 MiB beside 15 GiB of
-    // weights and 16 GiB of KV: on the log axis each band still covers thousands of pixels.
+    // Stacked to scale: 15 GiB of weights and 16 GiB of KV fill the upper panel, and the
+    // activations (up to 2 GiB at n = 8192) show as a band; the 32 MiB of workspaces are a
+    // sliver there, as they should be.
+    for (name, colour, least) in [
+        ("weights", WEIGHTS, 100_000),
+        ("states", STATES, 100_000),
+        ("activations", ACTIVATION, 1_000),
+    ] {
+        let pixels = in_panel(&png, true, over_white(colour, 0.85));
+        assert!(pixels > least, "the {name} band covers {pixels} pixels");
+    }
+    // Each term alone on the log axis below: a line of its own colour, the workspaces' from
+    // n = 128 on (below it the split-K partials are in the arena).
     for (name, colour) in [
         ("activations", ACTIVATION),
         ("workspaces", WORKSPACE),
         ("states", STATES),
         ("weights", WEIGHTS),
     ] {
-        let pixels = count(&png, CHART_PLOT_WIDTH, over_white(colour, 0.85));
-        assert!(pixels > 2000, "the {name} band covers {pixels} pixels");
+        let pixels = in_panel(&png, false, colour);
+        assert!(pixels > 300, "the {name} line covers {pixels} pixels");
     }
-    assert!(
-        count(&png, CHART_PLOT_WIDTH, BUDGET) > 300,
-        "no budget line"
-    );
-    assert!(count(&png, CHART_PLOT_WIDTH, FIT) > 200, "no fit marker");
+    assert!(in_panel(&png, true, BUDGET) > 300, "no budget line");
+    assert!(in_panel(&png, true, FIT) > 200, "no fit marker");
     // The legend's text is drawn (a font was found and used).
     assert!(dark(&png, CHART_PLOT_WIDTH) > 300, "the legend has no text");
 }
 
 #[test]
+fn the_budget_label_is_not_struck_through() {
+    let png = draw("budget-label", "--svg", &["--budget", "32GiB"]);
+    // The label's text sits beside its dashed line, not on it: the rows of the upper panel
+    // holding red pixels are the line's (those wide with red) and the text's, all on one side.
+    let w = png.width();
+    let red_rows: Vec<u32> = (0..PANELS_SPLIT)
+        .filter(|y| {
+            (0..CHART_PLOT_WIDTH).any(|x| {
+                let p = png.pixels()[(y * w + x) as usize];
+                [p.red(), p.green(), p.blue()]
+                    .iter()
+                    .zip(BUDGET)
+                    .all(|(&g, c)| g.abs_diff(c) <= 40)
+            })
+        })
+        .collect();
+    // The line: the longest run of rows with many red pixels.
+    let wide = |y: u32| {
+        (0..CHART_PLOT_WIDTH)
+            .filter(|x| {
+                let p = png.pixels()[(y * w + x) as usize];
+                [p.red(), p.green(), p.blue()]
+                    .iter()
+                    .zip(BUDGET)
+                    .all(|(&g, c)| g.abs_diff(c) <= 2)
+            })
+            .count()
+            > 300
+    };
+    let line: Vec<u32> = red_rows.iter().copied().filter(|&y| wide(y)).collect();
+    assert!(!line.is_empty(), "no budget line in {red_rows:?}");
+    let text: Vec<u32> = red_rows
+        .iter()
+        .copied()
+        .filter(|y| !line.contains(y))
+        .collect();
+    assert!(!text.is_empty(), "no budget label");
+    let (top, bottom) = (line[0], line[line.len() - 1]);
+    // Struck through, the text would have rows on both sides of the line.
+    assert!(
+        text.iter().all(|&y| y < top) || text.iter().all(|&y| y > bottom),
+        "the label's rows {text:?} cross the line's {line:?}"
+    );
+}
+
+#[test]
 fn a_single_row_chart_is_one_stacked_bar() {
     let png = draw("single", "--svg", &["--rows", "512", "--kv-tokens", "1000"]);
+    // One bar, to scale: the 15 GiB of weights; each term a point of its own below, nested so
+    // the 125 MiB of KV does not hide the 129 MiB of activations.
+    let pixels = in_panel(&png, true, over_white(WEIGHTS, 0.85));
+    assert!(pixels > 10_000, "the weights bar covers {pixels} pixels");
     for (name, colour) in [
         ("activations", ACTIVATION),
         ("workspaces", WORKSPACE),
         ("states", STATES),
         ("weights", WEIGHTS),
     ] {
-        let pixels = count(&png, CHART_PLOT_WIDTH, over_white(colour, 0.85));
-        assert!(pixels > 1000, "the {name} band covers {pixels} pixels");
+        let pixels = in_panel(&png, false, colour);
+        assert!(pixels > 20, "the {name} point covers {pixels} pixels");
     }
 }
 
@@ -153,3 +231,4 @@ fn the_arena_map_shows_both_kinds_of_buffer_and_a_legend() {
     );
     assert!(dark(&png, ARENA_PLOT_WIDTH) > 300, "the legend has no text");
 }
+

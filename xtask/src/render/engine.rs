@@ -96,7 +96,7 @@ fn gib(bytes: u64) -> String {
 
 /// The workers as rows: consecutive workers that allocate alike share one row, named by their
 /// rank range (every TP rank of a stage, in practice).
-fn distinct_rows(workers: &[Worker]) -> Vec<(String, &Worker)> {
+pub(crate) fn distinct_rows(workers: &[Worker]) -> Vec<(String, &Worker)> {
     let same = |a: &Worker, b: &Worker| {
         (
             a.pp_stage,
