@@ -17,10 +17,9 @@ use crate::inputs::files::{self, HfFiles, Input};
 use crate::inputs::flags::{EngineArgs, OutputFormat, PlanArgs};
 use crate::out::outln;
 use crate::render::engine::{
-    Budget, DeviceRow, DevicesQuestion, add_budget, devices_json, json, print_budget,
-    print_devices, print_table,
+    Budget, DeviceRow, DevicesQuestion, Prediction, Setting, devices_json, print_devices,
 };
-use crate::render::one_record;
+use crate::render::svg;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -30,6 +29,8 @@ struct Stages {
     circuits: Vec<circuit_ir::Circuit>,
     model: ModelFacts,
     quantization: String,
+    /// The KV cache's storage format (`bf16`, `fp8`).
+    kv_cache: String,
 }
 
 /// The per-stage circuits of `text` under `options` (its layout), for the engine profile.
@@ -69,10 +70,12 @@ fn stage_circuits(
         Some(q) if q.at_load => format!("{} (--quantization, at load)", q.method),
         Some(q) => format!("{} (the checkpoint's)", q.method),
     };
+    let kv_cache = first.kv_cache_format.clone();
     Ok(Stages {
         circuits: sharded.imports.into_iter().map(|i| i.circuit).collect(),
         model,
         quantization,
+        kv_cache,
     })
 }
 
@@ -103,7 +106,11 @@ pub fn run_plan(
         circuits,
         model,
         quantization,
+        kv_cache,
     } = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
+    let moe = circuits.iter().any(|c| c.dim("experts_per_tok").is_some());
+    let tower = circuit_hf::has_vision_tower(&files.text, &files.origin)?;
+    crate::inputs::modes::check_model(args, &model, tower, moe)?;
     if let Some(names) = &engine.devices {
         let at = (&files, &options);
         return run_devices(args, engine, &profile, at, names, circuits, model);
@@ -133,19 +140,39 @@ pub fn run_plan(
         })?;
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)
         .map_err(|e| with_flags(e, engine, args))?;
-    match args.format {
-        OutputFormat::Table => {
-            print_table(&files.origin, &quantization, &startup)?;
-            print_budget(&budget)?;
-        }
-        OutputFormat::Json => {
-            let mut j = json(&startup);
-            add_budget(&mut j["engine"], &budget);
-            outln!("{}", serde_json::to_string_pretty(&j)?)
-        }
-        OutputFormat::Jsonl | OutputFormat::Csv => {
-            return Err(one_record(args.format));
-        }
+    let inputs = settings_used(
+        args,
+        name,
+        &profile,
+        &startup,
+        &run,
+        (&quantization, &kv_cache),
+    )?;
+    let prediction = Prediction {
+        origin: &files.origin,
+        quantization: &quantization,
+        startup: &startup,
+        budget: &budget,
+        inputs: &inputs,
+    };
+    prediction.print(args.format)?;
+    if let Some(path) = &args.svg {
+        svg::write_engine_chart(path, &startup)?;
+    }
+    if let Some(path) = &args.arena_svg {
+        // The worker whose activation peak is the largest (the first on a tie): its stage's
+        // forward and what the run holds beside it.
+        let worker = startup
+            .workers
+            .iter()
+            .rev()
+            .max_by_key(|w| w.activation_peak)
+            .ok_or("the start-up has no worker")?;
+        let stages = StageCircuit::in_order(&circuits);
+        let map = profile
+            .profile_run_map(&stages, &run, worker.pp_stage)
+            .map_err(|e| with_flags(e.into(), engine, args))?;
+        svg::write_profile_arena(path, &map, worker, &startup)?;
     }
     Ok(())
 }
@@ -185,6 +212,18 @@ fn run_devices(
         )
         .into());
     }
+    if let Some(flag) = [
+        (args.svg.is_some(), "--svg"),
+        (args.arena_svg.is_some(), "--arena-svg"),
+    ]
+    .iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+    {
+        return Err(format!(
+            "{flag} with --devices: a picture is of one start-up; draw it with --device NAME"
+        )
+        .into());
+    }
     if engine.smallest_tp {
         return Err("--smallest-tp with --devices: --devices answers it for each device already; drop --smallest-tp".into());
     }
@@ -195,8 +234,15 @@ fn run_devices(
         )
         .into());
     }
-    if matches!(args.format, OutputFormat::Jsonl | OutputFormat::Csv) {
-        return Err(one_record(args.format));
+    if let Some(f) = match args.format {
+        OutputFormat::Jsonl => Some("jsonl"),
+        OutputFormat::Csv => Some("csv"),
+        _ => None,
+    } {
+        return Err(format!(
+            "--format {f} with --devices: the devices' answers are one table; give --format table or json"
+        )
+        .into());
     }
     if names.iter().any(|n| n.trim().is_empty()) {
         return Err(
@@ -289,6 +335,136 @@ fn run_devices(
         _ => print_devices(&question, &rows)?,
     }
     Ok(())
+}
+
+/// Every setting the prediction used, with its value and where it came from (a flag, the
+/// engine release's default, the device's, the model's): the `inputs` of the JSON, JSON lines
+/// and CSV outputs, and the table's `given` and `defaults` lines.
+fn settings_used(
+    args: &PlanArgs,
+    name: &str,
+    profile: &EngineProfile,
+    s: &Startup,
+    run: &RunSettings,
+    (quantization, kv_cache): (&str, &str),
+) -> Result<Vec<Setting>, CliError> {
+    let release = format!("{} {}", s.engine, s.version);
+    let given = |id: &str| args.was_given(id).then(|| crate::inputs::modes::flag(id));
+    let from = |id: &str, default: &str| given(id).unwrap_or_else(|| default.to_owned());
+    let on_device = format!("default of {release} on {}", s.device);
+    let engine_default = format!("default of {release}");
+    let mut out = vec![
+        Setting::new(
+            "engine",
+            serde_json::json!(format!("{}=={}", s.engine, s.version)),
+            format!(
+                "--engine {name}{}",
+                if name.contains("==") {
+                    ""
+                } else {
+                    ": the newest release modelled"
+                }
+            ),
+        ),
+        Setting::new(
+            "device",
+            serde_json::json!(s.device),
+            from("device", "default"),
+        ),
+        Setting::new(
+            "tensor_parallel_size",
+            serde_json::json!(run.tensor_parallel_size),
+            from("tensor_parallel_size", "default"),
+        ),
+        Setting::new(
+            "pipeline_parallel_size",
+            serde_json::json!(run.pipeline_parallel_size),
+            from("pipeline_parallel_size", "default"),
+        ),
+        Setting::new(
+            "enable_expert_parallel",
+            serde_json::json!(args.parallel.enable_expert_parallel),
+            from("enable_expert_parallel", "default"),
+        ),
+        Setting::new(
+            "gpu_memory_utilization",
+            serde_json::json!(s.gpu_memory_utilization),
+            from("gpu_memory_utilization", &engine_default),
+        ),
+        Setting::new(
+            "max_num_batched_tokens",
+            serde_json::json!(s.max_num_batched_tokens),
+            from("max_num_batched_tokens", &on_device),
+        ),
+        Setting::new(
+            "max_num_seqs",
+            serde_json::json!(s.max_num_seqs),
+            from("max_num_seqs", &on_device),
+        ),
+        Setting::new(
+            "max_model_len",
+            serde_json::json!(s.max_model_len),
+            from(
+                "max_model_len",
+                &format!(
+                    "default of {release} for the model (max_position_embeddings with its rope scaling; the longest it allows: {})",
+                    profile.model_len(&run.model).longest
+                ),
+            ),
+        ),
+        Setting::new(
+            "block_size",
+            serde_json::json!(s.kv_layout.token_block_size),
+            from("block_size", &engine_default),
+        ),
+        Setting::new(
+            "dtype",
+            serde_json::json!(run.model.dtype.to_string()),
+            from("dtype", "the config's torch_dtype"),
+        ),
+        Setting::new(
+            "kv_cache_dtype",
+            serde_json::json!(kv_cache),
+            from("kv_cache_dtype", "default: the model dtype"),
+        ),
+        Setting::new(
+            "quantization",
+            serde_json::json!(quantization),
+            from("quantization", "the checkpoint's config"),
+        ),
+        Setting::new(
+            "enforce_eager",
+            serde_json::json!(run.enforce_eager),
+            from("enforce_eager", "default"),
+        ),
+        Setting::new(
+            "enable_prefix_caching",
+            serde_json::json!(run.enable_prefix_caching),
+            given("enable_prefix_caching")
+                .or_else(|| given("no_enable_prefix_caching"))
+                .unwrap_or_else(|| format!("{engine_default} (no byte depends on it here)")),
+        ),
+    ];
+    if run.model.vision_encoder || args.language_model_only {
+        out.extend([
+            Setting::new(
+                "skip_mm_profiling",
+                serde_json::json!(run.skip_mm_profiling),
+                from("skip_mm_profiling", "default"),
+            ),
+            Setting::new(
+                "language_model_only",
+                serde_json::json!(args.language_model_only),
+                from("language_model_only", "default"),
+            ),
+            Setting::new(
+                "limit_mm_per_prompt",
+                serde_json::json!(run.mm_limit_per_prompt),
+                from("limit_mm_per_prompt", &engine_default),
+            ),
+        ]);
+    }
+    Ok(out)
 }
 
 /// An error of the engine profile, which knows sizes but not the flags that set them, with

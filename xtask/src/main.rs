@@ -14,10 +14,10 @@ mod render;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 
 /// The circuit memory planner.
-#[derive(Debug, Parser)]
+#[derive(Debug, clap::Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", version)]
 struct Cli {
     #[command(subcommand)]
@@ -76,7 +76,11 @@ fn with_vllm_short_flags(args: impl IntoIterator<Item = OsString>) -> Vec<OsStri
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(with_vllm_short_flags(std::env::args_os()));
+    let matches = Cli::command().get_matches_from(with_vllm_short_flags(std::env::args_os()));
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let (Command::Plan(args), Some(("plan", plan))) = (&mut cli.command, matches.subcommand()) {
+        args.given = inputs::modes::given(plan);
+    }
     let result = out::check_open().and_then(|()| match cli.command {
         Command::Plan(args) => plan::run(&args),
         Command::Pack(args) => pack::run(&args),

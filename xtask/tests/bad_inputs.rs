@@ -377,13 +377,13 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("rules-"), 12);
     assert_eq!(count("hf-"), 24);
     assert_eq!(count("csv-"), 10);
-    assert_eq!(count("flag-"), 41);
+    assert_eq!(count("flag-"), 45);
     assert_eq!(count("file-"), 10);
     assert_eq!(count("pack-"), 10);
     assert_eq!(count("bench-"), 2);
     assert_eq!(count("huge-"), 9);
     assert_eq!(count("engine-"), 5);
-    assert_eq!(cases.len(), 171);
+    assert_eq!(cases.len(), 175);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())

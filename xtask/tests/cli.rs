@@ -87,6 +87,8 @@ fn json_has_the_contract_keys_and_exact_bytes() {
     assert_eq!(j["circuit"], "llama-3.1-8b");
     assert_eq!(j["device"], "h100-sxm");
     assert_eq!(j["sm_count"], 132);
+    // The example's context window (its circuit.toml `context`).
+    assert_eq!(j["model_context"], 131_072);
     let plans = j["plans"].as_array().unwrap();
     assert_eq!(plans.len(), 2);
     for p in plans {
@@ -117,6 +119,7 @@ fn json_has_the_contract_keys_and_exact_bytes() {
             "align",
             "budget",
             "max_model_len",
+            "model_context",
             "nodes",
             "node_lists",
             "plans",
@@ -342,7 +345,7 @@ fn bad_inputs_give_one_line_and_exit_1() {
     );
     let err = failure(&["plan", "--circuit", broken.to_str().unwrap()]);
     assert!(
-        err.ends_with("broken.toml: line 9, column 10: extra `=`, expected nothing"),
+        err.ends_with("broken.toml: line 11, column 10: extra `=`, expected nothing"),
         "{err}"
     );
     assert_eq!(
@@ -535,12 +538,35 @@ fn engine_plans_every_rank_of_a_layout() {
         stdout(&tp)
     );
     // vLLM's prefix-caching flags are taken as a `vllm serve` line gives them and change no
-    // byte: the eight logs ran with --no-enable-prefix-caching, the default is on.
-    let plain = xtask(&[&base[..], &["--format", "json"]].concat());
-    for flag in ["--no-enable-prefix-caching", "--enable-prefix-caching"] {
+    // byte: the eight logs ran with --no-enable-prefix-caching, the default is on. Only the
+    // inputs say the flag was given.
+    let without_inputs = |o: &Output| {
+        let mut json: serde_json::Value = serde_json::from_str(&stdout(o)).unwrap();
+        let inputs = json["engine"]
+            .as_object_mut()
+            .unwrap()
+            .remove("inputs")
+            .unwrap();
+        (json, inputs["enable_prefix_caching"].clone())
+    };
+    let (plain, plain_input) = without_inputs(&xtask(&[&base[..], &["--format", "json"]].concat()));
+    assert_eq!(
+        plain_input,
+        serde_json::json!({"value": null, "source": "default of vllm 0.19.0 (no byte depends on it here)"})
+    );
+    for (flag, value) in [
+        ("--no-enable-prefix-caching", false),
+        ("--enable-prefix-caching", true),
+    ] {
         let with = xtask(&[&base[..], &[flag, "--format", "json"]].concat());
         assert!(with.status.success(), "{flag}: {}", stderr(&with));
-        assert_eq!(stdout(&with), stdout(&plain), "{flag}");
+        let (with, input) = without_inputs(&with);
+        assert_eq!(with, plain, "{flag}");
+        assert_eq!(
+            input,
+            serde_json::json!({"value": value, "source": flag}),
+            "{flag}"
+        );
     }
     // --quantization fp8 loads the linears in e4m3: 8.49 GiB, as vLLM printed.
     let fp8 = xtask(&[&base[..], &["--quantization", "fp8", "--format", "json"]].concat());
@@ -840,6 +866,19 @@ fn engine_answers_the_budget_questions() {
     let o = xtask(&[&at[..], &["--format", "json"]].concat());
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(j["engine"]["kv_cache_tokens"].as_u64().unwrap() >= 300_000);
+    // Issue 33: a --max-model-len above the model's 131072 does not start, and the largest
+    // that does is still answered (at 0.95 the whole 131072 fits).
+    let mut long = base.to_vec();
+    long[8] = "1000000";
+    let o = xtask(&[&long[..], &["--largest-max-model-len"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.lines()
+            .any(|l| l == "largest max_model_len that starts: 131072"),
+        "{out}"
+    );
+    assert!(out.contains("verdict   does not start: max_model_len 1000000 is above the 131072 tokens the model allows"), "{out}");
     // Mixtral-8x7B's 87 GiB do not fit one H100: TP 2 is the smallest that starts.
     let mixtral = root().join("data/models/mixtral-8x7b-v0.1/config.json");
     let mut m = base.to_vec();
@@ -866,7 +905,11 @@ fn engine_answers_the_budget_questions() {
         assert!(help.contains(flag), "{flag} in --help");
     }
     let o = xtask(&["plan", "--smallest-tp"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: --smallest-tp is an engine's flag (give --engine vllm with it); without an engine --layouts names the smallest layout that holds --kv-tokens\n"
+    );
 }
 
 /// Issue 34: with standard output closed (`>&-`) nothing can be written, so the command fails
@@ -1122,7 +1165,11 @@ fn engine_answers_the_smallest_tp_across_devices() {
         ),
         (
             &["--format", "csv"][..],
-            "error: --format csv: JSON lines and CSV are for sweeps of --rows; this report is one record: give --format json or table",
+            "error: --format csv with --devices: the devices' answers are one table; give --format table or json",
+        ),
+        (
+            &["--svg", "devices.svg"][..],
+            "error: --svg with --devices: a picture is of one start-up; draw it with --device NAME",
         ),
     ] {
         assert_eq!(failure(&[&base[..], extra].concat()), message, "{extra:?}");

@@ -232,3 +232,63 @@ fn the_arena_map_shows_both_kinds_of_buffer_and_a_legend() {
     assert!(dark(&png, ARENA_PLOT_WIDTH) > 300, "the legend has no text");
 }
 
+/// The colours of the engine's own terms (svg.rs): non-torch memory, and in the memory map the
+/// run's persistent terms and the sampler's.
+const NON_TORCH: [u8; 3] = [23, 190, 207];
+const SAMPLER: [u8; 3] = [188, 189, 34];
+
+fn llama_8b() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../data/models/llama-3.1-8b/config.json")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn the_engine_chart_shows_each_worker_and_its_kv_cache() {
+    let config = llama_8b();
+    let png = draw(
+        "engine",
+        "--svg",
+        &[
+            "--hf-config",
+            &config,
+            "--engine",
+            "vllm==0.19.0",
+            "--tp",
+            "2",
+        ],
+    );
+    // Per worker: 7.5 GiB of weights, the activation peak, non-torch memory and some 60 GiB of
+    // KV cache, stacked to scale.
+    for (name, colour, least) in [
+        ("weights", WEIGHTS, 5_000),
+        ("kv cache", STATES, 20_000),
+        ("activation peak", ACTIVATION, 300),
+        ("non-torch", NON_TORCH, 100),
+    ] {
+        let pixels = count(&png, CHART_PLOT_WIDTH, over_white(colour, 0.85));
+        assert!(pixels > least, "the {name} segment covers {pixels} pixels");
+    }
+    assert!(
+        count(&png, CHART_PLOT_WIDTH, BUDGET) > 100,
+        "no requested-memory line"
+    );
+    assert!(dark(&png, CHART_PLOT_WIDTH) > 300, "the legend has no text");
+}
+
+#[test]
+fn the_profile_run_map_labels_the_sampler_and_the_largest_buffers() {
+    let config = llama_8b();
+    let png = draw(
+        "engine-arena",
+        "--arena-svg",
+        &["--hf-config", &config, "--engine", "vllm==0.19.0"],
+    );
+    // The forward's buffers, and the sampler's terms drawn beside them at full size.
+    let activations = count(&png, ARENA_PLOT_WIDTH, over_white(ACTIVATION, 0.86));
+    assert!(activations > 5000, "activations cover {activations} pixels");
+    let sampler = count(&png, ARENA_PLOT_WIDTH, over_white(SAMPLER, 0.87));
+    assert!(sampler > 1000, "the sampler's terms cover {sampler} pixels");
+    assert!(dark(&png, ARENA_PLOT_WIDTH) > 300, "the legend has no text");
+}

@@ -66,10 +66,13 @@ fn render(
         device_memory: budget,
         budget,
         max_model_len: None,
+        model_context: None,
         config_defaults: Vec::new(),
         storage: None,
         rows,
         node_lists: report.node_lists().to_vec(),
+        layout: report::LayoutRanks::SINGLE,
+        placeholders_asked: false,
     };
     let mut render = report::renderer(format, &ctx);
     let mut out = Counter::default();

@@ -37,24 +37,14 @@ pub struct PlanArgs {
     /// their format's storage.
     ///
     /// Example: --dtype bfloat16
-    #[arg(
-        long,
-        value_name = "DTYPE",
-        default_value = "auto",
-        requires = "hf_config"
-    )]
+    #[arg(long, value_name = "DTYPE", default_value = "auto")]
     pub dtype: String,
 
     /// With --hf-config: the KV cache's storage: auto (the planned dtype) or fp8 (one byte
     /// per element, half a 16-bit cache).
     ///
     /// Example: --kv-cache-dtype fp8
-    #[arg(
-        long,
-        value_name = "DTYPE",
-        default_value = "auto",
-        requires = "hf_config"
-    )]
+    #[arg(long, value_name = "DTYPE", default_value = "auto")]
     pub kv_cache_dtype: String,
 
     /// With --hf-config: a multimodal checkpoint is loaded as its language model alone,
@@ -62,7 +52,7 @@ pub struct PlanArgs {
     /// no encoder in its profile).
     ///
     /// Example: --language-model-only
-    #[arg(long, requires = "hf_config")]
+    #[arg(long)]
     pub language_model_only: bool,
 
     /// With --hf-config: vLLM's per-prompt limits of multimodal items, a JSON object of
@@ -71,7 +61,7 @@ pub struct PlanArgs {
     /// caps the images the profile run's encoder batch may hold.
     ///
     /// Example: --limit-mm-per-prompt '{"image": 0}'
-    #[arg(long, value_name = "JSON", requires = "hf_config")]
+    #[arg(long, value_name = "JSON")]
     pub limit_mm_per_prompt: Option<String>,
 
     /// Kernel families TOML file [default: the example's registry].
@@ -162,17 +152,23 @@ pub struct PlanArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
 
-    /// Also print the per-node table at the largest row count (folded by block).
+    /// Also print the per-node table at the largest row count (folded by block); with a
+    /// parallel layout, one per distinct rank.
     #[arg(long)]
     pub per_node: bool,
 
-    /// Draw the total and each term against rows (log2 axis) as an SVG chart.
+    /// Draw an SVG chart: each term and the total against rows (with a layout, of the rank
+    /// with the largest total); with --engine, each worker's weights, activation peak,
+    /// non-torch memory and KV cache against the memory requested.
     ///
     /// Example: --svg plan.svg
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
-    /// Draw the arena of the largest row count as an SVG memory map.
+    /// Draw an SVG memory map of the activation arena at the largest row count (with a
+    /// layout, of the rank with the largest total); with --engine, of the profile run's
+    /// forward on the worker with the largest activation peak, with what the run holds
+    /// beside it.
     ///
     /// Example: --arena-svg arena.svg
     #[arg(long, value_name = "FILE")]
@@ -189,6 +185,11 @@ pub struct PlanArgs {
     /// An engine's start-up (`--engine vllm`) with the engine's own flags.
     #[command(flatten)]
     pub engine: EngineArgs,
+
+    /// The ids (clap's) of the flags given on the command line, defaults left out: the modes
+    /// check them (`inputs::modes`). Filled by `main` from clap's matches.
+    #[arg(skip)]
+    pub given: Vec<String>,
 }
 
 /// How results are printed.
@@ -212,11 +213,12 @@ pub struct EngineArgs {
     /// with the list).
     ///
     /// Example: --engine vllm
-    #[arg(long, value_name = "NAME", requires = "hf_config")]
+    #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
 
     /// With --engine: fraction of the device's total the engine may use [default: the
-    /// engine release's own: 0.9 for vLLM 0.19, 0.92 for 0.20-0.33, 1.0 for 0.34].
+    /// engine release's own: 0.9 for vLLM 0.19, 0.92 for 0.20-0.33, 1.0 for 0.34]. Without
+    /// --engine: the budget, that fraction of the device (as --budget 0.9).
     ///
     /// Example: --gpu-memory-utilization 0.85
     #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
@@ -234,12 +236,12 @@ pub struct EngineArgs {
     #[arg(long, value_name = "SEQS", allow_negative_numbers = true)]
     pub max_num_seqs: Option<u64>,
 
-    /// With --engine: the profile run leaves a multimodal model's vision encoder out, as vLLM
-    /// does with this flag. A multimodal checkpoint needs it: the encoder's profile (vLLM runs
-    /// it on its largest dummy image batch and keeps its outputs) is not modelled.
+    /// With --engine, on a model with a vision tower: the profile run leaves the encoder out, as
+    /// vLLM does with this flag. Without it the encoder's profile is predicted (Llama 4's,
+    /// Gemma 3's and LLaVA's towers; another tower is refused and needs this flag).
     ///
     /// Example: --skip-mm-profiling
-    #[arg(long, requires = "engine")]
+    #[arg(long)]
     pub skip_mm_profiling: bool,
 
     /// With --engine: the forward runs eagerly, op by op, and no CUDA graph is captured (vLLM's
@@ -247,7 +249,7 @@ pub struct EngineArgs {
     /// estimate.
     ///
     /// Example: --enforce-eager
-    #[arg(long, requires = "engine")]
+    #[arg(long)]
     pub enforce_eager: bool,
 
     /// With --engine: tokens per KV-cache block (vLLM's --block-size) [default: as the engine
@@ -255,12 +257,7 @@ pub struct EngineArgs {
     /// until an attention page holds a state, as vLLM does.
     ///
     /// Example: --block-size 32
-    #[arg(
-        long,
-        value_name = "TOKENS",
-        requires = "engine",
-        allow_negative_numbers = true
-    )]
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
     pub block_size: Option<u64>,
 
     /// With --engine: vLLM's prefix caching (on by default for attention-only models),
@@ -271,7 +268,7 @@ pub struct EngineArgs {
     /// it on, so there give --no-enable-prefix-caching.
     ///
     /// Example: --enable-prefix-caching
-    #[arg(long, requires = "engine", overrides_with = "no_enable_prefix_caching")]
+    #[arg(long, overrides_with = "no_enable_prefix_caching")]
     pub enable_prefix_caching: bool,
 
     /// With --engine: vLLM's flag turning prefix caching off; no effect on the prediction but
@@ -279,19 +276,14 @@ pub struct EngineArgs {
     /// (see --enable-prefix-caching).
     ///
     /// Example: --no-enable-prefix-caching
-    #[arg(long, requires = "engine", overrides_with = "enable_prefix_caching")]
+    #[arg(long, overrides_with = "enable_prefix_caching")]
     pub no_enable_prefix_caching: bool,
 
     /// With --hf-config: quantization applied while loading an unquantized checkpoint (none or
     /// fp8, vLLM's on-the-fly FP8); a checkpoint's own quantization comes from its config.
     ///
     /// Example: --quantization fp8
-    #[arg(
-        long,
-        value_name = "METHOD",
-        default_value = "none",
-        requires = "hf_config"
-    )]
+    #[arg(long, value_name = "METHOD", default_value = "none")]
     pub quantization: String,
 
     /// With --engine: also print the largest --max-model-len that starts with the other flags
@@ -299,21 +291,21 @@ pub struct EngineArgs {
     /// rope scaling, which vLLM will not exceed).
     ///
     /// Example: --largest-max-model-len
-    #[arg(long, requires = "engine")]
+    #[arg(long)]
     pub largest_max_model_len: bool,
 
     /// With --engine: also print the largest --max-num-seqs that starts with the other flags
     /// (at most --max-num-batched-tokens, as vLLM requires).
     ///
     /// Example: --largest-max-num-seqs
-    #[arg(long, requires = "engine")]
+    #[arg(long)]
     pub largest_max_num_seqs: bool,
 
     /// With --engine: also print the smallest --tensor-parallel-size that starts with the other
     /// flags, trying the sizes up to 8 that divide the attention heads.
     ///
     /// Example: --smallest-tp
-    #[arg(long, requires = "engine")]
+    #[arg(long)]
     pub smallest_tp: bool,
 
     /// With --engine: for each of these devices (names of the device table, comma-separated),
@@ -326,7 +318,6 @@ pub struct EngineArgs {
         long,
         value_name = "NAMES",
         value_delimiter = ',',
-        requires = "engine",
         conflicts_with = "device"
     )]
     pub devices: Option<Vec<String>>,
@@ -335,12 +326,7 @@ pub struct EngineArgs {
     /// this many tokens with the other flags.
     ///
     /// Example: --target-kv-tokens 500000
-    #[arg(
-        long,
-        value_name = "TOKENS",
-        requires = "engine",
-        allow_negative_numbers = true
-    )]
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
     pub target_kv_tokens: Option<u64>,
 }
 

@@ -1,15 +1,245 @@
-//! The engine prediction rendered: the table vLLM's start-up lines mirror, and the JSON
-//! `engine` object, with the budget questions' answers (one line, one key each); and the
-//! answers of `--devices`, one row (one array element) per device.
+//! The engine prediction rendered: the table vLLM's start-up lines mirror, the JSON `engine`
+//! object, JSON lines (a `run` record with the inputs, one `worker` record per worker, a
+//! `summary`) and CSV (one line per worker with the run's inputs), with the budget questions'
+//! answers (one line, one key, one column each) and the settings used with where each came
+//! from; and the answers of `--devices`, one row (one array element) per device.
 //!
-//! Invariants: renders what it is handed (a `Startup` and the `Budget` answers) and computes
-//! no prediction; every figure printed is one of the start-up's.
+//! Invariants: renders what it is handed (a `Startup`, the `Budget` answers and the settings)
+//! and computes no prediction; every figure printed is one of the start-up's; the CSV's input
+//! columns are the settings' names, in their order, so a setting added is a column added.
 
 use engine_profile::{SmallestTp, Startup, Verdict, Worker};
 use kernel_families::{Device, Precision};
 
 use crate::CliError;
+use crate::inputs::flags::OutputFormat;
 use crate::out::outln;
+
+/// A setting the prediction used: its name (vLLM's, as `vllm serve` spells the flag with
+/// underscores), its value, and where it came from (a flag, a default and whose).
+#[derive(Debug, Clone)]
+pub struct Setting {
+    pub name: &'static str,
+    pub value: serde_json::Value,
+    pub source: String,
+}
+
+impl Setting {
+    pub fn new(name: &'static str, value: serde_json::Value, source: String) -> Setting {
+        Setting {
+            name,
+            value,
+            source,
+        }
+    }
+
+    /// Whether a flag gave it (its source names one).
+    fn given(&self) -> bool {
+        self.source.starts_with("--")
+    }
+}
+
+/// A start-up predicted, with what it was asked and answered.
+pub struct Prediction<'a> {
+    /// The config's path.
+    pub origin: &'a str,
+    /// The weights' quantization, in words.
+    pub quantization: &'a str,
+    pub startup: &'a Startup,
+    pub budget: &'a Budget,
+    /// Every setting used.
+    pub inputs: &'a [Setting],
+}
+
+/// The verdict as keys: `starts`, and when it does not, `reason` and the figures of it.
+fn verdict_json(v: &Verdict) -> serde_json::Value {
+    match v {
+        Verdict::Starts => serde_json::json!({ "starts": true }),
+        Verdict::NoKvMemory { short_by } => serde_json::json!({
+            "starts": false,
+            "reason": "no_kv_memory",
+            "short_by": short_by,
+        }),
+        Verdict::MaxModelLenTooLong {
+            kv_tokens,
+            max_model_len,
+        } => serde_json::json!({
+            "starts": false,
+            "reason": "max_model_len_too_long",
+            "kv_tokens": kv_tokens,
+            "max_model_len": max_model_len,
+        }),
+        Verdict::MaxModelLenAboveModel {
+            max_model_len,
+            longest,
+        } => serde_json::json!({
+            "starts": false,
+            "reason": "max_model_len_above_model",
+            "max_model_len": max_model_len,
+            "longest": longest,
+        }),
+    }
+}
+
+/// The reason's key (empty when it starts).
+fn reason(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Starts => "",
+        Verdict::NoKvMemory { .. } => "no_kv_memory",
+        Verdict::MaxModelLenTooLong { .. } => "max_model_len_too_long",
+        Verdict::MaxModelLenAboveModel { .. } => "max_model_len_above_model",
+    }
+}
+
+/// One worker's figures, bytes.
+fn worker_json(w: &Worker) -> serde_json::Value {
+    serde_json::json!({
+        "rank": w.rank,
+        "tp_rank": w.tp_rank,
+        "pp_stage": w.pp_stage,
+        "weights": w.weights,
+        "activation_peak": w.activation_peak,
+        "activation_peak_set_by": w.peak_set_by.name(),
+        "non_torch": w.non_torch,
+        "resident": w.resident,
+        "counted_non_kv": w.counted_non_kv,
+        "kv_cache": w.kv_cache,
+        "kv_blocks": w.blocks,
+        "kv_block_bytes": w.block_bytes,
+        "cuda_graph_estimate": w.cuda_graph.total,
+        "encoder": (w.encoder.items > 0).then(|| serde_json::json!({
+            "items": w.encoder.items,
+            "inputs": w.encoder.held,
+            "outputs": w.encoder.outputs,
+            "peak": w.encoder.peak,
+        })),
+    })
+}
+
+/// The CSV columns of a worker's figures (after the inputs' columns).
+const WORKER_COLUMNS: &str = "rank,tp_rank,pp_stage,weights,activation_peak,activation_peak_set_by,non_torch,resident,counted_non_kv,kv_cache,kv_blocks,kv_block_bytes,cuda_graph_estimate";
+
+/// The CSV columns of the start-up's answers (after the worker's).
+const ANSWER_COLUMNS: &str = "requested,kv_cache_tokens,max_concurrency,starts,reason,largest_max_model_len,largest_max_num_seqs,smallest_tp,gpu_memory_utilization_for_target";
+
+/// A value as a CSV field: a number or word as is, text with a comma or quote quoted, null
+/// blank.
+fn csv_value(v: &serde_json::Value) -> String {
+    let text = match v {
+        serde_json::Value::Null => return String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+impl Prediction<'_> {
+    /// The settings as `{name: {value, source}}`, in order.
+    fn inputs_json(&self) -> serde_json::Value {
+        let map: serde_json::Map<String, serde_json::Value> = self
+            .inputs
+            .iter()
+            .map(|i| {
+                (
+                    i.name.to_owned(),
+                    serde_json::json!({ "value": i.value, "source": i.source }),
+                )
+            })
+            .collect();
+        serde_json::Value::Object(map)
+    }
+
+    /// The answers of the budget questions, as JSON values (null when not asked).
+    fn answers(&self) -> [serde_json::Value; 4] {
+        let b = self.budget;
+        [
+            serde_json::json!(b.largest_max_model_len.flatten()),
+            serde_json::json!(b.largest_max_num_seqs.flatten()),
+            serde_json::json!(
+                b.smallest_tp
+                    .as_ref()
+                    .and_then(|t| t.found.as_ref().map(|(n, _)| *n))
+            ),
+            serde_json::json!(
+                b.target
+                    .and_then(|(_, u)| u.map(|u| (u * 1e4).ceil() / 1e4))
+            ),
+        ]
+    }
+
+    /// Prints the prediction as `format` asks.
+    pub fn print(&self, format: OutputFormat) -> Result<(), CliError> {
+        let s = self.startup;
+        match format {
+            OutputFormat::Table => {
+                print_table(self.origin, self.quantization, s, self.inputs)?;
+                print_budget(self.budget)?;
+            }
+            OutputFormat::Json => {
+                let mut j = json(s);
+                add_budget(&mut j["engine"], self.budget);
+                j["engine"]["verdict"] = verdict_json(&s.verdict);
+                j["engine"]["inputs"] = self.inputs_json();
+                outln!("{}", serde_json::to_string_pretty(&j)?);
+            }
+            OutputFormat::Jsonl => {
+                let run = serde_json::json!({
+                    "record": "run",
+                    "engine": s.engine,
+                    "version": s.version,
+                    "releases": s.releases,
+                    "config": self.origin,
+                    "inputs": self.inputs_json(),
+                });
+                outln!("{run}");
+                for w in &s.workers {
+                    let mut record = worker_json(w);
+                    record["record"] = serde_json::json!("worker");
+                    outln!("{record}");
+                }
+                let mut summary = json(s)["engine"].clone();
+                if let Some(map) = summary.as_object_mut() {
+                    for key in ["name", "version", "releases", "workers"] {
+                        map.remove(key);
+                    }
+                }
+                add_budget(&mut summary, self.budget);
+                summary["verdict"] = verdict_json(&s.verdict);
+                summary["record"] = serde_json::json!("summary");
+                outln!("{summary}");
+            }
+            OutputFormat::Csv => {
+                let names: Vec<&str> = self.inputs.iter().map(|i| i.name).collect();
+                outln!("{},{WORKER_COLUMNS},{ANSWER_COLUMNS}", names.join(","));
+                let inputs: Vec<String> = self.inputs.iter().map(|i| csv_value(&i.value)).collect();
+                let answers: Vec<String> = self.answers().iter().map(csv_value).collect();
+                for w in &s.workers {
+                    let j = worker_json(w);
+                    let worker: Vec<String> = WORKER_COLUMNS
+                        .split(',')
+                        .map(|k| csv_value(&j[k]))
+                        .collect();
+                    outln!(
+                        "{},{},{},{},{},{},{},{}",
+                        inputs.join(","),
+                        worker.join(","),
+                        s.requested,
+                        s.kv_cache_tokens,
+                        s.max_concurrency,
+                        s.verdict == Verdict::Starts,
+                        reason(&s.verdict),
+                        answers.join(",")
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -135,7 +365,12 @@ pub(crate) fn distinct_rows(workers: &[Worker]) -> Vec<(String, &Worker)> {
 /// figure outside issue 16's bounds (docs/engines.md, "The PP 2 gap").
 const FORWARD_SET_PEAK_NOTE: &str = "note      a peak set by the forward is the least checked figure: on the one vLLM log of such a peak (Llama-3.1-8B, PP 2, stage 0) it was 16% below what vLLM printed (docs/engines.md, \"The PP 2 gap\")";
 
-pub fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), CliError> {
+pub fn print_table(
+    origin: &str,
+    quantization: &str,
+    s: &Startup,
+    inputs: &[Setting],
+) -> Result<(), CliError> {
     outln!(
         "engine    {} {} (the profile of releases {})",
         s.engine,
@@ -176,6 +411,34 @@ pub fn print_table(origin: &str, quantization: &str, s: &Startup) -> Result<(), 
         gib(s.device_total),
         gib(s.requested)
     );
+    let shown = |i: &Setting| match &i.value {
+        serde_json::Value::String(text) => format!("{} {text}", i.name),
+        serde_json::Value::Null => format!("{} unset", i.name),
+        v => format!("{} {v}", i.name),
+    };
+    let given: Vec<String> = inputs
+        .iter()
+        .filter(|i| i.given() && i.name != "engine")
+        .map(shown)
+        .collect();
+    if !given.is_empty() {
+        outln!("given     {}", given.join(", "));
+    }
+    // Defaults grouped by where they come from, in the order first met.
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for i in inputs.iter().filter(|i| !i.given() && i.name != "engine") {
+        match groups.iter_mut().find(|(source, _)| *source == i.source) {
+            Some((_, names)) => names.push(shown(i)),
+            None => groups.push((&i.source, vec![shown(i)])),
+        }
+    }
+    let defaults: Vec<String> = groups
+        .iter()
+        .map(|(source, names)| format!("{} ({source})", names.join(", ")))
+        .collect();
+    if !defaults.is_empty() {
+        outln!("defaults  {}", defaults.join("; "));
+    }
     outln!();
     outln!(
         "   ranks  stage     weights  activation peak  (set by)   non-torch    KV cache  CUDA graphs (est.)"
@@ -358,26 +621,7 @@ pub fn json(s: &Startup) -> serde_json::Value {
             "max_num_seqs": s.max_num_seqs,
             "max_model_len": s.max_model_len,
             "defaulted": defaulted,
-            "workers": s.workers.iter().map(|w| serde_json::json!({
-                "rank": w.rank,
-                "pp_stage": w.pp_stage,
-                "weights": w.weights,
-                "activation_peak": w.activation_peak,
-                "activation_peak_set_by": w.peak_set_by.name(),
-                "non_torch": w.non_torch,
-                "resident": w.resident,
-                "counted_non_kv": w.counted_non_kv,
-                "kv_cache": w.kv_cache,
-                "kv_blocks": w.blocks,
-                "kv_block_bytes": w.block_bytes,
-                "cuda_graph_estimate": w.cuda_graph.total,
-                "encoder": (w.encoder.items > 0).then(|| serde_json::json!({
-                    "items": w.encoder.items,
-                    "inputs": w.encoder.held,
-                    "outputs": w.encoder.outputs,
-                    "peak": w.encoder.peak,
-                })),
-            })).collect::<Vec<_>>(),
+            "workers": s.workers.iter().map(worker_json).collect::<Vec<_>>(),
             "cuda_graph_estimate": s.cuda_graph_estimate,
             "kv_cache_tokens": s.kv_cache_tokens,
             "kv_blocks": s.kv_blocks,

@@ -9,19 +9,3 @@ pub mod engine;
 pub mod parallel;
 pub mod plan;
 pub mod svg;
-
-use crate::CliError;
-use crate::inputs::flags::OutputFormat;
-
-/// `--format jsonl` and `csv` are one record per row of a sweep; an engine start-up is one
-/// record.
-pub fn one_record(format: OutputFormat) -> CliError {
-    format!(
-        "--format {}: JSON lines and CSV are for sweeps of --rows; this report is one record: give --format json or table",
-        match format {
-            OutputFormat::Jsonl => "jsonl",
-            _ => "csv",
-        }
-    )
-    .into()
-}

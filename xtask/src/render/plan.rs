@@ -57,6 +57,9 @@ pub struct Context<'a> {
     pub budget: Option<u64>,
     /// The context length asked for the concurrency answer.
     pub max_model_len: Option<u64>,
+    /// The longest sequence the model takes, when known (the circuit's `context`, or an
+    /// imported config's).
+    pub model_context: Option<u64>,
     /// Keys an imported config.json left out, with the defaults used for them.
     pub config_defaults: Vec<(String, String)>,
     /// What an imported config is planned in: dtype, KV cache, quantization.
@@ -65,6 +68,72 @@ pub struct Context<'a> {
     pub rows: &'a [u64],
     /// The node lists table of the report.
     pub node_lists: Vec<Arc<[NodeIdx]>>,
+    /// The layout the plan is a rank of (TP 1 x PP 1 x DP 1 for a plain plan), and which of its
+    /// ranks this circuit is.
+    pub layout: LayoutRanks,
+    /// Whether `--placeholders` was given (the table says when no node needed one).
+    pub placeholders_asked: bool,
+}
+
+/// Where a planned circuit sits in a parallel layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayoutRanks {
+    /// Tensor-parallel size.
+    pub tp: u64,
+    /// Pipeline-parallel size.
+    pub pp: u64,
+    /// Data-parallel size.
+    pub dp: u64,
+    /// The global ranks (vLLM's order) that hold this circuit, ascending.
+    pub ranks: Vec<u64>,
+    /// What the ranks hold, in words (`stage 0, layers 0..16, all experts`); None for a plain
+    /// plan.
+    pub holds: Option<String>,
+}
+
+impl LayoutRanks {
+    /// A plain plan: one rank of a layout of one.
+    pub const SINGLE: LayoutRanks = LayoutRanks {
+        tp: 1,
+        pp: 1,
+        dp: 1,
+        ranks: Vec::new(),
+        holds: None,
+    };
+
+    /// The first rank (0 for a plain plan).
+    pub fn first(&self) -> u64 {
+        self.ranks.first().copied().unwrap_or(0)
+    }
+
+    /// The ranks as runs, `0-1 4-5` (`0` for a plain plan).
+    pub fn runs(&self) -> String {
+        rank_runs(&self.ranks)
+    }
+}
+
+/// Ranks written as runs of consecutive ones: `0-1 4-5`; `0` when empty (a plain plan).
+pub fn rank_runs(ranks: &[u64]) -> String {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &r in ranks {
+        match runs.last_mut() {
+            Some((_, hi)) if *hi + 1 == r => *hi = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    if runs.is_empty() {
+        return "0".to_owned();
+    }
+    runs.iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Context<'_> {
@@ -101,7 +170,10 @@ pub fn renderer<'a>(format: OutputFormat, ctx: &'a Context<'a>) -> Box<dyn Rende
         OutputFormat::Table => Box::new(Table { ctx }),
         OutputFormat::Json => Box::new(Json { ctx, rows: 0 }),
         OutputFormat::Jsonl => Box::new(Jsonl { ctx }),
-        OutputFormat::Csv => Box::new(Csv),
+        OutputFormat::Csv => Box::new(Csv {
+            ctx,
+            header: ctx.layout.first() == 0,
+        }),
     }
 }
 
@@ -185,6 +257,17 @@ impl Render for Table<'_> {
             .device_memory
             .map_or(String::new(), |m| format!(", {}", human(m)));
         writeln!(out, "circuit   {}", ctx.circuit().name())?;
+        if let Some(holds) = &ctx.layout.holds {
+            let l = &ctx.layout;
+            writeln!(
+                out,
+                "ranks     {} of tp {} x pp {} x dp {} ({holds})",
+                l.runs(),
+                l.tp,
+                l.pp,
+                l.dp
+            )?;
+        }
         writeln!(
             out,
             "device    {} ({} SMs{memory})",
@@ -319,6 +402,11 @@ impl Render for Table<'_> {
                 out,
                 "note: up to {uncovered} nodes no rule covers were planned as placeholder groups"
             )?;
+        } else if ctx.placeholders_asked {
+            writeln!(
+                out,
+                "note: --placeholders: every node is covered by a rule, so no placeholder group was made"
+            )?;
         }
         writeln!(out)?;
         writeln!(out, "widest workspaces (largest over the rows planned)")?;
@@ -399,10 +487,17 @@ fn serving_lines(s: &ReportSummary) -> Vec<String> {
         if let Some(c) = &s.context
             && c.max_context.is_some_and(|t| t != u64::MAX)
         {
-            let context = c.max_context.unwrap_or(0);
+            let held = c.max_context.unwrap_or(0);
+            // A sequence is never longer than the model's context, however much the cache holds.
+            let (context, cap) = match c.model_context {
+                Some(m) if m < held => {
+                    (m, format!(" (the model's context; the cache holds {held})"))
+                }
+                _ => (held, String::new()),
+            };
             line.push_str(&match c.sequences {
-                1 => format!(", so 1 sequence of up to {context} tokens"),
-                n => format!(", so {n} sequences of up to {context} tokens each"),
+                1 => format!(", so 1 sequence of up to {context} tokens{cap}"),
+                n => format!(", so {n} sequences of up to {context} tokens each{cap}"),
             });
         }
         lines.push(line);
@@ -569,6 +664,12 @@ struct HeaderJson<'a> {
     dtype: Option<&'a Storage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fixed_state_per_sequence: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    placeholders: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_context: Option<u64>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    ranks: Option<RanksJson>,
     nodes: Vec<&'a str>,
     node_lists: Vec<Vec<u32>>,
 }
@@ -601,6 +702,9 @@ fn header_json<'a>(ctx: &'a Context<'a>, record: Option<&'static str>) -> Header
             .collect(),
         dtype: ctx.storage.as_ref(),
         fixed_state_per_sequence: fixed_state_per_sequence(ctx),
+        placeholders: ctx.placeholders_asked,
+        model_context: ctx.model_context,
+        ranks: ranks_json(ctx),
         nodes: circuit.nodes().values().map(|n| n.id.as_str()).collect(),
         node_lists: ctx
             .node_lists
@@ -610,18 +714,43 @@ fn header_json<'a>(ctx: &'a Context<'a>, record: Option<&'static str>) -> Header
     }
 }
 
+/// Which ranks of a layout a record is about (parallel plans only).
+#[derive(Serialize)]
+struct RanksJson {
+    rank: u64,
+    ranks: Vec<u64>,
+}
+
+fn ranks_json(ctx: &Context<'_>) -> Option<RanksJson> {
+    ctx.layout.holds.as_ref().map(|_| RanksJson {
+        rank: ctx.layout.first(),
+        ranks: ctx.layout.ranks.clone(),
+    })
+}
+
 #[derive(Serialize)]
 struct PlanJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     record: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<u64>,
     rows: u64,
     digest: &'a str,
     groups: usize,
     placeholders: usize,
     totals: &'a Totals,
     headroom: Option<i128>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    serving: Option<RowServingJson>,
     arena: &'a memory_plan::ArenaSummary,
     workspaces: Vec<TermJson<'a>>,
+}
+
+/// What the row leaves for the KV cache (with a budget).
+#[derive(Serialize)]
+struct RowServingJson {
+    kv_tokens: Option<u64>,
+    max_concurrency: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -647,16 +776,25 @@ fn term_json(t: &WorkspaceTerm, list: usize) -> TermJson<'_> {
     }
 }
 
-fn plan_json<'a>(row: &'a RowReport<'a>, record: Option<&'static str>) -> PlanJson<'a> {
+fn plan_json<'a>(
+    ctx: &Context<'_>,
+    row: &'a RowReport<'a>,
+    record: Option<&'static str>,
+) -> PlanJson<'a> {
     let p = row.plan;
     PlanJson {
         record,
+        rank: ctx.layout.holds.as_ref().map(|_| ctx.layout.first()),
         rows: p.rows,
         digest: &p.digest,
         groups: p.groups,
         placeholders: p.placeholders,
         totals: &p.totals,
         headroom: row.headroom,
+        serving: row.serving.map(|s| RowServingJson {
+            kv_tokens: s.kv_tokens,
+            max_concurrency: s.max_sequences,
+        }),
         arena: &p.arena,
         workspaces: p
             .workspaces
@@ -690,6 +828,8 @@ struct ServingJson {
     rows: Option<u64>,
     sequences: u64,
     max_context: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_context: Option<u64>,
     max_model_len: Option<u64>,
     max_concurrency: Option<u64>,
 }
@@ -725,6 +865,8 @@ struct NodeJson {
 struct SummaryJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     record: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<u64>,
     widest: Vec<TermJson<'a>>,
     fit: FitJson,
     serving: ServingJson,
@@ -743,6 +885,7 @@ fn summary_json<'a>(
     let circuit = ctx.circuit();
     SummaryJson {
         record,
+        rank: ctx.layout.holds.as_ref().map(|_| ctx.layout.first()),
         widest: s
             .widest
             .iter()
@@ -769,6 +912,7 @@ fn summary_json<'a>(
             rows: s.kv.as_ref().map(|k| k.rows),
             sequences: ctx.planner.config().sequences,
             max_context: s.context.and_then(|c| c.max_context),
+            model_context: s.context.and_then(|c| c.model_context),
             max_model_len: ctx.max_model_len,
             max_concurrency: s.concurrency.map(|c| c.max_sequences),
         },
@@ -852,7 +996,7 @@ impl Render for Json<'_> {
     fn row(&mut self, out: &mut dyn Write, row: &RowReport<'_>) -> io::Result<()> {
         write!(out, "{}\n    ", if self.rows == 0 { "" } else { "," })?;
         self.rows += 1;
-        compact(out, &plan_json(row, None))
+        compact(out, &plan_json(self.ctx, row, None))
     }
 
     fn summary(
@@ -885,7 +1029,7 @@ impl Render for Jsonl<'_> {
     }
 
     fn row(&mut self, out: &mut dyn Write, row: &RowReport<'_>) -> io::Result<()> {
-        compact(out, &plan_json(row, Some("plan")))?;
+        compact(out, &plan_json(self.ctx, row, Some("plan")))?;
         writeln!(out)
     }
 
@@ -908,15 +1052,41 @@ impl Render for Jsonl<'_> {
     }
 }
 
-/// CSV: a header line and one line per row; the summary is not part of it.
-struct Csv;
+/// CSV: a header line and one line per row; the summary is not part of it. In a parallel
+/// plan each distinct rank's rows follow the one header line.
+struct Csv<'a> {
+    ctx: &'a Context<'a>,
+    /// Whether to write the header line (the first distinct rank of a layout only).
+    header: bool,
+}
 
-/// The CSV columns.
-pub const CSV_COLUMNS: &str = "rows,groups,placeholders,digest,weights,activations,lower_bound,unshared,optimal,buffers,workspaces,states,total,headroom,fits";
+/// The CSV columns: the plan's bytes, then (after `fits`, since schema 2's first columns) the
+/// KV tokens and sequences the row leaves room for, the device, the budget and the layout.
+pub const CSV_COLUMNS: &str = "rows,groups,placeholders,digest,weights,activations,lower_bound,unshared,optimal,buffers,workspaces,states,total,headroom,fits,kv_tokens,max_concurrency,device,budget,tp,pp,dp,rank,ranks";
 
-impl Render for Csv {
+/// A count for CSV: blank when not applicable (`None`) or unbounded (`u64::MAX`).
+fn csv_count(v: Option<u64>) -> String {
+    match v {
+        Some(u64::MAX) | None => String::new(),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// A CSV field: quoted when it holds a comma, a quote or a line break.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+impl Render for Csv<'_> {
     fn header(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "{CSV_COLUMNS}")
+        if self.header {
+            writeln!(out, "{CSV_COLUMNS}")?;
+        }
+        Ok(())
     }
 
     fn row(&mut self, out: &mut dyn Write, row: &RowReport<'_>) -> io::Result<()> {
@@ -926,9 +1096,13 @@ impl Render for Csv {
             Some(h) => (h.to_string(), (h >= 0).to_string()),
             None => (String::new(), String::new()),
         };
+        // No KV token fits beside a row over the budget: 0, not blank (blank is "no budget").
+        let kv = row.serving.map(|s| s.kv_tokens.unwrap_or(0));
+        let sequences = row.serving.and_then(|s| s.max_sequences);
+        let l = &self.ctx.layout;
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{headroom},{fits}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{headroom},{fits},{},{},{},{},{},{},{},{},{}",
             p.rows,
             p.groups,
             p.placeholders,
@@ -941,7 +1115,16 @@ impl Render for Csv {
             a.buffers,
             t.workspaces,
             t.states,
-            t.total
+            t.total,
+            csv_count(kv),
+            csv_count(sequences),
+            csv_field(&self.ctx.device),
+            self.ctx.budget.map_or(String::new(), |b| b.to_string()),
+            l.tp,
+            l.pp,
+            l.dp,
+            l.first(),
+            l.runs()
         )
     }
 
@@ -956,7 +1139,7 @@ impl Render for Csv {
 }
 
 /// The dtypes and quantization an imported config is planned with.
-#[derive(serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Storage {
     /// The dtype of unquantized tensors, activations and the KV cache unless fp8.
     pub planned: String,
