@@ -67,6 +67,8 @@ pub(crate) struct Arch {
     /// The rope scaling, as the config writes it (an engine reads how far it stretches the
     /// context).
     pub rope: model_facts::RopeScaling,
+    /// The rotary embeddings the decoder layers apply, one per distinct configuration.
+    pub rotary: Vec<model_facts::Rotary>,
     /// The tensor-parallel ranks the sizes above are one rank's share of (1: unsharded);
     /// above 1 the emitter adds the collectives that join the shares.
     pub tp: u64,
@@ -233,6 +235,7 @@ pub(crate) fn read(cfg: &Config<'_>) -> Result<Arch, HfError> {
         ModelType::Qwen3Next => qwen3_next(cfg, base),
     }?;
     arch.rope = rope;
+    arch.rotary = crate::rope::rotary(cfg, &arch)?;
     Ok(arch)
 }
 
@@ -362,6 +365,7 @@ impl Base {
             vision: None,
             context: self.context,
             rope: model_facts::RopeScaling::default(),
+            rotary: Vec::new(),
             tp: 1,
             mtp_names: MtpNames::DeepSeek,
             mtp_fc_rows: self.hidden,

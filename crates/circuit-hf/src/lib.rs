@@ -148,10 +148,17 @@ pub(crate) fn import_shaped(
         let tower = tower.into_built(options.load.vision_tower);
         arch.vision = (!options.language_model_only).then_some(tower);
     }
+    // A checkpoint storing FP8 KV-cache scales runs its cache in fp8 unless a dtype is asked
+    // for (vLLM 0.19 resolves `--kv-cache-dtype auto` from the quantization config,
+    // utils/torch_utils.py:324-342 resolve_kv_cache_dtype_string).
+    let kv = match options.kv_cache_dtype {
+        KvCacheDtype::Auto if scheme.as_ref().is_some_and(|s| s.kv_cache_fp8) => KvCacheDtype::Fp8,
+        other => other,
+    };
     let storage = quant::Storage {
         origin,
         planned: dtype,
-        kv: options.kv_cache_dtype,
+        kv,
         scheme: scheme.as_ref(),
         load: &options.load,
     };
@@ -200,7 +207,7 @@ pub(crate) fn import_shaped(
             )
         })
         .collect();
-    let kv_cache_format = match options.kv_cache_dtype {
+    let kv_cache_format = match kv {
         KvCacheDtype::Auto => dtype.format().to_owned(),
         KvCacheDtype::Fp8 => "fp8".to_owned(),
     };
@@ -208,6 +215,7 @@ pub(crate) fn import_shaped(
         .into_iter()
         .map(|b| {
             let checkpoint_quantized = b.quantization.as_ref().is_some_and(|q| !q.at_load);
+            let method = b.quantization.as_ref().map(|q| q.method.clone());
             Import {
                 circuit: b.circuit,
                 model_type,
@@ -226,8 +234,10 @@ pub(crate) fn import_shaped(
                         .map_or(model_type.causal_lm_class(), |u| u.wrapper.class)
                         .to_owned(),
                     dtype: dtype.to_format(),
+                    quantization: method,
                     max_position_embeddings: arch.context,
                     rope: arch.rope.clone(),
+                    rotary: arch.rotary.clone(),
                     vocab_size: arch.vocab,
                     num_attention_heads: arch.heads,
                     attention_chunk_size: arch.window.filter(|_| arch.chunked_attention),

@@ -692,7 +692,10 @@ static PHI3: &[KeyInfo] = &[
         "original_max_position_embeddings",
         "under `longrope` rope scaling, the max model length an engine defaults to; no byte depends on it",
     ),
-    ignored("partial_rotary_factor", NO_MEMORY),
+    read(
+        "partial_rotary_factor",
+        "default 1.0: the part of each head the rotary embedding turns (int(head_dim x factor)), which sizes an engine's cos/sin cache; no byte of the circuit depends on it",
+    ),
 ];
 
 static PHI: &[KeyInfo] = &[
@@ -718,9 +721,9 @@ static PHI: &[KeyInfo] = &[
         "qk_layernorm",
         "default false; true (LayerNorms of q and k per head) is not modelled and refused",
     ),
-    ignored(
+    read(
         "partial_rotary_factor",
-        "the rotary embedding covers part of each head; no memory effect",
+        "default 0.5: the part of each head the rotary embedding turns (int(head_dim x factor)), which sizes an engine's cos/sin cache; no byte of the circuit depends on it",
     ),
     ignored("layer_norm_eps", NO_MEMORY),
     ignored("resid_pdrop", NO_MEMORY),
@@ -867,9 +870,13 @@ static GEMMA3_TEXT: &[KeyInfo] = &[
         "cache_implementation",
         "the window of each layer is modelled from sliding_window and layer_types",
     ),
-    ignored(
+    read(
         "rope_local_base_freq",
-        "the sliding layers' rotary base; no memory effect",
+        "default 10000: the sliding layers' rotary base; when it differs from rope_theta or the global layers scale their rope, the sliding layers apply a rotary of their own (an engine's second cos/sin cache); no byte of the circuit depends on it",
+    ),
+    read(
+        "rope_theta",
+        "default 1000000: the global layers' rotary base, read to tell their rotary from the sliding layers'; no byte of the circuit depends on it",
     ),
     ignored("use_bidirectional_attention", NO_MEMORY),
 ];
@@ -1103,9 +1110,9 @@ static GLM4_MOE: &[KeyInfo] = &[
         "default 1 (Glm4MoeConfig's num_mtp_layers): multi-token-prediction layers after the last one (model.layers.<num_hidden_layers + j>), laid out as DeepSeek-V3's (own embed_tokens, enorm, hnorm, eh_proj, shared_head); held as weights only, no KV cache",
     ),
     read("num_mtp_layers", "alias of num_nextn_predict_layers"),
-    ignored(
+    read(
         "partial_rotary_factor",
-        "the rotary embedding covers part of each head; no memory effect",
+        "default 0.5: the part of each head the rotary embedding turns (int(head_dim x factor)), which sizes an engine's cos/sin cache; no byte of the circuit depends on it",
     ),
     ignored("n_group", NO_MEMORY),
     ignored("topk_group", NO_MEMORY),
@@ -1261,9 +1268,9 @@ static QWEN3_NEXT: &[KeyInfo] = &[
         "use_sliding_window",
         "Qwen3NextConfig has no such field and neither transformers' nor the engines' Qwen3-Next attention reads it",
     ),
-    ignored(
+    read(
         "partial_rotary_factor",
-        "rotary embedding on a part of head_dim; no memory effect",
+        "default 0.25: the part of each head the rotary embedding turns (int(head_dim x factor)), which sizes an engine's cos/sin cache; no byte of the circuit depends on it",
     ),
     ignored("norm_topk_prob", NO_MEMORY),
     ignored("output_router_logits", ROUTER),

@@ -2,18 +2,24 @@
 //! read into [`RopeScaling`]: each set's type, factor and original context, as written. How far
 //! a scaling lets an engine's context stretch is that engine's rule, not the checkpoint's.
 //!
+//! The rotary embeddings the decoder layers apply ([`rotary`]): one per distinct
+//! configuration, each with the width of a head it rotates, for an engine that builds a cos/sin
+//! cache per configuration.
+//!
 //! Invariants: no byte of a circuit depends on the rope scaling; a set that is not an object, a
 //! factor that is not a positive finite number, and an original context that is not a positive
 //! integer are refused naming the key, as is a factor that stretches the context past 64 bits;
-//! a model type without a top-level
-//! `original_max_position_embeddings` key never reads it (the key is refused as unknown).
+//! a model type without a top-level `original_max_position_embeddings` key never reads it (the
+//! key is refused as unknown); the rotary list names each configuration once, and none when no
+//! layer rotates (Llama 4's NoPE layers, Qwen3-Next's linear-attention layers rotate nothing).
 
-use model_facts::{RopeScaling, RopeSet};
+use model_facts::{RopeScaling, RopeSet, Rotary};
 use serde_json::{Map, Value};
 
+use crate::arch::{Arch, Attn};
 use crate::config::{Config, Got};
 use crate::error::HfError;
-use crate::model::KeyRole;
+use crate::model::{KeyRole, ModelType};
 
 /// Reads the rope scaling of `cfg`, whose `max_position_embeddings` is `positions`. A factor
 /// that would stretch the context past 64 bits is refused here, where the key can be named.
@@ -101,6 +107,99 @@ pub(crate) fn read(cfg: &Config<'_>, positions: u64) -> Result<RopeScaling, HfEr
         sets,
         original_max_position_embeddings,
     })
+}
+
+/// The rotary embeddings of `arch`'s decoder layers (`cfg` its config), one per distinct
+/// configuration: the head size (`qk_rope_head_dim` under multi-head latent attention) times
+/// `partial_rotary_factor` where the type has one (transformers' class defaults: Phi 0.5,
+/// Phi-3 1.0, GLM-4-MoE 0.5, Qwen3-Next 0.25), rounded down as `int(head_size * factor)`; the
+/// rope set of every rotating layer, or one per set when the config gives one per layer type.
+/// Gemma 3's sliding layers apply their own, unscaled rotary of base `rope_local_base_freq`
+/// (transformers' `Gemma3RotaryEmbedding` for `rotary_emb_local`): a second configuration
+/// unless it equals the global layers' (no scaling and the same base).
+pub(crate) fn rotary(cfg: &Config<'_>, arch: &Arch) -> Result<Vec<Rotary>, HfError> {
+    let rotating = |l: &crate::arch::Layer| !l.nope && !l.linear;
+    if !arch.layers.iter().any(rotating) {
+        return Ok(Vec::new());
+    }
+    let head_size = match arch.attn {
+        Attn::Gqa { head_dim, .. } => head_dim,
+        Attn::Mla {
+            qk_rope_head_dim, ..
+        } => qk_rope_head_dim,
+    };
+    let partial = match cfg.model() {
+        ModelType::Phi | ModelType::Glm4Moe => Some(0.5),
+        ModelType::Phi3 => Some(1.0),
+        ModelType::Qwen3Next => Some(0.25),
+        _ => None,
+    };
+    let factor = match partial {
+        None => 1.0,
+        Some(default) => match cfg.number("partial_rotary_factor")? {
+            Got::Value(f) if f > 0.0 && f <= 1.0 => f,
+            Got::Value(f) => {
+                return Err(cfg.bad(
+                    "partial_rotary_factor",
+                    "a number in (0, 1]",
+                    &serde_json::json!(f),
+                ));
+            }
+            // Not reported among the defaults: no byte of the circuit depends on it.
+            Got::Missing | Got::Null => default,
+        },
+    };
+    // int(head_size * factor), as the engines compute it.
+    let rotary_dim = (head_size as f64 * factor).floor() as u64;
+    let unscaled = RopeSet {
+        rope_type: "default".to_owned(),
+        factor: None,
+        factor_null: false,
+        original_max_position_embeddings: None,
+    };
+    let sets = &arch.rope.sets;
+    let mut out: Vec<Rotary> = match sets.len() {
+        0 => vec![Rotary {
+            set: unscaled.clone(),
+            rotary_dim,
+        }],
+        _ => sets
+            .iter()
+            .map(|set| Rotary {
+                set: set.clone(),
+                rotary_dim,
+            })
+            .collect(),
+    };
+    if cfg.model() == ModelType::Gemma3Text
+        && sets.len() <= 1
+        && arch.layers.iter().any(|l| l.sliding)
+    {
+        let base = |key: &'static str, default: f64| -> Result<f64, HfError> {
+            Ok(match cfg.number(key)? {
+                Got::Value(v) if v.is_finite() && v > 0.0 => v,
+                Got::Value(v) => {
+                    return Err(cfg.bad(key, "a positive number", &serde_json::json!(v)));
+                }
+                Got::Missing | Got::Null => default,
+            })
+        };
+        // Gemma3TextConfig: rope_theta 1,000,000, rope_local_base_freq 10,000.
+        let global = base("rope_theta", 1_000_000.0)?;
+        let local = base("rope_local_base_freq", 10_000.0)?;
+        let global_is_plain = out[0].set.rope_type == "default" && out[0].set.factor.is_none();
+        let full_layers = arch.layers.iter().any(|l| !l.sliding && rotating(l));
+        let local_rotary = Rotary {
+            set: unscaled,
+            rotary_dim,
+        };
+        if !full_layers {
+            out = vec![local_rotary];
+        } else if !(global_is_plain && global == local) {
+            out.push(local_rotary);
+        }
+    }
+    Ok(out)
 }
 
 /// The top-level `original_max_position_embeddings`, for the model types that have the key

@@ -464,6 +464,79 @@ fn modelopt_nvfp4_from_hf_quant_config_json() {
     );
 }
 
+/// ModelOpt's usual NVFP4 export also calibrates the KV cache in FP8 (`kv_cache_quant_algo:
+/// FP8` in hf_quant_config.json, `kv_cache_scheme` {float, 8 bits} in config.json): it stores an
+/// f32 scalar `self_attn.k_proj.k_scale` and `self_attn.v_proj.v_scale` per attention layer,
+/// and vLLM runs the cache in fp8 (e4m3) unless --kv-cache-dtype says otherwise.
+#[test]
+fn modelopt_nvfp4_with_fp8_kv_cache_scales() {
+    let config = qwen3_moe("null");
+    let side = r#"{"producer": {"name": "modelopt", "version": "0.29.0"},
+      "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16,
+        "exclude_modules": ["lm_head", "*mlp.gate"]}}"#;
+    let file = SideFile {
+        kind: SideFileKind::HfQuantConfig,
+        origin: "m/hf_quant_config.json",
+        text: side,
+    };
+    let imp = circuit_hf::import_with(&config, "m/config.json", &ImportOptions::default(), &[file])
+        .unwrap();
+    let nvfp4 = |o: u64, i: u64| o * i / 2 + o * i / 16 + 4 + 4;
+    let attn: u64 = MOE_ATTN.iter().map(|&(o, i)| nvfp4(o, i)).sum();
+    let experts = 8 * (2 * nvfp4(128, 256) + nvfp4(256, 128));
+    // Two layers, each with the two 4-byte scales more than without kv_cache_quant_algo.
+    assert_eq!(
+        imp.circuit.weight_bytes(),
+        MOE_BF16 + 2 * (attn + experts + 2 * 8 * 256) + 2 * (4 + 4)
+    );
+    let scale = |name: &str| {
+        imp.circuit
+            .tensors()
+            .values()
+            .find(|t| t.name == name)
+            .map(|t| (t.bytes, t.format.to_string()))
+    };
+    assert_eq!(
+        scale("model.layers.1.self_attn.k_proj.k_scale"),
+        Some((4, "f32".to_owned()))
+    );
+    assert_eq!(
+        scale("model.layers.0.self_attn.v_proj.v_scale"),
+        Some((4, "f32".to_owned()))
+    );
+    // The cache in fp8 by default: 2 layers x 2 (K and V) x 2 KV heads x 64, one byte each.
+    assert_eq!(imp.kv_cache_format, "fp8");
+    assert_eq!(imp.circuit.kv_bytes_per_token().unwrap(), 2 * 2 * 2 * 64);
+    // config.json's form of the same: kv_cache_scheme of 8-bit floats.
+    let inline = qwen3_moe(
+        r#"{"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+        "ignore": ["lm_head", "*mlp.gate"],
+        "kv_cache_scheme": {"type": "float", "num_bits": 8, "dynamic": false, "symmetric": true}}"#,
+    );
+    let same = import(&inline);
+    assert_eq!(same.circuit.weight_bytes(), imp.circuit.weight_bytes());
+    assert_eq!(same.kv_cache_format, "fp8");
+    // Another KV-cache algorithm stores scales of unknown bytes: refused.
+    let e = circuit_hf::import_with(
+        &config,
+        "m/config.json",
+        &ImportOptions::default(),
+        &[SideFile {
+            kind: SideFileKind::HfQuantConfig,
+            origin: "m/hf_quant_config.json",
+            text: &side.replace(
+                r#""kv_cache_quant_algo": "FP8""#,
+                r#""kv_cache_quant_algo": "NVFP4""#,
+            ),
+        }],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "m/hf_quant_config.json: `quantization.kv_cache_quant_algo` declares a KV-cache quantization other than FP8 (8-bit floats), whose stored scales are not modelled"
+    );
+}
+
 #[test]
 fn gptq_from_quantize_config_json_and_config_json_first() {
     let plain = llama("null");

@@ -21,10 +21,17 @@ pub struct ModelFacts {
     pub architecture: String,
     /// The dtype activations, unquantized weights and (by default) the KV cache are planned in.
     pub dtype: Format,
+    /// The quantization method the weights are held in (`mxfp4`, `fp8`, `modelopt`, ...: the
+    /// checkpoint's, or the one the engine applies while loading), None when unquantized:
+    /// engines choose their kernels by it.
+    pub quantization: Option<String>,
     /// `max_position_embeddings` (the class default where the file omits it).
     pub max_position_embeddings: u64,
     /// The rope scaling, as the configuration writes it.
     pub rope: RopeScaling,
+    /// The rotary embeddings the decoder layers apply, one per distinct configuration (empty
+    /// when no layer rotates): what an engine builds a cos/sin cache for.
+    pub rotary: Vec<Rotary>,
     /// The whole vocabulary (a sampler sees every rank's logits gathered).
     pub vocab_size: u64,
     /// Attention heads of the whole model (the tensor-parallel sizes that shard them evenly).
@@ -51,6 +58,19 @@ pub struct RopeScaling {
     pub sets: Vec<RopeSet>,
     /// The top-level `original_max_position_embeddings`, for model types that have the key.
     pub original_max_position_embeddings: Option<u64>,
+}
+
+/// A rotary embedding some decoder layers apply. Two layer types whose rotary differs in
+/// anything (its scaling, the part of a head it rotates, its base) apply two of them, as
+/// Gemma 3's sliding layers (base `rope_local_base_freq`, no scaling) and its global ones (the
+/// config's scaling, base `rope_theta`) do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rotary {
+    /// Its scaling, as written (`default` without one).
+    pub set: RopeSet,
+    /// The width of a head it rotates: the head size times `partial_rotary_factor`, rounded
+    /// down (multi-head latent attention: `qk_rope_head_dim`).
+    pub rotary_dim: u64,
 }
 
 /// One rope-scaling set.

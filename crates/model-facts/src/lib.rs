@@ -15,5 +15,5 @@ mod facts;
 mod load;
 
 pub use encoder::EncoderShape;
-pub use facts::{ModelFacts, RopeScaling, RopeSet};
+pub use facts::{ModelFacts, RopeScaling, RopeSet, Rotary};
 pub use load::{LoadRules, Mxfp4ExpertLayout, TowerBuild};

@@ -159,6 +159,9 @@ impl Storage<'_> {
             Some(scheme) => Some(self.quantize(&mut decl, scheme, tp)?),
             None => None,
         };
+        if self.scheme.is_some_and(|s| s.kv_cache_fp8) {
+            self.kv_scales(&mut decl)?;
+        }
         let name = decl.name.clone();
         let circuit = CircuitBuilder::from_decl(decl, format!("circuit `{name}`"))
             .build()
@@ -200,6 +203,57 @@ impl Storage<'_> {
                 }
             }
         }
+    }
+
+    /// The FP8 KV-cache scales a checkpoint stores beside each attention layer: an f32 scalar
+    /// `k_scale` on its k projection and `v_scale` on its v projection (ModelOpt's names,
+    /// `self_attn.k_proj.k_scale`; `self_attn.qkv_proj.{k,v}_scale` for a fused one), held by
+    /// the layer's `kv_write` node, whole on every rank. An attention layer without k and v
+    /// projections (multi-head latent attention) is refused: where its export puts the scales
+    /// is not known.
+    fn kv_scales(&self, decl: &mut CircuitDecl) -> Result<(), HfError> {
+        for block in &mut decl.blocks {
+            let Some(writer) = block.nodes.iter().position(|n| n.op == "kv_write") else {
+                continue;
+            };
+            let tensor_ending = |end: &str| {
+                block
+                    .nodes
+                    .iter()
+                    .flat_map(|n| &n.weights)
+                    .filter_map(|w| w.tensor.as_deref())
+                    .find_map(|t| t.strip_suffix(end).map(str::to_owned))
+            };
+            let (k, v) = match (
+                tensor_ending(".k_proj.weight"),
+                tensor_ending(".v_proj.weight"),
+                tensor_ending(".qkv_proj.weight"),
+            ) {
+                (Some(k), Some(v), _) => {
+                    (format!("{k}.k_proj.k_scale"), format!("{v}.v_proj.v_scale"))
+                }
+                (_, _, Some(qkv)) => (
+                    format!("{qkv}.qkv_proj.k_scale"),
+                    format!("{qkv}.qkv_proj.v_scale"),
+                ),
+                _ => {
+                    return Err(HfError::Refused {
+                        origin: self.origin.to_owned(),
+                        key: "kv_cache_quant_algo".to_owned(),
+                        why: format!(
+                            "FP8 KV-cache scales beside the attention of block `{}`, which has no k and v projections (multi-head latent attention): where the export stores them is not modelled",
+                            block.name
+                        ),
+                    });
+                }
+            };
+            let node = &mut block.nodes[writer];
+            node.weights
+                .push(circuit_ir::decl::WeightDecl::new("k_scale", ["1"], "f32").tensor(k));
+            node.weights
+                .push(circuit_ir::decl::WeightDecl::new("v_scale", ["1"], "f32").tensor(v));
+        }
+        Ok(())
     }
 
     /// `tp`: the tensor-parallel ranks `decl` is one rank of (its shapes are shards).

@@ -106,6 +106,10 @@ pub(crate) struct Scheme {
     /// GPTQ's `desc_act`: the input channels are permuted by `g_idx`, so a row-parallel rank
     /// of vLLM keeps its module's scales and zeros whole rather than its share.
     desc_act: bool,
+    /// The checkpoint stores FP8 KV-cache scales (ModelOpt's `kv_cache_quant_algo: FP8`, or
+    /// `kv_cache_scheme` of 8-bit floats): an f32 `k_scale` and `v_scale` per attention layer,
+    /// and a KV cache in fp8 unless another dtype is asked for.
+    pub(crate) kv_cache_fp8: bool,
 }
 
 impl Scheme {
@@ -566,6 +570,7 @@ pub(crate) fn parse(
             "transformers 5 converts no routed experts but Llama 4's to fbgemm_fp8 (its fused experts are not nn.Linear) while older writers converted each expert's linears, so the experts' bytes are not certain",
         )),
         desc_act,
+        kv_cache_fp8: false,
     }
     };
     match method.as_str() {
@@ -988,6 +993,7 @@ pub(crate) const ONLINE_FP8_KEY: &str = "--quantization fp8 (on the fly)";
 pub(crate) fn online_fp8(origin: &str) -> Scheme {
     Scheme {
         desc_act: false,
+        kv_cache_fp8: false,
         origin: origin.to_owned(),
         key: ONLINE_FP8_KEY.to_owned(),
         method: "fp8",
@@ -1553,15 +1559,47 @@ fn ct_layout(group: &Block<'_>, format: &str, stored: Dtype) -> Result<(Layout, 
     ))
 }
 
+/// Whether a ModelOpt block declares FP8 KV-cache scales, as vLLM 0.19 reads it
+/// (quantization/modelopt.py:280-330 `from_config`): `kv_cache_quant_algo` `FP8` (any case;
+/// null: none), or in a `quantization_config` a `kv_cache_scheme` of `type: float` and
+/// `num_bits: 8` (null: none). The export then stores `self_attn.k_proj.k_scale` and
+/// `self_attn.v_proj.v_scale` per attention layer (model_loader/weight_utils.py:1416-1431
+/// maps that ModelOpt naming). Another KV-cache algorithm is refused: its bytes are not
+/// known.
+fn modelopt_kv_cache(block: &Block<'_>) -> Result<bool, HfError> {
+    let other = |key: &str| {
+        block.refused(
+            key,
+            "declares a KV-cache quantization other than FP8 (8-bit floats), whose stored scales are not modelled",
+        )
+    };
+    let algo = match block.get("kv_cache_quant_algo") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(t.to_ascii_uppercase()),
+        Some(_) => return Err(other("kv_cache_quant_algo")),
+    };
+    match algo.as_deref() {
+        None => {}
+        Some("FP8") => return Ok(true),
+        Some(_) => return Err(other("kv_cache_quant_algo")),
+    }
+    match block.get("kv_cache_scheme") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Object(m))
+            if m.get("type").and_then(Value::as_str) == Some("float")
+                && m.get("num_bits").and_then(Value::as_u64) == Some(8) =>
+        {
+            Ok(true)
+        }
+        Some(_) => Err(other("kv_cache_scheme")),
+    }
+}
+
 /// NVIDIA ModelOpt, from `hf_quant_config.json`'s `quantization` or a `quantization_config`
 /// with `quant_method: modelopt` (vLLM `modelopt.py`).
 fn modelopt(origin: &str, key: &str, block: &Block<'_>) -> Result<Scheme, HfError> {
     block.known(&MODELOPT_2)?;
-    for k in ["kv_cache_quant_algo", "kv_cache_scheme"] {
-        if block.get(k).is_some() {
-            return Err(kv_scales(block, k));
-        }
-    }
+    let kv_cache_fp8 = modelopt_kv_cache(block)?;
     if block.get("quantized_layers").is_some() {
         return Err(block.refused(
             "quantized_layers",
@@ -1642,6 +1680,7 @@ fn modelopt(origin: &str, key: &str, block: &Block<'_>) -> Result<Scheme, HfErro
     Ok(Scheme {
         unknown: None,
         desc_act: false,
+        kv_cache_fp8,
         origin: origin.to_owned(),
         key: key.to_owned(),
         method: "modelopt",
