@@ -386,6 +386,41 @@ fn bad_engine_file_is_a_typed_error() {
     .unwrap_err();
     assert!(matches!(err, EngineError::Toml { .. }));
     assert!(err.to_string().starts_with("e.toml: "), "{err}");
+    // A stacked rule without shards, an empty released ending and an unknown allocator are
+    // refused when the file is read.
+    let bad = |from: &str, to: &str| {
+        let engine = include_str!("../vllm-0.19/engine.toml");
+        assert!(engine.contains(from), "{from}");
+        let engine = engine.replace(from, to);
+        EngineProfile::from_texts(&ProfileTexts {
+            engine: vec![(&engine, "engine.toml")],
+            families: (include_str!("../vllm-0.19/families.toml"), "families.toml"),
+            rules: (include_str!("../vllm-0.19/rules.toml"), "rules.toml"),
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    assert_eq!(
+        bad(
+            r#"{ param = ".w13.", shards = [".w1.", ".w3."] }"#,
+            r#"{ param = ".w13.", shards = [] }"#
+        ),
+        r#"engine.toml: weights.stacked: param ".w13." with shards []: give a non-empty param and at least one non-empty shard"#
+    );
+    assert_eq!(
+        bad(
+            r#"released = [".k_scale", ".v_scale"]"#,
+            r#"released = [""]"#
+        ),
+        "engine.toml: weights.released: an empty name ending would release every tensor"
+    );
+    assert!(
+        bad(
+            r#"allocator = "torch_caching""#,
+            r#"allocator = "jemalloc""#
+        )
+        .contains("unknown variant `jemalloc`")
+    );
 }
 
 #[test]
@@ -720,13 +755,23 @@ fn gpt_oss_alternating_layers_make_two_groups() {
     );
     assert_printed(&s, 393_216, 16, 8_713);
     assert_eq!(s.verdict, Verdict::Starts);
-    // The weights as loaded: the rank's circuit and the rotary cache, which gpt-oss's class
+    // The weights as loaded: the rank's circuit, the rotary cache, which gpt-oss's class
     // builds in float32 (models/gpt_oss.py; the engine file's `weights.architecture`) while
-    // the model runs in bf16, 131,072 positions x 64 x 4 bytes.
+    // the model runs in bf16, yarn's 4,096 x 32 = 131,072 rows x 64 x 4 bytes, the 7 f32
+    // scalars of each of the 24 attention layers (a 512-byte block each), and what the caching
+    // allocator's blocks hold beyond the tensors: per layer the experts' down_proj_blocks,
+    // 135,659,520 bytes (129.375 MiB), in a 130 MiB segment whose 0.625 MiB rest is not split
+    // off (655,360 bytes), and the gate_up_proj_scales, 16,588,800 bytes in a 16 MiB one
+    // (188,416 bytes); the small tensors rounded to 512 bytes: the three [2880] bf16 norms and
+    // biases of a layer and the final norm (5,760 -> 6,144: 73 x 384), the sinks (128 -> 512:
+    // 24 x 384) and the router bias (64 -> 512: 24 x 448). The fused qkv_proj (28.125 MiB in
+    // a 30 MiB segment) and the other large tensors leave more than 1 MiB, which is split off.
     assert_eq!(run.model.dtype, circuit_ir::Format::Bf16);
+    let slack = 24 * (655_360 + 188_416) + 73 * 384 + 24 * 384 + 24 * 448;
+    assert_eq!(slack, 20_298_624);
     assert_eq!(
         s.workers[0].weights,
-        circuits[0].weight_bytes() + 131_072 * 64 * 4
+        circuits[0].weight_bytes() + 131_072 * 64 * 4 + 24 * 7 * 512 + slack
     );
     // gpt-oss's class raises the largest captured size to 1024 (models/config.py
     // GptOssForCausalLMConfig): [1, 2, 4] + 8..=248 by 8 + 256..=1024 by 16 = 3 + 31 + 49 = 83
@@ -736,6 +781,28 @@ fn gpt_oss_alternating_layers_make_two_groups() {
         s.workers[0].cuda_graph.captures,
         [("PIECEWISE".to_owned(), 83), ("FULL".to_owned(), 83)]
     );
+    // Its MXFP4 experts run OAITritonMxfp4ExpertsMonolithic on an H100, which holds no
+    // TritonExperts workspace (the engine file's variant): only the cuBLAS workspace persists,
+    // where the two fused-MoE workspaces would add 8,192 x 4 x (5,760 + 2,880) x 2 bytes
+    // (566,231,040). The peak is the sampler's over it: hidden states [8,192, 2,880], the
+    // last-token rows 2 x [1,024, 2,880] and the logits [1,024, 201,088] in bf16, three f32
+    // [1,024, 201,088] temporaries and the top-k/top-p buffer of 132 x 201,088 f32.
+    assert_eq!(
+        profile
+            .variants_applied(&StageCircuit::in_order(&circuits), &run)
+            .unwrap(),
+        ["mxfp4-moe-triton-monolithic"]
+    );
+    let w = &s.workers[0];
+    assert_eq!(w.persistent, 32 << 20);
+    assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
+    let sampler = 8192 * 2880 * 2
+        + 2 * 1024 * 2880 * 2
+        + 1024 * 201_088 * 2
+        + 3 * 1024 * 201_088 * 4
+        + 132 * 201_088 * 4;
+    assert_eq!(w.activation_peak, (32 << 20) + sampler);
+    assert_eq!(w.activation_peak, 3_081_508_864);
 }
 
 /// Llama 4 Scout's language model (its `text_config`: the importer refuses the vision tower
@@ -986,6 +1053,8 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
     assert_eq!(w.peak_set_by, PeakSetBy::Encoder);
     assert_eq!(w.activation_peak, cublas + 34_546_176 + 4 * 1_242_996_480);
     run.skip_mm_profiling = true;
+    // The tower's bytes, before the caching allocator's blocks round them.
+    let profile = profile_with(|t| t.replace("allocator = \"torch_caching\"\n", ""));
     let with_tower = predict_checkpoint(&profile, &circuits, &run);
 
     let whole: serde_json::Value = serde_json::from_str(checkpoint(name)).unwrap();
@@ -1230,5 +1299,122 @@ fn variants_apply_where_their_conditions_hold() {
     assert_eq!(
         e,
         "engine.toml: variant `bad`: when.min_compute_capability = \"nine\": write major.minor, e.g. \"9.0\""
+    );
+}
+
+/// The engine file with the tensors' bytes counted instead of the caching allocator's blocks.
+fn bytes_profile() -> EngineProfile {
+    profile_with(|t| {
+        let line = "allocator = \"torch_caching\"\n";
+        assert!(t.contains(line));
+        t.replace(line, "")
+    })
+}
+
+/// vLLM builds one rotary cos/sin cache per distinct rotary configuration of the layers
+/// (get_rope caches them by key), its rows set by the rope type (engine-profile's
+/// vllm/rotary.rs), x the rotated width, in the model dtype. Counted with the tensors' bytes,
+/// the weights are the circuit's, the caches and the 7 f32 scalars (4 bytes each) of every
+/// attention layer.
+#[test]
+fn one_rotary_cache_per_distinct_configuration() {
+    let profile = bytes_profile();
+    let extra = |name: &str, text: &str, tp: u64| {
+        let (circuits, mut run) = layout_of(name, text, tp, 1);
+        run.skip_mm_profiling = true;
+        let s = predict_checkpoint(&profile, &circuits, &run);
+        s.workers[0].weights - circuits[0].weight_bytes()
+    };
+    // Gemma 3 1B: the global layers rotate at rope_theta 1,000,000 unscaled, the sliding ones
+    // at rope_local_base_freq 10,000: two caches of 32,768 x 256 x 2 bytes; 26 attention
+    // layers.
+    let gemma_1b = checkpoint("gemma-3-1b-it");
+    assert_eq!(
+        extra("gemma-3-1b-it", gemma_1b, 1),
+        2 * 32_768 * 256 * 2 + 26 * 7 * 4
+    );
+    // Gemma 3 4B: its global layers scale linearly by 8 (LinearScalingRotaryEmbedding,
+    // 131,072 x 8 = 1,048,576 rows: 512 MiB at 256 x 2 bytes), its sliding ones not (131,072
+    // rows: 64 MiB); 34 attention layers. Before, one cache of 64 MiB was counted.
+    let gemma_4b = include_str!("data/gemma-3-4b-it.config.json");
+    assert_eq!(
+        extra("gemma-3-4b-it", gemma_4b, 1),
+        1_048_576 * 256 * 2 + 131_072 * 256 * 2 + 34 * 7 * 4
+    );
+    // Qwen3-Next rotates a quarter of each 256-wide head (partial_rotary_factor 0.25): 262,144
+    // x 64 x 2 bytes, on each of 4 ranks; 12 attention layers (the 36 Gated DeltaNet layers
+    // have neither a rotary nor the scalars).
+    let next = checkpoint("qwen3-next-80b-a3b-instruct");
+    assert_eq!(
+        extra("qwen3-next-80b-a3b-instruct", next, 4),
+        262_144 * 64 * 2 + 12 * 7 * 4
+    );
+}
+
+/// vLLM's "Model loading took" counts the caching allocator's blocks: each parameter, the
+/// fused qkv_proj and gate_up_proj as one, is allocated in turn, and a block above 1 MiB keeps
+/// the rest of its 2 MiB-rounded segment when that rest is at most 1 MiB (torch_allocator.rs).
+/// Qwen2.5-7B at TP 1 (the logged case; hidden 3,584, 28 layers, ffn 18,944, KV 512 wide):
+/// per layer qkv_proj [4,608, 3,584] bf16 = 31.5 MiB in 32 (+0.5 MiB), o_proj 24.5 MiB in 26
+/// (1.5 MiB split off: +0), gate_up_proj 259 MiB in 260 (exactly 1 MiB left, kept: +1),
+/// down_proj 129.5 MiB in 130 (+0.5): 2 MiB a layer; embed_tokens and lm_head, 1,039.5 MiB
+/// each in 1,040 (+0.5 each); every norm and bias a multiple of 512 bytes. 57 MiB over the
+/// tensors, beside the rotary cache (131,072 x 128 x 2 bytes, one 32 MiB block) and 28 x 7
+/// scalars of 512-byte blocks.
+#[test]
+fn weights_are_the_caching_allocators_blocks() {
+    let case = cases()
+        .into_iter()
+        .find(|c| c["model"] == "Qwen/Qwen2.5-7B-Instruct")
+        .unwrap();
+    let (circuits, _) = imports_of(&case);
+    let s = predict(&profile(), &case);
+    let slack = 28 * 2 * (1 << 20) + (1 << 20);
+    assert_eq!(slack, 59_768_832);
+    assert_eq!(
+        s.workers[0].weights,
+        circuits[0].weight_bytes() + 131_072 * 128 * 2 + 28 * 7 * 512 + slack
+    );
+    // 15,231,233,024 + 33,554,432 + 100,352 + 59,768,832 = 15,324,656,640 B = 14.2722 GiB
+    // (printed 14.25: the Instruct model's max_position_embeddings is 32,768, whose 8 MiB
+    // cache would give 14.2488; data/models/qwen2.5-7b holds the base model's 131,072).
+    assert_eq!(s.workers[0].weights, 15_324_656_640);
+}
+
+/// Issue 32's small KV pools: Qwen2.5-72B-Instruct (hidden 8,192, 80 layers, 64 heads, 8 KV
+/// heads, ffn 29,568, vocab 152,064, max_position_embeddings 32,768) at TP 2 leaves about 3
+/// GiB for the cache, so the allocator's blocks matter. Per rank and layer: qkv_proj
+/// [(32 + 2 x 4) x 128, 8,192] bf16 = 80 MiB, o_proj 64 MiB, gate_up_proj [29,568, 8,192] = 462
+/// MiB, all 2 MiB multiples; down_proj [8,192, 14,784] = 231 MiB exactly, in a 232 MiB
+/// segment whose 1 MiB rest is not split off: +1 MiB a layer, 80 MiB a rank (0.12% of the
+/// weights, 2.6% of the pool). The embedding and lm_head shards (76,032 x 8,192 = 1,188 MiB)
+/// and every norm and bias are multiples too.
+#[test]
+fn a_72b_model_at_tp_2_holds_80_mib_of_blocks_beyond_its_tensors() {
+    let text = config("models/qwen2.5-7b/config.json")
+        .replace(r#""hidden_size": 3584"#, r#""hidden_size": 8192"#)
+        .replace(
+            r#""intermediate_size": 18944"#,
+            r#""intermediate_size": 29568"#,
+        )
+        .replace(r#""num_hidden_layers": 28"#, r#""num_hidden_layers": 80"#)
+        .replace(
+            r#""num_attention_heads": 28"#,
+            r#""num_attention_heads": 64"#,
+        )
+        .replace(r#""num_key_value_heads": 4"#, r#""num_key_value_heads": 8"#)
+        .replace(r#""max_window_layers": 28"#, r#""max_window_layers": 80"#)
+        .replace(
+            r#""max_position_embeddings": 131072"#,
+            r#""max_position_embeddings": 32768"#,
+        );
+    let (circuits, run) = layout_of("qwen2.5-72b", &text, 2, 1);
+    assert_eq!(circuits[0].dim("hidden"), Some(8192));
+    let s = predict_checkpoint(&profile(), &circuits, &run);
+    // The tensors, the rotary cache (32,768 x 128 x 2 bytes: 8 MiB), the 7 scalars of each
+    // of the 80 attention layers (512-byte blocks) and 80 MiB of down_proj blocks.
+    assert_eq!(
+        s.workers[0].weights,
+        circuits[0].weight_bytes() + 32_768 * 128 * 2 + 80 * 7 * 512 + 80 * (1 << 20)
     );
 }

@@ -11,9 +11,9 @@ use model_facts::{LoadRules, Mxfp4ExpertLayout, TowerBuild};
 
 use crate::EngineError;
 use crate::file::{
-    BudgetMechanism, CudaGraphEstimateMechanism, DefaultsRule, EngineFile, Execution,
-    KvLayoutMechanism, ModelLenMechanism, NonTorchDecl, PrintedTokensMechanism, SizeRange,
-    StageFilter, StartupCheckDecl, TermDecl, UnsettledDecl,
+    Allocator, BudgetMechanism, CudaGraphEstimateMechanism, DefaultsRule, EngineFile, Execution,
+    KvLayoutMechanism, ModelLenMechanism, NonTorchDecl, PrintedTokensMechanism, RotaryMechanism,
+    SizeRange, StackedDecl, StageFilter, StartupCheckDecl, TermDecl, UnsettledDecl,
 };
 use crate::formula::{Env, Formula};
 
@@ -21,6 +21,8 @@ use crate::formula::{Env, Formula};
 #[derive(Debug, Clone)]
 pub(crate) struct Term {
     pub(crate) formula: Formula,
+    /// Tensors of `formula` bytes each (None: one).
+    pub(crate) count: Option<Formula>,
     when_dim: Option<String>,
     stage: Option<StageFilter>,
     execution: Option<Execution>,
@@ -36,6 +38,16 @@ pub(crate) struct Where {
 }
 
 impl Term {
+    /// The bytes of one of its tensors and how many there are, with the names of `env`.
+    pub(crate) fn tensors(&self, env: &Env<'_>) -> Result<(u64, u64), EngineError> {
+        let bytes = self.formula.eval(env)?;
+        let count = match &self.count {
+            Some(c) => c.eval(env)?,
+            None => 1,
+        };
+        Ok((bytes, count))
+    }
+
     /// Whether the term counts for `circuit` at `at`.
     pub(crate) fn applies(&self, circuit: &Circuit, at: Where) -> bool {
         self.when_dim
@@ -58,7 +70,10 @@ pub(crate) fn sum<'t>(
         .into_iter()
         .filter(|t| t.applies(circuit, at))
         .try_fold(0u64, |acc, t| {
-            acc.checked_add(t.formula.eval(env)?)
+            let (bytes, count) = t.tensors(env)?;
+            bytes
+                .checked_mul(count)
+                .and_then(|b| acc.checked_add(b))
                 .ok_or_else(|| EngineError::Overflow {
                     what: format!("{}: {section} total", circuit.name()),
                 })
@@ -142,6 +157,14 @@ pub(crate) struct Facts {
     pub(crate) kv: KvFacts,
     pub(crate) profile_run: ProfileRunFacts,
     pub(crate) created: Vec<Term>,
+    /// How the rotary caches are sized (None: no cache beyond `created`).
+    pub(crate) rotary_caches: Option<RotaryMechanism>,
+    /// The allocator whose blocks the weights count (None: the tensors' bytes).
+    pub(crate) allocator: Option<Allocator>,
+    /// Checkpoint tensors held as one parameter.
+    pub(crate) stacked: Vec<StackedDecl>,
+    /// Endings of checkpoint tensor names freed while loading.
+    pub(crate) released: Vec<String>,
     /// Per model class, the rotary cache's format when not the model dtype.
     pub(crate) rotary_dtype: Vec<(String, Format)>,
     pub(crate) non_torch: NonTorchDecl,
@@ -183,6 +206,19 @@ impl Facts {
                     .to_owned(),
             ));
         }
+        if let Some(st) = file.weights.stacked.iter().find(|st| {
+            st.param.is_empty() || st.shards.is_empty() || st.shards.iter().any(String::is_empty)
+        }) {
+            return Err(bad(format!(
+                "weights.stacked: param {:?} with shards {:?}: give a non-empty param and at least one non-empty shard",
+                st.param, st.shards
+            )));
+        }
+        if file.weights.released.iter().any(String::is_empty) {
+            return Err(bad(
+                "weights.released: an empty name ending would release every tensor".to_owned(),
+            ));
+        }
         if let Some(r) = file.cuda_graph.capture_sizes.iter().find(|r| r.step == 0) {
             return Err(bad(format!(
                 "cuda_graph.capture_sizes: range from {} has step 0: must be positive",
@@ -196,6 +232,10 @@ impl Facts {
                 .map(|t| {
                     Ok(Term {
                         formula: formula(&format!("{section}.{}", t.name), &t.bytes)?,
+                        count: match &t.count {
+                            Some(c) => Some(formula(&format!("{section}.{}.count", t.name), c)?),
+                            None => None,
+                        },
                         when_dim: t.when_dim.clone(),
                         stage: t.stage,
                         execution: t.execution,
@@ -336,6 +376,10 @@ impl Facts {
             defaults_clamp,
             runtime: file.runtime.clone().into_iter().collect(),
             created: terms("weights.created", &file.weights.created)?,
+            rotary_caches: file.weights.rotary_caches,
+            allocator: file.weights.allocator,
+            stacked: file.weights.stacked.clone(),
+            released: file.weights.released.clone(),
             engine: file.engine,
             version: file.version,
             releases: file.releases,

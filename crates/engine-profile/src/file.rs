@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 pub use crate::mechanisms::{
     BudgetMechanism, CudaGraphEstimateMechanism, KvLayoutMechanism, ModelLenMechanism,
-    PrintedTokensMechanism,
+    PrintedTokensMechanism, RotaryMechanism,
 };
 
 /// The schema this crate reads.
@@ -26,6 +26,10 @@ pub struct TermDecl {
     pub name: String,
     /// Bytes: an expression.
     pub bytes: String,
+    /// Tensors of `bytes` each, allocated one by one (an expression; default 1): what an
+    /// allocator that rounds each block sees.
+    #[serde(default)]
+    pub count: Option<String>,
     /// Counted only for circuits that have this dim.
     #[serde(default)]
     pub when_dim: Option<String>,
@@ -276,9 +280,43 @@ pub struct EncoderDecl {
 pub struct WeightsDecl {
     /// Tensors the engine creates beyond the checkpoint's.
     pub created: Vec<TermDecl>,
+    /// The mechanism sizing one rotary cos/sin cache per distinct rotary configuration of
+    /// the model (absent: none beyond `created`).
+    #[serde(default)]
+    pub rotary_caches: Option<RotaryMechanism>,
+    /// The allocator whose blocks the weights figure counts (absent: the tensors' bytes).
+    #[serde(default)]
+    pub allocator: Option<Allocator>,
+    /// Checkpoint tensors the engine holds as one parameter (allocated as one).
+    #[serde(default)]
+    pub stacked: Vec<StackedDecl>,
+    /// Endings of checkpoint tensor names the engine reads and then frees while loading
+    /// (not in the weights held).
+    #[serde(default)]
+    pub released: Vec<String>,
     /// Per model class: the dtype the rotary cos/sin cache is built in when not the model's.
     #[serde(default)]
     pub architecture: Vec<ArchitectureWeightsDecl>,
+}
+
+/// An allocator whose blocks a memory figure counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Allocator {
+    /// PyTorch's CUDA caching allocator with its default settings (`torch_allocator.rs`).
+    TorchCaching,
+}
+
+/// Checkpoint tensors one parameter holds: a tensor whose name contains one of `shards` is
+/// part of the parameter named with `param` in its place; the tensors of one parameter are
+/// allocated as one, where the first of them is.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackedDecl {
+    /// The parameter's name part (`.qkv_proj.`).
+    pub param: String,
+    /// The checkpoint's name parts it stacks (`.q_proj.`, `.k_proj.`, `.v_proj.`).
+    pub shards: Vec<String>,
 }
 
 /// A model class's own weight facts.

@@ -19,7 +19,8 @@
 //! layout, `worker` one worker of it, `encoder` and `cuda_graph` two of its terms; `budget`
 //! answers the questions; [`kv_layout`] reads the circuits' cache layers and holds the layout
 //! types; `mechanisms` maps an engine file's mechanism names to the modules named after their
-//! engines (`vllm/`).
+//! engines (`vllm/`); `torch_allocator` models PyTorch's CUDA caching allocator, whose blocks
+//! an engine running on torch counts.
 
 #![warn(missing_docs)]
 
@@ -33,6 +34,7 @@ mod formula;
 pub mod kv_layout;
 mod mechanisms;
 mod startup;
+mod torch_allocator;
 mod variant;
 mod worker;
 

@@ -1,6 +1,6 @@
 //! The registry of engine-named mechanisms: the one place that maps a mechanism's name in an
 //! engine file (`kv_cache.layout = "vllm"`, `model_len.rule = "vllm"`, `kv_cache.budget`,
-//! `kv_cache.printed_tokens`, `cuda_graph.estimate`) to the module that is that engine's own
+//! `kv_cache.printed_tokens`, `cuda_graph.estimate`, `weights.rotary_caches`) to the module that is that engine's own
 //! (`src/vllm/`). A new engine's mechanism is a module of its own and one variant here; the
 //! generic modules call the functions below and never name an engine. Where an engine file
 //! names no budget, printed-tokens or estimate mechanism, the generic rule of the module that
@@ -143,6 +143,26 @@ pub(crate) fn cuda_graph_total(
         CudaGraphEstimateMechanism::VllmCapturePiecewise => {
             vllm::capture_piecewise(captures, first, per, per_unfloored)
         }
+    }
+}
+
+/// How an engine sizes the rotary cos/sin caches it builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RotaryMechanism {
+    /// vLLM's `get_rope` classes (`vllm/rotary.rs`).
+    Vllm,
+}
+
+/// The rows of the cos/sin cache `mechanism` builds for `set` of `model` (`Err`: what is not
+/// modelled).
+pub(crate) fn rotary_cache_rows(
+    mechanism: RotaryMechanism,
+    set: &model_facts::RopeSet,
+    model: &ModelFacts,
+) -> Result<u64, String> {
+    match mechanism {
+        RotaryMechanism::Vllm => vllm::cache_rows(set, model),
     }
 }
 

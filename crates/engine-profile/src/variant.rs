@@ -35,6 +35,9 @@ pub(crate) struct Conditions {
     /// The language model's type is one of these.
     #[serde(default)]
     model_types: Option<Vec<String>>,
+    /// The weights are held in one of these quantization methods (`ModelFacts::quantization`).
+    #[serde(default)]
+    quantization: Option<Vec<String>>,
     /// The model has (true) or lacks (false) routed experts.
     #[serde(default)]
     moe: Option<bool>,
@@ -238,6 +241,9 @@ impl Variant {
             && c.model_types
                 .as_ref()
                 .is_none_or(|t| t.contains(&model.model_type))
+            && c.quantization
+                .as_ref()
+                .is_none_or(|q| model.quantization.as_ref().is_some_and(|m| q.contains(m)))
             && c.moe.is_none_or(|m| m == any_dim("experts_per_tok"))
             && c.mla.is_none_or(|m| m == any_dim("kv_lora_rank"))
             && c.recurrent.is_none_or(|r| r == recurrent)

@@ -81,7 +81,7 @@ impl EngineProfile {
         let device_figure = |e: EngineError| device_figure_missing(e, &settled.device);
         let mut env = self.stage_env(circuit, settled)?;
         let weights = self
-            .loaded_weights(circuit, &env, at)
+            .loaded_weights(circuit, settled, &env, at)
             .map_err(device_figure)?;
         let logits_rows = self.facts.profile_run.logits_rows.eval(&env)?;
         let (forward_live, kernel_launches) = self.forward_live(
@@ -184,7 +184,13 @@ impl EngineProfile {
         let head_dim = need("head_dim", "the rotary cache")?;
         let rotary_dim = circuit.dim("qk_rope_head_dim").unwrap_or(head_dim);
         let model = &settled.model;
+        // Attention layers: the cache layers holding per-token state.
+        let attention_layers = crate::kv_layout::cache_layers(circuit, 0, model)?
+            .iter()
+            .filter(|l| l.kind != crate::LayerKind::Recurrent)
+            .count() as u64;
         let mut names = vec![
+            ("attention_layers", attention_layers),
             ("tokens", settled.tokens),
             ("max_num_seqs", settled.seqs),
             ("requests", settled.requests),
@@ -203,20 +209,59 @@ impl EngineProfile {
         Ok(Env::new(names, circuit).with_runtime(&self.facts.runtime))
     }
 
-    /// The weights as loaded: the circuit's, and the tensors the engine creates.
+    /// The weights as loaded: the rotary caches and the other tensors the engine creates, and
+    /// the circuit's tensors, each parameter (the checkpoint tensors `weights.stacked` puts in
+    /// one) one allocation, in that order; the sum of the allocator's blocks
+    /// (`weights.allocator`), else of their bytes.
     fn loaded_weights(
         &self,
         circuit: &Circuit,
+        settled: &Settled,
         env: &Env<'_>,
         at: Where,
     ) -> Result<u64, EngineError> {
-        let created = sum("weights.created", &self.facts.created, env, circuit, at)?;
-        circuit
-            .weight_bytes()
-            .checked_add(created)
-            .ok_or_else(|| EngineError::Overflow {
-                what: format!("{}: weights", circuit.name()),
-            })
+        let overflow = || EngineError::Overflow {
+            what: format!("{}: weights", circuit.name()),
+        };
+        let mut allocations: Vec<u64> = Vec::new();
+        if let Some(mechanism) = self.facts.rotary_caches {
+            for r in &settled.model.rotary {
+                let rows = crate::mechanisms::rotary_cache_rows(mechanism, &r.set, &settled.model)
+                    .map_err(|what| {
+                        crate::kv_layout::not_modelled(
+                            circuit,
+                            format!("the rotary cache of {what}"),
+                        )
+                    })?;
+                let bytes = rows
+                    .checked_mul(r.rotary_dim)
+                    .and_then(|b| b.checked_mul(settled.rotary_dtype_bytes))
+                    .ok_or_else(overflow)?;
+                allocations.push(bytes);
+            }
+        }
+        for term in self.facts.created.iter().filter(|t| t.applies(circuit, at)) {
+            let (bytes, count) = term.tensors(env)?;
+            let count = usize::try_from(count).map_err(|_| overflow())?;
+            allocations.try_reserve(count).map_err(|_| overflow())?;
+            allocations.extend(std::iter::repeat_n(bytes, count));
+        }
+        allocations.extend(
+            parameters(circuit, &self.facts.stacked, &self.facts.released).ok_or_else(overflow)?,
+        );
+        match self.facts.allocator {
+            None => allocations
+                .iter()
+                .try_fold(0u64, |acc, &b| acc.checked_add(b))
+                .ok_or_else(overflow),
+            Some(crate::file::Allocator::TorchCaching) => {
+                let mut allocator = crate::torch_allocator::CachingAllocator::default();
+                for &b in &allocations {
+                    allocator.malloc(b).ok_or_else(overflow)?;
+                }
+                Ok(allocator.allocated())
+            }
+        }
     }
 
     /// The profile run's parts besides the planned forward.
@@ -421,6 +466,41 @@ impl EngineProfile {
             circuit: shaped,
         })
     }
+}
+
+/// The bytes of each parameter the engine allocates for `circuit`'s tensors, in the order of
+/// their first tensor: a tensor whose name contains a shard of a `stacked` rule (the first
+/// rule and shard found) belongs to the parameter named with the rule's `param` in its place,
+/// with every other tensor of that name; any other tensor is a parameter of its own; a tensor
+/// whose name ends with one of `released` is read and freed while loading, so held by none
+/// (`None` on overflow).
+fn parameters(
+    circuit: &Circuit,
+    stacked: &[crate::file::StackedDecl],
+    released: &[String],
+) -> Option<Vec<u64>> {
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut bytes: Vec<u64> = Vec::new();
+    for t in circuit.tensors().values() {
+        if released.iter().any(|end| t.name.ends_with(end.as_str())) {
+            continue;
+        }
+        let param = stacked.iter().find_map(|rule| {
+            rule.shards
+                .iter()
+                .find(|shard| t.name.contains(shard.as_str()))
+                .map(|shard| t.name.replacen(shard.as_str(), &rule.param, 1))
+        });
+        let name = param.unwrap_or_else(|| t.name.clone());
+        match index.get(&name) {
+            Some(&i) => bytes[i] = bytes[i].checked_add(t.bytes)?,
+            None => {
+                index.insert(name, bytes.len());
+                bytes.push(t.bytes);
+            }
+        }
+    }
+    Some(bytes)
 }
 
 /// The nodes that compute logits: each `lm_head` node from which a circuit output is reached,
