@@ -15,10 +15,22 @@ If vLLM prints 1.10 GiB for it, the missing 175-185 MiB belong to every forward,
 snapshot this script writes names them: each live block at the peak with the Python frame that
 allocated it.
 
+The same run answers the two other figures that cannot be settled without a GPU
+(docs/engines.md, "Accuracy"): with `--dtype float32` whether the float32 forward misses twice
+the bf16 bytes (a missing term in the model dtype) or the same (dtype-independent), and, for
+any config, the weights as the caching allocator holds them: `load` prints, after
+load_model, `torch.cuda.memory_allocated()` beside the bytes of every parameter and buffer, so
+the allocator's rounding (engine-profile's torch_allocator.rs) is measured, not inferred.
+
+The run uses `vllm serve`'s batch defaults, which the logged start-ups had: `LLM()` runs in the
+LLM_CLASS usage context, whose defaults on an H100 are 16,384 batched tokens (and 1,024
+sequences), not serve's 8,192 (engine/arg_utils.py:2053-2067 get_batch_defaults), so
+`--max-num-batched-tokens` (default 8192) is passed explicitly.
+
 Run (weights are dummies: only the config is read, nothing is downloaded):
     pip install vllm==0.19.0
     python docs/experiments/vllm_forward_peak.py run data/models/llama-3.1-8b/config.json \
-        --max-num-seqs 8 [--pp 2]
+        --max-num-seqs 8 [--pp 2] [--dtype float32]
     python docs/experiments/vllm_forward_peak.py analyze profile_run-rank0.pickle
 
 `run` records torch's allocator history (torch.cuda.memory._record_memory_history) from the
@@ -117,7 +129,22 @@ def selftest():
     print("selftest: 1 passed, 0 failed")
 
 
-def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len, max_num_batched_tokens):
+def held_bytes(model):
+    """Bytes of every distinct parameter and buffer storage of `model` on the device."""
+    seen = set()
+    total = 0
+    for t in list(model.parameters()) + list(model.buffers()):
+        if t.device.type != "cuda":
+            continue
+        key = t.untyped_storage().data_ptr()
+        if key in seen:
+            continue
+        seen.add(key)
+        total += t.untyped_storage().nbytes()
+    return total
+
+
+def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len, max_num_batched_tokens, dtype):
     # Workers are forked so that the patch below is theirs too; one process when PP is 1.
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0" if pp == 1 else "1")
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
@@ -140,6 +167,21 @@ def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len, max_num
 
     gpu_model_runner.GPUModelRunner.profile_run = profile_run
 
+    original_load = gpu_model_runner.GPUModelRunner.load_model
+
+    def load_model(self, *args, **kwargs):
+        before = torch.cuda.memory_allocated()
+        result = original_load(self, *args, **kwargs)
+        allocated = torch.cuda.memory_allocated() - before
+        held = held_bytes(self.model)
+        print(
+            f"load: allocated {allocated} B, parameters and buffers {held} B, "
+            f"allocator blocks beyond them {allocated - held} B"
+        )
+        return result
+
+    gpu_model_runner.GPUModelRunner.load_model = load_model
+
     model_dir = tempfile.mkdtemp(prefix="vllm-forward-peak-")
     shutil.copy(config, os.path.join(model_dir, "config.json"))
     # `LLM()` takes the offline defaults (engine/arg_utils.py get_batch_defaults,
@@ -152,6 +194,7 @@ def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len, max_num
         max_model_len=max_model_len,
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
+        dtype=dtype,
         pipeline_parallel_size=pp,
         gpu_memory_utilization=gpu_memory_utilization,
         enable_prefix_caching=False,
@@ -167,7 +210,13 @@ def main():
     r.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (GPUs)")
     r.add_argument("--gpu-memory-utilization", type=float, default=0.95)
     r.add_argument("--max-model-len", type=int, default=8192)
-    r.add_argument("--max-num-batched-tokens", type=int, default=8192, help="serve's on an H100")
+    r.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        default=8192,
+        help="vllm serve's default on an H100 (LLM() alone would take 16384)",
+    )
+    r.add_argument("--dtype", default="auto", help="auto, bfloat16, float16 or float32")
     a = sub.add_parser("analyze", help="the live blocks at the peak of a snapshot")
     a.add_argument("snapshot")
     sub.add_parser("selftest", help="check the trace replay on a made-up trace")
@@ -180,6 +229,7 @@ def main():
             args.gpu_memory_utilization,
             args.max_model_len,
             args.max_num_batched_tokens,
+            args.dtype,
         )
     elif args.command == "analyze":
         analyze(args.snapshot)
