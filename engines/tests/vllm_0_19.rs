@@ -782,7 +782,8 @@ fn gpt_oss_alternating_layers_make_two_groups() {
         [("PIECEWISE".to_owned(), 83), ("FULL".to_owned(), 83)]
     );
     // Its MXFP4 experts run OAITritonMxfp4ExpertsMonolithic on an H100, which holds no
-    // TritonExperts workspace (the engine file's variant): only the cuBLAS workspace persists,
+    // TritonExperts workspace (the engine file's variant): only the cuBLAS workspace persists
+    // (sm90's, the device variant),
     // where the two fused-MoE workspaces would add 8,192 x 4 x (5,760 + 2,880) x 2 bytes
     // (566,231,040). The peak is the sampler's over it: hidden states [8,192, 2,880], the
     // last-token rows 2 x [1,024, 2,880] and the logits [1,024, 201,088] in bf16, three f32
@@ -791,7 +792,7 @@ fn gpt_oss_alternating_layers_make_two_groups() {
         profile
             .variants_applied(&StageCircuit::in_order(&circuits), &run)
             .unwrap(),
-        ["mxfp4-moe-triton-monolithic"]
+        ["mxfp4-moe-triton-monolithic", "cublas-sm90"]
     );
     let w = &s.workers[0];
     assert_eq!(w.persistent, 32 << 20);
