@@ -1350,6 +1350,22 @@ fn one_rotary_cache_per_distinct_configuration() {
         extra("qwen3-next-80b-a3b-instruct", next, 4),
         262_144 * 64 * 2 + 12 * 7 * 4
     );
+    // Llama 4 Scout at TP 4 (issue 32, class 3): its llama3-type rope has
+    // max_position_embeddings rows (llama4.py:247-256), whole on every rank, for the 36 rotating
+    // layers (the 12 NoPE layers have none) and the 48 layers' scalars. data/'s assembled
+    // config gives 262,144 rows (64 MiB); the text_config value published with the model, as
+    // recalled (10,485,760: its 10M-token context), 2.5 GiB a rank: the weights a rank vLLM
+    // holds beyond what the 262,144 rows give.
+    let scout = checkpoint("llama-4-scout-17b-16e-instruct");
+    let key = "\"max_position_embeddings\": 262144";
+    assert_eq!(scout.matches(key).count(), 1);
+    let ten_m = scout.replace(key, "\"max_position_embeddings\": 10485760");
+    for (text, rows) in [(scout, 262_144), (ten_m.as_str(), 10_485_760)] {
+        assert_eq!(
+            extra("llama-4-scout-17b-16e-instruct", text, 4),
+            rows * 128 * 2 + 48 * 7 * 4
+        );
+    }
 }
 
 /// vLLM's "Model loading took" counts the caching allocator's blocks: each parameter, the
