@@ -1435,3 +1435,42 @@ fn a_72b_model_at_tp_2_holds_80_mib_of_blocks_beyond_its_tensors() {
         circuits[0].weight_bytes() + 32_768 * 128 * 2 + 80 * 7 * 512 + 80 * (1 << 20)
     );
 }
+
+/// ModelOpt's NVFP4 export with an FP8-calibrated KV cache (issue 32, class 8): the checkpoint
+/// stores an f32 `k_proj.k_scale` and `v_proj.v_scale` per attention layer, which vLLM loads
+/// into BaseKVCacheMethod's parameters, copies into the layer's `_k_scale` / `_v_scale` buffers
+/// and deletes (quantization/kv_cache.py:150-159): 256 bytes more in Llama-3.1-8B's checkpoint,
+/// none in the weights vLLM holds. `--kv-cache-dtype auto` resolves to fp8 from the
+/// quantization config (utils/torch_utils.py:324-342), so a token costs half the bf16 cache's
+/// 131,072 bytes: a block of 16 tokens x 32 layers x 2 x 8 KV heads x 128 x 1 byte.
+#[test]
+fn modelopt_fp8_kv_scales_are_released_and_the_cache_runs_in_fp8() {
+    let profile = profile();
+    let base: serde_json::Value =
+        serde_json::from_str(include_str!("../../data/models/llama-3.1-8b/config.json")).unwrap();
+    let with = |kv: Option<serde_json::Value>| {
+        let mut c = base.clone();
+        let mut q = serde_json::json!({"quant_method": "modelopt", "quant_algo": "NVFP4",
+            "group_size": 16, "ignore": ["lm_head"]});
+        if let Some(kv) = kv {
+            q["kv_cache_scheme"] = kv;
+        }
+        c["quantization_config"] = q;
+        let (circuits, run) = layout_of("llama-3.1-8b-nvfp4", &c.to_string(), 1, 1);
+        let s = predict_checkpoint(&profile, &circuits, &run);
+        (circuits[0].weight_bytes(), s)
+    };
+    let (plain_bytes, plain) = with(None);
+    let (scaled_bytes, scaled) = with(Some(serde_json::json!(
+        {"type": "float", "num_bits": 8, "dynamic": false, "symmetric": true}
+    )));
+    assert_eq!(scaled_bytes, plain_bytes + 32 * 2 * 4);
+    assert_eq!(scaled.workers[0].weights, plain.workers[0].weights);
+    assert_eq!(plain.workers[0].block_bytes, 16 * 131_072);
+    assert_eq!(scaled.workers[0].block_bytes, 16 * 32 * 2 * 8 * 128);
+    assert_eq!(scaled.workers[0].kv_cache, plain.workers[0].kv_cache);
+    assert_eq!(
+        scaled.workers[0].blocks,
+        plain.workers[0].kv_cache / (16 * 65_536)
+    );
+}
