@@ -204,8 +204,8 @@ fn every_release_of_the_range_has_its_profile() {
 /// utilization 0.5, max_model_len 16,384; data/vllm/cases-versions.json, INFO logs: no
 /// activation peak or non-torch figure printed). The A100's name holds "a100": 2,048 batched
 /// tokens (printed) and 256 sequences. Weights are printed with four decimals; the prediction
-/// counts the checkpoint's tensors and the rotary cache, not torch's rounding of each tensor to
-/// its allocator block (about +0.06 GiB here, docs/engines.md), hence within 0.5% but below.
+/// counts each parameter's caching-allocator block (0.19's `weights.allocator`, inherited), the
+/// rotary cache and the attention scalars, and gives both to the fourth decimal.
 #[test]
 fn the_two_vllm_0_10_1_1_start_ups_on_an_a100() {
     let cases: Vec<serde_json::Value> =
@@ -241,6 +241,12 @@ fn the_two_vllm_0_10_1_1_start_ups_on_an_a100() {
         let w = &s.workers[0];
         let printed = |k: &str| case[k].as_f64().unwrap();
         let weights = printed("weights_gib");
+        // The caching allocator's blocks give the print's four decimals exactly.
+        assert_eq!(
+            format!("{:.4}", w.weights as f64 / GIB),
+            format!("{weights:.4}"),
+            "{name}"
+        );
         let checks = [
             (
                 "weights GiB",
