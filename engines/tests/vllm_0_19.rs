@@ -421,6 +421,21 @@ fn bad_engine_file_is_a_typed_error() {
         )
         .contains("unknown variant `jemalloc`")
     );
+    // A split limit below PyTorch's minimum, or without the allocator it limits.
+    assert_eq!(
+        bad(
+            r#"allocator = "torch_caching""#,
+            "allocator = \"torch_caching\"\nallocator_max_split_mib = 19"
+        ),
+        "engine.toml: weights.allocator_max_split_mib = 19: PyTorch's max_split_size_mb is at least 20"
+    );
+    assert_eq!(
+        bad(
+            "allocator = \"torch_caching\"\n",
+            "allocator_max_split_mib = 20\n"
+        ),
+        "engine.toml: weights.allocator_max_split_mib = 20 without weights.allocator: a split limit needs the allocator it limits"
+    );
 }
 
 #[test]

@@ -483,6 +483,10 @@ fn the_extensible_kv_cache_of_0_34() {
 
 /// The whole figures of each release (weights, activation peak, KV tokens, CUDA-graph
 /// estimate; the first worker), as the derivation gives them: no log checks them (docs/engines.md).
+/// From 0.21 the weights load under a 20 MiB split limit (`weights.allocator_max_split_mib`):
+/// Qwen3-Next's parameters of 20 MiB or more whose 2 MiB-rounded segment leaves more than 1 MiB
+/// keep it (3,407,872 bytes a rank more than 0.19 and 0.20); the other two models' large
+/// parameters are 2 MiB multiples.
 const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.19",
@@ -551,9 +555,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.21",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         2368477184,
-        2198829,
+        2198588,
         2348272927,
     ),
     (
@@ -575,9 +579,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.22",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         2368477184,
-        2198829,
+        2198588,
         2348272927,
     ),
     (
@@ -599,9 +603,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.23",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         3006011392,
-        2152809,
+        2152568,
         2348272927,
     ),
     (
@@ -623,9 +627,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.24",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         3006011392,
-        2152809,
+        2152568,
         2348272927,
     ),
     (
@@ -647,9 +651,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.25",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         3006011392,
-        2152809,
+        2152568,
         2348272927,
     ),
     (
@@ -671,9 +675,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.26",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         3006011392,
-        2152809,
+        2152568,
         2348272927,
     ),
     (
@@ -695,9 +699,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.27",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         3006011392,
-        2150159,
+        2149918,
         2348272927,
     ),
     (
@@ -719,9 +723,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.28",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         3006011392,
-        2150159,
+        2149918,
         2348272927,
     ),
     (
@@ -743,9 +747,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.29",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         1196359680,
-        2234006,
+        2233765,
         2371523154,
     ),
     (
@@ -767,9 +771,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.31",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         1196359680,
-        2234006,
+        2233765,
         2371523154,
     ),
     (
@@ -791,9 +795,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.33",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         1677717504,
-        2199311,
+        2199070,
         2371523154,
     ),
     (
@@ -815,7 +819,7 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.34",
         "qwen3-next-80b-a3b",
-        40787256320,
+        40790664192,
         1677717504,
         2603078,
         2371523154,

@@ -161,6 +161,8 @@ pub(crate) struct Facts {
     pub(crate) rotary_caches: Option<RotaryMechanism>,
     /// The allocator whose blocks the weights count (None: the tensors' bytes).
     pub(crate) allocator: Option<Allocator>,
+    /// The allocator's split limit while the weights load, in bytes (None: none).
+    pub(crate) allocator_max_split: Option<u64>,
     /// Checkpoint tensors held as one parameter.
     pub(crate) stacked: Vec<StackedDecl>,
     /// Endings of checkpoint tensor names freed while loading.
@@ -214,6 +216,27 @@ impl Facts {
                 st.param, st.shards
             )));
         }
+        // PyTorch takes no split limit below 20 MiB (kLargeBuffer; vLLM's
+        // _scoped_allocator_max_split: "20 MiB is the minimum PyTorch allows"), and a limit
+        // means nothing without the allocator it limits.
+        let allocator_max_split = match file.weights.allocator_max_split_mib {
+            None => None,
+            Some(mib) if file.weights.allocator.is_none() => {
+                return Err(bad(format!(
+                    "weights.allocator_max_split_mib = {mib} without weights.allocator: a split limit needs the allocator it limits"
+                )));
+            }
+            Some(mib) if mib < 20 => {
+                return Err(bad(format!(
+                    "weights.allocator_max_split_mib = {mib}: PyTorch's max_split_size_mb is at least 20"
+                )));
+            }
+            Some(mib) => Some(mib.checked_mul(1 << 20).ok_or_else(|| {
+                bad(format!(
+                    "weights.allocator_max_split_mib = {mib}: overflows a byte count"
+                ))
+            })?),
+        };
         if file.weights.released.iter().any(String::is_empty) {
             return Err(bad(
                 "weights.released: an empty name ending would release every tensor".to_owned(),
@@ -378,6 +401,7 @@ impl Facts {
             created: terms("weights.created", &file.weights.created)?,
             rotary_caches: file.weights.rotary_caches,
             allocator: file.weights.allocator,
+            allocator_max_split,
             stacked: file.weights.stacked.clone(),
             released: file.weights.released.clone(),
             engine: file.engine,

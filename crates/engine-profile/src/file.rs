@@ -287,6 +287,10 @@ pub struct WeightsDecl {
     /// The allocator whose blocks the weights figure counts (absent: the tensors' bytes).
     #[serde(default)]
     pub allocator: Option<Allocator>,
+    /// The allocator's split limit while the weights are loaded, in MiB
+    /// (`max_split_size_mb`; absent: none). Needs `allocator`.
+    #[serde(default)]
+    pub allocator_max_split_mib: Option<u64>,
     /// Checkpoint tensors the engine holds as one parameter (allocated as one).
     #[serde(default)]
     pub stacked: Vec<StackedDecl>,

@@ -2,8 +2,9 @@
 //! the sizes of the blocks handed out, not the bytes asked for, so a tensor can cost more than
 //! its bytes. [`CachingAllocator`] replays a sequence of allocations (no frees in between: an
 //! engine creating a model's parameters one by one) with the allocator's default settings
-//! (no `PYTORCH_CUDA_ALLOC_CONF`: no expandable segments, no split limit, no power-of-two
-//! rounding) and gives the allocated bytes.
+//! (no `PYTORCH_CUDA_ALLOC_CONF`: no expandable segments, no power-of-two rounding) or a split
+//! limit (`max_split_size_mb`, [`CachingAllocator::with_max_split`]) and gives the allocated
+//! bytes.
 //!
 //! The constants are torch 2.10's (`torch/include/c10/core/AllocatorConfig.h:17-27` in the
 //! wheel): `kMinBlockSize` 512, `kSmallSize` 1 MiB, `kSmallBuffer` 2 MiB, `kLargeBuffer` 20
@@ -14,7 +15,11 @@
 //! (`get_free_block`, best fit), else a new segment of 2 MiB (small pool), 20 MiB (requests
 //! under 10 MiB) or the request rounded up to 2 MiB (`get_allocation_size`); the block is split
 //! when what remains is at least 512 bytes in the small pool and more than 1 MiB in the large
-//! pool (`should_split`), else the whole block is handed out and counted. The rules are not
+//! pool (`should_split`), else the whole block is handed out and counted. Under a split limit
+//! a large-pool request of at least the limit is never split (`should_split`: `size <
+//! max_split_size`), a request below it takes no free block of the limit or more, and one of
+//! the limit or more takes no free block 20 MiB or more larger than itself
+//! (`get_free_block`). The rules are not
 //! citable from the wheel: they are stated as PyTorch's behaviour (docs/engines.md, "The
 //! caching allocator"), and four printed vLLM weights figures agree with them, none without.
 //!
@@ -56,6 +61,8 @@ pub(crate) struct CachingAllocator {
     large: BTreeSet<Free>,
     segments: usize,
     allocated: u64,
+    /// `max_split_size` (None: no limit, PyTorch's default).
+    max_split: Option<u64>,
 }
 
 /// `x` rounded up to a multiple of `to` (`None` on overflow).
@@ -64,6 +71,15 @@ fn round_up(x: u64, to: u64) -> Option<u64> {
 }
 
 impl CachingAllocator {
+    /// An allocator whose large-pool blocks of `bytes` or more are never split
+    /// (`PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N`, `bytes` = N MiB).
+    pub(crate) fn with_max_split(bytes: u64) -> Self {
+        Self {
+            max_split: Some(bytes),
+            ..Self::default()
+        }
+    }
+
     /// Allocates `bytes` (nothing for 0, as `torch.empty` of no element allocates nothing) and
     /// returns the size of the block handed out (`None` on overflow).
     pub(crate) fn malloc(&mut self, bytes: u64) -> Option<u64> {
@@ -83,7 +99,19 @@ impl CachingAllocator {
             segment: 0,
             offset: 0,
         };
-        let found = pool.range(fits..).next().copied();
+        let max_split = self.max_split;
+        let found = pool.range(fits..).next().copied().filter(|b| {
+            // get_free_block under a split limit: no oversize block for a request below it,
+            // none 20 MiB (kLargeBuffer) or more beyond a request at or above it.
+            small
+                || max_split.is_none_or(|m| {
+                    if size < m {
+                        b.size < m
+                    } else {
+                        b.size - size < LARGE_BUFFER
+                    }
+                })
+        });
         let block = match found {
             Some(b) => {
                 pool.remove(&b);
@@ -109,7 +137,7 @@ impl CachingAllocator {
         let split = if small {
             remaining >= MIN_BLOCK
         } else {
-            remaining > SMALL_SIZE
+            self.max_split.is_none_or(|m| size < m) && remaining > SMALL_SIZE
         };
         let handed = if split {
             pool.insert(Free {
@@ -174,5 +202,34 @@ mod tests {
         // A 1.5 MiB request is served from the 1.5 MiB a 24.5 MiB tensor left in its segment:
         // 0 left, exactly its size.
         assert_eq!(allocated(&[24 * MIB + MIB / 2, MIB + MIB / 2]), 26 * MIB);
+    }
+
+    #[test]
+    fn under_a_split_limit_a_block_at_or_above_it_keeps_its_whole_segment() {
+        let with_limit = |requests: &[u64]| {
+            let mut a = CachingAllocator::with_max_split(20 * MIB);
+            for &r in requests {
+                a.malloc(r).unwrap();
+            }
+            a.allocated()
+        };
+        // Qwen2.5-7B's o_proj, 24.5 MiB: at or above the 20 MiB limit, its 26 MiB segment is not
+        // split, where without a limit the 1.5 MiB rest is; the 1.5 MiB request then gets a
+        // segment of its own (20 MiB, split: its size).
+        assert_eq!(with_limit(&[3584 * 3584 * 2]), 26 * MIB);
+        assert_eq!(
+            with_limit(&[24 * MIB + MIB / 2, MIB + MIB / 2]),
+            26 * MIB + MIB + MIB / 2
+        );
+        // Below the limit the rules are the default's: 12.5 MiB in a 14 MiB segment, 1.5 MiB
+        // split off; 8 + 8 MiB share a 20 MiB segment.
+        assert_eq!(with_limit(&[12 * MIB + MIB / 2]), 12 * MIB + MIB / 2);
+        assert_eq!(with_limit(&[8 * MIB, 8 * MIB]), 16 * MIB);
+        // A request below the limit takes no free block at or above it: none arises without
+        // frees, so the 8 MiB request leaves the 12 MiB rest it would split for the next.
+        assert_eq!(
+            with_limit(&[8 * MIB, 12 * MIB, 12 * MIB + MIB / 2]),
+            8 * MIB + 12 * MIB + 12 * MIB + MIB / 2
+        );
     }
 }

@@ -255,7 +255,10 @@ impl EngineProfile {
                 .try_fold(0u64, |acc, &b| acc.checked_add(b))
                 .ok_or_else(overflow),
             Some(crate::file::Allocator::TorchCaching) => {
-                let mut allocator = crate::torch_allocator::CachingAllocator::default();
+                let mut allocator = match self.facts.allocator_max_split {
+                    None => crate::torch_allocator::CachingAllocator::default(),
+                    Some(m) => crate::torch_allocator::CachingAllocator::with_max_split(m),
+                };
                 for &b in &allocations {
                     allocator.malloc(b).ok_or_else(overflow)?;
                 }
