@@ -1,6 +1,7 @@
 //! Embeds every engine folder beside this manifest (`<engine>-<version>/` holding an
 //! `engine.toml`, and its own `families.toml` and `rules.toml` unless it extends a folder that
-//! has them): a new release is a folder, with no code to change. Writes `folders.rs` into
+//! has them, and optionally `serve_flags.toml` and `log.toml`, the engine's command line and
+//! start-up log): a new release is a folder, with no code to change. Writes `folders.rs` into
 //! OUT_DIR, one `Folder` per folder in name order.
 
 use std::fmt::Write as _;
@@ -35,10 +36,12 @@ fn main() {
         };
         writeln!(
             out,
-            "    Folder {{ name: {name:?}, engine: include_str!({:?}), families: {}, rules: {} }},",
+            "    Folder {{ name: {name:?}, engine: include_str!({:?}), families: {}, rules: {}, serve_flags: {}, log: {} }},",
             dir.join("engine.toml").display().to_string(),
             file("families.toml"),
             file("rules.toml"),
+            file("serve_flags.toml"),
+            file("log.toml"),
         )
         .expect("writing to a String");
     }

@@ -32,6 +32,10 @@ pub struct Folder {
     pub families: Option<&'static str>,
     /// Its `rules.toml`, when it has one of its own.
     pub rules: Option<&'static str>,
+    /// Its `serve_flags.toml` (the engine's command-line flags, classified), when it has one.
+    pub serve_flags: Option<&'static str>,
+    /// Its `log.toml` (the start-up log lines the engine prints), when it has one.
+    pub log: Option<&'static str>,
 }
 
 include!(concat!(env!("OUT_DIR"), "/folders.rs"));
@@ -186,8 +190,8 @@ pub fn catalogue() -> Result<Vec<Release>, EnginesError> {
     Ok(all)
 }
 
-/// The profile of `folder`, with the folders it extends resolved.
-pub fn profile(folder: &str) -> Result<EngineProfile, EnginesError> {
+/// `folder` and the folders it extends, the folder itself first.
+fn chain(folder: &str) -> Result<Vec<&'static Folder>, EnginesError> {
     let mut chain: Vec<&Folder> = vec![find_folder(folder, folder)?];
     loop {
         let last = chain[chain.len() - 1];
@@ -202,6 +206,40 @@ pub fn profile(folder: &str) -> Result<EngineProfile, EnginesError> {
         }
         chain.push(next);
     }
+    Ok(chain)
+}
+
+/// A file of `folder` that a folder extending another overlays on its base's: the texts of
+/// every folder of the chain that has one, the base's first, each with its origin
+/// (`engines/<folder>/<file>`). Empty when no folder of the chain has the file.
+fn overlays(
+    folder: &str,
+    pick: fn(&Folder) -> Option<&'static str>,
+    file: &str,
+) -> Result<Vec<(&'static str, String)>, EnginesError> {
+    Ok(chain(folder)?
+        .iter()
+        .rev()
+        .filter_map(|f| pick(f).map(|text| (text, format!("engines/{}/{file}", f.name))))
+        .collect())
+}
+
+/// The `serve_flags.toml` texts of `folder` and the folders it extends, base first (each a
+/// table of the engine's command-line flags that overlays its base's flag by flag; read by
+/// the planner's command line, docs/engines.md "A serve line").
+pub fn serve_flags(folder: &str) -> Result<Vec<(&'static str, String)>, EnginesError> {
+    overlays(folder, |f| f.serve_flags, "serve_flags.toml")
+}
+
+/// The `log.toml` texts of `folder` and the folders it extends, base first (the start-up log
+/// lines the engine prints; docs/engines.md "Checking a start-up log").
+pub fn log_lines(folder: &str) -> Result<Vec<(&'static str, String)>, EnginesError> {
+    overlays(folder, |f| f.log, "log.toml")
+}
+
+/// The profile of `folder`, with the folders it extends resolved.
+pub fn profile(folder: &str) -> Result<EngineProfile, EnginesError> {
+    let chain = chain(folder)?;
     let own = |pick: fn(&Folder) -> Option<&'static str>, file: &str| {
         chain
             .iter()
