@@ -33,6 +33,10 @@ pub enum Input {
     HfConfig,
     /// A MiniMalloc CSV file (`cargo xtask pack FILE`).
     PackCsv,
+    /// A small index: `data/repos.toml`, a Hugging Face cache's `refs/<revision>`.
+    Index,
+    /// An engine's start-up log (`cargo xtask check-log FILE`), read as its first bytes.
+    Log,
 }
 
 impl Input {
@@ -47,6 +51,10 @@ impl Input {
             Input::HfConfig => 8 * MIB,
             // Over a million buffers at 20 bytes a line (16 MiB of them: 0.14 GB).
             Input::PackCsv => 32 * MIB,
+            Input::Index => MIB,
+            // A start-up is a few hundred lines at the head of a log that may run for weeks;
+            // only its first 64 MiB are read (`read_prefix`).
+            Input::Log => 64 * MIB,
         }
     }
 
@@ -58,6 +66,8 @@ impl Input {
             Input::Rules => "a rules file",
             Input::HfConfig => "a config.json",
             Input::PackCsv => "a pack CSV file",
+            Input::Index => "an index file",
+            Input::Log => "a log",
         }
     }
 }
@@ -68,6 +78,26 @@ const STALL: Duration = Duration::from_secs(10);
 
 /// The text of `path`, read as `kind`: at most its limit, UTF-8. Errors name the path.
 pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
+    let (bytes, _) = read_bytes(path, kind, false)?;
+    String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "cannot read {}: stream did not contain valid UTF-8",
+            path.display()
+        )
+        .into()
+    })
+}
+
+/// The first bytes of `path` (at most the limit of `kind`), as text with any invalid UTF-8
+/// replaced (a log may quote bytes of any encoding), and whether there was more.
+pub fn read_prefix(path: &Path, kind: Input) -> Result<(String, bool), CliError> {
+    let (bytes, more) = read_bytes(path, kind, true)?;
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), more))
+}
+
+/// The bytes of `path`, at most the limit of `kind`: beyond it, an error, or with `prefix`
+/// the bytes up to the limit and `true`.
+fn read_bytes(path: &Path, kind: Input, prefix: bool) -> Result<(Vec<u8>, bool), CliError> {
     let shown = path.display();
     let cannot = |e: std::io::Error| -> CliError { format!("cannot read {shown}: {e}").into() };
     let limit = kind.limit();
@@ -81,7 +111,7 @@ pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
     }
     .map_err(cannot)?;
     let meta = file.metadata().map_err(cannot)?;
-    if meta.is_file() && meta.len() > limit {
+    if !prefix && meta.is_file() && meta.len() > limit {
         return Err(format!(
             "cannot read {shown}: {} bytes, above the limit of {} MiB for {} (docs/testing.md)",
             meta.len(),
@@ -117,6 +147,10 @@ pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
             Err(e) => return Err(cannot(e)),
         }
     }
+    if bytes.len() as u64 > limit && prefix {
+        bytes.truncate(limit as usize);
+        return Ok((bytes, true));
+    }
     if bytes.len() as u64 > limit {
         let kind_of = if meta.is_file() {
             "a file that grew"
@@ -130,12 +164,7 @@ pub fn read(path: &Path, kind: Input) -> Result<String, CliError> {
         )
         .into());
     }
-    String::from_utf8(bytes).map_err(|_| {
-        cannot(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        ))
-    })
+    Ok((bytes, false))
 }
 
 #[cfg(unix)]

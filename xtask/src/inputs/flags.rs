@@ -190,6 +190,21 @@ pub struct PlanArgs {
     /// check them (`inputs::modes`). Filled by `main` from clap's matches.
     #[arg(skip)]
     pub given: Vec<String>,
+
+    /// An engine's command line, after `--`, as a deployment runs it (`vllm serve MODEL ...`
+    /// or `python -m vllm.entrypoints.openai.api_server --model MODEL ...`; one quoted text
+    /// is split as a shell splits it): predicts that start-up. The model is found as a local
+    /// folder, in the Hugging Face cache or as the repository's copy (nothing is
+    /// downloaded); flags that change no byte are listed on an `ignored` line, flags that
+    /// change memory and are not modelled are refused (docs/engines.md, "A serve line").
+    ///
+    /// Example: -- vllm serve Qwen/Qwen2.5-7B-Instruct -tp 2 --max-model-len 32k --port 8000
+    #[arg(last = true, value_name = "SERVE LINE")]
+    pub serve_line: Vec<String>,
+
+    /// The serve line as read (set from `serve_line`, not a flag).
+    #[arg(skip)]
+    pub serve: Option<crate::inputs::serve_line::ServeNote>,
 }
 
 /// How results are printed.

@@ -1,0 +1,775 @@
+//! An engine's start-up log read into what it printed: the release (its banner), the
+//! non-default args (a Python dict literal), and every figure of the lines its folder's
+//! `log.toml` lists, each with the process (the worker) that printed it.
+//!
+//! Invariants: the lines and their format are the engine folder's (`log.toml`); here only how
+//! a log line is framed (`(Worker_TP0 pid=444) INFO ... [file.py:line] message`, colour codes
+//! stripped) and how Python prints a value. A figure is read exactly as printed (its text
+//! kept); a log that gives no release or no figure is one line saying so.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::CliError;
+
+/// A figure a start-up log prints (the names `log.toml` uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    /// The non-default args (a dict).
+    Args,
+    /// The model class the engine resolved.
+    Architecture,
+    MaxNumBatchedTokens,
+    MaxNumSeqs,
+    MaxModelLen,
+    /// CUDA's total memory of the device (GiB).
+    DeviceTotal,
+    /// The device's name as the engine spells it in a file name.
+    DeviceName,
+    /// ceil(total x gpu_memory_utilization) (GiB).
+    Requested,
+    Weights,
+    /// Weights + activation peak + non-torch (GiB).
+    NonKv,
+    ActivationPeak,
+    NonTorch,
+    /// The KV cache's bytes (GiB).
+    KvCache,
+    /// `MODE=n (largest=m), ...`.
+    CudaGraphCaptures,
+    CudaGraphEstimate,
+    /// What capturing took (GiB): printed only, the prediction is the estimate.
+    CudaGraphActual,
+    KvCacheTokens,
+    MaxConcurrency,
+}
+
+impl Figure {
+    /// How the figure is printed.
+    pub fn kind(self) -> Kind {
+        use Figure::*;
+        match self {
+            Args => Kind::Rest,
+            Architecture | CudaGraphCaptures => Kind::Text,
+            DeviceName => Kind::Word,
+            MaxNumBatchedTokens | MaxNumSeqs | MaxModelLen | KvCacheTokens => Kind::Count,
+            MaxConcurrency => Kind::Number,
+            DeviceTotal | Requested | Weights | NonKv | ActivationPeak | NonTorch | KvCache
+            | CudaGraphEstimate | CudaGraphActual => Kind::Number,
+        }
+    }
+
+    /// Its name in `log.toml` and the JSON output.
+    pub fn name(self) -> &'static str {
+        use Figure::*;
+        match self {
+            Args => "args",
+            Architecture => "architecture",
+            MaxNumBatchedTokens => "max_num_batched_tokens",
+            MaxNumSeqs => "max_num_seqs",
+            MaxModelLen => "max_model_len",
+            DeviceTotal => "device_total",
+            DeviceName => "device_name",
+            Requested => "requested",
+            Weights => "weights",
+            NonKv => "non_kv",
+            ActivationPeak => "activation_peak",
+            NonTorch => "non_torch",
+            KvCache => "kv_cache",
+            CudaGraphCaptures => "cuda_graph_captures",
+            CudaGraphEstimate => "cuda_graph_estimate",
+            CudaGraphActual => "cuda_graph_actual",
+            KvCacheTokens => "kv_cache_tokens",
+            MaxConcurrency => "max_concurrency",
+        }
+    }
+}
+
+/// How a figure's text is delimited in a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A decimal number (`79.19`, `1.1`, `-0.01`).
+    Number,
+    /// A whole number, maybe with thousands separators (`476,016`).
+    Count,
+    /// Text up to the pattern's next literal (or the line's end).
+    Text,
+    /// Letters, digits, `_` and `-`.
+    Word,
+    /// The rest of the line.
+    Rest,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LineSpec {
+    pattern: String,
+    at: String,
+    #[serde(default)]
+    level: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogFile {
+    schema: u32,
+    line: Vec<LineSpec>,
+}
+
+/// One part of a pattern.
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Literal(String),
+    Skip,
+    Figure(Figure),
+}
+
+/// A line the engine prints.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    parts: Vec<Part>,
+    /// The logger call, file:line.
+    pub at: String,
+    /// The level it prints at when not INFO.
+    pub level: Option<String>,
+}
+
+/// The lines of an engine release's log.
+#[derive(Debug, Clone)]
+pub struct LogFormat {
+    pub patterns: Vec<Pattern>,
+    pub origin: String,
+}
+
+impl LogFormat {
+    /// The format of an engine folder (its `log.toml` and the folders it extends: a folder's
+    /// own `[[line]]` list replaces its base's).
+    pub fn of_folder(folder: &str) -> Result<LogFormat, CliError> {
+        let texts = engines::log_lines(folder)?;
+        let Some((text, origin)) = texts.last() else {
+            return Err(format!(
+                "engines/{folder} has no log.toml: the lines its release prints are not known"
+            )
+            .into());
+        };
+        LogFormat::from_text(text, origin)
+    }
+
+    pub fn from_text(text: &str, origin: &str) -> Result<LogFormat, CliError> {
+        let file: LogFile = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        if file.schema != 1 {
+            return Err(format!("{origin}: schema {} (expected 1)", file.schema).into());
+        }
+        let patterns = file
+            .line
+            .iter()
+            .map(|l| {
+                Ok(Pattern {
+                    parts: parse_pattern(&l.pattern)
+                        .map_err(|e| format!("{origin}: pattern `{}`: {e}", l.pattern))?,
+                    at: l.at.clone(),
+                    level: l.level.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(LogFormat {
+            patterns,
+            origin: origin.to_owned(),
+        })
+    }
+
+    /// The pattern that prints `figure` first in the file (for "not printed" notes).
+    pub fn printing(&self, figure: Figure) -> Option<&Pattern> {
+        self.patterns
+            .iter()
+            .find(|p| p.parts.contains(&Part::Figure(figure)))
+    }
+}
+
+fn parse_pattern(text: &str) -> Result<Vec<Part>, String> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        match rest.find('{') {
+            Some(0) => {
+                let end = rest.find('}').ok_or("a `{` is not closed")?;
+                let name = &rest[1..end];
+                parts.push(if name.is_empty() {
+                    Part::Skip
+                } else {
+                    let f: Figure = toml::Value::String(name.to_owned())
+                        .try_into()
+                        .map_err(|_| format!("`{{{name}}}` is not a figure"))?;
+                    Part::Figure(f)
+                });
+                rest = &rest[end + 1..];
+            }
+            Some(at) => {
+                parts.push(Part::Literal(rest[..at].to_owned()));
+                rest = &rest[at..];
+            }
+            None => {
+                parts.push(Part::Literal(rest.to_owned()));
+                rest = "";
+            }
+        }
+    }
+    match parts.first() {
+        Some(Part::Literal(_)) => {}
+        _ => return Err("a pattern starts with text".into()),
+    }
+    for pair in parts.windows(2) {
+        if !matches!(pair[0], Part::Literal(_)) && !matches!(pair[1], Part::Literal(_)) {
+            return Err("two placeholders without text between them".into());
+        }
+    }
+    Ok(parts)
+}
+
+/// Matches `pattern` in `text` (from the first occurrence of its leading text): the figures'
+/// texts, in order.
+fn match_pattern(parts: &[Part], text: &str) -> Option<Vec<(Figure, String)>> {
+    let Part::Literal(first) = &parts[0] else {
+        return None;
+    };
+    let start = text.find(first.as_str())?;
+    let mut rest = &text[start + first.len()..];
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i < parts.len() {
+        let next_literal = match parts.get(i + 1) {
+            Some(Part::Literal(l)) => Some(l.as_str()),
+            _ => None,
+        };
+        match &parts[i] {
+            Part::Literal(l) => {
+                rest = rest.strip_prefix(l.as_str())?;
+            }
+            Part::Skip => {
+                let end = match next_literal {
+                    Some(l) => rest.find(l)?,
+                    None => rest.len(),
+                };
+                rest = &rest[end..];
+            }
+            Part::Figure(f) => {
+                let len = match f.kind() {
+                    Kind::Number => rest
+                        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+')))
+                        .unwrap_or(rest.len()),
+                    Kind::Count => rest
+                        .find(|c: char| !(c.is_ascii_digit() || c == ','))
+                        .unwrap_or(rest.len()),
+                    Kind::Word => rest
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-')))
+                        .unwrap_or(rest.len()),
+                    Kind::Text => match next_literal {
+                        Some(l) => rest.find(l)?,
+                        None => rest.trim_end().len(),
+                    },
+                    Kind::Rest => rest.trim_end().len(),
+                };
+                if len == 0 {
+                    return None;
+                }
+                out.push((*f, rest[..len].to_owned()));
+                rest = &rest[len..];
+            }
+        }
+        i += 1;
+    }
+    Some(out)
+}
+
+/// A figure as a line printed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Printed {
+    pub figure: Figure,
+    /// The process that printed it (`Worker_TP1`, `EngineCore`), as its prefix names it.
+    pub process: Option<String>,
+    /// The text printed.
+    pub text: String,
+    /// The line, from 1.
+    pub line: usize,
+}
+
+/// What a start-up log printed.
+#[derive(Debug, Clone, Default)]
+pub struct StartupLog {
+    /// Each figure as first printed by each process, in line order.
+    pub printed: Vec<Printed>,
+    /// The lines read.
+    pub lines: usize,
+}
+
+impl StartupLog {
+    /// The first printing of `figure` by any process.
+    pub fn first(&self, figure: Figure) -> Option<&Printed> {
+        self.printed.iter().find(|p| p.figure == figure)
+    }
+}
+
+/// A line without its terminal colour codes (`ESC [ ... m`).
+fn strip_colours(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains('\x1b') {
+        return line.into();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+/// The process a line's prefix names: `(Worker_TP0 pid=444)` is `Worker_TP0`.
+fn process_of(line: &str) -> Option<String> {
+    let end = line.find(" pid=")?;
+    let start = line[..end].rfind('(')?;
+    let name = &line[start + 1..end];
+    (!name.is_empty() && !name.contains(')')).then(|| name.to_owned())
+}
+
+/// The release a vLLM log's banner names, and its line: `vLLM API server version X`
+/// (vLLM 0.10 to 0.14, entrypoints/openai/api_server.py `run_server`), `vLLM server version X,
+/// serving model M` and the logo's `version X` line (0.15 on, entrypoints/utils.py
+/// `log_version_and_model`). Read before the release (hence its log.toml) is known.
+pub fn banner_release(text: &str) -> Option<(String, usize)> {
+    for (i, raw) in text.lines().enumerate() {
+        let line = strip_colours(raw);
+        for marker in [
+            "vLLM API server version ",
+            "vLLM server version ",
+            "█  version ",
+        ] {
+            if let Some(at) = line.find(marker) {
+                let version: String = line[at + marker.len()..]
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && *c != ',')
+                    .collect();
+                if version.starts_with(|c: char| c.is_ascii_digit()) {
+                    return Some((version, i + 1));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Every figure `format`'s lines print in `text`; a figure a process prints twice keeps its
+/// first printing.
+pub fn read(text: &str, format: &LogFormat) -> StartupLog {
+    let mut log = StartupLog::default();
+    let mut seen: BTreeMap<(Figure, Option<String>), ()> = BTreeMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        log.lines = i + 1;
+        let line = strip_colours(raw);
+        let process = process_of(&line);
+        // The message follows the logger's `[file.py:line] `; a line without the prefix (a
+        // log reformatted by a collector) is matched whole.
+        let message = match line.find("] ") {
+            Some(at) if line[..at].contains(".py:") => &line[at + 2..],
+            _ => &line[..],
+        };
+        for p in &format.patterns {
+            let Some(found) = match_pattern(&p.parts, message) else {
+                continue;
+            };
+            for (figure, value) in found {
+                if seen.insert((figure, process.clone()), ()).is_none() {
+                    log.printed.push(Printed {
+                        figure,
+                        process: process.clone(),
+                        text: value,
+                        line: i + 1,
+                    });
+                }
+            }
+        }
+    }
+    log
+}
+
+/// A value as Python's `repr` prints it, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Py {
+    None,
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Str(String),
+    List(Vec<Py>),
+    Dict(Vec<(Py, Py)>),
+    /// An object's repr (`CompilationConfig(...)`, `<Enum.X: 1>`), as printed.
+    Opaque(String),
+}
+
+impl Py {
+    /// The value as a command-line word (or words, for a list) of the flag it came from.
+    pub fn words(&self) -> Vec<String> {
+        match self {
+            Py::List(items) => items.iter().map(Py::word).collect(),
+            other => vec![other.word()],
+        }
+    }
+
+    fn word(&self) -> String {
+        match self {
+            Py::None => "None".to_owned(),
+            Py::Bool(b) => if *b { "True" } else { "False" }.to_owned(),
+            Py::Int(i) => i.to_string(),
+            Py::Float(x) => py_repr_float(*x),
+            Py::Str(s) | Py::Opaque(s) => s.clone(),
+            Py::List(_) | Py::Dict(_) => self.json().to_string(),
+        }
+    }
+
+    /// As JSON (Python's json.dumps of it: keys as text).
+    pub fn json(&self) -> serde_json::Value {
+        match self {
+            Py::None => serde_json::Value::Null,
+            Py::Bool(b) => (*b).into(),
+            Py::Int(i) => i64::try_from(*i).map_or_else(|_| i.to_string().into(), Into::into),
+            Py::Float(x) => serde_json::Number::from_f64(*x)
+                .map_or_else(|| py_repr_float(*x).into(), serde_json::Value::Number),
+            Py::Str(s) | Py::Opaque(s) => s.clone().into(),
+            Py::List(items) => items.iter().map(Py::json).collect(),
+            Py::Dict(pairs) => pairs
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Py::Str(s) => s.clone(),
+                        other => other.word(),
+                    };
+                    (key, v.json())
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+        }
+    }
+}
+
+fn py_repr_float(x: f64) -> String {
+    if x.is_nan() {
+        "nan".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        format!("{x:?}")
+    }
+}
+
+/// Parses a Python literal as `repr` prints it (the non-default args dict).
+pub fn parse_py(text: &str) -> Result<Py, String> {
+    let mut p = PyParser {
+        s: text.as_bytes(),
+        text,
+        at: 0,
+    };
+    let v = p.value()?;
+    p.ws();
+    if p.at != p.s.len() {
+        return Err(format!("text after the value at byte {}", p.at));
+    }
+    Ok(v)
+}
+
+struct PyParser<'a> {
+    s: &'a [u8],
+    text: &'a str,
+    at: usize,
+}
+
+impl PyParser<'_> {
+    fn ws(&mut self) {
+        while self.at < self.s.len() && self.s[self.at].is_ascii_whitespace() {
+            self.at += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.at).copied()
+    }
+
+    fn value(&mut self) -> Result<Py, String> {
+        self.ws();
+        match self.peek() {
+            None => Err("the text ends where a value should be (a line cut short?)".into()),
+            Some(b'{') => self.dict(),
+            Some(b'[') => self.seq(b']').map(Py::List),
+            Some(b'(') => self.seq(b')').map(Py::List),
+            Some(b'\'' | b'"') => self.string().map(Py::Str),
+            Some(c) if c.is_ascii_digit() || c == b'-' || c == b'+' || c == b'.' => self.number(),
+            Some(_) => self.word(),
+        }
+    }
+
+    fn dict(&mut self) -> Result<Py, String> {
+        self.at += 1;
+        let mut pairs = Vec::new();
+        loop {
+            self.ws();
+            if self.peek() == Some(b'}') {
+                self.at += 1;
+                return Ok(Py::Dict(pairs));
+            }
+            let k = self.value()?;
+            self.ws();
+            if self.peek() != Some(b':') {
+                return Err(format!("a `:` is missing at byte {}", self.at));
+            }
+            self.at += 1;
+            let v = self.value()?;
+            pairs.push((k, v));
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b'}') => {}
+                None => return Err("a `{` is not closed (a line cut short?)".into()),
+                Some(_) => return Err(format!("a `,` is missing at byte {}", self.at)),
+            }
+        }
+    }
+
+    fn seq(&mut self, close: u8) -> Result<Vec<Py>, String> {
+        self.at += 1;
+        let mut items = Vec::new();
+        loop {
+            self.ws();
+            if self.peek() == Some(close) {
+                self.at += 1;
+                return Ok(items);
+            }
+            items.push(self.value()?);
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(c) if c == close => {}
+                None => return Err("a bracket is not closed (a line cut short?)".into()),
+                Some(_) => return Err(format!("a `,` is missing at byte {}", self.at)),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let quote = self.s[self.at];
+        self.at += 1;
+        let mut out = String::new();
+        let rest = &self.text[self.at..];
+        let mut chars = rest.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                c if c as u32 == u32::from(quote) => {
+                    self.at += i + 1;
+                    return Ok(out);
+                }
+                '\\' => {
+                    let (_, e) = chars.next().ok_or("a string is not closed")?;
+                    match e {
+                        'n' => out.push('\n'),
+                        't' => out.push('\t'),
+                        'r' => out.push('\r'),
+                        '\\' | '\'' | '"' => out.push(e),
+                        'x' | 'u' | 'U' => {
+                            let n = match e {
+                                'x' => 2,
+                                'u' => 4,
+                                _ => 8,
+                            };
+                            let hex: String = chars.by_ref().take(n).map(|(_, c)| c).collect();
+                            let code = u32::from_str_radix(&hex, 16)
+                                .ok()
+                                .and_then(char::from_u32)
+                                .ok_or_else(|| format!("a bad escape `\\{e}{hex}`"))?;
+                            out.push(code);
+                        }
+                        other => {
+                            out.push('\\');
+                            out.push(other);
+                        }
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        Err("a string is not closed (a line cut short?)".into())
+    }
+
+    fn number(&mut self) -> Result<Py, String> {
+        let start = self.at;
+        while self.at < self.s.len()
+            && (self.s[self.at].is_ascii_alphanumeric()
+                || matches!(self.s[self.at], b'.' | b'-' | b'+'))
+        {
+            self.at += 1;
+        }
+        let t = &self.text[start..self.at];
+        if let Ok(i) = t.parse::<i128>() {
+            return Ok(Py::Int(i));
+        }
+        t.parse::<f64>()
+            .map(Py::Float)
+            .map_err(|_| format!("`{t}` is not a number"))
+    }
+
+    /// A name (`True`, `None`) or an object's repr, up to the end of the value.
+    fn word(&mut self) -> Result<Py, String> {
+        let start = self.at;
+        let mut depth = 0usize;
+        while let Some(c) = self.peek() {
+            match c {
+                b'(' | b'[' | b'{' | b'<' => depth += 1,
+                b')' | b']' | b'}' | b'>' if depth > 0 => depth -= 1,
+                b',' | b')' | b']' | b'}' if depth == 0 => break,
+                b':' if depth == 0 => break,
+                b'\'' | b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                _ => {}
+            }
+            self.at += 1;
+        }
+        if depth > 0 {
+            return Err("an object's repr is not closed (a line cut short?)".into());
+        }
+        let t = self.text[start..self.at].trim();
+        Ok(match t {
+            "None" => Py::None,
+            "True" => Py::Bool(true),
+            "False" => Py::Bool(false),
+            "inf" => Py::Float(f64::INFINITY),
+            "nan" => Py::Float(f64::NAN),
+            _ => Py::Opaque(t.to_owned()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_literals_parse_as_repr_prints_them() {
+        let v = parse_py("{'model_tag': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': 0.95, 'enable_prefix_caching': False, 'served_model_name': ['a', \"b'c\"], 'limit_mm_per_prompt': {'image': 0}, 'hf_token': None, 'x': CompilationConfig(level=3, sizes=[1, 2]), 'y': <OptimizationLevel.O3: 3>}").unwrap();
+        let Py::Dict(pairs) = v else { panic!() };
+        let get = |k: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == Py::Str(k.into()))
+                .unwrap()
+                .1
+                .clone()
+        };
+        assert_eq!(get("max_model_len"), Py::Int(8192));
+        assert_eq!(get("gpu_memory_utilization"), Py::Float(0.95));
+        assert_eq!(get("enable_prefix_caching"), Py::Bool(false));
+        assert_eq!(get("served_model_name").words(), ["a", "b'c"]);
+        assert_eq!(get("limit_mm_per_prompt").words(), [r#"{"image":0}"#]);
+        assert_eq!(get("hf_token"), Py::None);
+        assert_eq!(
+            get("x"),
+            Py::Opaque("CompilationConfig(level=3, sizes=[1, 2])".into())
+        );
+        assert_eq!(get("y"), Py::Opaque("<OptimizationLevel.O3: 3>".into()));
+        assert_eq!(Py::Float(0.95).words(), ["0.95"]);
+        assert_eq!(Py::Float(1.0).words(), ["1.0"]);
+        assert_eq!(
+            parse_py("{'model_tag': 'Qwen2-7B-Instruct', 'port': 8081, 'model': 'Qwe").unwrap_err(),
+            "a string is not closed (a line cut short?)"
+        );
+        assert_eq!(
+            parse_py("{'a': 1,").unwrap_err(),
+            "the text ends where a value should be (a line cut short?)"
+        );
+    }
+
+    #[test]
+    fn a_banner_names_the_release_in_each_of_vllms_forms() {
+        let logo = "(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:299]  \u{2584}\u{2584} \u{2584}\u{2588} \u{2588}     \u{2588}     \u{2588} \u{2580}\u{2584}\u{2580} \u{2588}  version 0.19.0";
+        assert_eq!(banner_release(logo), Some(("0.19.0".into(), 1)));
+        let coloured =
+            "x\n \x1b[93m▄▄\x1b[0m \x1b[97;1m█ ▀▄▀ █\x1b[0m  version \x1b[97;1m0.19.1\x1b[0m";
+        assert_eq!(banner_release(coloured), Some(("0.19.1".into(), 2)));
+        assert_eq!(
+            banner_release(
+                "(APIServer pid=2739) INFO 09-04 01:28:28 [api_server.py:1805] vLLM API server version 0.10.1.1"
+            ),
+            Some(("0.10.1.1".into(), 1))
+        );
+        assert_eq!(
+            banner_release("INFO [utils.py:279] vLLM server version 0.17.0, serving model m"),
+            Some(("0.17.0".into(), 1))
+        );
+        assert_eq!(banner_release("no banner here"), None);
+    }
+
+    #[test]
+    fn lines_give_their_figures_and_the_process_that_printed_them() {
+        let f = LogFormat::of_folder("vllm-0.19").unwrap();
+        let text = "(Worker_TP1 pid=445) DEBUG 04-22 01:36:26 [v1/worker/gpu_worker.py:435] Memory profiling takes 19.45 seconds. Total non KV cache memory: 11.47GiB; torch peak memory increase: 1.89GiB; non-torch forward increase memory: 2.07GiB; weights memory: 7.51GiB.\n\
+(EngineCore pid=245) INFO 04-22 01:36:26 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 1,044,688 tokens\n\
+(EngineCore pid=245) INFO 04-22 01:36:26 [v1/core/kv_cache_utils.py:1324] Maximum concurrency for 8,192 tokens per request: 127.53x\n\
+(Worker pid=445) DEBUG 04-22 01:35:55 [v1/worker/gpu_worker.py:284] worker init memory snapshot: torch_peak=0.01GiB, free_memory=77.66GiB, total_memory=79.19GiB, cuda_memory=1.53GiB\n\
+(EngineCore pid=245) INFO 04-22 01:36:26 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 9 tokens";
+        let log = read(text, &f);
+        let got: Vec<(Figure, Option<&str>, &str, usize)> = log
+            .printed
+            .iter()
+            .map(|p| (p.figure, p.process.as_deref(), p.text.as_str(), p.line))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Figure::NonKv, Some("Worker_TP1"), "11.47", 1),
+                (Figure::ActivationPeak, Some("Worker_TP1"), "1.89", 1),
+                (Figure::NonTorch, Some("Worker_TP1"), "2.07", 1),
+                (Figure::Weights, Some("Worker_TP1"), "7.51", 1),
+                (Figure::KvCacheTokens, Some("EngineCore"), "1,044,688", 2),
+                (Figure::MaxModelLen, Some("EngineCore"), "8,192", 3),
+                (Figure::MaxConcurrency, Some("EngineCore"), "127.53", 3),
+                (Figure::DeviceTotal, Some("Worker"), "79.19", 4),
+            ]
+        );
+        assert_eq!(log.lines, 5);
+    }
+
+    #[test]
+    fn a_log_format_that_breaks_its_rules_is_one_line() {
+        let bad = |p: &str| {
+            LogFormat::from_text(
+                &format!("schema = 1\n[[line]]\npattern = \"{p}\"\nat = \"a\"\n"),
+                "l.toml",
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        assert_eq!(
+            bad("x {nope}"),
+            "l.toml: pattern `x {nope}`: `{nope}` is not a figure"
+        );
+        assert_eq!(
+            bad("{weights} GiB"),
+            "l.toml: pattern `{weights} GiB`: a pattern starts with text"
+        );
+        assert_eq!(
+            bad("x {weights}{}"),
+            "l.toml: pattern `x {weights}{}`: two placeholders without text between them"
+        );
+        assert_eq!(
+            bad("x {weights"),
+            "l.toml: pattern `x {weights`: a `{` is not closed"
+        );
+    }
+}

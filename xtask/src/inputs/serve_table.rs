@@ -1,0 +1,650 @@
+//! An engine's command-line flags as its folder classifies them (`engines/<folder>/
+//! serve_flags.toml`, overlaid along `extends`; docs/engines.md "A serve line"), and the
+//! engine's own parsing of a flag's value: Python's `int()` and `float()`, vLLM's
+//! `human_readable_int` (`32k`, `1M`), JSON.
+//!
+//! Invariants: the engine's knowledge (which flags exist, what each does to memory, how it is
+//! spelled) is in the folder's file, never here; every flag of the file is checked when the
+//! table loads (a class, an arity and a type it can parse), so a mistake in the file is one
+//! line naming the file and the flag; a value parses exactly as the engine parses it or is
+//! refused naming the flag and the value, and a number never wraps.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::CliError;
+
+/// What a flag is to the prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Read into the prediction through a planner flag.
+    Modelled,
+    /// No byte depends on it.
+    Ignored,
+    /// Memory depends on it and it is not modelled (unless its value is a `no_byte` one).
+    Refused,
+    /// Says which model (`role`).
+    Model,
+}
+
+/// How many values a flag takes (argparse's action and nargs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Takes {
+    /// `store_true`: no value.
+    None,
+    /// `BooleanOptionalAction`: `--x` is true, `--no-x` false.
+    Bool,
+    /// One value.
+    One,
+    /// nargs "?": one value if the next word is not a flag.
+    Optional,
+    /// nargs "+": one or more values.
+    List,
+}
+
+/// How a value is parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueType {
+    /// Python's `int()`.
+    Int,
+    /// Python's `float()`.
+    Float,
+    /// Any text.
+    Str,
+    /// JSON.
+    Json,
+    /// JSON when the text looks like an object, else text (vLLM's `union_dict_and_str`).
+    DictOrStr,
+    /// vLLM's `human_readable_int` (`1k` = 1000, `1K` = 1024).
+    HumanInt,
+    /// `human_readable_int`, or `-1` / `auto` for the model's own (`human_readable_int_or_auto`).
+    HumanIntOrAuto,
+}
+
+/// What a `model` flag says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The model (a folder or a repository id).
+    Name,
+    /// The repository's revision.
+    Revision,
+    /// The folder the engine downloads the model into (a Hugging Face cache).
+    DownloadDir,
+}
+
+/// One flag of the engine.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flag {
+    pub class: Class,
+    pub takes: Takes,
+    #[serde(rename = "type")]
+    pub ty: Option<ValueType>,
+    /// Its other spellings (`-tp`).
+    #[serde(default)]
+    pub short: Vec<String>,
+    /// `model`: what it says.
+    pub role: Option<Role>,
+    /// `modelled`: the planner's flag it gives (for `--x` of a `bool`).
+    pub to: Option<String>,
+    /// `modelled` `bool`: the planner's flag `--no-x` gives (none: nothing, the default).
+    pub to_no: Option<String>,
+    /// `modelled`: the values modelled (others are refused with `why`).
+    pub values: Option<Vec<String>>,
+    /// `modelled`: the engine's synonyms, as the planner spells them.
+    #[serde(default)]
+    pub rename: BTreeMap<String, String>,
+    /// The engine's own choices (a value outside them the engine refuses).
+    pub choices: Option<Vec<String>>,
+    /// `refused`: the values that leave the engine's default memory unchanged.
+    #[serde(default)]
+    pub no_byte: Vec<toml::Value>,
+    /// The text `None` (or an empty text) gives the default.
+    #[serde(default)]
+    pub none: bool,
+    /// Why a refused flag (or value) is refused.
+    pub why: Option<String>,
+    /// The engine source that registers it.
+    pub at: String,
+}
+
+/// The words that start the engine.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launcher {
+    pub words: Vec<String>,
+    /// Whether the first positional word is the model.
+    pub positional_model: bool,
+}
+
+/// The engine's own rewriting of the line before argparse sees it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParserRules {
+    /// `--max_model_len` is `--max-model-len`.
+    #[serde(default)]
+    pub underscores: bool,
+    /// `--flag.key value` builds the JSON of `--flag`.
+    #[serde(default)]
+    pub dotted_json: bool,
+    /// `-O3` is this flag with `3`.
+    pub optimization_flag: Option<String>,
+    /// A unique prefix of a long flag is that flag.
+    #[serde(default)]
+    pub abbreviations: bool,
+    /// The model served when the line names none.
+    pub default_model: Option<String>,
+}
+
+/// Environment assignments before the command.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvRules {
+    #[serde(default)]
+    pub ignored: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    schema: u32,
+    engine: String,
+    launcher: Vec<Launcher>,
+    #[serde(default)]
+    parser: ParserRules,
+    #[serde(default)]
+    env: EnvRules,
+    flags: BTreeMap<String, Flag>,
+    #[serde(default)]
+    absent: BTreeMap<String, String>,
+}
+
+/// An engine release's flags.
+#[derive(Debug, Clone)]
+pub struct ServeTable {
+    /// The engine (`vllm`).
+    pub engine: String,
+    /// The release, as messages name it (`vLLM 0.19.0`).
+    pub release: String,
+    pub launchers: Vec<Launcher>,
+    pub parser: ParserRules,
+    pub env: EnvRules,
+    /// By long name.
+    pub flags: BTreeMap<String, Flag>,
+    /// Other spelling -> long name.
+    pub aliases: BTreeMap<String, String>,
+    /// Flags of earlier releases this one lacks -> the last release that had it.
+    pub absent: BTreeMap<String, String>,
+}
+
+/// The engine's name as messages print it.
+pub fn engine_title(engine: &str) -> String {
+    match engine {
+        "vllm" => "vLLM".to_owned(),
+        "sglang" => "SGLang".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+impl ServeTable {
+    /// The table of an engine folder (`vllm-0.19`) whose release is `version`.
+    pub fn of_folder(folder: &str, version: &str) -> Result<ServeTable, CliError> {
+        let texts = engines::serve_flags(folder)?;
+        if texts.is_empty() {
+            return Err(format!(
+                "engines/{folder} has no serve_flags.toml: its command line is not known"
+            )
+            .into());
+        }
+        ServeTable::from_texts(&texts, version)
+    }
+
+    /// Parses the overlaid texts (base first).
+    pub fn from_texts(texts: &[(&str, String)], version: &str) -> Result<ServeTable, CliError> {
+        let origin = texts
+            .iter()
+            .map(|(_, o)| o.as_str())
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let mut merged = toml::Table::new();
+        for (text, from) in texts {
+            let table: toml::Table = toml::from_str(text).map_err(|e| format!("{from}: {e}"))?;
+            engine_profile::file::overlay(&mut merged, table);
+        }
+        let file: File = toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e| format!("{origin}: {e}"))?;
+        if file.schema != 1 {
+            return Err(format!("{origin}: schema {} (expected 1)", file.schema).into());
+        }
+        let mut aliases = BTreeMap::new();
+        for (name, flag) in &file.flags {
+            check_flag(name, flag).map_err(|e| format!("{origin}: flag `{name}`: {e}"))?;
+            for short in &flag.short {
+                if aliases.insert(short.clone(), name.clone()).is_some()
+                    || file.flags.contains_key(short)
+                {
+                    return Err(format!("{origin}: `{short}` names two flags").into());
+                }
+            }
+        }
+        if let Some(o) = &file.parser.optimization_flag
+            && !file.flags.contains_key(o)
+        {
+            return Err(format!("{origin}: optimization_flag `{o}` is not a flag").into());
+        }
+        Ok(ServeTable {
+            release: format!("{} {version}", engine_title(&file.engine)),
+            engine: file.engine,
+            launchers: file.launcher,
+            parser: file.parser,
+            env: file.env,
+            flags: file.flags,
+            aliases,
+            absent: file.absent,
+        })
+    }
+
+    /// The flag `name` spells (a long name or another spelling), if any.
+    pub fn flag(&self, name: &str) -> Option<(&str, &Flag)> {
+        let long = self.aliases.get(name).map_or(name, String::as_str);
+        self.flags.get_key_value(long).map(|(k, f)| (k.as_str(), f))
+    }
+}
+
+/// A flag of the file is one the parser can read.
+fn check_flag(name: &str, f: &Flag) -> Result<(), String> {
+    if !name.starts_with('-') {
+        return Err("a flag starts with `-`".into());
+    }
+    let valued = !matches!(f.takes, Takes::None | Takes::Bool);
+    if valued != f.ty.is_some() {
+        return Err(if valued {
+            "a flag that takes a value needs its `type`".into()
+        } else {
+            "a flag without a value has no `type`".into()
+        });
+    }
+    match f.class {
+        Class::Modelled if f.to.is_none() => return Err("`modelled` needs `to`".into()),
+        Class::Model if f.role.is_none() => return Err("`model` needs `role`".into()),
+        Class::Refused if f.why.is_none() => return Err("`refused` needs `why`".into()),
+        _ => {}
+    }
+    if f.values.is_some() && f.why.is_none() {
+        return Err("`values` needs `why` (said of the others)".into());
+    }
+    if f.to_no.is_some() && f.takes != Takes::Bool {
+        return Err("`to_no` is for a `bool` flag".into());
+    }
+    for v in &f.no_byte {
+        let ok = match (f.takes, v) {
+            (Takes::Bool | Takes::None, toml::Value::Boolean(_)) => true,
+            (_, toml::Value::String(_) | toml::Value::Integer(_) | toml::Value::Float(_)) => valued,
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("`no_byte` value {v} does not fit the flag"));
+        }
+    }
+    Ok(())
+}
+
+/// A value as the engine parses it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Int(i128),
+    Float(f64),
+    Text(String),
+    Json(serde_json::Value),
+    /// `auto` / `-1` of `human_int_or_auto`, or `None` of a `none` flag: the default.
+    Default,
+}
+
+impl Value {
+    /// Whether this value is `v`, one of a flag's `no_byte` values.
+    pub fn is(&self, v: &toml::Value) -> bool {
+        match (self, v) {
+            (Value::Int(a), toml::Value::Integer(b)) => *a == i128::from(*b),
+            (Value::Float(a), toml::Value::Integer(b)) => *a == *b as f64,
+            (Value::Float(a), toml::Value::Float(b)) => a == b,
+            (Value::Text(a), toml::Value::String(b)) => a == b,
+            (Value::Json(a), toml::Value::String(b)) => {
+                serde_json::from_str::<serde_json::Value>(b).is_ok_and(|b| *a == b)
+            }
+            _ => false,
+        }
+    }
+
+    /// The value as the planner's flag takes it.
+    pub fn planner_text(&self) -> String {
+        match self {
+            Value::Int(i) => i.to_string(),
+            // Rust's shortest representation that reads back as the same f64.
+            Value::Float(x) => x.to_string(),
+            Value::Text(t) => t.clone(),
+            Value::Json(j) => j.to_string(),
+            Value::Default => String::new(),
+        }
+    }
+}
+
+/// Parses `text` as the engine parses a value of `ty`; the error says why, in the engine's
+/// terms (the caller names the flag).
+pub fn parse_value(text: &str, ty: ValueType, none: bool) -> Result<Value, String> {
+    if none && (text.is_empty() || text == "None") {
+        return Ok(Value::Default);
+    }
+    match ty {
+        ValueType::Int => py_int(text).map(Value::Int),
+        ValueType::Float => py_float(text).map(Value::Float),
+        ValueType::Str => Ok(Value::Text(text.to_owned())),
+        ValueType::Json => serde_json::from_str(text)
+            .map(Value::Json)
+            .map_err(|e| format!("not JSON ({e})")),
+        ValueType::DictOrStr => {
+            let t = text.trim();
+            if t.starts_with('{') && t.ends_with('}') {
+                serde_json::from_str(text)
+                    .map(Value::Json)
+                    .map_err(|e| format!("not JSON ({e})"))
+            } else {
+                Ok(Value::Text(text.to_owned()))
+            }
+        }
+        ValueType::HumanInt => human_int(text).map(Value::Int),
+        ValueType::HumanIntOrAuto => {
+            let t = text.trim();
+            if t == "-1" || t.eq_ignore_ascii_case("auto") {
+                Ok(Value::Default)
+            } else {
+                human_int(text).map(Value::Int)
+            }
+        }
+    }
+}
+
+/// Python's whitespace, which `int()` and `float()` strip (ASCII's; the other Unicode spaces
+/// Python also strips are refused below as not a number).
+fn py_strip(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\x0b')
+}
+
+/// Digits with single underscores between them (PEP 515), underscores removed.
+fn py_digits(text: &str) -> Option<String> {
+    if text.is_empty()
+        || text.starts_with('_')
+        || text.ends_with('_')
+        || text.contains("__")
+        || !text.chars().all(|c| c.is_ascii_digit() || c == '_')
+    {
+        return None;
+    }
+    Some(text.replace('_', ""))
+}
+
+/// Python's `int(text)` (base 10), within i128.
+pub fn py_int(text: &str) -> Result<i128, String> {
+    let t = py_strip(text);
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = py_digits(digits).ok_or_else(|| format!("`{text}` is not a whole number"))?;
+    let n: i128 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is out of range"))?;
+    Ok(if negative { -n } else { n })
+}
+
+/// Python's `float(text)`.
+pub fn py_float(text: &str) -> Result<f64, String> {
+    let t = py_strip(text);
+    let bad = || format!("`{text}` is not a number");
+    let (sign, body) = match t.as_bytes().first() {
+        Some(b'-') => ("-", &t[1..]),
+        Some(b'+') => ("", &t[1..]),
+        _ => ("", t),
+    };
+    let lower = body.to_ascii_lowercase();
+    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
+        return format!("{sign}{lower}").parse().map_err(|_| bad());
+    }
+    let (mantissa, exponent) = match lower.split_once('e') {
+        Some((m, e)) => (m, Some(e)),
+        None => (lower.as_str(), None),
+    };
+    let (whole, frac) = match mantissa.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (mantissa, None),
+    };
+    let part = |p: &str| {
+        if p.is_empty() {
+            Some(String::new())
+        } else {
+            py_digits(p)
+        }
+    };
+    let whole = part(whole).ok_or_else(bad)?;
+    let frac = match frac {
+        Some(f) => Some(part(f).ok_or_else(bad)?),
+        None => None,
+    };
+    if whole.is_empty() && frac.as_deref().is_none_or(str::is_empty) {
+        return Err(bad());
+    }
+    let exponent = match exponent {
+        Some(e) => {
+            let (s, d) = match e.as_bytes().first() {
+                Some(b'-') => ("-", &e[1..]),
+                Some(b'+') => ("", &e[1..]),
+                _ => ("", e),
+            };
+            format!("e{s}{}", py_digits(d).ok_or_else(bad)?)
+        }
+        None => String::new(),
+    };
+    let frac = frac.map(|f| format!(".{f}")).unwrap_or_default();
+    format!("{sign}{whole}{frac}{exponent}")
+        .parse()
+        .map_err(|_| bad())
+}
+
+/// vLLM's `human_readable_int` (engine/arg_utils.py:2286-2329 in 0.19.0): `25.6k` is
+/// int(25.6 x 1000) = 25,600 (a decimal suffix k, m, g, t multiplies a float and truncates),
+/// `1K` is 1,024 (a binary suffix K, M, G, T takes whole numbers only), anything else Python's
+/// `int()`.
+pub fn human_int(text: &str) -> Result<i128, String> {
+    let t = py_strip(text);
+    if let Some(suffix) = t.chars().last()
+        && "kKmMgGtT".contains(suffix)
+    {
+        let number = &t[..t.len() - 1];
+        let (whole, frac) = match number.split_once('.') {
+            Some((w, f)) => (w, Some(f)),
+            None => (number, None),
+        };
+        // The regex `(\d+(?:\.\d+)?)([kKmMgGtT])`: digits, maybe a point and digits.
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if digits(whole) && frac.is_none_or(digits) {
+            let power = match suffix.to_ascii_lowercase() {
+                'k' => 1,
+                'm' => 2,
+                'g' => 3,
+                _ => 4,
+            };
+            if suffix.is_ascii_lowercase() {
+                // int(float(number) * 10**(3 power)): float arithmetic, truncated.
+                let x: f64 = number
+                    .parse()
+                    .map_err(|_| format!("`{text}` is not a size"))?;
+                let product = x * 1000f64.powi(power);
+                if !product.is_finite() || product >= 2f64.powi(100) {
+                    return Err(format!("`{text}` is out of range"));
+                }
+                return Ok(product.trunc() as i128);
+            }
+            if frac.is_some() {
+                return Err(format!(
+                    "`{text}`: decimals are not allowed with binary suffixes like {suffix}; did you mean {number}{}?",
+                    suffix.to_ascii_lowercase()
+                ));
+            }
+            let n: i128 = whole
+                .parse()
+                .map_err(|_| format!("`{text}` is out of range"))?;
+            return n
+                .checked_mul(1i128 << (10 * power))
+                .ok_or_else(|| format!("`{text}` is out of range"));
+        }
+    }
+    py_int(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_parse_as_python_parses_them() {
+        assert_eq!(py_int(" 12 "), Ok(12));
+        assert_eq!(py_int("+5"), Ok(5));
+        assert_eq!(py_int("-1"), Ok(-1));
+        assert_eq!(py_int("1_000"), Ok(1000));
+        assert_eq!(py_int("007"), Ok(7));
+        assert_eq!(py_int("1__0"), Err("`1__0` is not a whole number".into()));
+        assert_eq!(py_int("_1"), Err("`_1` is not a whole number".into()));
+        assert_eq!(py_int("1.0"), Err("`1.0` is not a whole number".into()));
+        assert_eq!(py_int("0x10"), Err("`0x10` is not a whole number".into()));
+        assert_eq!(py_int(""), Err("`` is not a whole number".into()));
+        assert_eq!(py_float("0.9"), Ok(0.9));
+        assert_eq!(py_float(".9"), Ok(0.9));
+        assert_eq!(py_float("9e-1"), Ok(0.9));
+        assert_eq!(py_float("9E-1"), Ok(0.9));
+        assert_eq!(py_float("1_0.5"), Ok(10.5));
+        assert_eq!(py_float("1."), Ok(1.0));
+        assert_eq!(py_float(" -2 "), Ok(-2.0));
+        assert!(py_float("inf").unwrap().is_infinite());
+        assert!(py_float("-Infinity").unwrap() < 0.0);
+        assert!(py_float("nan").unwrap().is_nan());
+        assert_eq!(py_float("."), Err("`.` is not a number".into()));
+        assert_eq!(py_float("0.9.1"), Err("`0.9.1` is not a number".into()));
+        assert_eq!(py_float("e5"), Err("`e5` is not a number".into()));
+        assert_eq!(py_float("90%"), Err("`90%` is not a number".into()));
+    }
+
+    /// The examples of vLLM's docstring (engine/arg_utils.py:2287-2294) and the issue's.
+    #[test]
+    fn human_sizes_parse_as_vllm_parses_them() {
+        assert_eq!(human_int("1k"), Ok(1000));
+        assert_eq!(human_int("1K"), Ok(1024));
+        assert_eq!(human_int("25.6k"), Ok(25_600));
+        assert_eq!(human_int("32k"), Ok(32_000));
+        assert_eq!(human_int("32K"), Ok(32_768));
+        assert_eq!(human_int("1M"), Ok(1_048_576));
+        assert_eq!(human_int("1m"), Ok(1_000_000));
+        assert_eq!(human_int("2g"), Ok(2_000_000_000));
+        assert_eq!(human_int("1T"), Ok(1 << 40));
+        assert_eq!(human_int("8192"), Ok(8192));
+        assert_eq!(human_int(" 8192 "), Ok(8192));
+        assert_eq!(human_int("0.1k"), Ok(100));
+        // 1.005 x 1000 is 1004.9999999999999 in floating point: Python's int() gives 1004.
+        assert_eq!(human_int("1.005k"), Ok(1004));
+        assert_eq!(
+            human_int("1.5K"),
+            Err(
+                "`1.5K`: decimals are not allowed with binary suffixes like K; did you mean 1.5k?"
+                    .into()
+            )
+        );
+        assert_eq!(human_int("k"), Err("`k` is not a whole number".into()));
+        assert_eq!(human_int("1.5"), Err("`1.5` is not a whole number".into()));
+        assert_eq!(human_int("1kb"), Err("`1kb` is not a whole number".into()));
+        assert!(human_int("99999999999999999999999999999999999T").is_err());
+        assert_eq!(
+            parse_value("auto", ValueType::HumanIntOrAuto, false),
+            Ok(Value::Default)
+        );
+        assert_eq!(
+            parse_value("-1", ValueType::HumanIntOrAuto, false),
+            Ok(Value::Default)
+        );
+        assert_eq!(
+            parse_value("32k", ValueType::HumanIntOrAuto, false),
+            Ok(Value::Int(32_000))
+        );
+        assert_eq!(
+            parse_value("None", ValueType::Int, true),
+            Ok(Value::Default)
+        );
+        assert_eq!(
+            parse_value("None", ValueType::Int, false),
+            Err("`None` is not a whole number".into())
+        );
+    }
+
+    #[test]
+    fn the_vllm_table_loads_and_classifies_the_issues_flags() {
+        let t = ServeTable::of_folder("vllm-0.19", "0.19.0").unwrap();
+        assert_eq!(t.release, "vLLM 0.19.0");
+        let class = |n: &str| t.flag(n).map(|(_, f)| f.class);
+        for ignored in [
+            "--port",
+            "--host",
+            "--api-key",
+            "--served-model-name",
+            "--trust-remote-code",
+            "--enable-log-requests",
+        ] {
+            assert_eq!(class(ignored), Some(Class::Ignored), "{ignored}");
+        }
+        for modelled in ["--max-model-len", "-tp", "--gpu-memory-utilization", "-q"] {
+            assert_eq!(class(modelled), Some(Class::Modelled), "{modelled}");
+        }
+        for refused in ["--speculative-config", "--kv-cache-memory-bytes", "-cc"] {
+            assert_eq!(class(refused), Some(Class::Refused), "{refused}");
+        }
+        assert_eq!(class("--disable-log-requests"), None);
+        assert_eq!(t.absent["--disable-log-requests"], "0.16.0");
+        assert_eq!(t.flags.len(), 231);
+    }
+
+    #[test]
+    fn a_table_that_breaks_its_rules_is_one_line_naming_the_flag() {
+        let head = "schema = 1\nengine = \"vllm\"\n[[launcher]]\nwords = [\"vllm\", \"serve\"]\npositional_model = true\n[flags]\n";
+        let bad = |flag: &str| {
+            let text = format!("{head}{flag}\n");
+            ServeTable::from_texts(&[(&text, "t.toml".to_owned())], "0")
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            bad(r#""--x" = { class = "modelled", takes = "one", type = "int", at = "a" }"#),
+            "t.toml: flag `--x`: `modelled` needs `to`"
+        );
+        assert_eq!(
+            bad(r#""--x" = { class = "ignored", takes = "one", at = "a" }"#),
+            "t.toml: flag `--x`: a flag that takes a value needs its `type`"
+        );
+        assert_eq!(
+            bad(r#""--x" = { class = "refused", takes = "bool", at = "a" }"#),
+            "t.toml: flag `--x`: `refused` needs `why`"
+        );
+        assert_eq!(
+            bad(
+                r#""--x" = { class = "refused", takes = "bool", no_byte = [1], why = "w", at = "a" }"#
+            ),
+            "t.toml: flag `--x`: `no_byte` value 1 does not fit the flag"
+        );
+        assert!(
+            bad(r#""--x" = { class = "kept", takes = "bool", at = "a" }"#)
+                .starts_with("t.toml: unknown variant `kept`")
+        );
+    }
+}
