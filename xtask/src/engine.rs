@@ -87,13 +87,97 @@ fn predict(
     Ok(profile.predict_layout(&StageCircuit::in_order(circuits), run)?)
 }
 
+/// An engine start-up predicted from the plan's flags, with what it was predicted from.
+pub struct Predicted {
+    pub profile: EngineProfile,
+    pub files: HfFiles,
+    pub options: circuit_hf::ImportOptions,
+    pub circuits: Vec<circuit_ir::Circuit>,
+    pub run: RunSettings,
+    pub startup: Startup,
+    /// The quantization the weights are loaded in, in a few words.
+    pub quantization: String,
+    /// The KV cache's storage format (`bf16`, `fp8`).
+    pub kv_cache: String,
+}
+
 /// `cargo xtask plan --hf-config FILE --engine NAME ...`.
 pub fn run_plan(
     args: &PlanArgs,
     engine: &EngineArgs,
     name: &str,
-    mut options: circuit_hf::ImportOptions,
+    options: circuit_hf::ImportOptions,
 ) -> Result<(), CliError> {
+    let (profile, files, options, stages) = load(args, name, options)?;
+    if let Some(names) = &engine.devices {
+        let at = (&files, &options);
+        return run_devices(
+            args,
+            engine,
+            &profile,
+            at,
+            names,
+            stages.circuits,
+            stages.model,
+        );
+    }
+    let Predicted {
+        profile,
+        files,
+        options,
+        circuits,
+        run,
+        startup,
+        quantization,
+        kv_cache,
+    } = predict_loaded(args, engine, (profile, files, options, stages))?;
+    let budget = budget(&profile, engine, &circuits, (&files, &options), &run)
+        .map_err(|e| with_flags(e, engine, args))?;
+    let inputs = settings_used(
+        args,
+        name,
+        &profile,
+        &startup,
+        &run,
+        (&quantization, &kv_cache),
+    )?;
+    let prediction = Prediction {
+        origin: &files.origin,
+        quantization: &quantization,
+        startup: &startup,
+        budget: &budget,
+        inputs: &inputs,
+        serve: args.serve.as_ref(),
+    };
+    prediction.print(args.format)?;
+    if let Some(path) = &args.svg {
+        svg::write_engine_chart(path, &startup)?;
+    }
+    if let Some(path) = &args.arena_svg {
+        // The worker whose activation peak is the largest (the first on a tie): its stage's
+        // forward and what the run holds beside it.
+        let worker = startup
+            .workers
+            .iter()
+            .rev()
+            .max_by_key(|w| w.activation_peak)
+            .ok_or("the start-up has no worker")?;
+        let stages = StageCircuit::in_order(&circuits);
+        let map = profile
+            .profile_run_map(&stages, &run, worker.pp_stage)
+            .map_err(|e| with_flags(e.into(), engine, args))?;
+        svg::write_profile_arena(path, &map, worker, &startup)?;
+    }
+    Ok(())
+}
+
+/// The engine profile, the model's files and its circuits, as the plan's flags name them,
+/// with the flags checked against the model.
+fn load(
+    args: &PlanArgs,
+    name: &str,
+    mut options: circuit_hf::ImportOptions,
+) -> Result<(EngineProfile, HfFiles, circuit_hf::ImportOptions, Stages), CliError> {
     options.parallel = args.parallel.parallel();
     let profile = engines::select(name)?;
     options.load = profile.load_rules();
@@ -102,19 +186,37 @@ pub fn run_plan(
         .as_deref()
         .ok_or("--engine needs --hf-config")?;
     let files = HfFiles::read(path)?;
+    let stages = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
+    let moe = stages
+        .circuits
+        .iter()
+        .any(|c| c.dim("experts_per_tok").is_some());
+    let tower = circuit_hf::has_vision_tower(&files.text, &files.origin)?;
+    crate::inputs::modes::check_model(args, &stages.model, tower, moe)?;
+    Ok((profile, files, options, stages))
+}
+
+/// The start-up the plan's flags ask for (`--engine NAME`, one device), predicted.
+pub fn predict_run(
+    args: &PlanArgs,
+    engine: &EngineArgs,
+    name: &str,
+    options: circuit_hf::ImportOptions,
+) -> Result<Predicted, CliError> {
+    predict_loaded(args, engine, load(args, name, options)?)
+}
+
+fn predict_loaded(
+    args: &PlanArgs,
+    engine: &EngineArgs,
+    (profile, files, options, stages): (EngineProfile, HfFiles, circuit_hf::ImportOptions, Stages),
+) -> Result<Predicted, CliError> {
     let Stages {
         circuits,
         model,
         quantization,
         kv_cache,
-    } = stage_circuits(&files.text, &files.origin, &options, &files.side())?;
-    let moe = circuits.iter().any(|c| c.dim("experts_per_tok").is_some());
-    let tower = circuit_hf::has_vision_tower(&files.text, &files.origin)?;
-    crate::inputs::modes::check_model(args, &model, tower, moe)?;
-    if let Some(names) = &engine.devices {
-        let at = (&files, &options);
-        return run_devices(args, engine, &profile, at, names, circuits, model);
-    }
+    } = stages;
     let device = crate::inputs::settings::device(args)?;
     let run = RunSettings {
         device,
@@ -138,43 +240,16 @@ pub fn run_plan(
             e @ (EngineError::DeviceNotModelled { .. } | EngineError::Refused { .. }) => e.into(),
             e => with_flags(e.into(), engine, args),
         })?;
-    let budget = budget(&profile, engine, &circuits, (&files, &options), &run)
-        .map_err(|e| with_flags(e, engine, args))?;
-    let inputs = settings_used(
-        args,
-        name,
-        &profile,
-        &startup,
-        &run,
-        (&quantization, &kv_cache),
-    )?;
-    let prediction = Prediction {
-        origin: &files.origin,
-        quantization: &quantization,
-        startup: &startup,
-        budget: &budget,
-        inputs: &inputs,
-    };
-    prediction.print(args.format)?;
-    if let Some(path) = &args.svg {
-        svg::write_engine_chart(path, &startup)?;
-    }
-    if let Some(path) = &args.arena_svg {
-        // The worker whose activation peak is the largest (the first on a tie): its stage's
-        // forward and what the run holds beside it.
-        let worker = startup
-            .workers
-            .iter()
-            .rev()
-            .max_by_key(|w| w.activation_peak)
-            .ok_or("the start-up has no worker")?;
-        let stages = StageCircuit::in_order(&circuits);
-        let map = profile
-            .profile_run_map(&stages, &run, worker.pp_stage)
-            .map_err(|e| with_flags(e.into(), engine, args))?;
-        svg::write_profile_arena(path, &map, worker, &startup)?;
-    }
-    Ok(())
+    Ok(Predicted {
+        profile,
+        files,
+        options,
+        circuits,
+        run,
+        startup,
+        quantization,
+        kv_cache,
+    })
 }
 
 /// Prefix caching as the flags ask for it (None: the engine's default).
@@ -584,7 +659,7 @@ fn cell(predicted: f64, printed: f64, decimals: usize) -> String {
     } else {
         format!(
             "{predicted:.d$}/{printed:.d$} {:+.2}%",
-            (predicted - printed) / printed * 100.0
+            crate::check_log::error_percent(predicted, printed)
         )
     }
 }
@@ -595,6 +670,60 @@ fn bench_case(
     devices: &kernel_families::Devices,
 ) -> Result<(), CliError> {
     let name = case["name"].as_str().unwrap_or("?");
+    let (release, s) = case_startup(case, devices, Path::new("data"))?;
+    let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
+    let w = &s.workers[0];
+    outln!(
+        "{name:<64} {release:>9} {:>22} {:>22} {:>28} {:>22}",
+        cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
+        cell(
+            w.activation_peak as f64 / GIB,
+            printed("activation_peak_gib"),
+            2
+        ),
+        cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
+        cell(
+            w.cuda_graph.total as f64 / GIB,
+            printed("cuda_graph_estimated_gib"),
+            2
+        ),
+    );
+    let tp = case["tensor_parallel_size"].as_u64().unwrap_or(1);
+    for (stage, worker) in case["per_worker_profile"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .zip(0u64..)
+        .map(|(p, stage)| (stage, p))
+    {
+        let Some(w) = s.workers.iter().find(|w| w.rank == stage * tp) else {
+            continue;
+        };
+        let label = format!("  {}", worker["worker"].as_str().unwrap_or("?"));
+        let num = |k: &str| worker[k].as_f64().unwrap_or(f64::NAN);
+        outln!(
+            "{label:<64} {:>9} {:>22} {:>22}",
+            "",
+            cell(w.weights as f64 / GIB, num("weights_gib"), 2),
+            cell(
+                w.activation_peak as f64 / GIB,
+                num("activation_peak_gib"),
+                2
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The start-up of one case of data/vllm/ (its config under `data`, the settings its fields
+/// give), by the profile of its release on its device, as `cargo xtask bench engine` predicts
+/// it; with the release.
+pub fn case_startup(
+    case: &serde_json::Value,
+    devices: &kernel_families::Devices,
+    data: &Path,
+) -> Result<(String, Startup), CliError> {
+    let name = case["name"].as_str().unwrap_or("?");
     let release = case["vllm_version"]
         .as_str()
         .ok_or(format!("{name}: no vllm_version"))?;
@@ -603,7 +732,7 @@ fn bench_case(
         .get(case_device(name, case["gpu"].as_str().unwrap_or(""))?)?
         .clone();
     let config = case["config"].as_str().ok_or("case without config")?;
-    let path = Path::new("data").join(config);
+    let path = data.join(config);
     let text = files::read(&path, Input::HfConfig)?;
     let origin = path.display().to_string();
     let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
@@ -638,49 +767,7 @@ fn bench_case(
         enable_prefix_caching: None,
         model,
     };
-    let s = predict(&profile, &circuits, &run)?;
-    let printed = |k: &str| case[k].as_f64().unwrap_or(f64::NAN);
-    let w = &s.workers[0];
-    outln!(
-        "{name:<64} {release:>9} {:>22} {:>22} {:>28} {:>22}",
-        cell(w.weights as f64 / GIB, printed("weights_gib"), 2),
-        cell(
-            w.activation_peak as f64 / GIB,
-            printed("activation_peak_gib"),
-            2
-        ),
-        cell(s.kv_cache_tokens as f64, printed("kv_cache_tokens"), 0),
-        cell(
-            w.cuda_graph.total as f64 / GIB,
-            printed("cuda_graph_estimated_gib"),
-            2
-        ),
-    );
-    let tp = options.parallel.tp;
-    for (stage, worker) in case["per_worker_profile"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .zip(0u64..)
-        .map(|(p, stage)| (stage, p))
-    {
-        let Some(w) = s.workers.iter().find(|w| w.rank == stage * tp) else {
-            continue;
-        };
-        let label = format!("  {}", worker["worker"].as_str().unwrap_or("?"));
-        let num = |k: &str| worker[k].as_f64().unwrap_or(f64::NAN);
-        outln!(
-            "{label:<64} {:>9} {:>22} {:>22}",
-            "",
-            cell(w.weights as f64 / GIB, num("weights_gib"), 2),
-            cell(
-                w.activation_peak as f64 / GIB,
-                num("activation_peak_gib"),
-                2
-            ),
-        );
-    }
-    Ok(())
+    Ok((release.to_owned(), predict(&profile, &circuits, &run)?))
 }
 
 /// Which modelled releases a start-up log checks (a case of data/vllm/ names its

@@ -2,6 +2,7 @@
 //! reads files, the clock or the terminal; every error reaches the user as one line and exit 1.
 
 mod bench;
+mod check_log;
 mod engine;
 mod example;
 mod inputs;
@@ -32,6 +33,9 @@ enum Command {
     Pack(pack::PackArgs),
     /// Measure the planner's speed.
     Bench(bench::BenchArgs),
+    /// Check an engine's start-up log against the prediction for the same settings: every
+    /// figure it printed, predicted and printed, with the error.
+    CheckLog(check_log::CheckLogArgs),
 }
 
 /// An error for the user: its Display is the whole message, one line.
@@ -47,17 +51,23 @@ const VLLM_SHORT_FLAGS: &[(&str, &str)] = &[
     ("-q", "--quantization"),
 ];
 
-/// The command line with vLLM's short flags spelled long (also as `-tp=4`), after `plan` only,
-/// so `cargo xtask plan --hf-config F -tp 4` reads as vLLM users type it.
+/// The command line with vLLM's short flags spelled long (also as `-tp=4`), after `plan` only
+/// and before a `--` (a serve line after it is read as its engine reads it), so `cargo xtask
+/// plan --hf-config F -tp 4` reads as vLLM users type it.
 fn with_vllm_short_flags(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     let mut in_plan = false;
+    let mut after_dash = false;
     args.into_iter()
         .map(|arg| {
             let Some(text) = arg.to_str() else {
                 return arg;
             };
-            if !in_plan {
-                in_plan = text == "plan";
+            if !in_plan || after_dash {
+                in_plan = in_plan || text == "plan";
+                return arg;
+            }
+            if text == "--" {
+                after_dash = true;
                 return arg;
             }
             let (flag, value) = match text.split_once('=') {
@@ -75,16 +85,50 @@ fn with_vllm_short_flags(args: impl IntoIterator<Item = OsString>) -> Vec<OsStri
         .collect()
 }
 
+/// A serve line given after `plan` without the `--` that marks it: clap would refuse its first
+/// word as an unexpected argument; this says what to write instead.
+fn serve_line_without_dash(args: &[OsString]) -> Option<String> {
+    if args.get(1).is_none_or(|a| a != "plan") || args.iter().any(|a| a == "--") {
+        return None;
+    }
+    let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    let at = words.windows(2).position(|w| {
+        (w[0].rsplit('/').next() == Some("vllm") && w[1] == "serve")
+            || (w[0]
+                .rsplit('/')
+                .next()
+                .is_some_and(|p| p.starts_with("python"))
+                && w[1] == "-m")
+    })?;
+    Some(format!(
+        "a serve line goes after `--`: cargo xtask plan {}-- {}",
+        words[2..at]
+            .iter()
+            .map(|w| format!("{w} "))
+            .collect::<String>(),
+        words[at..].join(" ")
+    ))
+}
+
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches_from(with_vllm_short_flags(std::env::args_os()));
+    let argv = with_vllm_short_flags(std::env::args_os());
+    if let Some(hint) = serve_line_without_dash(&argv) {
+        eprintln!("error: {}", circuit_ir::one_line(&hint));
+        return ExitCode::from(2);
+    }
+    let matches = Cli::command().get_matches_from(argv.clone());
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let (Command::Plan(args), Some(("plan", plan))) = (&mut cli.command, matches.subcommand()) {
         args.given = inputs::modes::given(plan);
     }
     let result = out::check_open().and_then(|()| match cli.command {
-        Command::Plan(args) => plan::run(&args),
+        Command::Plan(args) => {
+            let sources = inputs::model::ModelSources::from_env(&[]);
+            inputs::serve_line::apply(*args, &argv, &sources).and_then(|args| plan::run(&args))
+        }
         Command::Pack(args) => pack::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::CheckLog(args) => check_log::run(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -124,6 +168,28 @@ mod tests {
         let args = ["xtask", "pack", "-tp"];
         let got = super::with_vllm_short_flags(args.map(std::ffi::OsString::from));
         assert_eq!(got, args.map(std::ffi::OsString::from));
+        // Nor after `--`: the serve line is read as its engine reads it.
+        let args = ["xtask", "plan", "--", "vllm", "serve", "m", "-tp", "2"];
+        let got = super::with_vllm_short_flags(args.map(std::ffi::OsString::from));
+        assert_eq!(got, args.map(std::ffi::OsString::from));
+    }
+
+    #[test]
+    fn a_serve_line_without_its_dash_says_where_it_goes() {
+        let hint = |args: &[&str]| {
+            super::serve_line_without_dash(
+                &args
+                    .iter()
+                    .map(std::ffi::OsString::from)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(
+            hint(&["xtask", "plan", "--format", "json", "vllm", "serve", "m", "--port", "1"]),
+            Some("a serve line goes after `--`: cargo xtask plan --format json -- vllm serve m --port 1".into())
+        );
+        assert_eq!(hint(&["xtask", "plan", "--", "vllm", "serve", "m"]), None);
+        assert_eq!(hint(&["xtask", "plan", "--device", "h100"]), None);
     }
 
     /// The flags come from clap itself, so a new flag is checked without being typed twice:

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 use crate::CliError;
 use crate::inputs::flags::PlanArgs;
@@ -805,16 +805,22 @@ pub fn apply(
         words.extend(["--hf-config".into(), config.clone().into_os_string()]);
     }
     words.extend(line.flags.iter().map(OsString::from));
-    let mut read = PlanCommand::try_parse_from(&words)
-        .map_err(|e| {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or_default();
-            format!(
-                "the flags before `--` and the serve line's together: {}",
-                first.trim_start_matches("error: ")
-            )
-        })?
+    let refused = |e: clap::Error| {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default().to_owned();
+        format!(
+            "the flags before `--` and the serve line's together: {}",
+            first.trim_start_matches("error: ")
+        )
+    };
+    let matches = PlanCommand::command()
+        .try_get_matches_from(&words)
+        .map_err(refused)?;
+    let mut read = PlanCommand::from_arg_matches(&matches)
+        .map_err(refused)?
         .args;
+    // The flags given, the line's among them, for the modes' checks.
+    read.given = crate::inputs::modes::given(&matches);
     read.serve = Some(ServeNote {
         line,
         config: config.display().to_string(),

@@ -49,6 +49,8 @@ pub struct Prediction<'a> {
     pub budget: &'a Budget,
     /// Every setting used.
     pub inputs: &'a [Setting],
+    /// The serve line the prediction was read from, if any (render/serve_line.rs).
+    pub serve: Option<&'a crate::inputs::serve_line::ServeNote>,
 }
 
 /// The verdict as keys: `starts`, and when it does not, `reason` and the figures of it.
@@ -176,6 +178,9 @@ impl Prediction<'_> {
         let s = self.startup;
         match format {
             OutputFormat::Table => {
+                if let Some(serve) = self.serve {
+                    crate::render::serve_line::print(serve)?;
+                }
                 print_table(self.origin, self.quantization, s, self.inputs)?;
                 print_budget(self.budget)?;
             }
@@ -184,10 +189,13 @@ impl Prediction<'_> {
                 add_budget(&mut j["engine"], self.budget);
                 j["engine"]["verdict"] = verdict_json(&s.verdict);
                 j["engine"]["inputs"] = self.inputs_json();
+                if let Some(serve) = self.serve {
+                    j["serve_line"] = crate::render::serve_line::json(serve);
+                }
                 outln!("{}", serde_json::to_string_pretty(&j)?);
             }
             OutputFormat::Jsonl => {
-                let run = serde_json::json!({
+                let mut run = serde_json::json!({
                     "record": "run",
                     "engine": s.engine,
                     "version": s.version,
@@ -195,6 +203,9 @@ impl Prediction<'_> {
                     "config": self.origin,
                     "inputs": self.inputs_json(),
                 });
+                if let Some(serve) = self.serve {
+                    run["serve_line"] = crate::render::serve_line::json(serve);
+                }
                 outln!("{run}");
                 for w in &s.workers {
                     let mut record = worker_json(w);
