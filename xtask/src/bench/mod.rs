@@ -1,5 +1,10 @@
 //! `cargo xtask bench <what>`: speed targets measured in a release build. Each benchmark prints
 //! what it measured; ratios are taken within one run because the machines are shared.
+//!
+//! Invariants: a timing benchmark runs only in the release profile: `cargo xtask` builds the
+//! dev profile (shared with `cargo test`), so a benchmark started there runs the same command
+//! again through cargo in the release profile ([`release_only`]) once its arguments are
+//! checked; `bench engine`, which times nothing, runs where it is.
 
 mod expr;
 mod fuse;
@@ -41,12 +46,30 @@ enum Bench {
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     match &args.what {
         Bench::Pack(args) => pack::run(args),
-        Bench::Expr => expr::run(),
-        Bench::Fuse => fuse::run(),
-        Bench::Sweep => sweep::run(),
+        Bench::Expr => release_only().and_then(|()| expr::run()),
+        Bench::Fuse => release_only().and_then(|()| fuse::run()),
+        Bench::Sweep => release_only().and_then(|()| sweep::run()),
         Bench::Engine => crate::engine::bench(),
-        Bench::Report => report::run(),
+        Bench::Report => release_only().and_then(|()| report::run()),
     }
+}
+
+/// In a build with debug assertions (the dev profile `cargo xtask` builds), runs this command
+/// line again with `cargo run --release` and exits with its status: what a benchmark measures
+/// is release code. In a release build, returns at once.
+pub fn release_only() -> Result<(), CliError> {
+    if !cfg!(debug_assertions) {
+        return Ok(());
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    eprintln!("cargo xtask bench measures release code: running it with `cargo run --release`");
+    let status = std::process::Command::new(&cargo)
+        .args(["run", "--release", "--manifest-path", manifest, "--"])
+        .args(std::env::args_os().skip(1))
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", cargo.to_string_lossy()))?;
+    std::process::exit(status.code().unwrap_or(1));
 }
 
 /// Runs `f` repeatedly for about `budget`, `rounds` times; returns the median time per call.

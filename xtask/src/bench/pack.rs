@@ -107,6 +107,7 @@ pub fn run(args: &BenchPackArgs) -> Result<(), Box<dyn Error>> {
     for value in &args.limits {
         seconds("--limits", value)?;
     }
+    super::release_only()?;
     let wants = |t: Table| args.tables.is_empty() || args.tables.contains(&t);
     if wants(Table::Minimalloc) {
         minimalloc(args)?;
