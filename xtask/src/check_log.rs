@@ -130,8 +130,14 @@ pub fn check(
         }
         _ => format!("{shown}: {e}"),
     })?;
-    let format = LogFormat::of_folder(release.folder)?;
-    let table = ServeTable::of_folder(release.folder, &release.version)?;
+    // The release exactly (a folder may stand for several): the banner's or --engine's.
+    let version = spec
+        .split_once("==")
+        .map_or(release.version.clone(), |(_, v)| v.trim().to_owned());
+    let format =
+        LogFormat::of_folder(release.folder, &version).map_err(|e| format!("{shown}: {e}"))?;
+    let table =
+        ServeTable::of_folder(release.folder, &version).map_err(|e| format!("{shown}: {e}"))?;
     let printed = log::read(text, &format);
     let figures = printed
         .printed
@@ -157,6 +163,7 @@ pub fn check(
     let mut line = ServeLine {
         engine: table.engine.clone(),
         release: table.release.clone(),
+        version: table.version.clone(),
         ..ServeLine::default()
     };
     read_flags(&tokens, false, &table, &mut line)
@@ -180,7 +187,7 @@ pub fn check(
         "--hf-config".into(),
         config.display().to_string(),
         "--engine".into(),
-        format!("{}=={}", release.engine, release.version),
+        format!("{}=={version}", release.engine),
         "--device".into(),
         device.clone(),
     ];
@@ -207,7 +214,7 @@ pub fn check(
         lines: printed.lines,
         truncated: false,
         engine: release.engine.clone(),
-        release: release.version.clone(),
+        release: version.clone(),
         folder: release.folder.to_owned(),
         banner_line,
         line,
@@ -636,11 +643,18 @@ mod tests {
             e("nothing"),
             "l.log: no vLLM release found (the banner `vLLM server version X`, its logo's `version X` line, or `vLLM API server version X`); give --engine vllm==X"
         );
+        // A release no engine folder claims (the V0 engine's).
+        let v0 = e(
+            "(APIServer pid=2739) INFO 09-04 01:28:28 [api_server.py:1805] vLLM API server version 0.6.3",
+        );
+        assert!(
+            v0.starts_with("l.log: the log is vLLM 0.6.3 (line 1), a release the planner does not model; the releases modelled are 0.19.0, 0.19.1, "),
+            "{v0}"
+        );
+        // A release modelled whose start-up lines were not read.
         assert_eq!(
-            e(
-                "(APIServer pid=2739) INFO 09-04 01:28:28 [api_server.py:1805] vLLM API server version 0.10.1.1"
-            ),
-            "l.log: the log is vLLM 0.10.1.1 (line 1), a release the planner does not model; the releases modelled are 0.19.0"
+            e("INFO [utils.py:279] vLLM server version 0.25.0, serving model m"),
+            "l.log: release 0.25.0's start-up log is not modelled: engines/vllm-0.19/log.toml lists the lines of 0.19.0, 0.19.1 only"
         );
         assert_eq!(
             e("INFO [utils.py:279] vLLM server version 0.19.0, serving model m"),

@@ -115,6 +115,8 @@ struct LineSpec {
 #[serde(deny_unknown_fields)]
 struct LogFile {
     schema: u32,
+    /// The releases whose source the lines were read from.
+    releases: Vec<String>,
     line: Vec<LineSpec>,
 }
 
@@ -144,9 +146,10 @@ pub struct LogFormat {
 }
 
 impl LogFormat {
-    /// The format of an engine folder (its `log.toml` and the folders it extends: a folder's
-    /// own `[[line]]` list replaces its base's).
-    pub fn of_folder(folder: &str) -> Result<LogFormat, CliError> {
+    /// The format of an engine folder for its release `version` (its `log.toml`, or the one of
+    /// the folders it extends: a folder's own `[[line]]` list replaces its base's), refused in
+    /// one line when that file was not read for the release.
+    pub fn of_folder(folder: &str, version: &str) -> Result<LogFormat, CliError> {
         let texts = engines::log_lines(folder)?;
         let Some((text, origin)) = texts.last() else {
             return Err(format!(
@@ -154,13 +157,20 @@ impl LogFormat {
             )
             .into());
         };
-        LogFormat::from_text(text, origin)
+        LogFormat::from_text(text, origin, version)
     }
 
-    pub fn from_text(text: &str, origin: &str) -> Result<LogFormat, CliError> {
+    pub fn from_text(text: &str, origin: &str, version: &str) -> Result<LogFormat, CliError> {
         let file: LogFile = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
         if file.schema != 1 {
             return Err(format!("{origin}: schema {} (expected 1)", file.schema).into());
+        }
+        if !file.releases.iter().any(|r| r == version) {
+            return Err(format!(
+                "release {version}'s start-up log is not modelled: {origin} lists the lines of {} only",
+                file.releases.join(", ")
+            )
+            .into());
         }
         let patterns = file
             .line
@@ -717,7 +727,7 @@ mod tests {
 
     #[test]
     fn lines_give_their_figures_and_the_process_that_printed_them() {
-        let f = LogFormat::of_folder("vllm-0.19").unwrap();
+        let f = LogFormat::of_folder("vllm-0.19", "0.19.0").unwrap();
         let text = "(Worker_TP1 pid=445) DEBUG 04-22 01:36:26 [v1/worker/gpu_worker.py:435] Memory profiling takes 19.45 seconds. Total non KV cache memory: 11.47GiB; torch peak memory increase: 1.89GiB; non-torch forward increase memory: 2.07GiB; weights memory: 7.51GiB.\n\
 (EngineCore pid=245) INFO 04-22 01:36:26 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 1,044,688 tokens\n\
 (EngineCore pid=245) INFO 04-22 01:36:26 [v1/core/kv_cache_utils.py:1324] Maximum concurrency for 8,192 tokens per request: 127.53x\n\
@@ -749,8 +759,11 @@ mod tests {
     fn a_log_format_that_breaks_its_rules_is_one_line() {
         let bad = |p: &str| {
             LogFormat::from_text(
-                &format!("schema = 1\n[[line]]\npattern = \"{p}\"\nat = \"a\"\n"),
+                &format!(
+                    "schema = 1\nreleases = [\"1.0\"]\n[[line]]\npattern = \"{p}\"\nat = \"a\"\n"
+                ),
                 "l.toml",
+                "1.0",
             )
             .unwrap_err()
             .to_string()
@@ -770,6 +783,14 @@ mod tests {
         assert_eq!(
             bad("x {weights"),
             "l.toml: pattern `x {weights`: a `{` is not closed"
+        );
+        // A folder that extends 0.19's without a log.toml of its own has no lines for its
+        // release: 0.19's are not read as another release's.
+        assert_eq!(
+            LogFormat::of_folder("vllm-0.20", "0.20.0")
+                .unwrap_err()
+                .to_string(),
+            "release 0.20.0's start-up log is not modelled: engines/vllm-0.19/log.toml lists the lines of 0.19.0, 0.19.1 only"
         );
     }
 }

@@ -29,6 +29,8 @@ pub struct ServeLine {
     pub engine: String,
     /// The release whose flags read it (`vLLM 0.19.0`).
     pub release: String,
+    /// That release as pip spells it (`0.19.0`).
+    pub version: String,
     /// The line's words as given (environment assignments included).
     pub words: Vec<String>,
     /// The model as the line names it, or the engine's default when it names none.
@@ -688,6 +690,7 @@ pub fn parse(words: &[String], tables: &[ServeTable]) -> Result<ServeLine, Strin
     let mut line = ServeLine {
         engine: table.engine.clone(),
         release: table.release.clone(),
+        version: table.version.clone(),
         words: words.to_vec(),
         ..ServeLine::default()
     };
@@ -719,8 +722,8 @@ pub struct ServeNote {
 }
 
 /// The serve-line tables of the engines the planner models, or of the one `spec` names
-/// (`vllm`, `vllm==0.19.0`): each engine's newest release with a `serve_flags.toml`, or the
-/// named release's.
+/// (`vllm`, `vllm==0.19.0`): each engine's newest release whose command line is modelled, or
+/// the named release's.
 pub fn tables_for(spec: Option<&str>) -> Result<Vec<ServeTable>, CliError> {
     let specs: Vec<String> = match spec {
         Some(s) => vec![s.to_owned()],
@@ -735,19 +738,17 @@ pub fn tables_for(spec: Option<&str>) -> Result<Vec<ServeTable>, CliError> {
         }
     };
     let mut tables = Vec::new();
-    for spec in specs {
-        let release = engines::resolve(&spec)?;
-        if engines::serve_flags(release.folder)?.is_empty() {
-            continue;
+    let mut why = Vec::new();
+    for name in &specs {
+        match ServeTable::of_release(name) {
+            Ok(t) => tables.push(t),
+            Err(e) if spec.is_some() => return Err(e),
+            // One engine whose command line is not modelled does not hide the others'.
+            Err(e) => why.push(e.to_string()),
         }
-        tables.push(ServeTable::of_folder(release.folder, &release.version)?);
     }
     if tables.is_empty() {
-        return Err(format!(
-            "no engine release {} has a serve_flags.toml: its command line is not known",
-            spec.unwrap_or("modelled")
-        )
-        .into());
+        return Err(why.join("; ").into());
     }
     Ok(tables)
 }
@@ -799,7 +800,11 @@ pub fn apply(
         .map_or(argv.len(), |d| plan + d);
     let mut words: Vec<OsString> = argv[plan..dash].to_vec();
     if args.engine.engine.is_none() {
-        words.extend(["--engine".into(), line.engine.clone().into()]);
+        // The release that read the line predicts it.
+        words.extend([
+            "--engine".into(),
+            format!("{}=={}", line.engine, line.version).into(),
+        ]);
     }
     if args.hf_config.is_none() {
         words.extend(["--hf-config".into(), config.clone().into_os_string()]);
@@ -1007,6 +1012,7 @@ mod tests {
                 .to_string()
         };
         let copy = |path: &str| data.join(path).display().to_string();
+        let newest = ServeTable::of_release("vllm").unwrap().version;
         let lines: [(&str, String, &[&str]); 10] = [
             // docs: the OpenAI-compatible server.
             (
@@ -1109,12 +1115,13 @@ mod tests {
             let read = apply(given, &argv, &sources).unwrap_or_else(|e| panic!("{text}: {e}"));
             let note = read.serve.clone().unwrap();
             assert_eq!(note.config, config, "{text}");
+            // A line names no release: the newest whose command line is modelled reads it.
             let mut by_hand: Vec<String> = [
                 "plan",
                 "--format",
                 "json",
                 "--engine",
-                "vllm",
+                &format!("vllm=={newest}"),
                 "--hf-config",
             ]
             .iter()

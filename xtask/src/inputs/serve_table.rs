@@ -154,6 +154,8 @@ pub struct EnvRules {
 struct File {
     schema: u32,
     engine: String,
+    /// The releases whose source the table (as overlaid up to this file) was read from.
+    releases: Vec<String>,
     launcher: Vec<Launcher>,
     #[serde(default)]
     parser: ParserRules,
@@ -171,6 +173,8 @@ pub struct ServeTable {
     pub engine: String,
     /// The release, as messages name it (`vLLM 0.19.0`).
     pub release: String,
+    /// The release as pip spells it (`0.19.0`).
+    pub version: String,
     pub launchers: Vec<Launcher>,
     pub parser: ParserRules,
     pub env: EnvRules,
@@ -191,8 +195,30 @@ pub fn engine_title(engine: &str) -> String {
     }
 }
 
+/// A release's numbers (`0.10.1.1` -> [0, 10, 1, 1]) for ordering; a part that is not a
+/// number orders first.
+fn numeric(version: &str) -> Vec<u64> {
+    version.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// Whether the serve table `folder` has (its own or inherited; none: false) lists `version`
+/// among the releases it was read for.
+fn covers(folder: &str, version: &str) -> Result<bool, CliError> {
+    let mut merged = toml::Table::new();
+    for (text, from) in engines::serve_flags(folder)? {
+        let table: toml::Table = toml::from_str(text).map_err(|e| format!("{from}: {e}"))?;
+        engine_profile::file::overlay(&mut merged, table);
+    }
+    Ok(merged
+        .get("releases")
+        .and_then(toml::Value::as_array)
+        .is_some_and(|rs| rs.iter().any(|r| r.as_str() == Some(version))))
+}
+
 impl ServeTable {
-    /// The table of an engine folder (`vllm-0.19`) whose release is `version`.
+    /// The table of an engine folder (`vllm-0.19`) for its release `version`: refused in one
+    /// line when the folder's table (its own file or the one it inherits) was not read for
+    /// that release.
     pub fn of_folder(folder: &str, version: &str) -> Result<ServeTable, CliError> {
         let texts = engines::serve_flags(folder)?;
         if texts.is_empty() {
@@ -202,6 +228,37 @@ impl ServeTable {
             .into());
         }
         ServeTable::from_texts(&texts, version)
+    }
+
+    /// The table of the release `spec` names (`vllm==0.19.1`), or for `vllm` alone the newest
+    /// release whose command line is modelled (a folder without a table of its own inherits
+    /// its base's, which says the releases it was read for).
+    pub fn of_release(spec: &str) -> Result<ServeTable, CliError> {
+        let release = engines::resolve(spec)?;
+        if let Some((_, wanted)) = spec.split_once("==") {
+            return ServeTable::of_folder(release.folder, wanted.trim());
+        }
+        let mut all: Vec<(Vec<u64>, String, &'static str)> = engines::catalogue()?
+            .into_iter()
+            .filter(|r| r.engine == release.engine)
+            .flat_map(|r| {
+                r.releases
+                    .iter()
+                    .map(|v| (numeric(v), v.clone(), r.folder))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        all.sort();
+        for (_, version, folder) in all.iter().rev() {
+            if covers(folder, version)? {
+                return ServeTable::of_folder(folder, version);
+            }
+        }
+        Err(format!(
+            "no release of {} has its command line modelled (a serve_flags.toml)",
+            engine_title(&release.engine)
+        )
+        .into())
     }
 
     /// Parses the overlaid texts (base first).
@@ -214,6 +271,22 @@ impl ServeTable {
         let mut merged = toml::Table::new();
         for (text, from) in texts {
             let table: toml::Table = toml::from_str(text).map_err(|e| format!("{from}: {e}"))?;
+            // A release that drops a flag lists it under `absent`; one that brings a flag
+            // back lists it under `flags`: the later file wins over its base's either way.
+            let named = |key: &str| -> Vec<String> {
+                table
+                    .get(key)
+                    .and_then(toml::Value::as_table)
+                    .map(|t| t.keys().cloned().collect())
+                    .unwrap_or_default()
+            };
+            for (key, other) in [("absent", "flags"), ("flags", "absent")] {
+                for name in named(key) {
+                    if let Some(toml::Value::Table(t)) = merged.get_mut(other) {
+                        t.remove(&name);
+                    }
+                }
+            }
             engine_profile::file::overlay(&mut merged, table);
         }
         let file: File = toml::Value::Table(merged)
@@ -221,6 +294,15 @@ impl ServeTable {
             .map_err(|e| format!("{origin}: {e}"))?;
         if file.schema != 1 {
             return Err(format!("{origin}: schema {} (expected 1)", file.schema).into());
+        }
+        let title = engine_title(&file.engine);
+        if !file.releases.iter().any(|r| r == version) {
+            return Err(format!(
+                "{title} {version}'s command line is not modelled: {origin} was read from the source of {title} {} only; choose one of those with --engine {}==X",
+                file.releases.join(", "),
+                file.engine
+            )
+            .into());
         }
         let mut aliases = BTreeMap::new();
         for (name, flag) in &file.flags {
@@ -239,7 +321,8 @@ impl ServeTable {
             return Err(format!("{origin}: optimization_flag `{o}` is not a flag").into());
         }
         Ok(ServeTable {
-            release: format!("{} {version}", engine_title(&file.engine)),
+            release: format!("{title} {version}"),
+            version: version.to_owned(),
             engine: file.engine,
             launchers: file.launcher,
             parser: file.parser,
@@ -617,7 +700,7 @@ mod tests {
 
     #[test]
     fn a_table_that_breaks_its_rules_is_one_line_naming_the_flag() {
-        let head = "schema = 1\nengine = \"vllm\"\n[[launcher]]\nwords = [\"vllm\", \"serve\"]\npositional_model = true\n[flags]\n";
+        let head = "schema = 1\nengine = \"vllm\"\nreleases = [\"0\"]\n[[launcher]]\nwords = [\"vllm\", \"serve\"]\npositional_model = true\n[flags]\n";
         let bad = |flag: &str| {
             let text = format!("{head}{flag}\n");
             ServeTable::from_texts(&[(&text, "t.toml".to_owned())], "0")
@@ -646,5 +729,49 @@ mod tests {
             bad(r#""--x" = { class = "kept", takes = "bool", at = "a" }"#)
                 .starts_with("t.toml: unknown variant `kept`")
         );
+    }
+
+    #[test]
+    fn a_later_release_overlays_its_base_flag_by_flag() {
+        let base = "schema = 1\nengine = \"vllm\"\nreleases = [\"1.0\"]\n[[launcher]]\nwords = [\"vllm\", \"serve\"]\npositional_model = true\n[flags]\n\"--a\" = { class = \"ignored\", takes = \"none\", at = \"a:1\" }\n\"--b\" = { class = \"ignored\", takes = \"none\", at = \"a:2\" }\n[absent]\n\"--c\" = \"0.9\"\n";
+        // 1.1 drops --a, brings --c back and changes --b.
+        let later = "releases = [\"1.1\"]\n[flags]\n\"--c\" = { class = \"ignored\", takes = \"none\", at = \"a:3\" }\n\"--b\" = { class = \"refused\", takes = \"none\", why = \"w\", at = \"a:4\" }\n[absent]\n\"--a\" = \"1.0\"\n";
+        let texts = [
+            (base, "base.toml".to_owned()),
+            (later, "later.toml".to_owned()),
+        ];
+        let t = ServeTable::from_texts(&texts, "1.1").unwrap();
+        assert_eq!(t.release, "vLLM 1.1");
+        assert_eq!(t.flags.keys().collect::<Vec<_>>(), ["--b", "--c"]);
+        assert_eq!(t.flags["--b"].class, Class::Refused);
+        assert_eq!(
+            t.absent.iter().collect::<Vec<_>>(),
+            [(&"--a".to_owned(), &"1.0".to_owned())]
+        );
+        // The overlaid table stands for the later release only.
+        assert_eq!(
+            ServeTable::from_texts(&texts, "1.0")
+                .unwrap_err()
+                .to_string(),
+            "vLLM 1.0's command line is not modelled: base.toml + later.toml was read from the source of vLLM 1.1 only; choose one of those with --engine vllm==X"
+        );
+    }
+
+    #[test]
+    fn a_release_whose_flags_were_not_read_is_refused_and_vllm_alone_is_the_newest_read() {
+        // vllm-0.20 extends vllm-0.19 with no serve_flags.toml of its own.
+        assert_eq!(
+            ServeTable::of_release("vllm==0.20.0")
+                .unwrap_err()
+                .to_string(),
+            "vLLM 0.20.0's command line is not modelled: engines/vllm-0.19/serve_flags.toml was read from the source of vLLM 0.19.0, 0.19.1 only; choose one of those with --engine vllm==X"
+        );
+        let t = ServeTable::of_release("vllm==0.19.1").unwrap();
+        assert_eq!(
+            (t.release.as_str(), t.version.as_str()),
+            ("vLLM 0.19.1", "0.19.1")
+        );
+        let newest = ServeTable::of_release("vllm").unwrap();
+        assert_eq!(newest.version, "0.19.1");
     }
 }
