@@ -826,6 +826,11 @@ pub fn apply(
         .args;
     // The flags given, the line's among them, for the modes' checks.
     read.given = crate::inputs::modes::given(&matches);
+    // `--engine vllm` names no release: the release that read the line predicts it, not a
+    // newer one whose command line is not modelled.
+    if read.engine.engine.as_deref() == Some(line.engine.as_str()) {
+        read.engine.engine = Some(format!("{}=={}", line.engine, line.version));
+    }
     read.serve = Some(ServeNote {
         line,
         config: config.display().to_string(),
@@ -1147,6 +1152,38 @@ mod tests {
             assert_eq!(plain(read), plain(expected), "{text}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_release_that_reads_the_line_predicts_it() {
+        let sources = ModelSources {
+            cwd: std::env::temp_dir(),
+            hub: None,
+            data: crate::inputs::model::repository_data(),
+        };
+        let newest = ServeTable::of_release("vllm").unwrap().version;
+        let engine_of = |before: &[&str]| {
+            let mut argv: Vec<OsString> = vec!["xtask".into(), "plan".into()];
+            argv.extend(before.iter().map(OsString::from));
+            argv.extend(["--".into(), "vllm serve Qwen/Qwen3-30B-A3B -tp 2".into()]);
+            let given = PlanCommand::try_parse_from(&argv[1..]).unwrap().args;
+            apply(given, &argv, &sources)
+                .map(|a| a.engine.engine.unwrap())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(engine_of(&[]).unwrap(), format!("vllm=={newest}"));
+        assert_eq!(
+            engine_of(&["--engine", "vllm"]).unwrap(),
+            format!("vllm=={newest}")
+        );
+        assert_eq!(
+            engine_of(&["--engine", "vllm==0.19.0"]).unwrap(),
+            "vllm==0.19.0"
+        );
+        assert_eq!(
+            engine_of(&["--engine", "vllm==0.27.1"]).unwrap_err(),
+            "vLLM 0.27.1's command line is not modelled: engines/vllm-0.19/serve_flags.toml was read from the source of vLLM 0.19.0, 0.19.1 only; choose one of those with --engine vllm==X"
+        );
     }
 
     #[test]
