@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::CliError;
 use crate::inputs::flags::PlanArgs;
@@ -850,6 +850,7 @@ pub struct PlanCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
     fn table() -> ServeTable {
         ServeTable::of_folder("vllm-0.19", "0.19.0").unwrap()
@@ -1134,7 +1135,12 @@ mod tests {
             .collect();
             by_hand.push(config.clone());
             by_hand.extend(flags.iter().map(|s| s.to_string()));
-            let expected = PlanCommand::try_parse_from(&by_hand).unwrap().args;
+            // As `main` reads a command line: the flags given are kept for the modes' checks.
+            let matches = PlanCommand::command()
+                .try_get_matches_from(&by_hand)
+                .unwrap();
+            let mut expected = PlanCommand::from_arg_matches(&matches).unwrap().args;
+            expected.given = crate::inputs::modes::given(&matches);
             let plain = |mut a: PlanArgs| {
                 a.serve = None;
                 a.serve_line.clear();
