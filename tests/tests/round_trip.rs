@@ -1,6 +1,6 @@
-//! Circuits, registries and rule sets written back to TOML load as equal values: every example
-//! and every shared Hugging Face model. And the builders refuse what the loaders refuse, with
-//! the same errors.
+//! Circuits, registries and rule sets written back to TOML load as equal values: every example,
+//! the standard families and rules, and every shared Hugging Face model. And the builders
+//! refuse what the loaders refuse, with the same errors.
 
 use std::path::PathBuf;
 
@@ -30,20 +30,23 @@ fn circuit_round_trip(circuit: &Circuit) {
 
 #[test]
 fn examples_round_trip() {
-    for dir in ["examples/llama-3.1-8b", "examples/hf"] {
-        let dir = root().join(dir);
-        if dir.join("circuit.toml").exists() {
-            let circuit =
-                Circuit::from_toml(&read(dir.join("circuit.toml")), "circuit.toml").unwrap();
-            circuit_round_trip(&circuit);
-        }
-        let families =
-            Families::from_toml(&read(dir.join("families.toml")), "families.toml").unwrap();
+    let dir = root().join("examples/llama-3.1-8b");
+    let circuit = Circuit::from_toml(&read(dir.join("circuit.toml")), "circuit.toml").unwrap();
+    circuit_round_trip(&circuit);
+    let standard = (
+        kernel_families::standard::FAMILIES.to_owned(),
+        fuser::standard::RULES.to_owned(),
+    );
+    let example = (
+        read(dir.join("families.toml")),
+        read(dir.join("rules.toml")),
+    );
+    for (families, rules) in [example, standard] {
+        let families = Families::from_toml(&families, "families.toml").unwrap();
         let again = Families::from_toml(&families.to_toml().unwrap(), "written.toml").unwrap();
         assert_eq!(again, families);
         assert_eq!(again.decl(), families.decl());
-        let rules =
-            Rules::from_toml(&read(dir.join("rules.toml")), "rules.toml", Some(&families)).unwrap();
+        let rules = Rules::from_toml(&rules, "rules.toml", Some(&families)).unwrap();
         let again =
             Rules::from_toml(&rules.to_toml().unwrap(), "written.toml", Some(&families)).unwrap();
         assert_eq!(again, rules);

@@ -1,4 +1,5 @@
-//! The example compiled into the binary, so `cargo xtask plan` runs from any directory.
+//! The example compiled into the binary, so `cargo xtask plan` runs from any directory, and
+//! the standard families and rules (kernel-families', fuser's) that `--hf-config` plans with.
 
 /// The Llama-3.1-8B circuit.
 pub const CIRCUIT: &str = include_str!("../../examples/llama-3.1-8b/circuit.toml");
@@ -24,14 +25,14 @@ pub fn llama_70b() -> String {
         .replace("layers = 32", "layers = 80")
 }
 
-/// Kernel families for circuits imported with `--hf-config`.
-pub const HF_FAMILIES: &str = include_str!("../../examples/hf/families.toml");
+/// Kernel families for circuits imported with `--hf-config`: the standard families.
+pub const HF_FAMILIES: &str = kernel_families::standard::FAMILIES;
 /// The name errors in them point at.
-pub const HF_FAMILIES_ORIGIN: &str = "examples/hf/families.toml (embedded)";
-/// Fusion rules for circuits imported with `--hf-config`.
-pub const HF_RULES: &str = include_str!("../../examples/hf/rules.toml");
+pub const HF_FAMILIES_ORIGIN: &str = "kernel-families/standard-families.toml (embedded)";
+/// Fusion rules for circuits imported with `--hf-config`: the standard rules.
+pub const HF_RULES: &str = fuser::standard::RULES;
 /// The name errors in them point at.
-pub const HF_RULES_ORIGIN: &str = "examples/hf/rules.toml (embedded)";
+pub const HF_RULES_ORIGIN: &str = "fuser/standard-rules.toml (embedded)";
 
 #[cfg(test)]
 mod tests {

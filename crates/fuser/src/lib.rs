@@ -1,5 +1,6 @@
 //! Fusion: which nodes of a circuit run together in one launch group, at a given number of
 //! rows `n` and under given settings, decided by declarative rules (docs/fusion.md).
+//! [`standard`] holds the standard rules, over the standard kernel families.
 //!
 //! Invariants: it knows circuits (circuit-ir) and the kernel registry (kernel-families, only to
 //! check that rules name known kernels); it must not know bytes, buffers or memory plans. It
@@ -69,6 +70,7 @@ pub mod fuse;
 pub mod intervals;
 pub mod plan;
 pub mod rules;
+pub mod standard;
 
 pub use builder::RulesBuilder;
 pub use fuse::{FuseError, FuseOptions, fuse};

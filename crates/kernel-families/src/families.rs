@@ -218,6 +218,26 @@ impl Families {
         &self.origin
     }
 
+    /// The dims the registry's workspace expressions read (every name but [`READABLE`]), in
+    /// name order, each with the ids of the families reading it in file order: what a circuit
+    /// must define before [`Families::bind`] accepts it.
+    pub fn dims_read(&self) -> Vec<(String, Vec<String>)> {
+        let mut dims: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+        for family in self.families.values() {
+            let exprs = family.workspaces.iter().flat_map(|ws| &ws.bytes);
+            for name in exprs.flat_map(|e| e.free_names()) {
+                let readers = dims.entry(name).or_default();
+                if !READABLE.contains(&name) && !readers.contains(&family.id) {
+                    readers.push(family.id.clone());
+                }
+            }
+        }
+        dims.into_iter()
+            .filter(|(_, readers)| !readers.is_empty())
+            .map(|(dim, readers)| (dim.to_owned(), readers))
+            .collect()
+    }
+
     /// Every `(family, workspace, expression, name)` whose name is neither a dim of `circuit`
     /// nor one of [`READABLE`], in file order. Empty: the registry can be bound to the circuit
     /// (evaluation faults such as overflow can still occur at some `n`).

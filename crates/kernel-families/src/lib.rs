@@ -1,7 +1,8 @@
 //! Kernel families of the circuit memory planner (docs/families.md): which family a launch group
 //! runs for a node ([`Families::of_group`]), the workspaces each family declares and their
 //! values at `(n, k)` on a device ([`Families::bind`], [`BoundFamilies::workspace_value`]), and
-//! the device table ([`Devices`]).
+//! the device table ([`Devices`]). [`standard`] holds the standard families (an H100-class,
+//! bf16 registry covering every op circuit-hf emits) and the dims they read.
 //!
 //! Invariants: it depends on circuit-ir only and must not know fusion rules or memory plans. It
 //! reads no file, no environment and no clock: callers hand it text and an origin name for
@@ -50,6 +51,7 @@ pub mod device;
 pub mod error;
 pub mod families;
 mod load;
+pub mod standard;
 
 pub use bound::BoundFamilies;
 pub use builder::FamiliesBuilder;
