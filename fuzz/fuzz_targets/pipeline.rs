@@ -164,7 +164,7 @@ fuzz_target!(|data: &[u8]| {
                     .totals
                     .total;
                 assert!(total <= budget, "max_rows {m} has total {total} > {budget}");
-                assert_eq!(fit.total, Some(total));
+                assert_eq!(fit.total_at_max_rows, Some(total));
             }
         }
     }

@@ -252,8 +252,11 @@ fn fit_queries_reach_the_top_of_u64() {
     // Total at even n: weights 8192 + x (128 n) + y (256 n) + scratch (256 n), all live at once.
     let budget = 8192 + 640 * (1 << 40);
     let fit = planner.max_rows(1..=1 << 50, budget).unwrap();
-    assert_eq!((fit.max_rows, fit.total), (Some(1 << 40), Some(budget)));
-    assert!(fit.monotone);
+    assert_eq!(
+        (fit.max_rows, fit.total_at_max_rows),
+        (Some(1 << 40), Some(budget))
+    );
+    assert!(fit.totals_monotone);
     // At n = u64::MAX the workspace overflows: the query fails naming it (it does not wrap
     // into a small total that would "fit").
     assert_eq!(

@@ -16,18 +16,23 @@
 //! parts are disjoint shares of the plan's checked total, so a row's [`NodeRow::total`] cannot
 //! overflow.
 
-use circuit_ir::NodeIdx;
+use circuit_ir::{NodeIdx, Op};
 use cranelift_entity::EntityRef;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::error::PlanError;
 use crate::planner::{Planner, Scratch};
 
 /// The bytes one node owns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeRow {
     /// The node.
     pub node: NodeIdx,
+    /// The node's instance id (`layer.3.q_proj`), as the circuit names it.
+    pub id: String,
+    /// Its operation.
+    #[serde(serialize_with = "op_name")]
+    pub op: Op,
     /// Weight tensors it declares first.
     pub weights: u64,
     /// Its buffers live at the arena's peak step.
@@ -49,7 +54,13 @@ impl NodeRow {
     }
 }
 
-/// The per-node table at one row count.
+/// An op as its name (`rms_norm`), as circuit files write it.
+fn op_name<S: Serializer>(op: &Op, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(op.name())
+}
+
+/// The per-node table at one row count. Its `Display` prints one line per node (id, op and
+/// the four columns in bytes), the fragmentation line and the total.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeTable {
     /// The row count.
@@ -71,9 +82,11 @@ impl Planner<'_> {
         let circuit = self.circuit;
         let mut rows: Vec<NodeRow> = circuit
             .nodes()
-            .keys()
-            .map(|node| NodeRow {
+            .iter()
+            .map(|(node, decl)| NodeRow {
                 node,
+                id: decl.id.clone(),
+                op: decl.op,
                 weights: 0,
                 activations: 0,
                 workspaces: 0,

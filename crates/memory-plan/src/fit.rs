@@ -2,8 +2,8 @@
 //! fits at a given row count.
 //!
 //! Invariants: an answer is exact for the planner's own totals, or says it is not
-//! ([`RowsFit::unresolved`]); no query assumes a total grows with `n`, and each has a bound on
-//! its work.
+//! ([`RowsFit::answer_may_be_in`]); no query assumes a total grows with `n`, and each has a
+//! bound on its work.
 //!
 //! Totals need not grow with `n`: the plan changes at row-interval edges (other kernels, other
 //! fusions), and a workspace may shrink as `n` grows (split-KV partials: fewer splits at larger
@@ -20,10 +20,10 @@
 //! search over every plan and interval it builds (a plan whose arena the heuristics leave
 //! above its lower bound may spend up to `PlanConfig::search_steps` of them: a few hundred such
 //! plans would otherwise take minutes). When either runs out the result says which
-//! ([`RowsFit::gave_up`], [`FitLimit`]) and where the answer may still be
-//! ([`RowsFit::unresolved`]), and gives the largest `n` it found to fit by galloping down (at
-//! most 66 more plans and a quarter of the step budget more), never a hang. The binary searches
-//! take at most 64 steps each.
+//! ([`RowsFit::limit_reached`], [`FitLimit`]) and where the answer may still be
+//! ([`RowsFit::answer_may_be_in`]), and gives the largest `n` it found to fit by galloping down
+//! (at most 66 more plans and a quarter of the step budget more), never a hang. The binary
+//! searches take at most 64 steps each.
 //!
 //! `max_kv_tokens` solves `fixed + states(kv) <= budget` in closed form when every state grows
 //! linearly with tokens, and by bisection over the (always nondecreasing) state bytes otherwise
@@ -67,33 +67,39 @@ impl std::fmt::Display for FitLimit {
     }
 }
 
-/// The largest row count that fits.
+/// The answer of [`Planner::max_rows`]: the largest row count whose total fits a budget, and
+/// how sure it is. Its `Display` says it in one or two lines.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RowsFit {
     /// The budget in bytes.
     pub budget: u64,
-    /// The range searched.
-    pub range: RangeInclusive<u64>,
-    /// The largest `n` in the range whose total fits; `None` when none does. When the scan gave
-    /// up (`unresolved` is set), the largest `n` found to fit, below `unresolved`.
+    /// The row counts searched.
+    pub rows_searched: RangeInclusive<u64>,
+    /// The largest `n` in the range whose total fits; `None` when none does. When a work limit
+    /// ran out (`answer_may_be_in` is set), the largest `n` found to fit, below that range.
     pub max_rows: Option<u64>,
-    /// The total at `max_rows`.
-    pub total: Option<u64>,
-    /// Whether totals were found nondecreasing in `n` over the range.
-    pub monotone: bool,
-    /// Why not, when they are not (a drop at an interval edge, or a workspace that shrinks).
-    pub note: Option<String>,
-    /// Set when a work limit ran out: no `n` above this range fits, the `n` in it were not all
-    /// examined, so the largest `n` that fits is in it or is `max_rows`.
-    pub unresolved: Option<RangeInclusive<u64>>,
+    /// The total at `max_rows`, in bytes.
+    pub total_at_max_rows: Option<u64>,
+    /// Whether totals were found nondecreasing in `n` over the range: when true, every `n`
+    /// below `max_rows` fits too.
+    pub totals_monotone: bool,
+    /// Why `totals_monotone` is false: a drop at an interval edge (where the fusion plan
+    /// changes), a workspace that may shrink as `n` grows, or intervals the query stopped
+    /// before checking. Then some `n` below `max_rows` may not fit.
+    pub why_not_monotone: Option<String>,
+    /// Set when a work limit ran out before the answer was certain: the largest `n` that fits
+    /// is in this range (whose row counts were not all examined) or is `max_rows`; no `n`
+    /// above it fits.
+    pub answer_may_be_in: Option<RangeInclusive<u64>>,
     /// Plans evaluated in the walk and the scan when the answer was found or the query gave
     /// up (the gallop after giving up is not counted).
-    pub plans: u64,
+    pub plans_evaluated: u64,
     /// Exact packing search steps spent, all plans and interval builds counted.
-    pub search_steps: u64,
-    /// The limit that ran out, when one did (then `unresolved` is set, or, when the answer was
-    /// already found, `monotone` is false: the intervals below were not all checked).
-    pub gave_up: Option<FitLimit>,
+    pub search_steps_spent: u64,
+    /// The work limit that ran out, when one did (then `answer_may_be_in` is set, or, when the
+    /// answer was already found, `totals_monotone` is false: the intervals below were not all
+    /// checked).
+    pub limit_reached: Option<FitLimit>,
 }
 
 /// The largest KV cache that fits at one row count.
@@ -159,15 +165,15 @@ impl Planner<'_> {
     ) -> Result<RowsFit, FitFailure> {
         let mut fit = RowsFit {
             budget,
-            range: range.clone(),
+            rows_searched: range.clone(),
             max_rows: None,
-            total: None,
-            monotone: true,
-            note: None,
-            unresolved: None,
-            plans: 0,
-            search_steps: 0,
-            gave_up: None,
+            total_at_max_rows: None,
+            totals_monotone: true,
+            why_not_monotone: None,
+            answer_may_be_in: None,
+            plans_evaluated: 0,
+            search_steps_spent: 0,
+            limit_reached: None,
         };
         if range.is_empty() {
             return Ok(fit);
@@ -190,14 +196,14 @@ impl Planner<'_> {
         let mut gave_up_at: Option<u64> = None;
         for clipped in cache.cuts_in(range.clone()) {
             let (lo, hi) = (*clipped.start(), *clipped.end());
-            if let Some(why) = limit(fit.plans, &scratch) {
-                fit.gave_up = Some(why);
+            if let Some(why) = limit(fit.plans_evaluated, &scratch) {
+                fit.limit_reached = Some(why);
                 if fit.max_rows.is_none() {
                     // Nothing at or below `hi` examined yet.
                     gave_up_at = Some(hi);
                 } else {
-                    fit.monotone = false;
-                    fit.note = Some(format!(
+                    fit.totals_monotone = false;
+                    fit.why_not_monotone = Some(format!(
                         "not checked for n up to {hi}: the query stopped at {why}"
                     ));
                 }
@@ -208,17 +214,17 @@ impl Planner<'_> {
                 .map_err(at(lo))?;
             let shrinking = self.shrinking_term(interval);
             if let Some(why) = &shrinking {
-                fit.monotone = false;
-                fit.note.get_or_insert_with(|| why.clone());
+                fit.totals_monotone = false;
+                fit.why_not_monotone.get_or_insert_with(|| why.clone());
             }
             // Interval edge: the plan above starts at `above.0 = hi + 1`.
-            fit.plans += 1;
+            fit.plans_evaluated += 1;
             let top = self.total_at(interval, hi, &mut scratch)?;
             if let Some((n_above, t_above)) = above
                 && top > t_above
             {
-                fit.monotone = false;
-                fit.note.get_or_insert_with(|| {
+                fit.totals_monotone = false;
+                fit.why_not_monotone.get_or_insert_with(|| {
                     format!(
                         "the total drops from {top} bytes at n = {hi} to {t_above} at n = {n_above}, where the fusion plan changes"
                     )
@@ -226,12 +232,12 @@ impl Planner<'_> {
             }
             if top <= budget && fit.max_rows.is_none() {
                 fit.max_rows = Some(hi);
-                fit.total = Some(top);
+                fit.total_at_max_rows = Some(top);
             }
             let bottom = if lo == hi {
                 top
             } else {
-                fit.plans += 1;
+                fit.plans_evaluated += 1;
                 self.total_at(interval, lo, &mut scratch)?
             };
             above = Some((lo, bottom));
@@ -269,12 +275,12 @@ impl Planner<'_> {
                 start_scan
             };
             loop {
-                if let Some(why) = limit(fit.plans, &scratch) {
-                    fit.gave_up = Some(why);
+                if let Some(why) = limit(fit.plans_evaluated, &scratch) {
+                    fit.limit_reached = Some(why);
                     gave_up_at = Some(n);
                     break;
                 }
-                fit.plans += 1;
+                fit.plans_evaluated += 1;
                 let total = if n == lo {
                     bottom
                 } else {
@@ -282,7 +288,7 @@ impl Planner<'_> {
                 };
                 if total <= budget {
                     fit.max_rows = Some(n);
-                    fit.total = Some(total);
+                    fit.total_at_max_rows = Some(total);
                     break;
                 }
                 if n == lo {
@@ -297,7 +303,7 @@ impl Planner<'_> {
         if let Some(stop) = gave_up_at {
             self.gallop_down(cache, &mut fit, *range.start(), stop, &mut scratch)?;
         }
-        fit.search_steps = scratch.search_steps;
+        fit.search_steps_spent = scratch.search_steps;
         Ok(fit)
     }
 
@@ -313,7 +319,7 @@ impl Planner<'_> {
         stop: u64,
         scratch: &mut Scratch,
     ) -> Result<(), FitFailure> {
-        fit.unresolved = Some(first..=stop);
+        fit.answer_may_be_in = Some(first..=stop);
         let allowance = scratch.search_steps.saturating_add(FIT_SEARCH_STEPS / 4);
         let mut back = 0u64;
         loop {
@@ -327,9 +333,9 @@ impl Planner<'_> {
             let total = self.total_at(interval, n, scratch)?;
             if total <= fit.budget {
                 fit.max_rows = Some(n);
-                fit.total = Some(total);
+                fit.total_at_max_rows = Some(total);
                 // Found at `stop` itself, the answer is exact: everything above failed.
-                fit.unresolved = (n < stop).then(|| n + 1..=stop);
+                fit.answer_may_be_in = (n < stop).then(|| n + 1..=stop);
                 break;
             }
             if n == first {

@@ -5,8 +5,14 @@
 //!
 //! Invariants: it knows circuits, kernel families and fusion plans (the crates below it); it
 //! must not know files, flags or terminals: it reads no file, environment or clock, and the same
-//! inputs give the same bytes at any thread count. `examples/embed.rs` builds a transformer in code and
-//! plans it.
+//! inputs give the same bytes at any thread count.
+//!
+//! It re-exports the crates below it ([`circuit_ir`], [`kernel_families`], [`fuser`], and
+//! `arena-pack` as [`pack`]), so a compiler depends on this crate alone and gets one version
+//! of each. The repository README's "Use the crates" builds a circuit in code and plans it with
+//! the standard families and rules; `examples/embed.rs` builds a transformer, its families and
+//! its rules in code. [`MemoryPlan`], [`NodeTable`], [`RowsFit`] and [`KvFit`] print themselves
+//! (`Display`, exact bytes).
 //!
 //! ```
 //! use circuit_ir::Circuit;
@@ -76,6 +82,7 @@
 
 mod arena;
 mod attribution;
+mod display;
 mod error;
 mod fit;
 mod layouts;
@@ -89,6 +96,16 @@ mod workspace;
 /// [`pack::heuristic`], [`pack::solve`] (`Goal::Minimize` with a node budget) and
 /// [`pack::Stacking`].
 pub use arena_pack as pack;
+
+/// The circuit (the `circuit-ir` crate), re-exported: build or load the circuit to plan with
+/// the same types the planner takes.
+pub use circuit_ir;
+/// The fusion rules and pass (the `fuser` crate), re-exported; `fuser::standard::rules()`
+/// gives the standard rules.
+pub use fuser;
+/// The kernel families and devices (the `kernel-families` crate), re-exported;
+/// `kernel_families::standard::families()` gives the standard families.
+pub use kernel_families;
 
 pub use arena::{BufferKind, BufferSlot};
 pub use attribution::{NodeRow, NodeTable};

@@ -248,8 +248,9 @@ pub struct ReportSummary {
     pub largest_total: Option<(u64, u64)>,
     /// The largest `n` in the range of the rows asked that fits the budget.
     pub fit: Option<RowsFit>,
-    /// Whether the fit's monotonicity note changes an answer: a row planned below the largest
-    /// `n` that fits does not fit, so the fitting rows are not all the rows up to it.
+    /// Whether the fit's [`RowsFit::why_not_monotone`] changes an answer: a row planned below
+    /// the largest `n` that fits does not fit, so the fitting rows are not all the rows up to
+    /// it.
     pub note_matters: bool,
     /// The KV capacity at the largest `n` that fits.
     pub kv: Option<KvFit>,
@@ -422,7 +423,7 @@ impl<'p, 'r> PlanReport<'p, 'r> {
                     format!("the fit query (the largest n in {lo}..={hi} within {budget} bytes)");
                 query_error(self.rows, query, f)
             })?;
-        summary.note_matters = fit.note.is_some()
+        summary.note_matters = fit.why_not_monotone.is_some()
             && matches!(
                 (fit.max_rows, summary.verdict.and_then(|v| v.first_breach)),
                 (Some(n), Some(b)) if b.rows < n

@@ -170,7 +170,7 @@ fn max_rows_matches_brute_force() {
         let fit = p.max_rows(1..=600, budget).unwrap();
         assert_eq!(fit.max_rows, brute, "budget {budget}");
         if let Some(n) = brute {
-            assert_eq!(fit.total, Some(totals[n as usize - 1]));
+            assert_eq!(fit.total_at_max_rows, Some(totals[n as usize - 1]));
         }
     }
 }

@@ -448,27 +448,31 @@ fn serving_lines(s: &ReportSummary) -> Vec<String> {
         lines.push("fit       no budget: give --budget or a --device with memory".to_owned());
         return lines;
     };
-    let range = format!("{}..={}", fit.range.start(), fit.range.end());
+    let range = format!(
+        "{}..={}",
+        fit.rows_searched.start(),
+        fit.rows_searched.end()
+    );
     let budget = human(fit.budget);
-    lines.push(match (fit.max_rows, &fit.unresolved) {
+    lines.push(match (fit.max_rows, &fit.answer_may_be_in) {
         (Some(n), None) => format!(
             "fit       largest n in {range} that fits {budget}: {n} (total {})",
-            human(fit.total.unwrap_or(0))
+            human(fit.total_at_max_rows.unwrap_or(0))
         ),
         (None, None) => format!("fit       no n in {range} fits {budget}"),
         (found, Some(open)) => format!(
             "fit       gave up at {} ({} plans, {} search steps): the largest n in {range} that fits {budget} is in {}..={}{}",
-            fit.gave_up
+            fit.limit_reached
                 .map_or("its limit".to_owned(), |why| why.to_string()),
-            fit.plans,
-            fit.search_steps,
+            fit.plans_evaluated,
+            fit.search_steps_spent,
             found.map_or(*open.start(), |n| n),
             open.end(),
             found.map_or(" or none".to_owned(), |n| format!(" ({n} fits)"))
         ),
     });
     if s.note_matters
-        && let Some(note) = &fit.note
+        && let Some(note) = &fit.why_not_monotone
     {
         lines.push(format!(
             "          not every n below it fits (totals are not monotone in n): {note}"
@@ -894,16 +898,17 @@ fn summary_json<'a>(
             .collect(),
         fit: FitJson {
             budget: ctx.budget,
-            range: fit.map(|f| [*f.range.start(), *f.range.end()]),
+            range: fit.map(|f| [*f.rows_searched.start(), *f.rows_searched.end()]),
             max_rows: fit.and_then(|f| f.max_rows),
-            total_at_max_rows: fit.and_then(|f| f.total),
-            monotone: fit.map(|f| f.monotone),
-            note: fit.and_then(|f| f.note.clone()),
+            total_at_max_rows: fit.and_then(|f| f.total_at_max_rows),
+            monotone: fit.map(|f| f.totals_monotone),
+            note: fit.and_then(|f| f.why_not_monotone.clone()),
             note_changes_answer: s.note_matters,
-            unresolved: fit.and_then(|f| f.unresolved.as_ref().map(|r| [*r.start(), *r.end()])),
-            scan_plans: fit.map(|f| f.plans),
-            search_steps: fit.map(|f| f.search_steps),
-            gave_up: fit.and_then(|f| f.gave_up),
+            unresolved: fit
+                .and_then(|f| f.answer_may_be_in.as_ref().map(|r| [*r.start(), *r.end()])),
+            scan_plans: fit.map(|f| f.plans_evaluated),
+            search_steps: fit.map(|f| f.search_steps_spent),
+            gave_up: fit.and_then(|f| f.limit_reached),
             kv_rows: s.kv.as_ref().map(|k| k.rows),
             max_kv_tokens: s.kv.as_ref().and_then(|k| k.max_kv_tokens),
             bytes_per_token: s.kv.as_ref().and_then(|k| k.bytes_per_token),

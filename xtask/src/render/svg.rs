@@ -472,7 +472,9 @@ fn legend<DB: DrawingBackend>(
         ))?;
         y += 30;
         let fit = match (fit_n, summary.fit.as_ref()) {
-            (Some(n), Some(f)) if f.unresolved.is_none() => format!("largest n that fits: {n}"),
+            (Some(n), Some(f)) if f.answer_may_be_in.is_none() => {
+                format!("largest n that fits: {n}")
+            }
             (Some(n), Some(_)) => format!("n that fits (search gave up): {n}"),
             _ => "no n fits the budget".to_owned(),
         };
