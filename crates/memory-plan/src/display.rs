@@ -41,7 +41,11 @@ impl fmt::Display for MemoryPlan {
             "; arena {} bytes, lower bound {} ({}), {} buffer{}",
             a.bytes,
             a.lower_bound,
-            if a.optimal { "optimal" } else { "not proven optimal" },
+            if a.optimal {
+                "optimal"
+            } else {
+                "not proven optimal"
+            },
             a.buffers,
             if a.buffers == 1 { "" } else { "s" }
         )?;
@@ -162,7 +166,11 @@ impl fmt::Display for RowsFit {
         );
         match (self.max_rows, &self.answer_may_be_in) {
             (Some(n), None) => {
-                write!(f, "largest n in {range} that fits {} bytes: {n}", self.budget)?;
+                write!(
+                    f,
+                    "largest n in {range} that fits {} bytes: {n}",
+                    self.budget
+                )?;
                 // Always set with `max_rows` by the query; a value built by hand may lack it.
                 if let Some(total) = self.total_at_max_rows {
                     write!(f, " (total {total} bytes)")?;

@@ -4,7 +4,7 @@
 use circuit_ir::Circuit;
 use fuser::{FuseOptions, Rules, fuse};
 use kernel_families::Families;
-use memory_plan::{PlanConfig, Planner, WorkspaceTerm, widest, workspace_terms};
+use memory_plan::{FitLimit, PlanConfig, Planner, RowsFit, WorkspaceTerm, widest, workspace_terms};
 
 const CIRCUIT: &str = r#"schema = 1
 name = "small"
@@ -266,10 +266,13 @@ fn totals_arena_and_owners_by_hand() {
     assert_eq!(plan.totals.total, 16_512 + 1024 + 5224 + 1280);
 
     let table = planner.per_node(1).unwrap();
+    // Rows carry the node's id and op; the id is the circuit's for the row's index.
     let row = |id: &str| {
-        let n = f.circuit.find_node(id).unwrap();
-        table.nodes.iter().find(|r| r.node == n).copied().unwrap()
+        let found = table.nodes.iter().find(|r| r.id == id).unwrap();
+        assert_eq!(found.node, f.circuit.find_node(id).unwrap());
+        found
     };
+    assert_eq!(row("b.norm").op, circuit_ir::Op::RmsNorm);
     // Step 1 is the peak: xn (norm), y (proj), scratch (proj).
     assert_eq!(
         (row("b.norm").weights, row("b.norm").activations),
@@ -285,6 +288,87 @@ fn totals_arena_and_owners_by_hand() {
     let sum: u64 = table.nodes.iter().map(|r| r.total()).sum::<u64>() + table.fragmentation;
     assert_eq!(sum, plan.totals.total);
     assert_eq!(table.total, plan.totals.total);
+}
+
+/// The answers print themselves from the figures checked by hand above.
+#[test]
+fn plans_tables_and_fits_display_their_exact_bytes() {
+    let f = fixture();
+    let config = PlanConfig {
+        kv_tokens: 10,
+        ..PlanConfig::new(132)
+    };
+    let planner = Planner::new(
+        &f.circuit,
+        &f.families,
+        &f.rules,
+        f.rules.defaults(),
+        config,
+    )
+    .unwrap();
+    // The totals, arena and owners of `totals_arena_and_owners_by_hand`.
+    assert_eq!(
+        planner.plan(1).unwrap().to_string(),
+        "n = 1: 24040 bytes = weights 16512 + activations 1024 + workspaces 5224 + states 1280
+  4 launch groups; arena 1024 bytes, lower bound 1024 (optimal), 5 buffers
+  workspace attn/split: 4224 bytes, held for the step, 1 node
+  workspace gemm/fixed: 1000 bytes, held for the step, 1 node
+  workspace gemm/scratch: 512 bytes, in the arena, 1 node"
+    );
+    assert_eq!(
+        planner.per_node(1).unwrap().to_string(),
+        "per node at n = 1 (bytes)
+  node                  op         weights  activations  workspaces  states  total
+  b.norm                rms_norm       128          256           0       0    384
+  b.proj                linear       16384          768        1000       0  18152
+  b.cache               kv_write         0            0           0    1280   1280
+  b.attn                attention        0            0        4224       0   4224
+  (arena fragmentation)                               0                          0
+  total                                                                      24040"
+    );
+    // The split-KV workspace may shrink as n grows, so the answer says not every smaller n
+    // need fit.
+    let not_monotone = "\n  totals are not monotone in n, so not every smaller n need fit: workspace `split` of family `attn` is not nondecreasing in n on rows 1..=18446744073709551615";
+    assert_eq!(
+        planner.max_rows(1..=1, 24040).unwrap().to_string(),
+        format!("largest n in 1..=1 that fits 24040 bytes: 1 (total 24040 bytes){not_monotone}")
+    );
+    assert_eq!(
+        planner.max_rows(1..=1, 24039).unwrap().to_string(),
+        format!("no n in 1..=1 fits 24039 bytes{not_monotone}")
+    );
+    // The states are 10 tokens of 128 bytes: the budget of the plan at 10 tokens fits 10.
+    assert_eq!(
+        planner.max_kv_tokens(1, 24040).unwrap().to_string(),
+        "at n = 1: 10 KV tokens over 1 sequence fit 24040 bytes (128 bytes each)"
+    );
+    // A query that ran out of work: where the answer may still be, and what was found to fit.
+    let gave_up = RowsFit {
+        budget: 1000,
+        rows_searched: 1..=4096,
+        max_rows: Some(100),
+        total_at_max_rows: Some(900),
+        totals_monotone: true,
+        why_not_monotone: None,
+        answer_may_be_in: Some(101..=200),
+        plans_evaluated: 1024,
+        search_steps_spent: 5,
+        limit_reached: Some(FitLimit::Plans(1024)),
+    };
+    assert_eq!(
+        gave_up.to_string(),
+        "gave up at its limit of 1024 plans (1024 plans, 5 search steps): the largest n in 1..=4096 that fits 1000 bytes is in 100..=200 (100 fits)"
+    );
+    let none_found = RowsFit {
+        max_rows: None,
+        total_at_max_rows: None,
+        answer_may_be_in: Some(1..=200),
+        ..gave_up
+    };
+    assert_eq!(
+        none_found.to_string(),
+        "gave up at its limit of 1024 plans (1024 plans, 5 search steps): the largest n in 1..=4096 that fits 1000 bytes is in 1..=200 or none"
+    );
 }
 
 #[test]
