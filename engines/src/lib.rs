@@ -3,6 +3,13 @@
 //! choice of a profile the way a user names it: `vllm` (the newest release modelled) or
 //! `vllm==0.17.1` (pip's spelling: a release maps to the profile that lists it).
 //!
+//! Every engine's profile is a library value: [`select`] by the name a user gives,
+//! [`profile`] by folder, [`catalogue`] lists every folder's engine and releases, [`folders`]
+//! gives the embedded texts. A profile (`engine_profile::EngineProfile`) predicts a start-up
+//! from a model's circuits (engine-profile's front page shows one) and hands the importer its
+//! [`LoadRules`](engine_profile::LoadRules); its kernel families and fusion rules are the
+//! folder's own.
+//!
 //! Invariants: a folder's `engine.toml` names its engine and every release it stands for
 //! (`releases`, never inherited); a folder that `extends` another takes that folder's files
 //! and facts and states only what differs, and the chain is resolved here (a missing folder or
@@ -15,11 +22,17 @@
 //! let pinned = engines::select("vllm==0.19.0").unwrap();
 //! assert_eq!(pinned.version(), "0.19.0");
 //! assert!(engines::select("vllm==0.1.0").is_err());
+//! let releases = engines::catalogue().unwrap();
+//! assert!(releases.iter().any(|r| r.releases.iter().any(|v| v == "0.27.1")));
 //! ```
 
 #![warn(missing_docs)]
 
 use engine_profile::{EngineError, EngineProfile, ProfileTexts};
+
+/// The crate that predicts with these profiles (`engine-profile`), re-exported: its
+/// `RunSettings` and `Startup` are the types a profile takes and gives.
+pub use engine_profile;
 
 /// An engine folder's texts.
 #[derive(Debug, Clone, Copy)]

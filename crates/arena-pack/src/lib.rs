@@ -10,6 +10,28 @@
 //! - Size arithmetic is checked `u64`: an overflow is a [`PackError`], never a wrap or a panic.
 //! - Nothing reads files, the environment or a clock; the same input gives the same output
 //!   whatever the thread count (the only non-deterministic input is the caller's `stop` poll).
+//!
+//! ```
+//! use arena_pack::{Buffer, Goal, Limits, Proof, lower_bound, solve, unshared, validate};
+//!
+//! // Four buffers of a five-step program: (first step, step after its last, bytes).
+//! let buffers = [
+//!     Buffer::new(0, 2, 64),
+//!     Buffer::new(1, 3, 32),
+//!     Buffer::new(2, 4, 64),
+//!     Buffer::new(3, 5, 32),
+//! ];
+//! // Without reuse they take 192 bytes; at most 96 are live at one step, so no arena is
+//! // smaller than 96 bytes ...
+//! assert_eq!((unshared(&buffers).unwrap(), lower_bound(&buffers).unwrap()), (192, 96));
+//! // ... and the packer reaches it, proven optimal: the third buffer reuses the first one's
+//! // bytes, the fourth the second one's.
+//! let solution = solve(&buffers, Goal::Minimize, &Limits::default()).unwrap();
+//! assert_eq!((solution.placement.height, solution.proof), (96, Proof::Optimal));
+//! assert_eq!(solution.placement.offsets[0], solution.placement.offsets[2]);
+//! // An independent validator checks any placement and returns its height.
+//! assert_eq!(validate(&buffers, &solution.placement.offsets, Some(96)).unwrap(), 96);
+//! ```
 
 #![warn(missing_docs)]
 

@@ -14,6 +14,50 @@
 //! the profile loads; sizes are checked u64; it reads no file (callers hand it the texts).
 //! docs/engines.md describes the format and the prediction.
 //!
+//! The profiles themselves are data in the `engines` crate: `engines::select("vllm==0.19.0")`
+//! gives one. A start-up predicted, on the configuration and settings of one of the H100
+//! start-ups the profiles are checked against (docs/engines.md):
+//!
+//! ```
+//! use engine_profile::{RunSettings, Verdict};
+//!
+//! let profile = engines::select("vllm==0.19.0").unwrap();
+//! let config = r#"{"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+//!   "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+//!   "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+//!   "tie_word_embeddings": false, "torch_dtype": "bfloat16", "max_position_embeddings": 131072,
+//!   "rope_theta": 500000.0, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
+//!   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}}"#;
+//! // The importer holds the weights as the engine loads them.
+//! let mut options = circuit_hf::ImportOptions::default();
+//! options.load = profile.load_rules();
+//! let model = circuit_hf::import_with(config, "Llama-3.1-8B/config.json", &options, &[]).unwrap();
+//! let h100 = kernel_families::Devices::builtin().unwrap().get("h100-sxm").unwrap().clone();
+//! let run = RunSettings {
+//!     device: h100,
+//!     tensor_parallel_size: 1,
+//!     pipeline_parallel_size: 1,
+//!     gpu_memory_utilization: Some(0.95),
+//!     max_num_batched_tokens: None, // the engine's default on the device
+//!     max_num_seqs: None,
+//!     max_model_len: Some(8192),
+//!     skip_mm_profiling: false,
+//!     enforce_eager: false,
+//!     mm_limit_per_prompt: None,
+//!     block_size: None,
+//!     enable_prefix_caching: Some(false),
+//!     model: model.facts,
+//! };
+//! let startup = profile.predict(&model.circuit, &run).unwrap();
+//! assert_eq!(startup.verdict, Verdict::Starts);
+//! assert_eq!((startup.max_num_batched_tokens, startup.max_num_seqs), (8192, 1024));
+//! // vLLM 0.19.0 printed, for this start-up (data/vllm/cases.json): weights 14.99 GiB,
+//! // 476,016 KV-cache tokens (one 16-token block fewer than predicted), concurrency 58.11x.
+//! assert_eq!(startup.workers[0].weights, 16_094_191_616);
+//! assert_eq!((startup.kv_cache_tokens, startup.kv_blocks), (476_032, 29_752));
+//! assert_eq!(startup.max_concurrency, 58.109375);
+//! ```
+//!
 //! Modules: `file` types the engine file as written and overlays a release on the one it
 //! extends; `facts` compiles it; `formula` holds the compiled expressions; `startup` predicts a
 //! layout, `worker` one worker of it, `encoder` and `cuda_graph` two of its terms; `budget`
