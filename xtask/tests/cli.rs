@@ -451,7 +451,8 @@ fn the_readme_excerpts_are_what_the_commands_print() {
         let Some(end) = rest.find('`') else { break };
         let (command, after) = (&rest[..end], &rest[end + 1..]);
         rest = after;
-        let Some(block) = after.strip_prefix(":\n\n```\n") else {
+        // `text`: the README is a doc test (tests/lib.rs), where an untagged block is Rust.
+        let Some(block) = after.strip_prefix(":\n\n```text\n") else {
             continue;
         };
         let expected = &block[..block.find("```").expect("the block is closed")];
