@@ -8,7 +8,11 @@
 //! gives the embedded texts. A profile (`engine_profile::EngineProfile`) predicts a start-up
 //! from a model's circuits (engine-profile's front page shows one) and hands the importer its
 //! [`LoadRules`](engine_profile::LoadRules); its kernel families and fusion rules are the
-//! folder's own.
+//! folder's own (or those of the folder it extends). Those families read the dims the
+//! standard ones do (`kernel_families::standard::REQUIRED_DIMS`: `head_dim`, `heads`,
+//! `hidden`, `kv_heads`, `q_width`, `vocab`; `tests/dims.rs` checks it), which circuit-hf
+//! defines in every circuit it imports; a circuit without one is refused by the prediction
+//! with the dim and the family that reads it.
 //!
 //! Invariants: a folder's `engine.toml` names its engine and every release it stands for
 //! (`releases`, never inherited); a folder that `extends` another takes that folder's files
