@@ -83,9 +83,13 @@ fn files() -> Files {
             "families.toml",
             &smaller(example("llama-3.1-8b/families.toml")),
         ),
-        hf_families: write("hf-families.toml", &smaller(example("hf/families.toml"))),
+        // The standard families and rules, which --hf-config plans with by default.
+        hf_families: write(
+            "hf-families.toml",
+            &smaller(kernel_families::standard::FAMILIES.to_owned()),
+        ),
         rules: write("rules.toml", &decode(example("llama-3.1-8b/rules.toml"))),
-        hf_rules: write("hf-rules.toml", &decode(example("hf/rules.toml"))),
+        hf_rules: write("hf-rules.toml", &decode(fuser::standard::RULES.to_owned())),
     }
 }
 
