@@ -88,6 +88,7 @@ fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
         block_size: None,
         enable_prefix_caching: None,
         model,
+        engine_flags: None,
     }
 }
 
@@ -138,6 +139,7 @@ fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
         block_size: None,
         enable_prefix_caching: None,
         model,
+        engine_flags: None,
     }
 }
 

@@ -109,6 +109,7 @@ fn run(m: &Model, prefix_caching: Option<bool>) -> RunSettings {
         block_size: None,
         enable_prefix_caching: prefix_caching,
         model: m.facts.clone(),
+        engine_flags: None,
     }
 }
 

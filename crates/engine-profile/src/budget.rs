@@ -43,7 +43,8 @@ pub struct BudgetAnswers {
     /// engine allows the model ([`EngineProfile::model_len`]), above which it refuses the length.
     pub largest_max_model_len: Option<u64>,
     /// The smallest gpu-memory-utilization whose KV cache holds `target_kv_tokens` (None when
-    /// even 1.0 does not).
+    /// even 1.0 does not); for an engine with a flow of its own, the fraction that flow's
+    /// engine takes instead (its `--mem-fraction-static`).
     pub utilization_for_target: Option<f64>,
 }
 
@@ -67,6 +68,11 @@ impl EngineProfile {
     ) -> Result<BudgetAnswers, EngineError> {
         let profile = self.resolve_for(stages, run)?;
         let profile = profile.as_ref();
+        if let Some(answers) =
+            crate::mechanisms::budget_answers(profile, stages, run, target_kv_tokens)
+        {
+            return answers;
+        }
         let mut startup = profile.predict_layout(stages, run)?;
         // A length above the model's is refused before anything loads, but the question is
         // the largest that starts: answered from the start-up at the longest the model allows.

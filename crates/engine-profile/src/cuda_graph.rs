@@ -21,7 +21,7 @@ impl EngineProfile {
         architecture: &str,
         env: &Env<'_>,
     ) -> Result<CudaGraphEstimate, EngineError> {
-        let facts = &self.facts.cuda_graph;
+        let facts = &self.facts.run()?.cuda_graph;
         let overflow = || EngineError::Overflow {
             what: format!("{}: CUDA-graph estimate", env.circuit_name()),
         };

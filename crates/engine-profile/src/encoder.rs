@@ -21,7 +21,8 @@ impl EngineProfile {
         circuit: &Circuit,
         at: Where,
     ) -> Result<EncoderBytes, EngineError> {
-        let (Some(run), Some(facts)) = (settled.encoder, &self.facts.profile_run.encoder) else {
+        let (Some(run), Some(facts)) = (settled.encoder, &self.facts.run()?.profile_run.encoder)
+        else {
             return Ok(EncoderBytes::default());
         };
         let e = run.shape;

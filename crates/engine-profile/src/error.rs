@@ -135,6 +135,14 @@ pub enum EngineError {
         /// What was being computed.
         what: String,
     },
+    /// A flag the engine's release refuses (its own reason, from the engine file).
+    #[error("{flag}: {why}")]
+    FlagRefused {
+        /// The flag.
+        flag: String,
+        /// Why the release refuses it.
+        why: String,
+    },
     /// A run setting out of range.
     #[error("{what} = {value}: {why}")]
     BadSetting {

@@ -16,6 +16,7 @@ use crate::file::{
     SizeRange, StackedDecl, StageFilter, StartupCheckDecl, TermDecl, UnsettledDecl,
 };
 use crate::formula::{Env, Formula};
+use crate::mechanisms::StartupFlow;
 
 /// A byte term, compiled.
 #[derive(Debug, Clone)]
@@ -154,8 +155,6 @@ pub(crate) struct Facts {
     pub(crate) defaults_clamp: Option<(Formula, Formula)>,
     /// The runtime's named figures, in name order.
     pub(crate) runtime: Vec<(String, u64)>,
-    pub(crate) kv: KvFacts,
-    pub(crate) profile_run: ProfileRunFacts,
     pub(crate) created: Vec<Term>,
     /// How the rotary caches are sized (None: no cache beyond `created`).
     pub(crate) rotary_caches: Option<RotaryMechanism>,
@@ -169,14 +168,38 @@ pub(crate) struct Facts {
     pub(crate) released: Vec<String>,
     /// Per model class, the rotary cache's format when not the model dtype.
     pub(crate) rotary_dtype: Vec<(String, Format)>,
+    pub(crate) unsettled: Vec<UnsettledDecl>,
+    /// How the engine sizes its KV cache at start-up.
+    pub(crate) flow: StartupFlow,
+    /// The profile-run flow's facts (None for an engine with a flow of its own).
+    run: Option<RunFacts>,
+    origin: String,
+}
+
+/// The facts of the profile-run flow (`[kv_cache]`, `[profile_run]`, `[non_torch]`,
+/// `[cuda_graph]`), which an engine with a start-up flow of its own does not have.
+#[derive(Debug, Clone)]
+pub(crate) struct RunFacts {
+    pub(crate) kv: KvFacts,
+    pub(crate) profile_run: ProfileRunFacts,
     pub(crate) non_torch: NonTorchDecl,
     pub(crate) cuda_graph: CudaGraphFacts,
-    pub(crate) unsettled: Vec<UnsettledDecl>,
+}
+
+impl Facts {
+    /// The profile-run flow's facts, or an error naming the engine file when its flow is
+    /// another (a caller of the profile-run prediction on such a profile).
+    pub(crate) fn run(&self) -> Result<&RunFacts, EngineError> {
+        self.run.as_ref().ok_or_else(|| EngineError::Toml {
+            origin: self.origin.clone(),
+            message: "its [startup] flow sizes the KV cache without a profile run, so it has no profile-run facts".to_owned(),
+        })
+    }
 }
 
 impl Facts {
     /// Compiles `file` (named `origin` in messages).
-    pub(crate) fn compile(file: EngineFile, origin: &str) -> Result<Facts, EngineError> {
+    pub(crate) fn compile(mut file: EngineFile, origin: &str) -> Result<Facts, EngineError> {
         let bad = |message: String| EngineError::Toml {
             origin: origin.to_owned(),
             message,
@@ -191,21 +214,6 @@ impl Facts {
         if file.releases.is_empty() {
             return Err(bad(
                 "releases = []: name at least the release the facts were read from".to_owned(),
-            ));
-        }
-        let slack = file.kv_cache.group_size_slack;
-        if !(slack.is_finite() && slack >= 1.0) {
-            return Err(bad(format!(
-                "kv_cache.group_size_slack = {slack}: must be a finite number of at least 1"
-            )));
-        }
-        if file.kv_cache.block_size == 0 {
-            return Err(bad("kv_cache.block_size = 0: must be positive".to_owned()));
-        }
-        if file.defaults.is_empty() {
-            return Err(bad(
-                "defaults = []: give at least one rule (the last one without conditions)"
-                    .to_owned(),
             ));
         }
         if let Some(st) = file.weights.stacked.iter().find(|st| {
@@ -242,12 +250,6 @@ impl Facts {
                 "weights.released: an empty name ending would release every tensor".to_owned(),
             ));
         }
-        if let Some(r) = file.cuda_graph.capture_sizes.iter().find(|r| r.step == 0) {
-            return Err(bad(format!(
-                "cuda_graph.capture_sizes: range from {} has step 0: must be positive",
-                r.start
-            )));
-        }
         let formula = |item: &str, text: &str| Formula::compile(origin, item, text);
         let terms = |section: &str, decls: &[TermDecl]| -> Result<Vec<Term>, EngineError> {
             decls
@@ -267,108 +269,28 @@ impl Facts {
                 })
                 .collect()
         };
-        let kv = &file.kv_cache;
-        let per = &kv.blocks_per_request;
-        let util = kv.default_gpu_memory_utilization;
-        if !(util > 0.0 && util <= 1.0) {
-            return Err(bad(format!(
-                "kv_cache.default_gpu_memory_utilization = {util}: must be in (0, 1]"
-            )));
-        }
-        let measured = match (kv.budget, &kv.measured) {
-            (Some(b), None) if b.needs_measured_margins() => {
-                return Err(bad(format!(
-                    "kv_cache.budget = {:?} needs [kv_cache.measured] (margin_floor_bytes, margin_fraction)",
-                    b.name()
-                )));
+        let flow = crate::mechanisms::compile_startup(&file.startup, origin)?;
+        let run = match (
+            &flow,
+            file.kv_cache.take(),
+            file.profile_run.take(),
+            file.non_torch.take(),
+            file.cuda_graph.take(),
+        ) {
+            (StartupFlow::ProfileRun, Some(kv), Some(run), Some(non_torch), Some(graphs)) => Some(
+                compile_run(kv, run, non_torch, graphs, &file.defaults, origin)?,
+            ),
+            (StartupFlow::ProfileRun, ..) => {
+                return Err(bad(
+                    "the profile-run flow (the default [startup]) needs [kv_cache], [profile_run], [non_torch] and [cuda_graph]".to_owned(),
+                ));
             }
-            (_, Some(m)) if !(m.margin_fraction.is_finite() && m.margin_fraction >= 0.0) => {
-                return Err(bad(format!(
-                    "kv_cache.measured.margin_fraction = {}: must be a finite number of at least 0",
-                    m.margin_fraction
-                )));
+            (_, None, None, None, None) if file.defaults.is_empty() => None,
+            _ => {
+                return Err(bad(
+                    "[startup] names a flow without a profile run: [[defaults]], [kv_cache], [profile_run], [non_torch] and [cuda_graph] do not apply to it; remove them".to_owned(),
+                ));
             }
-            (_, m) => m
-                .as_ref()
-                .map(|m| (m.margin_floor_bytes, m.margin_fraction)),
-        };
-        let kv = KvFacts {
-            budget: kv.budget,
-            measured,
-            printed_tokens: kv.printed_tokens,
-            recurrent_prefix_caching_by_default: kv.recurrent.prefix_caching_by_default,
-            default_gpu_memory_utilization: util,
-            layout: kv.layout,
-            block_size: kv.block_size,
-            subtract_cuda_graph_estimate: kv.subtract_cuda_graph_estimate,
-            hybrid_manager: kv.hybrid_manager,
-            group_size_slack: slack,
-            unify_page_sizes: kv.unify_page_sizes,
-            startup_check: kv.startup_check,
-            per_request_full: formula("kv_cache.blocks_per_request.full", &per.full)?,
-            per_request_sliding: formula("kv_cache.blocks_per_request.sliding", &per.sliding)?,
-            per_request_chunked: formula("kv_cache.blocks_per_request.chunked", &per.chunked)?,
-            per_request_recurrent: formula(
-                "kv_cache.blocks_per_request.recurrent",
-                &per.recurrent,
-            )?,
-            recurrent_attention_block: formula(
-                "kv_cache.recurrent.attention_block_size",
-                &kv.recurrent.attention_block_size,
-            )?,
-            recurrent_block: formula("kv_cache.recurrent.block_size", &kv.recurrent.block_size)?,
-        };
-        let run = &file.profile_run;
-        let encoder = match &run.encoder {
-            None => None,
-            Some(e) => Some(EncoderFacts {
-                profiled: e.profiled,
-                source: e.source.clone(),
-                items: formula("profile_run.encoder.items", &e.items)?,
-                default_limit_per_prompt: e.default_limit_per_prompt,
-                held: terms("profile_run.encoder.held", &e.held)?,
-                outputs: terms("profile_run.encoder.outputs", &e.outputs)?,
-                peak: terms("profile_run.encoder.peak", &e.peak)?,
-            }),
-        };
-        let profile_run = ProfileRunFacts {
-            logits_rows: formula("profile_run.logits_rows", &run.logits_rows)?,
-            persistent: terms("profile_run.persistent", &run.persistent)?,
-            forward_held: terms("profile_run.forward_held", &run.forward_held)?,
-            sampler_live: terms("profile_run.sampler_live", &run.sampler_live)?,
-            resident: terms("profile_run.resident", &run.resident)?,
-            encoder,
-        };
-        let g = &file.cuda_graph;
-        let cuda_graph = CudaGraphFacts {
-            max_capture_size: formula("cuda_graph.max_capture_size", &g.max_capture_size)?,
-            architecture: g
-                .architecture
-                .iter()
-                .map(|a| {
-                    let item = format!("cuda_graph.architecture.{}.max_capture_size", a.name);
-                    Ok((a.name.clone(), formula(&item, &a.max_capture_size)?))
-                })
-                .collect::<Result<_, EngineError>>()?,
-            capture_sizes: g.capture_sizes.clone(),
-            extra_sizes: g
-                .extra_sizes
-                .iter()
-                .enumerate()
-                .map(|(i, text)| formula(&format!("cuda_graph.extra_sizes[{i}]"), text))
-                .collect::<Result<_, EngineError>>()?,
-            estimate: g.estimate,
-            modes: g
-                .mode
-                .iter()
-                .map(|m| {
-                    let item = format!("cuda_graph.mode.{}.largest", m.name);
-                    Ok((m.name.clone(), formula(&item, &m.largest)?))
-                })
-                .collect::<Result<_, EngineError>>()?,
-            first_capture_bytes: formula("cuda_graph.first_capture_bytes", &g.first_capture_bytes)?,
-            per_capture_bytes: formula("cuda_graph.per_capture_bytes", &g.per_capture_bytes)?,
-            min_per_capture_bytes: g.min_per_capture_bytes,
         };
         let rotary_dtype = file
             .weights
@@ -409,14 +331,173 @@ impl Facts {
             releases: file.releases,
             model_len: file.model_len.rule,
             defaults: file.defaults,
-            kv,
-            profile_run,
             rotary_dtype,
-            non_torch: file.non_torch,
-            cuda_graph,
             unsettled: file.unsettled,
+            flow,
+            run,
+            origin: origin.to_owned(),
         })
     }
+}
+
+/// Compiles the profile-run flow's tables.
+fn compile_run(
+    kv_decl: crate::file::KvCacheDecl,
+    profile_run: crate::file::ProfileRunDecl,
+    non_torch: NonTorchDecl,
+    cuda_graph: crate::file::CudaGraphDecl,
+    defaults: &[DefaultsRule],
+    origin: &str,
+) -> Result<RunFacts, EngineError> {
+    let bad = |message: String| EngineError::Toml {
+        origin: origin.to_owned(),
+        message,
+    };
+    let slack = kv_decl.group_size_slack;
+    if !(slack.is_finite() && slack >= 1.0) {
+        return Err(bad(format!(
+            "kv_cache.group_size_slack = {slack}: must be a finite number of at least 1"
+        )));
+    }
+    if kv_decl.block_size == 0 {
+        return Err(bad("kv_cache.block_size = 0: must be positive".to_owned()));
+    }
+    if defaults.is_empty() {
+        return Err(bad(
+            "defaults = []: give at least one rule (the last one without conditions)".to_owned(),
+        ));
+    }
+    if let Some(r) = cuda_graph.capture_sizes.iter().find(|r| r.step == 0) {
+        return Err(bad(format!(
+            "cuda_graph.capture_sizes: range from {} has step 0: must be positive",
+            r.start
+        )));
+    }
+    let formula = |item: &str, text: &str| Formula::compile(origin, item, text);
+    let terms = |section: &str, decls: &[TermDecl]| -> Result<Vec<Term>, EngineError> {
+        decls
+            .iter()
+            .map(|t| {
+                Ok(Term {
+                    formula: formula(&format!("{section}.{}", t.name), &t.bytes)?,
+                    count: match &t.count {
+                        Some(c) => Some(formula(&format!("{section}.{}.count", t.name), c)?),
+                        None => None,
+                    },
+                    when_dim: t.when_dim.clone(),
+                    stage: t.stage,
+                    execution: t.execution,
+                    from_forward: t.from_forward,
+                })
+            })
+            .collect()
+    };
+    let kv = &kv_decl;
+    let per = &kv.blocks_per_request;
+    let util = kv.default_gpu_memory_utilization;
+    if !(util > 0.0 && util <= 1.0) {
+        return Err(bad(format!(
+            "kv_cache.default_gpu_memory_utilization = {util}: must be in (0, 1]"
+        )));
+    }
+    let measured = match (kv.budget, &kv.measured) {
+        (Some(b), None) if b.needs_measured_margins() => {
+            return Err(bad(format!(
+                "kv_cache.budget = {:?} needs [kv_cache.measured] (margin_floor_bytes, margin_fraction)",
+                b.name()
+            )));
+        }
+        (_, Some(m)) if !(m.margin_fraction.is_finite() && m.margin_fraction >= 0.0) => {
+            return Err(bad(format!(
+                "kv_cache.measured.margin_fraction = {}: must be a finite number of at least 0",
+                m.margin_fraction
+            )));
+        }
+        (_, m) => m
+            .as_ref()
+            .map(|m| (m.margin_floor_bytes, m.margin_fraction)),
+    };
+    let kv = KvFacts {
+        budget: kv.budget,
+        measured,
+        printed_tokens: kv.printed_tokens,
+        recurrent_prefix_caching_by_default: kv.recurrent.prefix_caching_by_default,
+        default_gpu_memory_utilization: util,
+        layout: kv.layout,
+        block_size: kv.block_size,
+        subtract_cuda_graph_estimate: kv.subtract_cuda_graph_estimate,
+        hybrid_manager: kv.hybrid_manager,
+        group_size_slack: slack,
+        unify_page_sizes: kv.unify_page_sizes,
+        startup_check: kv.startup_check,
+        per_request_full: formula("kv_cache.blocks_per_request.full", &per.full)?,
+        per_request_sliding: formula("kv_cache.blocks_per_request.sliding", &per.sliding)?,
+        per_request_chunked: formula("kv_cache.blocks_per_request.chunked", &per.chunked)?,
+        per_request_recurrent: formula("kv_cache.blocks_per_request.recurrent", &per.recurrent)?,
+        recurrent_attention_block: formula(
+            "kv_cache.recurrent.attention_block_size",
+            &kv.recurrent.attention_block_size,
+        )?,
+        recurrent_block: formula("kv_cache.recurrent.block_size", &kv.recurrent.block_size)?,
+    };
+    let run = &profile_run;
+    let encoder = match &run.encoder {
+        None => None,
+        Some(e) => Some(EncoderFacts {
+            profiled: e.profiled,
+            source: e.source.clone(),
+            items: formula("profile_run.encoder.items", &e.items)?,
+            default_limit_per_prompt: e.default_limit_per_prompt,
+            held: terms("profile_run.encoder.held", &e.held)?,
+            outputs: terms("profile_run.encoder.outputs", &e.outputs)?,
+            peak: terms("profile_run.encoder.peak", &e.peak)?,
+        }),
+    };
+    let profile_run = ProfileRunFacts {
+        logits_rows: formula("profile_run.logits_rows", &run.logits_rows)?,
+        persistent: terms("profile_run.persistent", &run.persistent)?,
+        forward_held: terms("profile_run.forward_held", &run.forward_held)?,
+        sampler_live: terms("profile_run.sampler_live", &run.sampler_live)?,
+        resident: terms("profile_run.resident", &run.resident)?,
+        encoder,
+    };
+    let g = &cuda_graph;
+    let cuda_graph = CudaGraphFacts {
+        max_capture_size: formula("cuda_graph.max_capture_size", &g.max_capture_size)?,
+        architecture: g
+            .architecture
+            .iter()
+            .map(|a| {
+                let item = format!("cuda_graph.architecture.{}.max_capture_size", a.name);
+                Ok((a.name.clone(), formula(&item, &a.max_capture_size)?))
+            })
+            .collect::<Result<_, EngineError>>()?,
+        capture_sizes: g.capture_sizes.clone(),
+        extra_sizes: g
+            .extra_sizes
+            .iter()
+            .enumerate()
+            .map(|(i, text)| formula(&format!("cuda_graph.extra_sizes[{i}]"), text))
+            .collect::<Result<_, EngineError>>()?,
+        estimate: g.estimate,
+        modes: g
+            .mode
+            .iter()
+            .map(|m| {
+                let item = format!("cuda_graph.mode.{}.largest", m.name);
+                Ok((m.name.clone(), formula(&item, &m.largest)?))
+            })
+            .collect::<Result<_, EngineError>>()?,
+        first_capture_bytes: formula("cuda_graph.first_capture_bytes", &g.first_capture_bytes)?,
+        per_capture_bytes: formula("cuda_graph.per_capture_bytes", &g.per_capture_bytes)?,
+        min_per_capture_bytes: g.min_per_capture_bytes,
+    };
+    Ok(RunFacts {
+        kv,
+        profile_run,
+        non_torch,
+        cuda_graph,
+    })
 }
 
 /// The `[load]` section as model-facts' rules.

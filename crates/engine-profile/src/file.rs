@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 pub use crate::mechanisms::{
     BudgetMechanism, CudaGraphEstimateMechanism, KvLayoutMechanism, ModelLenMechanism,
-    PrintedTokensMechanism, RotaryMechanism,
+    PrintedTokensMechanism, RotaryMechanism, StartupDecl,
 };
 
 /// The schema this crate reads.
@@ -466,7 +466,13 @@ pub struct EngineFile {
     pub load: LoadDecl,
     /// The context lengths it accepts.
     pub model_len: ModelLenDecl,
-    /// Defaults per device, first match wins.
+    /// How the engine sizes its KV cache at start-up (`[startup] flow`): a profile run (the
+    /// default, which needs the four tables below) or an engine's own flow, whose facts are
+    /// its mechanism's (`mechanisms.rs`).
+    #[serde(default)]
+    pub startup: StartupDecl,
+    /// Defaults per device, first match wins (the profile-run flow's).
+    #[serde(default)]
     pub defaults: Vec<DefaultsRule>,
     /// How a default is bounded by the run's other settings.
     #[serde(default)]
@@ -475,16 +481,20 @@ pub struct EngineFile {
     /// set per device by `[[variant]]`s (the GEMM library's workspace).
     #[serde(default)]
     pub runtime: std::collections::BTreeMap<String, u64>,
-    /// The KV cache.
-    pub kv_cache: KvCacheDecl,
-    /// The profile run.
-    pub profile_run: ProfileRunDecl,
+    /// The KV cache (the profile-run flow's).
+    #[serde(default)]
+    pub kv_cache: Option<KvCacheDecl>,
+    /// The profile run (the profile-run flow's).
+    #[serde(default)]
+    pub profile_run: Option<ProfileRunDecl>,
     /// Weights as loaded.
     pub weights: WeightsDecl,
-    /// Memory outside torch.
-    pub non_torch: NonTorchDecl,
-    /// The CUDA-graph estimate.
-    pub cuda_graph: CudaGraphDecl,
+    /// Memory outside torch (the profile-run flow's).
+    #[serde(default)]
+    pub non_torch: Option<NonTorchDecl>,
+    /// The CUDA-graph estimate (the profile-run flow's).
+    #[serde(default)]
+    pub cuda_graph: Option<CudaGraphDecl>,
     /// Terms the engine's source does not give, left out of the prediction: each says what
     /// is missing and which way it moves the answer.
     #[serde(default)]

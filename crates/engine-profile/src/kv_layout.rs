@@ -232,7 +232,7 @@ impl EngineProfile {
             layers.extend(cache_layers(s.circuit, i, model)?);
         }
         crate::mechanisms::kv_layout(
-            &self.facts.kv,
+            &self.facts.run()?.kv,
             &self.origin,
             stages,
             &layers,

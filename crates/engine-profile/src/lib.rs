@@ -93,6 +93,7 @@ pub use budget::{BudgetAnswers, SmallestTp};
 pub use error::EngineError;
 pub use file::{Execution, StageFilter};
 pub use kv_layout::{KvGroup, KvLayout, LayerKind};
+pub use mechanisms::{EngineDetail, EngineFlags, detail};
 pub use model_facts::{EncoderShape, LoadRules, ModelFacts};
 pub use startup::{
     CudaGraphEstimate, EncoderBytes, PeakSetBy, RunSettings, StageCircuit, Startup, Verdict, Worker,
@@ -279,9 +280,13 @@ impl EngineProfile {
         Ok(names)
     }
 
-    /// The `gpu_memory_utilization` the engine takes when none is given.
-    pub fn default_gpu_memory_utilization(&self) -> f64 {
-        self.facts.kv.default_gpu_memory_utilization
+    /// The `gpu_memory_utilization` the engine takes when none is given (None: the engine
+    /// sizes its cache by a flow of its own, without a profile run).
+    pub fn default_gpu_memory_utilization(&self) -> Option<f64> {
+        self.facts
+            .run()
+            .ok()
+            .map(|r| r.kv.default_gpu_memory_utilization)
     }
 
     /// The engine's name (`vllm`).

@@ -1,25 +1,150 @@
 //! The registry of engine-named mechanisms: the one place that maps a mechanism's name in an
 //! engine file (`kv_cache.layout = "vllm"`, `model_len.rule = "vllm"`, `kv_cache.budget`,
-//! `kv_cache.printed_tokens`, `cuda_graph.estimate`, `weights.rotary_caches`) to the module that is that engine's own
-//! (`src/vllm/`). A new engine's mechanism is a module of its own and one variant here; the
-//! generic modules call the functions below and never name an engine. Where an engine file
-//! names no budget, printed-tokens or estimate mechanism, the generic rule of the module that
-//! calls here holds (worker.rs, kv_layout.rs, cuda_graph.rs).
+//! `kv_cache.printed_tokens`, `cuda_graph.estimate`, `weights.rotary_caches`, `[startup] flow =
+//! "sglang"`) to the module that is that engine's own (`src/vllm/`, `src/sglang/`). A new
+//! engine's mechanism is a module of its own and one variant here; the generic modules call the
+//! functions below and never name an engine. Where an engine file names no budget,
+//! printed-tokens or estimate mechanism, the generic rule of the module that calls here holds
+//! (worker.rs, kv_layout.rs, cuda_graph.rs). The types only one engine has (its own flags,
+//! [`EngineFlags`], and its own results, [`EngineDetail`]) are named here and exported through
+//! [`detail`].
 //!
 //! Invariants: every variant names its module; a name an engine file gives that is not a
-//! variant is refused when the file is read (serde), never defaulted.
+//! variant is refused when the file is read (serde), never defaulted; a start-up flow other
+//! than the profile run is the whole prediction of its engine (the generic phases do not run
+//! for it), and a profile refuses another engine's flags.
 
 use model_facts::ModelFacts;
 use serde::Deserialize;
 
 use crate::facts::KvFacts;
 use crate::kv_layout::{CacheLayer, KvLayout};
-use crate::{EngineError, ModelLen, StageCircuit};
+use crate::{
+    BudgetAnswers, EngineError, EngineProfile, ModelLen, RunSettings, StageCircuit, Startup,
+};
 
 pub(crate) use vllm::BudgetInputs;
 
+#[path = "sglang/mod.rs"]
+mod sglang;
 #[path = "vllm/mod.rs"]
 mod vllm;
+
+/// The types only one engine has: its own flags and its own start-up quantities.
+pub mod detail {
+    pub use super::sglang::{SglangFlags, SglangStartup, SglangWorker};
+}
+
+/// How an engine sizes its KV cache at start-up, as the engine file's `[startup]` gives it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartupDecl {
+    /// The flow: `profile_run` (the default: a profile run measures the activations, the KV
+    /// cache takes the rest of a fraction of the device) or `sglang` (SGLang's static pool).
+    #[serde(default)]
+    pub flow: FlowName,
+    /// SGLang's facts (`[startup.sglang]`), with `flow = "sglang"`.
+    #[serde(default)]
+    pub sglang: Option<sglang::FlowDecl>,
+}
+
+/// A start-up flow's name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowName {
+    /// The generic profile run (`startup.rs`, `worker.rs`).
+    #[default]
+    ProfileRun,
+    /// SGLang's static pool (`sglang/`).
+    Sglang,
+}
+
+/// A start-up flow, compiled.
+#[derive(Debug, Clone)]
+pub(crate) enum StartupFlow {
+    /// The generic profile run.
+    ProfileRun,
+    /// SGLang's static pool.
+    Sglang(Box<sglang::FlowFacts>),
+}
+
+/// Compiles `[startup]` (`origin` names the engine file).
+pub(crate) fn compile_startup(
+    decl: &StartupDecl,
+    origin: &str,
+) -> Result<StartupFlow, EngineError> {
+    let bad = |message: &str| EngineError::Toml {
+        origin: origin.to_owned(),
+        message: message.to_owned(),
+    };
+    match (decl.flow, &decl.sglang) {
+        (FlowName::ProfileRun, None) => Ok(StartupFlow::ProfileRun),
+        (FlowName::Sglang, Some(d)) => Ok(StartupFlow::Sglang(Box::new(
+            sglang::FlowFacts::compile(d, origin)?,
+        ))),
+        (FlowName::Sglang, None) => Err(bad(
+            "[startup] flow = \"sglang\" needs its facts in [startup.sglang]",
+        )),
+        (FlowName::ProfileRun, Some(_)) => Err(bad(
+            "[startup.sglang] is given but [startup] flow is not \"sglang\"",
+        )),
+    }
+}
+
+/// Settings only one engine has, beside the generic [`RunSettings`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineFlags {
+    /// SGLang's own flags.
+    Sglang(detail::SglangFlags),
+}
+
+impl EngineFlags {
+    /// The engine the flags are for.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            EngineFlags::Sglang(_) => "sglang",
+        }
+    }
+}
+
+/// What only one engine's start-up flow computes, beside the generic [`Startup`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineDetail {
+    /// SGLang's static pool, per rank.
+    Sglang(Box<detail::SglangStartup>),
+}
+
+/// The start-up of `stages` under `run` by the profile's own flow, or None for the profile
+/// run (the generic phases).
+pub(crate) fn predict(
+    profile: &EngineProfile,
+    stages: &[StageCircuit<'_>],
+    run: &RunSettings,
+) -> Option<Result<Startup, EngineError>> {
+    match &profile.facts.flow {
+        StartupFlow::ProfileRun => None,
+        StartupFlow::Sglang(flow) => Some(sglang::predict(profile, flow, stages, run)),
+    }
+}
+
+/// The budget answers by the profile's own flow, or None for the profile run.
+pub(crate) fn budget_answers(
+    profile: &EngineProfile,
+    stages: &[StageCircuit<'_>],
+    run: &RunSettings,
+    target_kv_tokens: u64,
+) -> Option<Result<BudgetAnswers, EngineError>> {
+    match &profile.facts.flow {
+        StartupFlow::ProfileRun => None,
+        StartupFlow::Sglang(flow) => Some(sglang::budget_answers(
+            profile,
+            flow,
+            stages,
+            run,
+            target_kv_tokens,
+        )),
+    }
+}
 
 /// How an engine lays its KV cache out in groups and blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -35,6 +160,8 @@ pub enum KvLayoutMechanism {
 pub enum ModelLenMechanism {
     /// vLLM's derivation (`vllm/max_model_len.rs`).
     Vllm,
+    /// SGLang's derivation (`sglang/context_len.rs`).
+    Sglang,
 }
 
 /// How an engine sizes its KV budget from what it measures at start-up.
@@ -194,5 +321,6 @@ pub(crate) fn kv_layout(
 pub(crate) fn model_len(rule: ModelLenMechanism, model: &ModelFacts) -> ModelLen {
     match rule {
         ModelLenMechanism::Vllm => vllm::max_model_len(model),
+        ModelLenMechanism::Sglang => sglang::context_len(model),
     }
 }

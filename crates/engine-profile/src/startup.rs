@@ -69,6 +69,9 @@ pub struct RunSettings {
     /// The model's facts as its importer read them (config.json's values, or the class
     /// defaults it omits): this crate reads no model class and no config file.
     pub model: ModelFacts,
+    /// Settings only one engine has (its own flags, `mechanisms.rs`); None: that engine's
+    /// defaults. Refused by a profile of another engine.
+    pub engine_flags: Option<crate::EngineFlags>,
 }
 
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
@@ -260,6 +263,9 @@ pub struct Startup {
     /// What the engine file says the prediction leaves out, and its effect (for this run's
     /// variants).
     pub unsettled: Vec<crate::file::UnsettledDecl>,
+    /// What only this engine's start-up flow has (its own quantities, per worker where they
+    /// differ); None for the profile-run flow.
+    pub detail: Option<crate::EngineDetail>,
 }
 
 impl EngineProfile {
@@ -308,6 +314,18 @@ impl EngineProfile {
         stages: &[StageCircuit<'_>],
         run: &RunSettings,
     ) -> Result<Startup, EngineError> {
+        // The one dispatch: an engine whose start-up has no profile run predicts by its own
+        // flow (`[startup] flow`, mechanisms.rs).
+        if let Some(startup) = crate::mechanisms::predict(self, stages, run) {
+            return startup;
+        }
+        if let Some(flags) = &run.engine_flags {
+            return Err(EngineError::BadSetting {
+                what: "engine flags",
+                value: flags.engine().to_owned(),
+                why: "these are another engine's own flags; this profile's engine does not take them",
+            });
+        }
         let settled = self.settle(stages, run)?;
         let layout = self.kv_layout(
             stages,
@@ -348,7 +366,7 @@ impl EngineProfile {
         }
         let utilization = run
             .gpu_memory_utilization
-            .unwrap_or(self.facts.kv.default_gpu_memory_utilization);
+            .unwrap_or(self.facts.run()?.kv.default_gpu_memory_utilization);
         if !(utilization > 0.0 && utilization <= 1.0) {
             return Err(EngineError::BadSetting {
                 what: "gpu_memory_utilization",
@@ -360,6 +378,7 @@ impl EngineProfile {
         // false`) measures the language model alone, as `skip_mm_profiling` does.
         let profiled = self
             .facts
+            .run()?
             .profile_run
             .encoder
             .as_ref()
@@ -368,7 +387,7 @@ impl EngineProfile {
         let encoder = match (
             encoder_runs,
             run.model.encoder,
-            &self.facts.profile_run.encoder,
+            &self.facts.run()?.profile_run.encoder,
         ) {
             (false, _, _) => None,
             (true, Some(shape), Some(profile)) => Some((shape, profile.default_limit_per_prompt)),
@@ -387,7 +406,7 @@ impl EngineProfile {
             .any(|s| s.circuit.states().values().any(|st| st.per_sequence > 0));
         let prefix_caching = run
             .enable_prefix_caching
-            .unwrap_or(self.facts.kv.recurrent_prefix_caching_by_default);
+            .unwrap_or(self.facts.run()?.kv.recurrent_prefix_caching_by_default);
         if recurrent && prefix_caching {
             return Err(EngineError::NotModelled {
                 circuit: stages[0].circuit.name().to_owned(),
@@ -420,7 +439,7 @@ impl EngineProfile {
         };
         let world = tp.checked_mul(pp).ok_or_else(|| overflow("world size"))?;
         let requested = (device_total as f64 * utilization).ceil() as u64;
-        let facts = &self.facts.non_torch;
+        let facts = &self.facts.run()?.non_torch;
         let mut non_torch = if world == 1 {
             facts.single_process_bytes
         } else {
@@ -616,11 +635,17 @@ impl EngineProfile {
             kv_blocks: blocks,
             kv_layout: layout,
             cuda_graph_estimate,
-            cuda_graph_subtracted: self.facts.kv.subtract_cuda_graph_estimate
-                || self.facts.kv.budget.is_some_and(|b| b.counts_cuda_graphs()),
+            cuda_graph_subtracted: self.facts.run()?.kv.subtract_cuda_graph_estimate
+                || self
+                    .facts
+                    .run()?
+                    .kv
+                    .budget
+                    .is_some_and(|b| b.counts_cuda_graphs()),
             verdict,
             releases: self.facts.releases.clone(),
             unsettled: self.facts.unsettled.clone(),
+            detail: None,
         })
     }
 
@@ -633,7 +658,7 @@ impl EngineProfile {
         blocks: u64,
         max_model_len: u64,
     ) -> Option<u64> {
-        match self.facts.kv.printed_tokens {
+        match self.facts.run().ok().and_then(|r| r.kv.printed_tokens) {
             Some(m) => crate::mechanisms::printed_tokens(m, layout, blocks, max_model_len),
             None => layout.tokens(blocks),
         }
@@ -646,7 +671,7 @@ impl EngineProfile {
         tokens: u64,
         max_model_len: u64,
     ) -> Option<u64> {
-        match self.facts.kv.printed_tokens {
+        match self.facts.run().ok().and_then(|r| r.kv.printed_tokens) {
             Some(m) => {
                 crate::mechanisms::blocks_for_printed_tokens(m, layout, tokens, max_model_len)
             }
@@ -663,7 +688,7 @@ impl EngineProfile {
                 why: "a KV-cache block holds at least one token",
             }),
             Some(b) => Ok(b),
-            None => Ok(self.facts.kv.block_size),
+            None => Ok(self.facts.run()?.kv.block_size),
         }
     }
 }

@@ -83,7 +83,7 @@ impl EngineProfile {
         let weights = self
             .loaded_weights(circuit, settled, &env, at)
             .map_err(device_figure)?;
-        let logits_rows = self.facts.profile_run.logits_rows.eval(&env)?;
+        let logits_rows = self.facts.run()?.profile_run.logits_rows.eval(&env)?;
         let (forward_live, kernel_launches) = self.forward_live(
             circuit,
             settled.tokens,
@@ -103,7 +103,7 @@ impl EngineProfile {
         };
         let resident = sum(
             "profile_run.resident",
-            &self.facts.profile_run.resident,
+            &self.facts.run()?.profile_run.resident,
             &env,
             circuit,
             at,
@@ -111,7 +111,7 @@ impl EngineProfile {
         let overflow = || EngineError::Overflow {
             what: format!("{}: non-KV bytes", circuit.name()),
         };
-        let kv = &self.facts.kv;
+        let kv = &self.facts.run()?.kv;
         let (kv_cache, counted_non_kv) = match kv.budget {
             // The requested memory less weights, the run's peak and non-torch memory, and the
             // CUDA-graph estimate where the engine subtracts it.
@@ -276,7 +276,7 @@ impl EngineProfile {
         at: Where,
         forward_live: u64,
     ) -> Result<Parts, EngineError> {
-        let run = &self.facts.profile_run;
+        let run = &self.facts.run()?.profile_run;
         let persistent_of = |from_forward: bool| {
             sum(
                 "profile_run.persistent",
@@ -425,7 +425,7 @@ impl EngineProfile {
             execution: settled.execution,
         };
         let env = profile.stage_env(circuit, &settled)?;
-        let logits_rows = profile.facts.profile_run.logits_rows.eval(&env)?;
+        let logits_rows = profile.facts.run()?.profile_run.logits_rows.eval(&env)?;
         let plan_err = |message: String| EngineError::Plan {
             circuit: circuit.name().to_owned(),
             rows: settled.tokens,
@@ -456,7 +456,7 @@ impl EngineProfile {
                 })
                 .collect()
         };
-        let run_facts = &profile.facts.profile_run;
+        let run_facts = &profile.facts.run()?.profile_run;
         Ok(ProfileRunMap {
             stage,
             persistent: named(&run_facts.persistent)?,

@@ -1,0 +1,350 @@
+//! SGLang's start-up facts as an engine file gives them (`[startup.sglang]`,
+//! docs/engines.md "SGLang"), and compiled ([`FlowFacts`]): the defaults per nvidia-smi
+//! memory tier, the `mem_fraction_static` reserve, the CUDA-graph batch sizes, the
+//! `max_running_requests` rule, the pool's extra rows, what grows after loading, the runtime
+//! assumptions about free memory, and SGLang's own messages per release.
+//!
+//! Invariants: every table denies unknown keys; every expression is compiled once here; the
+//! tiers are ordered by `below_mib` with exactly one last tier without it; a value no run could
+//! use (a page of 0 tokens, a step of 0, more than 6 decimals) is refused naming the item.
+
+use serde::Deserialize;
+
+use crate::EngineError;
+use crate::file::SizeRange;
+use crate::formula::Formula;
+
+/// `[startup.sglang]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowDecl {
+    /// Runtime assumptions about the free memory SGLang measures before loading.
+    pub free_memory: FreeMemoryDecl,
+    /// Defaults per nvidia-smi memory tier, in order; the last has no `below_mib`.
+    pub tier: Vec<TierDecl>,
+    /// The defaults when nvidia-smi's memory is not known.
+    pub unknown_memory: TierValuesDecl,
+    /// Whether a default decode max batch size is clamped to `--max-running-requests`.
+    pub clamp_decode_max_bs_to_running_requests: bool,
+    /// `mem_fraction_static`'s default.
+    pub mem_fraction_static: MemFractionDecl,
+    /// CUDA graphs.
+    pub cuda_graph: GraphDecl,
+    /// The pool.
+    pub pool: PoolDecl,
+    /// `max_running_requests`.
+    pub max_running_requests: RunningDecl,
+    /// Model classes SGLang gives a hybrid sliding-window pool (not modelled: refused).
+    pub hybrid_swa_architectures: Vec<String>,
+    /// Model classes refused, with the reason.
+    #[serde(default)]
+    pub refuse: Vec<RefuseDecl>,
+    /// SGLang's flags as this release parses them.
+    pub flags: FlagsDecl,
+    /// SGLang's messages.
+    pub messages: MessagesDecl,
+}
+
+/// The free memory before loading: CUDA's total less what the process holds by then.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FreeMemoryDecl {
+    /// The CUDA context of one process (assumed; docs/engines.md says where it comes from).
+    pub cuda_context_bytes: u64,
+    /// What a rank of a world of more than one holds beyond it before the measurement (the
+    /// communicators' set-up; assumed).
+    pub communicator_bytes: u64,
+    /// The bound on `communicator_bytes`, stated with every prediction at world > 1.
+    pub communicator_bound_bytes: u64,
+    /// Whether a world of more than one reduces free memory through a float32 tensor.
+    pub float32_reduction: bool,
+}
+
+/// A tier of nvidia-smi's memory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierDecl {
+    /// Holds below this many MiB (none: every larger device).
+    #[serde(default)]
+    pub below_mib: Option<u64>,
+    /// Chunked prefill size.
+    pub chunked_prefill_size: u64,
+    /// Decode CUDA-graph max batch size at TP < 4.
+    pub decode_max_bs: u64,
+    /// The same at TP >= 4.
+    pub decode_max_bs_tp4: u64,
+}
+
+/// Defaults without a tier.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierValuesDecl {
+    /// Chunked prefill size.
+    pub chunked_prefill_size: u64,
+    /// Decode CUDA-graph max batch size.
+    pub decode_max_bs: u64,
+}
+
+/// `mem_fraction_static`'s default: round((gpu_mib x 1024 - reserved_kib) / (gpu_mib x 1024),
+/// decimals).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemFractionDecl {
+    /// The reserve, KiB: an expression over `gpu_mib`, `chunked`, `tp`, `pp`, `decode_graph`,
+    /// `decode_max_bs`, `prefill_graph`, `prefill_graph_sizes`, `mla`.
+    pub reserved_kib: String,
+    /// Decimals kept.
+    pub decimals: u32,
+    /// The value when nvidia-smi's memory is not known.
+    pub unknown_memory: f64,
+}
+
+/// CUDA graphs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphDecl {
+    /// Decode batch sizes, clipped at the max batch size (which is appended when missing).
+    pub decode_sizes: Vec<SizeRange>,
+    /// Whether prefill graphs are captured by default (off at PP > 1 when
+    /// `prefill_off_with_pipeline`).
+    pub prefill_default: bool,
+    /// Prefill graphs are off by default at PP > 1.
+    pub prefill_off_with_pipeline: bool,
+    /// The largest prefill size: an expression over `chunked`, `mla`, `max_total_tokens`
+    /// (the chunked size when not given).
+    pub prefill_max: String,
+    /// Prefill sizes, clipped at the largest.
+    pub prefill_sizes: Vec<SizeRange>,
+}
+
+/// The pool.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolDecl {
+    /// Tokens per page by default.
+    pub page_size: u64,
+    /// Rows the KV buffers hold beyond the tokens: an expression over `page_size`.
+    pub extra_rows: String,
+    /// Bytes the request-to-token table takes: over `max_running_requests`, `context_len`.
+    pub req_to_token_bytes: String,
+    /// Bytes allocated after the weights print and before the pool is sized (the RoPE cache
+    /// grown to the context): an expression over `context_len`, `max_position_embeddings`,
+    /// `rotary_dim` and the circuit's dims.
+    pub after_load_bytes: String,
+    /// Whether a free-memory rest at or below 0 is refused before the tokens are counted
+    /// (SGLang 0.5.14 on), rather than by the token count.
+    pub refuse_nonpositive_rest: bool,
+    /// Whether the pipeline stages take the smallest token count of all.
+    pub pipeline_min: bool,
+}
+
+/// `max_running_requests`: expressions over `kv_tokens`, `context_len`, `estimate`,
+/// `requested`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunningDecl {
+    /// The estimate.
+    pub estimate: String,
+    /// Without `--max-running-requests`.
+    pub default: String,
+    /// With it (`requested`).
+    pub user: String,
+}
+
+/// A refused model class.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefuseDecl {
+    /// The class.
+    pub architecture: String,
+    /// Why.
+    pub why: String,
+}
+
+/// Flags as the release parses them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlagsDecl {
+    /// What `--cuda-graph-max-bs` does: `decode` (sets the decode max batch size) or a message
+    /// saying why the release refuses it.
+    pub cuda_graph_max_bs: String,
+}
+
+/// SGLang's messages ({mfs}, {minimum}, {suggested}, {context}, {derived} filled in).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessagesDecl {
+    /// Weights leave no memory for the KV cache.
+    pub no_rest: String,
+    /// Fewer tokens than a page.
+    pub no_tokens: String,
+    /// A context above the derived one.
+    pub context_above: String,
+    /// No request fits.
+    pub pool_too_small: String,
+}
+
+/// A tier, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct Tier {
+    pub(crate) below_mib: Option<u64>,
+    pub(crate) chunked: u64,
+    pub(crate) decode_max_bs: u64,
+    pub(crate) decode_max_bs_tp4: u64,
+}
+
+/// `[startup.sglang]`, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct FlowFacts {
+    pub(crate) free: FreeMemoryDecl,
+    pub(crate) tiers: Vec<Tier>,
+    pub(crate) unknown: TierValuesDecl,
+    pub(crate) clamp_decode_max_bs: bool,
+    pub(crate) reserved_kib: Formula,
+    pub(crate) decimals: u32,
+    pub(crate) unknown_mem_fraction: f64,
+    pub(crate) decode_sizes: Vec<SizeRange>,
+    pub(crate) prefill_default: bool,
+    pub(crate) prefill_off_with_pipeline: bool,
+    pub(crate) prefill_max: Formula,
+    pub(crate) prefill_sizes: Vec<SizeRange>,
+    pub(crate) page_size: u64,
+    pub(crate) extra_rows: Formula,
+    pub(crate) req_to_token: Formula,
+    pub(crate) after_load: Formula,
+    pub(crate) refuse_nonpositive_rest: bool,
+    pub(crate) pipeline_min: bool,
+    pub(crate) estimate: Formula,
+    pub(crate) running_default: Formula,
+    pub(crate) running_user: Formula,
+    pub(crate) hybrid_swa: Vec<String>,
+    pub(crate) refuse: Vec<RefuseDecl>,
+    /// None: `--cuda-graph-max-bs` sets the decode max batch size; else why it is refused.
+    pub(crate) cuda_graph_max_bs_refused: Option<String>,
+    pub(crate) messages: MessagesDecl,
+}
+
+impl FlowFacts {
+    /// Compiles `decl` (`origin` names the engine file).
+    pub(crate) fn compile(decl: &FlowDecl, origin: &str) -> Result<FlowFacts, EngineError> {
+        let bad = |message: String| EngineError::Toml {
+            origin: origin.to_owned(),
+            message,
+        };
+        let f = |item: &str, text: &str| {
+            Formula::compile(origin, &format!("startup.sglang.{item}"), text)
+        };
+        let Some((last, ordered)) = decl.tier.split_last() else {
+            return Err(bad("startup.sglang.tier = []: give the tiers".to_owned()));
+        };
+        if last.below_mib.is_some() || ordered.iter().any(|t| t.below_mib.is_none()) {
+            return Err(bad(
+                "startup.sglang.tier: every tier but the last gives below_mib, the last none"
+                    .to_owned(),
+            ));
+        }
+        if ordered.windows(2).any(|w| w[0].below_mib >= w[1].below_mib) {
+            return Err(bad(
+                "startup.sglang.tier: below_mib must grow from tier to tier".to_owned(),
+            ));
+        }
+        if decl.pool.page_size == 0 {
+            return Err(bad(
+                "startup.sglang.pool.page_size = 0: must be positive".to_owned()
+            ));
+        }
+        if decl.mem_fraction_static.decimals > 6 {
+            return Err(bad(format!(
+                "startup.sglang.mem_fraction_static.decimals = {}: at most 6",
+                decl.mem_fraction_static.decimals
+            )));
+        }
+        let g = &decl.cuda_graph;
+        if let Some(r) = g
+            .decode_sizes
+            .iter()
+            .chain(&g.prefill_sizes)
+            .find(|r| r.step == 0)
+        {
+            return Err(bad(format!(
+                "startup.sglang.cuda_graph: range from {} has step 0: must be positive",
+                r.start
+            )));
+        }
+        let refused = match decl.flags.cuda_graph_max_bs.as_str() {
+            "decode" => None,
+            why => Some(why.to_owned()),
+        };
+        Ok(FlowFacts {
+            free: decl.free_memory.clone(),
+            tiers: decl
+                .tier
+                .iter()
+                .map(|t| Tier {
+                    below_mib: t.below_mib,
+                    chunked: t.chunked_prefill_size,
+                    decode_max_bs: t.decode_max_bs,
+                    decode_max_bs_tp4: t.decode_max_bs_tp4,
+                })
+                .collect(),
+            unknown: decl.unknown_memory.clone(),
+            clamp_decode_max_bs: decl.clamp_decode_max_bs_to_running_requests,
+            reserved_kib: f(
+                "mem_fraction_static.reserved_kib",
+                &decl.mem_fraction_static.reserved_kib,
+            )?,
+            decimals: decl.mem_fraction_static.decimals,
+            unknown_mem_fraction: decl.mem_fraction_static.unknown_memory,
+            decode_sizes: g.decode_sizes.clone(),
+            prefill_default: g.prefill_default,
+            prefill_off_with_pipeline: g.prefill_off_with_pipeline,
+            prefill_max: f("cuda_graph.prefill_max", &g.prefill_max)?,
+            prefill_sizes: g.prefill_sizes.clone(),
+            page_size: decl.pool.page_size,
+            extra_rows: f("pool.extra_rows", &decl.pool.extra_rows)?,
+            req_to_token: f("pool.req_to_token_bytes", &decl.pool.req_to_token_bytes)?,
+            after_load: f("pool.after_load_bytes", &decl.pool.after_load_bytes)?,
+            refuse_nonpositive_rest: decl.pool.refuse_nonpositive_rest,
+            pipeline_min: decl.pool.pipeline_min,
+            estimate: f(
+                "max_running_requests.estimate",
+                &decl.max_running_requests.estimate,
+            )?,
+            running_default: f(
+                "max_running_requests.default",
+                &decl.max_running_requests.default,
+            )?,
+            running_user: f("max_running_requests.user", &decl.max_running_requests.user)?,
+            hybrid_swa: decl.hybrid_swa_architectures.clone(),
+            refuse: decl.refuse.clone(),
+            cuda_graph_max_bs_refused: refused,
+            messages: decl.messages.clone(),
+        })
+    }
+}
+
+/// The most sizes a capture list may hold (SGLang captures tens).
+const MAX_SIZES: usize = 1 << 16;
+
+/// The sizes of `ranges` up to `max` (each range's `stop` clipped at it), sorted, once each;
+/// None when they would be more than [`MAX_SIZES`] (a huge flag value).
+pub(crate) fn sizes_up_to(ranges: &[SizeRange], max: u64) -> Option<Vec<u64>> {
+    let mut sizes = Vec::new();
+    for r in ranges {
+        let stop = r.stop.map_or(max, |s| s.min(max));
+        let mut size = r.start;
+        while size <= stop {
+            if sizes.len() >= MAX_SIZES {
+                return None;
+            }
+            sizes.push(size);
+            match size.checked_add(r.step) {
+                Some(next) => size = next,
+                None => break,
+            }
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    Some(sizes)
+}

@@ -1,0 +1,111 @@
+//! SGLang's own start-up, which an engine file selects with `[startup] flow = "sglang"`
+//! (docs/engines.md, "SGLang"): no profile run; the free memory F measured before loading,
+//! the weights' drop W, and a static pool: the KV cache takes what is free once the weights are
+//! in, less F x (1 - mem_fraction_static), which stays outside the pool for activations and
+//! CUDA graphs (`srt/mem_cache/kv_cache_configurator.py` `_profile_available_bytes`,
+//! `srt/model_executor/pool_configurator.py` `calculate_pool_sizes`, SGLang 0.5.23). The
+//! defaults (chunked prefill, CUDA-graph batch sizes, `mem_fraction_static`) follow the
+//! memory nvidia-smi reports, the device table's `memory_bytes`. Also the context length
+//! SGLang derives (`context_len`).
+//!
+//! Invariants: every number that differs between releases is the engine file's
+//! (`flow.rs`); the weights, the cache layers and the expressions are the generic crate's
+//! (circuit weights and `weights.created`, `kv_layout::cache_layers`, `formula`); the two
+//! runtime figures the source cannot give (the CUDA context and the communicators' memory
+//! before F) are the engine file's stated assumptions, never fitted to a log; a layout SGLang
+//! sizes in a way not modelled here (hybrid sliding-window or recurrent pools, multimodal
+//! models) is refused naming the model; every size is checked u64.
+
+mod context_len;
+mod flow;
+mod pool;
+
+pub(crate) use context_len::context_len;
+pub(crate) use flow::{FlowDecl, FlowFacts};
+pub(crate) use pool::{budget_answers, predict};
+
+/// SGLang's own flags (`python -m sglang.launch_server`), beside the generic settings: the
+/// generic `RunSettings` carries `--tp-size`, `--pp-size`, `--chunked-prefill-size`
+/// (`max_num_batched_tokens`), `--max-running-requests` (`max_num_seqs`), `--context-length`
+/// (`max_model_len`), `--page-size` (`block_size`) and `--disable-cuda-graph`
+/// (`enforce_eager`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SglangFlags {
+    /// `--mem-fraction-static` (None: SGLang's default for the device and layout).
+    pub mem_fraction_static: Option<f64>,
+    /// `--max-total-tokens`: a cap on the pool's tokens.
+    pub max_total_tokens: Option<u64>,
+    /// `--cuda-graph-max-bs`: the largest decode batch captured.
+    pub cuda_graph_max_bs: Option<u64>,
+}
+
+/// What SGLang's start-up computes beyond the generic `Startup`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SglangStartup {
+    /// The memory nvidia-smi reports, MiB (SGLang's `gpu_mem`, which its defaults follow).
+    pub gpu_mib: u64,
+    /// `mem_fraction_static` as SGLang resolves it.
+    pub mem_fraction_static: f64,
+    /// Whether it is SGLang's default (not `--mem-fraction-static`).
+    pub mem_fraction_static_default: bool,
+    /// The reserve the default leaves outside the static pool, KiB (0 when given).
+    pub reserved_kib: u64,
+    /// F: free memory before loading as SGLang reads it (the minimum over the world), bytes.
+    pub free_before_load: u64,
+    /// A: free memory before the pool is sized (the minimum over the world), bytes.
+    pub free_before_pool: u64,
+    /// F x (1 - mem_fraction_static): what stays outside the pool, bytes.
+    pub outside_pool: u64,
+    /// A - F x (1 - mem_fraction_static), bytes (0 when it is not positive).
+    pub pool_budget: u64,
+    /// Bytes per token of each stage's cache layers (the cell).
+    pub cell_bytes: Vec<u64>,
+    /// Tokens per page.
+    pub page_size: u64,
+    /// `max_total_num_tokens` as printed (0 when none fit).
+    pub max_total_num_tokens: u64,
+    /// `max_running_requests` as printed.
+    pub max_running_requests: u64,
+    /// `context_len` as printed.
+    pub context_len: u64,
+    /// The longest request served whole: min(context_len - 1, max_total_num_tokens - 1).
+    pub max_req_len: u64,
+    /// `chunked_prefill_size`.
+    pub chunked_prefill_size: u64,
+    /// Decode CUDA-graph batch sizes (empty with `--disable-cuda-graph`).
+    pub decode_graph_sizes: Vec<u64>,
+    /// Prefill CUDA-graph token sizes (empty when prefill graphs are off).
+    pub prefill_graph_sizes: Vec<u64>,
+    /// Whether the model's attention is MLA (one latent cache, "KV size").
+    pub mla: bool,
+    /// Per rank.
+    pub workers: Vec<SglangWorker>,
+    /// The error SGLang raises, as it prints it (None: it starts).
+    pub refusal: Option<String>,
+    /// The bound on the free memory's assumed communicator bytes (world > 1), bytes: the
+    /// prediction moves by up to mem_fraction_static x this.
+    pub communicator_bound: u64,
+}
+
+/// What one SGLang rank holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SglangWorker {
+    /// Global rank (`pp_stage * tp + tp_rank`).
+    pub rank: u64,
+    /// Pipeline stage.
+    pub pp_stage: u64,
+    /// Its free memory before loading, bytes.
+    pub free_before_load: u64,
+    /// "Load weight end ... mem usage", bytes.
+    pub weights: u64,
+    /// Allocated after that print and before the pool (the RoPE cache grown to the context).
+    pub after_load: u64,
+    /// "K size" (MHA) or "KV size" (MLA), bytes.
+    pub k_bytes: u64,
+    /// "V size" (0 for MLA), bytes.
+    pub v_bytes: u64,
+    /// The request-to-token table, bytes.
+    pub req_to_token: u64,
+    /// Left for activations and CUDA graphs after the pool ("Memory pool end. avail mem").
+    pub left_for_activations: u64,
+}

@@ -1,0 +1,741 @@
+//! SGLang's start-up predicted (docs/engines.md, "SGLang", the flow): the defaults from the
+//! nvidia-smi tier, `mem_fraction_static`, the free memory F before loading and A before the
+//! pool, the static pool's tokens per stage, `max_running_requests`, the context checks and
+//! SGLang's errors; and the budget answers the pool gives directly.
+//!
+//! Invariants: the arithmetic follows SGLang's own types: F and A are GiB floats (through a
+//! float32 tensor when the world's minimum is taken), the pool's bytes `int(rest x 2^30)`, the
+//! tokens integer divisions; every byte count is checked u64; a refusal is a verdict with
+//! SGLang's message, not an error, so the budget questions can ask around it.
+
+use super::flow::{FlowFacts, sizes_up_to};
+use super::{SglangFlags, SglangStartup, SglangWorker};
+use crate::facts::{Where, sum};
+use crate::formula::Env;
+use crate::kv_layout::{KvGroup, KvLayout, LayerKind, cache_layers, not_modelled};
+use crate::{
+    BudgetAnswers, CudaGraphEstimate, EncoderBytes, EngineDetail, EngineError, EngineFlags,
+    EngineProfile, Execution, PeakSetBy, RunSettings, StageCircuit, Startup, Verdict, Worker,
+};
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+fn overflow(what: &str) -> EngineError {
+    EngineError::Overflow {
+        what: what.to_owned(),
+    }
+}
+
+/// Python's `round(x, decimals)` for the values SGLang rounds (ties to even, on the decimal
+/// scaled value; a tie needs an exactly representable half, which these never are).
+fn round_to(x: f64, decimals: u32) -> f64 {
+    let scale = 10f64.powi(decimals as i32);
+    (x * scale).round_ties_even() / scale
+}
+
+/// A free-memory figure as SGLang reads it: bytes over 2^30, through a float32 tensor when
+/// the world's minimum is all-reduced (`utils/common.py` `get_available_gpu_memory`).
+fn read_gib(bytes: u64, float32: bool) -> f64 {
+    if float32 {
+        f64::from(bytes as f32) / GIB
+    } else {
+        bytes as f64 / GIB
+    }
+}
+
+/// What a stage of the layout holds.
+struct Stage {
+    stage: u64,
+    weights: u64,
+    after_load: u64,
+    cell: u64,
+}
+
+/// The run's settings, settled against the device and the engine file.
+struct Settled {
+    tp: u64,
+    pp: u64,
+    gpu_mib: u64,
+    chunked: u64,
+    decode_sizes: Vec<u64>,
+    prefill_sizes: Vec<u64>,
+    mem_fraction: f64,
+    mem_fraction_default: bool,
+    reserved_kib: u64,
+    context_len: u64,
+    longest: u64,
+    page: u64,
+    mla: bool,
+}
+
+/// Predicts SGLang's start-up of `stages` under `run` (`flow` is the profile's compiled
+/// `[startup.sglang]`).
+pub(crate) fn predict(
+    profile: &EngineProfile,
+    flow: &FlowFacts,
+    stages: &[StageCircuit<'_>],
+    run: &RunSettings,
+) -> Result<Startup, EngineError> {
+    let flags = flags_of(run)?;
+    refuse_unmodelled(profile, flow, stages, run)?;
+    let settled = settle(profile, flow, stages, run, &flags)?;
+    let stage_facts = stage_facts(profile, flow, stages, run, &settled)?;
+    let world = settled
+        .tp
+        .checked_mul(settled.pp)
+        .ok_or_else(|| overflow("world size"))?;
+    let device_total = crate::cuda_total(&run.device)?;
+    let f = &flow.free;
+    let held = if world > 1 {
+        f.cuda_context_bytes.checked_add(f.communicator_bytes)
+    } else {
+        Some(f.cuda_context_bytes)
+    }
+    .ok_or_else(|| overflow("memory held before loading"))?;
+    let free_bytes = device_total
+        .checked_sub(held)
+        .ok_or_else(|| EngineError::DeviceNotModelled {
+            device: run.device.name.clone(),
+            why: format!(
+                "its CUDA total ({device_total} B) is below the {held} B the engine file assumes a process holds before loading"
+            ),
+        })?;
+    let reduce = f.float32_reduction && world > 1;
+    let free_gib = read_gib(free_bytes, reduce);
+    // Loading larger than the free memory is torch's out-of-memory error while loading.
+    let mut refusal = None;
+    let mut short_by = 0u64;
+    let loaded = stage_facts
+        .iter()
+        .map(|s| s.weights.checked_add(s.after_load))
+        .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
+        .ok_or_else(|| overflow("weights"))?;
+    let available_bytes = match free_bytes.checked_sub(loaded) {
+        Some(a) => a,
+        None => {
+            short_by = loaded - free_bytes;
+            refusal = Some(format!(
+                "torch.OutOfMemoryError while loading: a rank loads {:.2} GB with {:.2} GB free",
+                loaded as f64 / GIB,
+                free_bytes as f64 / GIB
+            ));
+            0
+        }
+    };
+    let available_gib = read_gib(available_bytes, reduce);
+    let outside_gib = free_gib * (1.0 - settled.mem_fraction);
+    let rest_gib = available_gib - outside_gib;
+    let messages = &flow.messages;
+    if refusal.is_none() && rest_gib <= 0.0 && flow.refuse_nonpositive_rest {
+        let minimum = 1.0 - available_gib / free_gib;
+        let suggested = (minimum * 1000.0).ceil() / 1000.0;
+        short_by = (-rest_gib * GIB).ceil() as u64;
+        refusal = Some(
+            messages
+                .no_rest
+                .replace("{mfs}", &format_fraction(settled.mem_fraction))
+                .replace("{suggested}", &format!("{suggested:.3}"))
+                .replace("{minimum}", &format!("{minimum:.4}")),
+        );
+    }
+    // int(rest_memory * (1 << 30)), then // cell // page * page per stage.
+    let pool_budget = if rest_gib > 0.0 {
+        (rest_gib * GIB).floor() as u64
+    } else {
+        0
+    };
+    let page = settled.page;
+    let mut per_stage = Vec::new();
+    for s in &stage_facts {
+        per_stage.push(pool_budget / s.cell / page * page);
+    }
+    let mut tokens = if flow.pipeline_min {
+        per_stage.iter().copied().min().unwrap_or(0)
+    } else {
+        per_stage.first().copied().unwrap_or(0)
+    };
+    if let Some(cap) = flags.max_total_tokens {
+        tokens = tokens.min(cap / page * page);
+    }
+    if refusal.is_none() && tokens == 0 {
+        let cell = stage_facts.iter().map(|s| s.cell).max().unwrap_or(0);
+        short_by = cell.saturating_mul(page).saturating_sub(pool_budget).max(1);
+        refusal = Some(
+            messages
+                .no_tokens
+                .replace("{mfs}", &format_fraction(settled.mem_fraction)),
+        );
+    }
+    let ctx = settled.context_len;
+    let names = |requested: u64| {
+        Env::names_only(
+            vec![
+                ("kv_tokens", tokens),
+                ("context_len", ctx),
+                ("requested", requested),
+                ("page_size", page),
+            ],
+            stages[0].circuit.name(),
+        )
+    };
+    let estimate = flow.estimate.eval(&names(0))?;
+    let running = match run.max_num_seqs {
+        Some(r) => flow
+            .running_user
+            .eval(&names(r).with("estimate", estimate))?,
+        None => flow
+            .running_default
+            .eval(&names(0).with("estimate", estimate))?,
+    };
+    let max_req_len = ctx.min(tokens).saturating_sub(1);
+    if refusal.is_none() && (running == 0 || max_req_len == 0) {
+        short_by = 1;
+        refusal = Some(messages.pool_too_small.clone());
+    }
+    let env = names(0).with("max_running_requests", running);
+    let req_to_token = flow.req_to_token.eval(&env)?;
+    let extra_rows = flow.extra_rows.eval(&env)?;
+    let rows = tokens
+        .checked_add(extra_rows)
+        .ok_or_else(|| overflow("KV rows"))?;
+    let mut workers = Vec::new();
+    let mut details = Vec::new();
+    for s in &stage_facts {
+        let kv = rows
+            .checked_mul(s.cell)
+            .ok_or_else(|| overflow("KV pool bytes"))?;
+        let (k, v) = if settled.mla {
+            (kv, 0)
+        } else {
+            (kv / 2, kv - kv / 2)
+        };
+        let used = s
+            .weights
+            .checked_add(s.after_load)
+            .and_then(|u| u.checked_add(kv))
+            .and_then(|u| u.checked_add(req_to_token))
+            .ok_or_else(|| overflow("bytes of a rank"))?;
+        for tp_rank in 0..settled.tp {
+            let rank = s
+                .stage
+                .checked_mul(settled.tp)
+                .and_then(|r| r.checked_add(tp_rank))
+                .ok_or_else(|| overflow("rank"))?;
+            workers.push(Worker {
+                rank,
+                tp_rank,
+                pp_stage: s.stage,
+                weights: s.weights,
+                activation_peak: 0,
+                peak_set_by: PeakSetBy::Forward,
+                forward_live: 0,
+                forward_held: 0,
+                sampler_live: 0,
+                persistent: 0,
+                resident: 0,
+                counted_non_kv: used.saturating_sub(kv),
+                encoder: EncoderBytes::default(),
+                non_torch: 0,
+                kv_cache: kv,
+                blocks: tokens / page,
+                block_bytes: s.cell.saturating_mul(page),
+                kernel_launches: 0,
+                cuda_graph: CudaGraphEstimate::default(),
+            });
+            details.push(SglangWorker {
+                rank,
+                pp_stage: s.stage,
+                free_before_load: free_bytes,
+                weights: s.weights,
+                after_load: s.after_load,
+                k_bytes: k,
+                v_bytes: v,
+                req_to_token,
+                left_for_activations: free_bytes.saturating_sub(used),
+            });
+        }
+    }
+    let verdict = if ctx > settled.longest {
+        // Raised while the configuration is read, before anything loads.
+        refusal = Some(
+            messages
+                .context_above
+                .replace("{context}", &ctx.to_string())
+                .replace("{derived}", &settled.longest.to_string()),
+        );
+        Verdict::MaxModelLenAboveModel {
+            max_model_len: ctx,
+            longest: settled.longest,
+        }
+    } else if refusal.is_some() {
+        Verdict::NoKvMemory { short_by }
+    } else {
+        Verdict::Starts
+    };
+    let layers: u64 = stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| cache_layers(s.circuit, i, &run.model).map(|l| l.len() as u64))
+        .sum::<Result<u64, _>>()?;
+    let per_request = ctx.div_ceil(page);
+    let kv_layout = KvLayout {
+        groups: vec![KvGroup {
+            kind: LayerKind::Full,
+            block_size: page,
+            layers,
+            blocks_per_request: per_request,
+        }],
+        stage_block_bytes: stage_facts
+            .iter()
+            .map(|s| s.cell.saturating_mul(page))
+            .collect(),
+        token_block_size: page,
+        blocks_per_request: per_request,
+        // One request of context_len on each stage's cells (SGLang checks none at start-up:
+        // a shorter pool caps requests instead).
+        stage_request_bytes: stage_facts
+            .iter()
+            .map(|s| s.cell.saturating_mul(per_request.saturating_mul(page)))
+            .collect(),
+    };
+    let detail = SglangStartup {
+        gpu_mib: settled.gpu_mib,
+        mem_fraction_static: settled.mem_fraction,
+        mem_fraction_static_default: settled.mem_fraction_default,
+        reserved_kib: settled.reserved_kib,
+        free_before_load: (free_gib * GIB) as u64,
+        free_before_pool: (available_gib * GIB) as u64,
+        outside_pool: (outside_gib.max(0.0) * GIB) as u64,
+        pool_budget,
+        cell_bytes: stage_facts.iter().map(|s| s.cell).collect(),
+        page_size: page,
+        max_total_num_tokens: tokens,
+        max_running_requests: running,
+        context_len: ctx,
+        max_req_len,
+        chunked_prefill_size: settled.chunked,
+        decode_graph_sizes: settled.decode_sizes,
+        prefill_graph_sizes: settled.prefill_sizes,
+        mla: settled.mla,
+        workers: details,
+        refusal,
+        communicator_bound: if world > 1 {
+            f.communicator_bound_bytes
+        } else {
+            0
+        },
+    };
+    Ok(Startup {
+        engine: profile.engine().to_owned(),
+        version: profile.version().to_owned(),
+        device: run.device.name.clone(),
+        device_figures: run.device.clone(),
+        device_total,
+        gpu_memory_utilization: settled.mem_fraction,
+        requested: (free_gib * settled.mem_fraction * GIB).max(0.0) as u64,
+        max_num_batched_tokens: settled.chunked,
+        max_num_batched_tokens_defaulted: run.max_num_batched_tokens.is_none(),
+        max_num_seqs: running,
+        max_num_seqs_defaulted: run.max_num_seqs.is_none(),
+        max_model_len: ctx,
+        workers,
+        kv_cache_tokens: tokens,
+        max_concurrency: if ctx == 0 {
+            0.0
+        } else {
+            tokens as f64 / ctx as f64
+        },
+        kv_blocks: tokens / page,
+        kv_layout,
+        cuda_graph_estimate: 0,
+        cuda_graph_subtracted: false,
+        verdict,
+        releases: profile.releases().to_vec(),
+        unsettled: profile.facts.unsettled.clone(),
+        detail: Some(EngineDetail::Sglang(Box::new(detail))),
+    })
+}
+
+/// `mem_fraction_static` as SGLang prints a float.
+fn format_fraction(x: f64) -> String {
+    let s = format!("{x}");
+    if s.contains('.') { s } else { format!("{s}.0") }
+}
+
+/// The run's SGLang flags, refusing the generic settings SGLang has no flag for.
+fn flags_of(run: &RunSettings) -> Result<SglangFlags, EngineError> {
+    let refuse = |what: &'static str, why: &'static str| EngineError::BadSetting {
+        what,
+        value: "given".to_owned(),
+        why,
+    };
+    if run.gpu_memory_utilization.is_some() {
+        return Err(refuse(
+            "gpu_memory_utilization",
+            "SGLang sizes its pool from --mem-fraction-static (a fraction of the free memory before loading), not from a fraction of the device",
+        ));
+    }
+    if run.skip_mm_profiling || run.mm_limit_per_prompt.is_some() {
+        return Err(refuse(
+            "multimodal profiling settings",
+            "SGLang runs no profile, so they change nothing; multimodal models are not modelled for SGLang",
+        ));
+    }
+    Ok(match &run.engine_flags {
+        None => SglangFlags::default(),
+        Some(EngineFlags::Sglang(f)) => f.clone(),
+    })
+}
+
+/// Refuses what SGLang sizes in a way not modelled here.
+fn refuse_unmodelled(
+    profile: &EngineProfile,
+    flow: &FlowFacts,
+    stages: &[StageCircuit<'_>],
+    run: &RunSettings,
+) -> Result<(), EngineError> {
+    let Some(first) = stages.first() else {
+        return Err(EngineError::BadSetting {
+            what: "stage circuits",
+            value: "none".to_owned(),
+            why: "give one circuit per pipeline stage",
+        });
+    };
+    let named = first.circuit;
+    let model = &run.model;
+    let who = format!("{} {}", profile.engine(), profile.version());
+    if model.vision_encoder {
+        return Err(not_modelled(
+            named,
+            format!(
+                "a multimodal model: {who} scales mem_fraction_static by the vision tower's size and reserves memory for its features, which is not modelled"
+            ),
+        ));
+    }
+    if let Some(r) = flow
+        .refuse
+        .iter()
+        .find(|r| r.architecture == model.architecture)
+    {
+        return Err(not_modelled(
+            named,
+            format!("{} under {who}: {}", r.architecture, r.why),
+        ));
+    }
+    if flow.hybrid_swa.contains(&model.architecture) {
+        return Err(not_modelled(
+            named,
+            format!(
+                "{}: {who} gives it a hybrid sliding-window pool (full and SWA tokens split by --swa-full-tokens-ratio), which is not modelled",
+                model.architecture
+            ),
+        ));
+    }
+    for (i, s) in stages.iter().enumerate() {
+        for layer in cache_layers(s.circuit, i, model)? {
+            if layer.kind == LayerKind::Recurrent {
+                return Err(not_modelled(
+                    s.circuit,
+                    format!(
+                        "per-sequence recurrent state: {who} sizes a mamba state pool beside the KV cache (--mamba-full-memory-ratio), which is not modelled"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The defaults, `mem_fraction_static` and the context, settled.
+fn settle(
+    profile: &EngineProfile,
+    flow: &FlowFacts,
+    stages: &[StageCircuit<'_>],
+    run: &RunSettings,
+    flags: &SglangFlags,
+) -> Result<Settled, EngineError> {
+    let (tp, pp) = (run.tensor_parallel_size, run.pipeline_parallel_size);
+    if tp == 0 || pp == 0 {
+        return Err(EngineError::BadSetting {
+            what: "tp_size / pp_size",
+            value: format!("{tp} / {pp}"),
+            why: "must be at least 1",
+        });
+    }
+    let in_order = stages.iter().enumerate().all(|(i, s)| s.stage == i as u64);
+    if stages.len() as u64 != pp || !in_order {
+        return Err(EngineError::BadSetting {
+            what: "stage circuits",
+            value: format!(
+                "stages {:?}",
+                stages.iter().map(|s| s.stage).collect::<Vec<_>>()
+            ),
+            why: "one circuit per pipeline stage, stages 0..pp_size in order",
+        });
+    }
+    let positive = |what: &'static str, v: Option<u64>| match v {
+        Some(0) => Err(EngineError::BadSetting {
+            what,
+            value: "0".to_owned(),
+            why: "must be positive",
+        }),
+        _ => Ok(()),
+    };
+    positive("chunked_prefill_size", run.max_num_batched_tokens)?;
+    positive("max_running_requests", run.max_num_seqs)?;
+    positive("max_total_tokens", flags.max_total_tokens)?;
+    positive("cuda_graph_max_bs", flags.cuda_graph_max_bs)?;
+    positive("context_length", run.max_model_len)?;
+    positive("page_size", run.block_size)?;
+    if let (Some(_), Some(why)) = (flags.cuda_graph_max_bs, &flow.cuda_graph_max_bs_refused) {
+        return Err(EngineError::FlagRefused {
+            flag: "--cuda-graph-max-bs".to_owned(),
+            why: why.clone(),
+        });
+    }
+    // nvidia-smi's memory.total, MiB (utils/common.py get_nvgpu_memory_capacity).
+    let gpu_mib = run.device.memory_bytes >> 20;
+    let tier = flow
+        .tiers
+        .iter()
+        .find(|t| t.below_mib.is_none_or(|b| gpu_mib < b));
+    let (chunked_default, max_bs_default) = match tier {
+        Some(t) => (
+            t.chunked,
+            if tp < 4 {
+                t.decode_max_bs
+            } else {
+                t.decode_max_bs_tp4
+            },
+        ),
+        None => (
+            flow.unknown.chunked_prefill_size,
+            flow.unknown.decode_max_bs,
+        ),
+    };
+    let chunked = run.max_num_batched_tokens.unwrap_or(chunked_default);
+    let mut decode_max_bs = flags.cuda_graph_max_bs.unwrap_or(max_bs_default);
+    if flags.cuda_graph_max_bs.is_none()
+        && flow.clamp_decode_max_bs
+        && let Some(r) = run.max_num_seqs
+    {
+        decode_max_bs = decode_max_bs.min(r);
+    }
+    let mla = stages
+        .iter()
+        .any(|s| s.circuit.dim("kv_lora_rank").is_some());
+    let graphs = !run.enforce_eager;
+    let prefill_graph =
+        graphs && flow.prefill_default && !(pp > 1 && flow.prefill_off_with_pipeline);
+    let named = stages[0].circuit.name();
+    let env = Env::names_only(
+        vec![
+            ("chunked", chunked),
+            ("mla", u64::from(mla)),
+            (
+                "max_total_tokens",
+                flags.max_total_tokens.unwrap_or(u64::MAX),
+            ),
+        ],
+        named,
+    );
+    let too_many = |what: &'static str| EngineError::BadSetting {
+        what,
+        value: "its capture list".to_owned(),
+        why: "would hold more than 65,536 sizes",
+    };
+    let prefill_sizes = if prefill_graph {
+        let max = flow.prefill_max.eval(&env)?;
+        sizes_up_to(&flow.prefill_sizes, max).ok_or_else(|| too_many("chunked_prefill_size"))?
+    } else {
+        Vec::new()
+    };
+    let decode_sizes = if graphs {
+        let mut sizes = sizes_up_to(&flow.decode_sizes, decode_max_bs)
+            .ok_or_else(|| too_many("cuda_graph_max_bs"))?;
+        if !sizes.contains(&decode_max_bs) {
+            sizes.push(decode_max_bs);
+        }
+        sizes
+    } else {
+        Vec::new()
+    };
+    let (mem_fraction, mem_fraction_default, reserved_kib) = match flags.mem_fraction_static {
+        Some(m) if m > 0.0 && m <= 1.0 => (m, false, 0),
+        Some(m) => {
+            return Err(EngineError::BadSetting {
+                what: "mem_fraction_static",
+                value: m.to_string(),
+                why: "must be in (0, 1]",
+            });
+        }
+        None if gpu_mib == 0 => (flow.unknown_mem_fraction, true, 0),
+        None => {
+            let env = Env::names_only(
+                vec![
+                    ("gpu_mib", gpu_mib),
+                    ("chunked", chunked),
+                    ("tp", tp),
+                    ("pp", pp),
+                    ("decode_graph", u64::from(graphs)),
+                    ("decode_max_bs", decode_max_bs),
+                    ("prefill_graph", u64::from(prefill_graph)),
+                    ("prefill_graph_sizes", prefill_sizes.len() as u64),
+                    ("mla", u64::from(mla)),
+                ],
+                named,
+            );
+            let reserved = flow.reserved_kib.eval(&env)?;
+            let kib = (gpu_mib as f64) * 1024.0;
+            (
+                round_to((kib - reserved as f64) / kib, flow.decimals),
+                true,
+                reserved,
+            )
+        }
+    };
+    let model_len = profile.model_len(&run.model);
+    Ok(Settled {
+        tp,
+        pp,
+        gpu_mib,
+        chunked,
+        decode_sizes,
+        prefill_sizes,
+        mem_fraction,
+        mem_fraction_default,
+        reserved_kib,
+        context_len: run.max_model_len.unwrap_or(model_len.default),
+        longest: model_len.longest,
+        page: run.block_size.unwrap_or(flow.page_size),
+        mla,
+    })
+}
+
+/// Each stage's weights as loaded, what grows after, and its cell.
+fn stage_facts(
+    profile: &EngineProfile,
+    flow: &FlowFacts,
+    stages: &[StageCircuit<'_>],
+    run: &RunSettings,
+    settled: &Settled,
+) -> Result<Vec<Stage>, EngineError> {
+    let model = &run.model;
+    let dtype_bytes = model
+        .dtype
+        .bytes(1, 1)
+        .map_err(|_| EngineError::BadSetting {
+            what: "model dtype",
+            value: model.dtype.to_string(),
+            why: "a model dtype is a float format of whole bytes (bf16, f16, f32)",
+        })?;
+    let mut out = Vec::new();
+    for (i, s) in stages.iter().enumerate() {
+        let circuit = s.circuit;
+        let head_dim = circuit
+            .dim("head_dim")
+            .ok_or_else(|| EngineError::MissingDim {
+                circuit: circuit.name().to_owned(),
+                dim: "head_dim",
+                why: "the rotary cache",
+            })?;
+        let env = Env::new(
+            vec![
+                ("max_position_embeddings", model.max_position_embeddings),
+                (
+                    "rotary_dim",
+                    circuit.dim("qk_rope_head_dim").unwrap_or(head_dim),
+                ),
+                ("dtype_bytes", dtype_bytes),
+                ("context_len", settled.context_len),
+                ("vocab_size", model.vocab_size),
+            ],
+            circuit,
+        );
+        let at = Where {
+            stage: s.stage,
+            stages: settled.pp,
+            execution: if run.enforce_eager {
+                Execution::Eager
+            } else {
+                Execution::Compiled
+            },
+        };
+        let created = sum("weights.created", &profile.facts.created, &env, circuit, at)?;
+        let weights = circuit
+            .weight_bytes()
+            .checked_add(created)
+            .ok_or_else(|| overflow("weights"))?;
+        let after_load = flow.after_load.eval(&env)?;
+        let cell = cache_layers(circuit, i, model)?
+            .iter()
+            .try_fold(0u64, |acc, l| acc.checked_add(l.bytes))
+            .ok_or_else(|| overflow("cell bytes"))?;
+        if cell == 0 {
+            return Err(not_modelled(
+                circuit,
+                "a pipeline stage without KV-cache layers".to_owned(),
+            ));
+        }
+        out.push(Stage {
+            stage: s.stage,
+            weights,
+            after_load,
+            cell,
+        });
+    }
+    Ok(out)
+}
+
+/// The budget answers from one prediction: the longest context a request fills whole
+/// (SGLang starts at any context up to the derived one, and caps requests at the pool), and
+/// the `mem_fraction_static` whose pool holds `target_kv_tokens`.
+pub(crate) fn budget_answers(
+    profile: &EngineProfile,
+    flow: &FlowFacts,
+    stages: &[StageCircuit<'_>],
+    run: &RunSettings,
+    target_kv_tokens: u64,
+) -> Result<BudgetAnswers, EngineError> {
+    let mut startup = predict(profile, flow, stages, run)?;
+    // A context above the model's is refused before anything loads, but the question is the
+    // largest that starts: answered from the start-up at the longest the model allows.
+    if let Verdict::MaxModelLenAboveModel { longest, .. } = startup.verdict {
+        let at = RunSettings {
+            max_model_len: Some(longest),
+            ..run.clone()
+        };
+        startup = predict(profile, flow, stages, &at)?;
+    }
+    let Some(EngineDetail::Sglang(d)) = &startup.detail else {
+        // predict above always gives its detail.
+        return Ok(BudgetAnswers {
+            largest_max_model_len: None,
+            utilization_for_target: None,
+        });
+    };
+    let longest = profile.model_len(&run.model).longest;
+    let largest = (startup.verdict == Verdict::Starts).then(|| longest.min(d.max_total_num_tokens));
+    // rest >= ceil(target / page) x page x the largest cell, with rest = A - F x (1 - m).
+    let page = d.page_size;
+    let cell = d.cell_bytes.iter().copied().max().unwrap_or(0);
+    let needed = target_kv_tokens
+        .div_ceil(page)
+        .checked_mul(page)
+        .and_then(|t| t.checked_mul(cell))
+        .ok_or_else(|| overflow("bytes for the target KV tokens"))?;
+    let flags = flags_of(run)?;
+    let capped = flags
+        .max_total_tokens
+        .is_some_and(|cap| cap < target_kv_tokens);
+    let free = d.free_before_load as f64 / GIB;
+    let available = d.free_before_pool as f64 / GIB;
+    let fraction = 1.0 - (available - needed as f64 / GIB) / free;
+    let scale = 10f64.powi(flow.decimals as i32);
+    let fraction = (fraction * scale).ceil() / scale;
+    let fits = !capped && d.free_before_pool > 0 && fraction <= 1.0;
+    Ok(BudgetAnswers {
+        largest_max_model_len: largest,
+        utilization_for_target: fits.then_some(fraction.max(1.0 / scale)),
+    })
+}

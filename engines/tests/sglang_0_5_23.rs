@@ -1,0 +1,371 @@
+//! The SGLang 0.5.23 profile (`engines/sglang-0.5.23/`), each figure derived by hand from its
+//! source (docs/engines.md, "SGLang"; the arithmetic in each test's comments): the static
+//! pool of Llama-3.1-8B at TP 1 and TP 2, DeepSeek-V2-Lite's MLA pool, an fp8 cache, Gemma 3's
+//! sliding windows held whole, `mem_fraction_static`'s default per device memory and TP, and
+//! SGLang's refusals with their messages. No SGLang log is in the repository: these check the
+//! derivation; the hidden start-ups check the runtime assumptions (the CUDA context and the
+//! communicators' memory before loading).
+
+use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
+use circuit_ir::Circuit;
+use engine_profile::detail::{SglangFlags, SglangStartup};
+use engine_profile::{
+    EngineDetail, EngineError, EngineFlags, EngineProfile, ModelFacts, RunSettings, StageCircuit,
+    Startup, Verdict,
+};
+
+const GIB: f64 = (1u64 << 30) as f64;
+/// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
+const F_TP1: u64 = 85_032_697_856 - 547_608_330;
+/// The same less the assumed communicators' bytes at world > 1.
+const F_WORLD: u64 = F_TP1 - 1_095_216_660;
+
+fn profile() -> EngineProfile {
+    engines::profile("sglang-0.5.23").unwrap()
+}
+
+fn device(name: &str) -> kernel_families::Device {
+    kernel_families::Devices::builtin()
+        .unwrap()
+        .get(name)
+        .unwrap()
+        .clone()
+}
+
+fn config(name: &str) -> &'static str {
+    match name {
+        "llama-3.1-8b" => include_str!("../../data/models/llama-3.1-8b/config.json"),
+        "deepseek-v2-lite" => include_str!("../../data/models/deepseek-v2-lite/config.json"),
+        "gemma-3-1b-it" => include_str!("../../data/checkpoints/gemma-3-1b-it/config.json"),
+        "qwen3-next" => {
+            include_str!("../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json")
+        }
+        "gpt-oss-20b" => include_str!("../../data/checkpoints/gpt-oss-20b/config.json"),
+        other => panic!("no config {other}"),
+    }
+}
+
+/// `name` at TP `tp`, with `kv` cache storage, and a run of SGLang's defaults on an H100.
+fn layout(name: &str, tp: u64, kv: KvCacheDtype) -> (Vec<Circuit>, RunSettings) {
+    let mut options = ImportOptions::default();
+    options.load = profile().load_rules();
+    options.kv_cache_dtype = kv;
+    options.parallel = Parallel {
+        tp,
+        pp: 1,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let origin = format!("{name}/config.json");
+    let sharded = circuit_hf::import_parallel(config(name), &origin, &options, &[]).unwrap();
+    let model: ModelFacts = sharded.imports[0].facts.clone();
+    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let run = RunSettings {
+        device: device("h100-sxm"),
+        tensor_parallel_size: tp,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: None,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: None,
+        skip_mm_profiling: false,
+        enforce_eager: false,
+        mm_limit_per_prompt: None,
+        block_size: None,
+        model,
+        engine_flags: None,
+    };
+    (circuits, run)
+}
+
+fn predict(circuits: &[Circuit], run: &RunSettings) -> Result<Startup, EngineError> {
+    profile().predict_layout(&StageCircuit::in_order(circuits), run)
+}
+
+fn detail(s: &Startup) -> &SglangStartup {
+    match &s.detail {
+        Some(EngineDetail::Sglang(d)) => d,
+        None => panic!("an SGLang start-up without its detail"),
+    }
+}
+
+fn with_flags(mut run: RunSettings, flags: SglangFlags) -> RunSettings {
+    run.engine_flags = Some(EngineFlags::Sglang(flags));
+    run
+}
+
+/// The pool's tokens SGLang sizes (kv_cache_configurator.py:2990-3060, pool_configurator.py
+/// 637-647): rest = A - F x (1 - mfs) GiB, both read as GiB floats (through float32 when the
+/// world is larger than one), then int(rest x 2^30) // cell // page x page.
+fn tokens(free: u64, loaded: u64, mfs: f64, cell: u64, world_gt_1: bool) -> u64 {
+    let read = |b: u64| {
+        if world_gt_1 {
+            f64::from(b as f32) / GIB
+        } else {
+            b as f64 / GIB
+        }
+    };
+    let rest = read(free - loaded) - read(free) * (1.0 - mfs);
+    (rest * GIB) as u64 / cell
+}
+
+#[test]
+fn llama_3_1_8b_tp1_static_pool() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    // Weights: 8,030,261,248 parameters x 2 B = 16,060,522,496 B, and the float32 rope cache
+    // [131072, 128] x 4 B = 67,108,864 B: 16,127,631,360 B.
+    assert_eq!(circuits[0].weight_bytes(), 16_060_522_496);
+    assert_eq!(s.workers[0].weights, 16_127_631_360);
+    // After the print the rope cache grows to ceil((131072 + 256) / 128) x 128 = 131,328 rows:
+    // 256 x 128 x 4 = 131,072 B.
+    assert_eq!(d.workers[0].after_load, 131_072);
+    // nvidia-smi 81,559 MiB: chunked 8192, decode max_bs 256 (TP < 4); the reserve 512 MB +
+    // 8192 x 1.5 MB + 1/8 GiB + 256 x 2 MB + 58 prefill sizes x 8 MB = 13,904 MB = 14,237,696
+    // KiB (above the 10 GiB floor); mfs = round((81559 - 13904) / 81559, 3) = 0.830.
+    assert_eq!(d.gpu_mib, 81_559);
+    assert_eq!(d.chunked_prefill_size, 8192);
+    assert_eq!(d.prefill_graph_sizes.len(), 58);
+    assert_eq!(d.decode_graph_sizes.len(), 36);
+    assert_eq!(d.decode_graph_sizes.last(), Some(&256));
+    assert_eq!(d.reserved_kib, 14_237_696);
+    assert_eq!(d.mem_fraction_static, 0.830);
+    // Cell: 8 KV heads x (128 + 128) x 32 layers x 2 B = 131,072 B.
+    assert_eq!(d.cell_bytes, vec![131_072]);
+    // F = 84,485,089,526 B = 78.6829 GiB, A = F - 16,127,762,432 = 63.6627 GiB,
+    // rest = 63.6627 - 78.6829 x 0.17 = 50.2866 GiB = 53,994,861,874 B: 411,948 tokens.
+    let t = tokens(F_TP1, 16_127_762_432, 0.830, 131_072, false);
+    assert_eq!(t, 411_948);
+    assert_eq!(s.kv_cache_tokens, 411_948);
+    assert_eq!(d.max_total_num_tokens, 411_948);
+    // max_running_requests = min(clamp(int(411948 / 131072 x 512), 2048, 4096), 411948 // 2)
+    // = 2048; context_len 131072 (llama3 rope: no factor).
+    assert_eq!(d.max_running_requests, 2048);
+    assert_eq!(d.context_len, 131_072);
+    // K size = V size = 32 layers x (411,948 + 1) rows x 8 x 128 x 2 B = 26,997,489,664 B.
+    assert_eq!(d.workers[0].k_bytes, 26_997_489_664);
+    assert_eq!(d.workers[0].v_bytes, 26_997_489_664);
+    // req_to_token: 2049 x (131072 + 4) x 4 B = 1,074,298,896 B.
+    assert_eq!(d.workers[0].req_to_token, 1_074_298_896);
+    assert_eq!(s.verdict, Verdict::Starts);
+    assert_eq!(d.refusal, None);
+}
+
+#[test]
+fn llama_3_1_8b_tp2_static_pool() {
+    let (circuits, run) = layout("llama-3.1-8b", 2, KvCacheDtype::Auto);
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    // Per rank: embeddings and lm_head 64,128 x 4096 each, 32 layers of (q 4096 x 2048, k and
+    // v 4096 x 512, o 2048 x 4096, gate/up/down 3 x 4096 x 7168, two norms 4096), the final
+    // norm: 4,015,263,744 parameters x 2 B + the rope cache 67,108,864 B.
+    assert_eq!(s.workers.len(), 2);
+    assert_eq!(s.workers[0].weights, 8_097_636_352);
+    assert_eq!(s.workers[1].weights, 8_097_636_352);
+    // Reserve: 13,904 MB + 1/8 GiB more for TP 2 = 14,032 MB: mfs round(67527 / 81559, 3) =
+    // 0.828.
+    assert_eq!(d.mem_fraction_static, 0.828);
+    // Cell: 4 KV heads x 256 x 32 x 2 = 65,536 B. F = 83,389,872,866 B, through float32
+    // 77.66287 GiB; A through float32 70.12124 GiB; rest 56.76322 GiB: 930,008 tokens.
+    assert_eq!(d.cell_bytes, vec![65_536]);
+    let t = tokens(F_WORLD, 8_097_636_352 + 131_072, 0.828, 65_536, true);
+    assert_eq!(t, 930_008);
+    assert_eq!(s.kv_cache_tokens, 930_008);
+    // The bound stated at world > 1: the assumed 1.02 GiB of communicators, +-1 GiB.
+    assert_eq!(d.communicator_bound, 1 << 30);
+}
+
+#[test]
+fn deepseek_v2_lite_mla_pool() {
+    let (circuits, run) = layout("deepseek-v2-lite", 1, KvCacheDtype::Auto);
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    assert!(d.mla);
+    // MLA: the reserve counts 1.5 GiB for prefill graphs instead of 8 MB a size: 512 + 12288
+    // + 128 + 512 + 1536 = 14,976 MB; mfs round(66583 / 81559, 3) = 0.816.
+    assert_eq!(d.mem_fraction_static, 0.816);
+    // Prefill graphs up to min(8192, chunked) = 8192 tokens.
+    assert_eq!(d.prefill_graph_sizes.last(), Some(&8192));
+    // Cell: (kv_lora_rank 512 + qk_rope_head_dim 64) x 27 layers x 2 B = 31,104 B, on every
+    // rank whole.
+    assert_eq!(d.cell_bytes, vec![31_104]);
+    // Weights: the checkpoint's, the float32 rope cache 163,840 x 64 x 4 = 41,943,040 B and
+    // w_kc / w_vc copies 27 x 16 heads x (128 + 128) x 512 x 2 B = 113,246,208 B.
+    let created = 41_943_040 + 113_246_208;
+    assert_eq!(s.workers[0].weights, circuits[0].weight_bytes() + created);
+    // Context 163,840: the yarn set holds original_max_position_embeddings, so no factor.
+    assert_eq!(d.context_len, 163_840);
+    // The rope cache grows to ceil((163840 + 256) / 128) x 128 = 164,096 rows: 256 x 64 x 4.
+    assert_eq!(d.workers[0].after_load, 65_536);
+    let loaded = s.workers[0].weights + 65_536;
+    let t = tokens(F_TP1, loaded, 0.816, 31_104, false);
+    assert_eq!(s.kv_cache_tokens, t);
+    // One latent buffer: "KV size" = 27 x (T + 1) x 576 x 2.
+    assert_eq!(d.workers[0].k_bytes, (t + 1) * 31_104);
+    assert_eq!(d.workers[0].v_bytes, 0);
+}
+
+#[test]
+fn fp8_kv_cache_halves_the_cell() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Fp8);
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    // --kv-cache-dtype fp8_e4m3: 8 x 256 x 32 x 1 B = 65,536 B; the same rest, twice the
+    // tokens: 53,994,861,874 // 65,536 = 823,896.
+    assert_eq!(d.cell_bytes, vec![65_536]);
+    assert_eq!(s.kv_cache_tokens, 823_896);
+}
+
+#[test]
+fn gemma_3_sliding_windows_get_a_full_cache() {
+    // Gemma 3 is not in 0.5.23's hybrid sliding-window classes (its override turns the pool
+    // off): all 26 layers, windowed or not, hold every token: 1 KV head x (256 + 256) x 26 x
+    // 2 B = 26,624 B a token.
+    let (circuits, run) = layout("gemma-3-1b-it", 1, KvCacheDtype::Auto);
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    assert_eq!(d.cell_bytes, vec![26_624]);
+    assert_eq!(s.kv_layout.groups.len(), 1);
+    assert_eq!(s.kv_layout.groups[0].layers, 26);
+}
+
+#[test]
+fn mem_fraction_static_default_per_device_memory_and_tp() {
+    let (circuits, mut run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    // H100 TP 1: 0.830 (above). --disable-cuda-graph drops both graph terms: 512 + 12288 +
+    // 128 = 12,928 MB, mfs round(68631 / 81559, 3) = 0.841, and captures nothing.
+    run.enforce_eager = true;
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    assert_eq!(d.mem_fraction_static, 0.841);
+    assert!(d.decode_graph_sizes.is_empty() && d.prefill_graph_sizes.is_empty());
+    // H200 (143,771 MiB): the same tier values, 13,904 MB: round(129867 / 143771, 3) = 0.903.
+    run.enforce_eager = false;
+    run.device = device("h200");
+    run.device.cuda_total_bytes = Some(150_000_000_000);
+    let s = predict(&circuits, &run).unwrap();
+    assert_eq!(detail(&s).mem_fraction_static, 0.903);
+    // --chunked-prefill-size 4096 on the H100: 512 + 6144 + 128 + 512 + 50 x 8 = 7,696 MB,
+    // raised to the 10 GiB floor: round(71319 / 81559, 3) = 0.874.
+    run.device = device("h100-sxm");
+    run.max_num_batched_tokens = Some(4096);
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    assert_eq!(d.prefill_graph_sizes.len(), 50);
+    assert_eq!(d.reserved_kib, 10 * 1024 * 1024);
+    assert_eq!(d.mem_fraction_static, 0.874);
+    // --max-running-requests 64 clamps the default decode max_bs (256) to 64: 23 sizes.
+    run.max_num_batched_tokens = None;
+    run.max_num_seqs = Some(64);
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    assert_eq!(d.decode_graph_sizes.last(), Some(&64));
+    assert_eq!(d.max_running_requests, 64);
+}
+
+#[test]
+fn refusals_carry_sglang_messages() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    // A context above the derived 131,072.
+    let mut long = run.clone();
+    long.max_model_len = Some(200_000);
+    let s = predict(&circuits, &long).unwrap();
+    assert_eq!(
+        s.verdict,
+        Verdict::MaxModelLenAboveModel {
+            max_model_len: 200_000,
+            longest: 131_072
+        }
+    );
+    assert!(detail(&s).refusal.as_deref().unwrap().starts_with(
+        "ValueError: Warning: User-specified context_length (200000) is greater than the derived context_length (131072)."
+    ));
+    // --mem-fraction-static 0.15: rest = 63.6627 - 78.6829 x 0.85 < 0; minimum viable = 1 -
+    // 63.6627 / 78.6829 = 0.1909, suggested 0.191.
+    let low = with_flags(
+        run.clone(),
+        SglangFlags {
+            mem_fraction_static: Some(0.15),
+            ..SglangFlags::default()
+        },
+    );
+    let s = predict(&circuits, &low).unwrap();
+    assert!(matches!(s.verdict, Verdict::NoKvMemory { .. }));
+    assert_eq!(
+        detail(&s).refusal.as_deref(),
+        Some(
+            "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.15. Raise --mem-fraction-static above 0.191 (minimum viable = 1 - available/pre = 0.1909). If using speculative decoding, draft weights are now counted."
+        )
+    );
+    // --cuda-graph-max-bs: 0.5.23 has no such flag.
+    let bs = with_flags(
+        run.clone(),
+        SglangFlags {
+            cuda_graph_max_bs: Some(128),
+            ..SglangFlags::default()
+        },
+    );
+    let e = predict(&circuits, &bs).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--cuda-graph-max-bs: SGLang 0.5.23 has no such flag"),
+        "{e}"
+    );
+    // vLLM's --gpu-memory-utilization has no SGLang meaning.
+    let mut util = run.clone();
+    util.gpu_memory_utilization = Some(0.9);
+    assert!(matches!(
+        predict(&circuits, &util),
+        Err(EngineError::BadSetting {
+            what: "gpu_memory_utilization",
+            ..
+        })
+    ));
+    // --max-total-tokens caps the pool.
+    let capped = with_flags(
+        run,
+        SglangFlags {
+            max_total_tokens: Some(100_000),
+            ..SglangFlags::default()
+        },
+    );
+    assert_eq!(
+        predict(&circuits, &capped).unwrap().kv_cache_tokens,
+        100_000
+    );
+}
+
+#[test]
+fn hybrid_and_recurrent_pools_are_refused() {
+    // Qwen3-Next's Gated DeltaNet state: SGLang sizes a mamba pool beside the KV cache.
+    let (circuits, run) = layout("qwen3-next", 4, KvCacheDtype::Auto);
+    let e = predict(&circuits, &run).unwrap_err().to_string();
+    assert!(e.contains("per-sequence recurrent state"), "{e}");
+    // gpt-oss is one of the hybrid sliding-window classes.
+    let (circuits, run) = layout("gpt-oss-20b", 1, KvCacheDtype::Auto);
+    let e = predict(&circuits, &run).unwrap_err().to_string();
+    assert!(
+        e.contains("GptOssForCausalLM: sglang 0.5.23 gives it a hybrid sliding-window pool"),
+        "{e}"
+    );
+}
+
+#[test]
+fn budget_answers_from_the_pool() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let p = profile();
+    let stages = StageCircuit::in_order(&circuits);
+    let a = p.budget_answers(&stages, &run, 500_000).unwrap();
+    // Every context up to 131,072 starts and a request of it fits the 411,948 tokens.
+    assert_eq!(a.largest_max_model_len, Some(131_072));
+    // 500,000 tokens x 131,072 B = 61.0352 GiB of rest: mfs >= 1 - (63.6627 - 61.0352) /
+    // 78.6829 = 0.96661, 0.967 rounded up.
+    assert_eq!(a.utilization_for_target, Some(0.967));
+    // The smallest TP that starts is 1.
+    let tp = p
+        .smallest_tp(&run, 8, |tp| {
+            Some(layout("llama-3.1-8b", tp, KvCacheDtype::Auto).0)
+        })
+        .unwrap();
+    assert_eq!(tp.found.map(|(n, _)| n), Some(1));
+}
