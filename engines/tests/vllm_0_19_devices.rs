@@ -61,6 +61,7 @@ fn run_on(device: Device, model: ModelFacts, max_model_len: Option<u64>) -> RunS
         block_size: None,
         enable_prefix_caching: None,
         model,
+        engine_flags: None,
     }
 }
 

@@ -25,12 +25,12 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 /// What the engine profile predicts from: one circuit per pipeline stage, the model's sizes,
 /// and the quantization the weights are loaded in, in a few words.
-struct Stages {
-    circuits: Vec<circuit_ir::Circuit>,
-    model: ModelFacts,
-    quantization: String,
+pub(crate) struct Stages {
+    pub(crate) circuits: Vec<circuit_ir::Circuit>,
+    pub(crate) model: ModelFacts,
+    pub(crate) quantization: String,
     /// The KV cache's storage format (`bf16`, `fp8`).
-    kv_cache: String,
+    pub(crate) kv_cache: String,
 }
 
 /// The per-stage circuits of `text` under `options` (its layout), for the engine profile.
@@ -108,7 +108,7 @@ pub fn run_plan(
     name: &str,
     options: circuit_hf::ImportOptions,
 ) -> Result<(), CliError> {
-    let (profile, files, options, stages) = load(args, name, options)?;
+    let (profile, files, options, stages) = load(args, name, args.parallel.parallel(), options)?;
     if let Some(names) = &engine.devices {
         let at = (&files, &options);
         return run_devices(
@@ -130,7 +130,7 @@ pub fn run_plan(
         startup,
         quantization,
         kv_cache,
-    } = predict_loaded(args, engine, (profile, files, options, stages))?;
+    } = predict_loaded(args, engine, (profile, files, options, stages), Ok)?;
     let budget = budget(&profile, engine, &circuits, (&files, &options), &run)
         .map_err(|e| with_flags(e, engine, args))?;
     let inputs = settings_used(
@@ -173,12 +173,13 @@ pub fn run_plan(
 
 /// The engine profile, the model's files and its circuits, as the plan's flags name them,
 /// with the flags checked against the model.
-fn load(
+pub(crate) fn load(
     args: &PlanArgs,
     name: &str,
+    parallel: circuit_hf::Parallel,
     mut options: circuit_hf::ImportOptions,
 ) -> Result<(EngineProfile, HfFiles, circuit_hf::ImportOptions, Stages), CliError> {
-    options.parallel = args.parallel.parallel();
+    options.parallel = parallel;
     let profile = engines::select(name)?;
     options.load = profile.load_rules();
     let path = args
@@ -203,13 +204,31 @@ pub fn predict_run(
     name: &str,
     options: circuit_hf::ImportOptions,
 ) -> Result<Predicted, CliError> {
-    predict_loaded(args, engine, load(args, name, options)?)
+    let loaded = load(args, name, args.parallel.parallel(), options)?;
+    predict_loaded(args, engine, loaded, Ok)
 }
 
-fn predict_loaded(
+/// Loads the config for engine `name` at the layout `parallel` and predicts its start-up, the
+/// generic run turned into the engine's by `own` (SGLang's flags, `inputs/sglang.rs`).
+pub(crate) fn prepare(
+    args: &PlanArgs,
+    engine: &EngineArgs,
+    name: &str,
+    parallel: circuit_hf::Parallel,
+    options: circuit_hf::ImportOptions,
+    own: impl FnOnce(RunSettings) -> Result<RunSettings, CliError>,
+) -> Result<Predicted, CliError> {
+    let loaded = load(args, name, parallel, options)?;
+    predict_loaded(args, engine, loaded, own)
+}
+
+/// The start-up of a loaded config with the generic flags; `own` turns the generic run into
+/// the engine's (its own flags, `inputs/sglang.rs`).
+pub(crate) fn predict_loaded(
     args: &PlanArgs,
     engine: &EngineArgs,
     (profile, files, options, stages): (EngineProfile, HfFiles, circuit_hf::ImportOptions, Stages),
+    own: impl FnOnce(RunSettings) -> Result<RunSettings, CliError>,
 ) -> Result<Predicted, CliError> {
     let Stages {
         circuits,
@@ -218,7 +237,7 @@ fn predict_loaded(
         kv_cache,
     } = stages;
     let device = crate::inputs::settings::device(args)?;
-    let run = RunSettings {
+    let run = own(RunSettings {
         device,
         tensor_parallel_size: options.parallel.tp,
         pipeline_parallel_size: options.parallel.pp,
@@ -232,7 +251,8 @@ fn predict_loaded(
         block_size: engine.block_size,
         enable_prefix_caching: prefix_caching(engine),
         model,
-    };
+        engine_flags: None,
+    })?;
     let startup = profile
         .predict_layout(&StageCircuit::in_order(&circuits), &run)
         .map_err(|e| match e {
@@ -357,6 +377,7 @@ fn run_devices(
             block_size: engine.block_size,
             enable_prefix_caching: prefix_caching(engine),
             model: model.clone(),
+            engine_flags: None,
         };
         // A size the importer refuses is skipped, as with --smallest-tp.
         let stages_for = |tp: u64| {
@@ -545,7 +566,7 @@ fn settings_used(
 /// An error of the engine profile, which knows sizes but not the flags that set them, with
 /// the sizing flags given appended (a huge `--block-size` overflows a page's bytes, a huge
 /// `--max-num-batched-tokens` a plan's rows), unless it names a flag already.
-fn with_flags(e: CliError, engine: &EngineArgs, args: &PlanArgs) -> CliError {
+pub(crate) fn with_flags(e: CliError, engine: &EngineArgs, args: &PlanArgs) -> CliError {
     let text = e.to_string();
     let given: Vec<String> = [
         ("--max-num-batched-tokens", engine.max_num_batched_tokens),
@@ -567,7 +588,7 @@ fn with_flags(e: CliError, engine: &EngineArgs, args: &PlanArgs) -> CliError {
 
 /// Answers the budget flags given (each is a few more predictions of the same layout, or of
 /// other TP sizes for `--smallest-tp`).
-fn budget(
+pub(crate) fn budget(
     profile: &EngineProfile,
     engine: &EngineArgs,
     circuits: &[circuit_ir::Circuit],
@@ -766,6 +787,7 @@ pub fn case_startup(
         block_size: None,
         enable_prefix_caching: None,
         model,
+        engine_flags: None,
     };
     Ok((release.to_owned(), predict(&profile, &circuits, &run)?))
 }

@@ -11,6 +11,7 @@ mod pack;
 mod parallel;
 mod plan;
 mod render;
+mod sglang;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -30,8 +30,12 @@ use crate::render::{plan as report, svg};
 use crate::{CliError, example, out};
 
 pub fn run(args: &PlanArgs) -> Result<(), CliError> {
+    crate::inputs::sglang::check(args)?;
     let mode = modes::check(args)?;
     if let (Mode::Engine, Some(name)) = (mode, &args.engine.engine) {
+        if let Some(done) = crate::sglang::run_plan(args, name, import_options(args)?) {
+            return done;
+        }
         return crate::engine::run_plan(args, &args.engine, name, import_options(args)?);
     }
     let rows = parse_rows(&args.rows)?;

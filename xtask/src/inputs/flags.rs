@@ -205,6 +205,10 @@ pub struct PlanArgs {
     /// The serve line as read (set from `serve_line`, not a flag).
     #[arg(skip)]
     pub serve: Option<crate::inputs::serve_line::ServeNote>,
+
+    /// SGLang's own flags (`--engine sglang`).
+    #[command(flatten)]
+    pub sglang: crate::inputs::sglang::SglangArgs,
 }
 
 /// How results are printed.

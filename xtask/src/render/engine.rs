@@ -331,7 +331,7 @@ pub fn add_budget(engine: &mut serde_json::Value, b: &Budget) {
     }
 }
 
-fn gib(bytes: u64) -> String {
+pub fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / GIB)
 }
 

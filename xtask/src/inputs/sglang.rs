@@ -1,0 +1,284 @@
+//! SGLang's own flags (`python -m sglang.launch_server`), taken by `cargo xtask plan
+//! --engine sglang`, and the run they give.
+//!
+//! Invariants: each flag changes the prediction or is refused with one line; they are refused
+//! without an SGLang engine, and vLLM's engine flags are refused with SGLang alone where SGLang
+//! has its own (docs/engines.md, "SGLang"); nothing here predicts or prints.
+
+use engine_profile::EngineFlags;
+use engine_profile::detail::SglangFlags;
+
+use crate::CliError;
+use crate::inputs::flags::PlanArgs;
+
+/// SGLang's flags.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SglangArgs {
+    /// With --engine sglang: tensor-parallel size (SGLang's --tp-size; --tp and
+    /// --tensor-parallel-size are the same flag).
+    ///
+    /// Example: --tp-size 4
+    #[arg(long, value_name = "N", conflicts_with = "tensor_parallel_size")]
+    pub tp_size: Option<u64>,
+
+    /// With --engine sglang: pipeline-parallel size (SGLang's --pp-size).
+    ///
+    /// Example: --pp-size 2
+    #[arg(long, value_name = "N", conflicts_with = "pipeline_parallel_size")]
+    pub pp_size: Option<u64>,
+
+    /// With --engine sglang: data-parallel replicas (SGLang's --dp-size). Each replica is a
+    /// TP group of its own, predicted alone: only 1 is taken.
+    ///
+    /// Example: --dp-size 1
+    #[arg(long, value_name = "N")]
+    pub dp_size: Option<u64>,
+
+    /// With --engine sglang: expert-parallel size (SGLang's --ep-size); only 1 is modelled.
+    ///
+    /// Example: --ep-size 1
+    #[arg(long, value_name = "N")]
+    pub ep_size: Option<u64>,
+
+    /// With --engine sglang: fraction of the free memory before loading that the weights and
+    /// the KV pool take [default: SGLang's, from nvidia-smi's memory, chunked prefill, CUDA
+    /// graphs and TP x PP].
+    ///
+    /// Example: --mem-fraction-static 0.85
+    #[arg(long, value_name = "FRACTION")]
+    pub mem_fraction_static: Option<f64>,
+
+    /// With --engine sglang: the context length [default: the model's, derived as SGLang
+    /// derives it]; a longer one is refused as SGLang refuses it.
+    ///
+    /// Example: --context-length 131072
+    #[arg(long, value_name = "TOKENS")]
+    pub context_length: Option<u64>,
+
+    /// With --engine sglang: tokens per prefill chunk [default: SGLang's for the device].
+    ///
+    /// Example: --chunked-prefill-size 16384
+    #[arg(long, value_name = "TOKENS")]
+    pub chunked_prefill_size: Option<u64>,
+
+    /// With --engine sglang: the most running requests [default: derived from the pool].
+    ///
+    /// Example: --max-running-requests 256
+    #[arg(long, value_name = "N")]
+    pub max_running_requests: Option<u64>,
+
+    /// With --engine sglang: a cap on the KV pool's tokens.
+    ///
+    /// Example: --max-total-tokens 200000
+    #[arg(long, value_name = "TOKENS")]
+    pub max_total_tokens: Option<u64>,
+
+    /// With --engine sglang: tokens per KV page [default: SGLang's, 1 on CUDA].
+    ///
+    /// Example: --page-size 16
+    #[arg(long, value_name = "TOKENS")]
+    pub page_size: Option<u64>,
+
+    /// With --engine sglang: the largest decode batch captured in a CUDA graph (the releases
+    /// that have the flag; 0.5.20 on refuse it as ambiguous).
+    ///
+    /// Example: --cuda-graph-max-bs 128
+    #[arg(long, value_name = "N")]
+    pub cuda_graph_max_bs: Option<u64>,
+
+    /// With --engine sglang: capture no CUDA graph (its reserve leaves mem_fraction_static's
+    /// default).
+    ///
+    /// Example: --disable-cuda-graph
+    #[arg(long)]
+    pub disable_cuda_graph: bool,
+}
+
+impl SglangArgs {
+    /// The SGLang flags given, by name (for refusals).
+    fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut add = |set: bool, name| {
+            if set {
+                out.push(name);
+            }
+        };
+        add(self.tp_size.is_some(), "--tp-size");
+        add(self.pp_size.is_some(), "--pp-size");
+        add(self.dp_size.is_some(), "--dp-size");
+        add(self.ep_size.is_some(), "--ep-size");
+        add(self.mem_fraction_static.is_some(), "--mem-fraction-static");
+        add(self.context_length.is_some(), "--context-length");
+        add(
+            self.chunked_prefill_size.is_some(),
+            "--chunked-prefill-size",
+        );
+        add(
+            self.max_running_requests.is_some(),
+            "--max-running-requests",
+        );
+        add(self.max_total_tokens.is_some(), "--max-total-tokens");
+        add(self.page_size.is_some(), "--page-size");
+        add(self.cuda_graph_max_bs.is_some(), "--cuda-graph-max-bs");
+        add(self.disable_cuda_graph, "--disable-cuda-graph");
+        out
+    }
+}
+
+/// The engines `--engine` names (`vllm`, `sglang==0.5.22`, `vllm,sglang`), in order.
+pub fn engines_named(spec: &str) -> Vec<&str> {
+    spec.split(',').map(str::trim).collect()
+}
+
+/// Whether `spec` (one engine) is SGLang.
+pub fn is_sglang(spec: &str) -> bool {
+    spec.split("==")
+        .next()
+        .is_some_and(|e| e.trim() == "sglang")
+}
+
+/// Refuses SGLang's flags without an SGLang engine, and vLLM's engine flags (those SGLang has
+/// its own for, or no use of) when SGLang is the only engine.
+pub fn check(args: &PlanArgs) -> Result<(), CliError> {
+    let s = &args.sglang;
+    let named = args.engine.engine.as_deref().map(engines_named);
+    let any_sglang = named
+        .as_ref()
+        .is_some_and(|n| n.iter().any(|e| is_sglang(e)));
+    let only_sglang = named
+        .as_ref()
+        .is_some_and(|n| n.iter().all(|e| is_sglang(e)));
+    if let Some(flag) = s.given().first()
+        && !any_sglang
+    {
+        return Err(format!(
+            "{flag} is SGLang's flag: give --engine sglang (or --engine vllm,sglang to compare)"
+        )
+        .into());
+    }
+    if any_sglang
+        && let Some(flag) = [
+            (args.svg.is_some(), "--svg"),
+            (args.arena_svg.is_some(), "--arena-svg"),
+        ]
+        .iter()
+        .find_map(|(set, flag)| set.then_some(flag))
+    {
+        return Err(format!(
+            "{flag} with --engine sglang: the charts draw a profile run's terms, and SGLang runs none; drop {flag}"
+        )
+        .into());
+    }
+    if !only_sglang {
+        return Ok(());
+    }
+    let e = &args.engine;
+    let vllm_own: [(bool, &str, &str); 11] = [
+        (
+            e.gpu_memory_utilization.is_some(),
+            "--gpu-memory-utilization",
+            "--mem-fraction-static (a fraction of the free memory before loading)",
+        ),
+        (
+            e.max_num_batched_tokens.is_some(),
+            "--max-num-batched-tokens",
+            "--chunked-prefill-size",
+        ),
+        (
+            e.max_num_seqs.is_some(),
+            "--max-num-seqs",
+            "--max-running-requests",
+        ),
+        (
+            args.max_model_len.is_some(),
+            "--max-model-len",
+            "--context-length",
+        ),
+        (e.block_size.is_some(), "--block-size", "--page-size"),
+        (e.enforce_eager, "--enforce-eager", "--disable-cuda-graph"),
+        (
+            e.skip_mm_profiling,
+            "--skip-mm-profiling",
+            "no such flag: it runs no profile",
+        ),
+        (
+            e.enable_prefix_caching || e.no_enable_prefix_caching,
+            "--enable-prefix-caching",
+            "none that changes its memory: the radix cache lives in the pool",
+        ),
+        (
+            e.largest_max_num_seqs,
+            "--largest-max-num-seqs",
+            "none to search: max_running_requests follows from the pool (see its line)",
+        ),
+        (
+            args.limit_mm_per_prompt.is_some(),
+            "--limit-mm-per-prompt",
+            "none modelled: multimodal models are refused for SGLang",
+        ),
+        (
+            args.parallel.enable_expert_parallel,
+            "--enable-expert-parallel",
+            "--ep-size",
+        ),
+    ];
+    if let Some((_, flag, theirs)) = vllm_own.iter().find(|(set, _, _)| *set) {
+        return Err(
+            format!("{flag} is vLLM's flag; with --engine sglang SGLang's is {theirs}").into(),
+        );
+    }
+    if args.kv_cache_dtype == "fp8" {
+        return Err(
+            "--kv-cache-dtype fp8: SGLang names its fp8 caches fp8_e4m3 and fp8_e5m2".into(),
+        );
+    }
+    Ok(())
+}
+
+/// The run settings SGLang's flags give, over the generic ones (`run` holds the layout, the
+/// device and the model).
+pub fn apply(
+    args: &PlanArgs,
+    mut run: engine_profile::RunSettings,
+) -> Result<engine_profile::RunSettings, CliError> {
+    let s = &args.sglang;
+    if let Some(dp) = s.dp_size.filter(|&dp| dp != 1) {
+        return Err(format!(
+            "--dp-size {dp}: SGLang runs {dp} replicas, each a TP group of its own; give --dp-size 1 to predict one replica"
+        )
+        .into());
+    }
+    if let Some(ep) = s.ep_size.filter(|&ep| ep != 1) {
+        return Err(format!(
+            "--ep-size {ep}: SGLang's expert parallelism (experts split over {ep} ranks, all-to-all buffers) is not modelled; give --ep-size 1"
+        )
+        .into());
+    }
+    run.max_num_batched_tokens = s.chunked_prefill_size;
+    run.max_num_seqs = s.max_running_requests;
+    run.max_model_len = s.context_length;
+    run.block_size = s.page_size;
+    run.enforce_eager = s.disable_cuda_graph;
+    run.gpu_memory_utilization = None;
+    run.skip_mm_profiling = false;
+    run.mm_limit_per_prompt = None;
+    run.engine_flags = Some(EngineFlags::Sglang(SglangFlags {
+        mem_fraction_static: s.mem_fraction_static,
+        max_total_tokens: s.max_total_tokens,
+        cuda_graph_max_bs: s.cuda_graph_max_bs,
+    }));
+    Ok(run)
+}
+
+/// The layout: SGLang's `--tp-size` / `--pp-size` when given, else the generic `--tp` /
+/// `--pp` (which clap keeps from being given together), over the generic flags' layout.
+pub fn layout(args: &PlanArgs) -> circuit_hf::Parallel {
+    let mut p = args.parallel.parallel();
+    if let Some(tp) = args.sglang.tp_size {
+        p.tp = tp;
+    }
+    if let Some(pp) = args.sglang.pp_size {
+        p.pp = pp;
+    }
+    p
+}
