@@ -369,3 +369,99 @@ fn budget_answers_from_the_pool() {
         .unwrap();
     assert_eq!(tp.found.map(|(n, _)| n), Some(1));
 }
+
+/// A release's profile by `--engine sglang==X`.
+fn release(spec: &str) -> EngineProfile {
+    engines::select(spec).unwrap()
+}
+
+#[test]
+fn releases_select_their_folder_and_differ_where_the_source_does() {
+    assert_eq!(release("sglang").version(), "0.5.23");
+    for (spec, folder) in [
+        ("sglang==0.5.22", "0.5.22"),
+        ("sglang==0.5.21", "0.5.21"),
+        ("sglang==0.5.20", "0.5.20"),
+        ("sglang==0.5.19", "0.5.19"),
+    ] {
+        assert_eq!(release(spec).version(), folder);
+    }
+    let e = engines::select("sglang==0.5.18").unwrap_err().to_string();
+    assert!(
+        e.starts_with("--engine sglang==0.5.18: release 0.5.18 is not modelled"),
+        "{e}"
+    );
+    // 0.5.22 caps MLA prefill graphs at 2048 tokens: 8 + 14 + 8 + 8 + 4 (1280..2048 by 256) =
+    // 42 sizes instead of 58; the reserve
+    // counts MLA's 1.5 GiB either way, so mem_fraction_static stays 0.816.
+    let (circuits, run) = layout("deepseek-v2-lite", 1, KvCacheDtype::Auto);
+    let s = release("sglang==0.5.22")
+        .predict_layout(&StageCircuit::in_order(&circuits), &run)
+        .unwrap();
+    let d = detail(&s);
+    assert_eq!(d.prefill_graph_sizes.last(), Some(&2048));
+    assert_eq!(d.prefill_graph_sizes.len(), 42);
+    assert_eq!(d.mem_fraction_static, 0.816);
+    // --max-running-requests 64: 0.5.22 clamps the default decode max batch size to it, 0.5.21
+    // keeps 256 (reserve 13,904 MB, mfs 0.830, against 512 + 12288 + 128 + 128 + 464 =
+    // 13,520 MB, mfs 0.834).
+    let (circuits, mut run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    run.max_num_seqs = Some(64);
+    let stages = StageCircuit::in_order(&circuits);
+    let clamped = release("sglang==0.5.22")
+        .predict_layout(&stages, &run)
+        .unwrap();
+    let kept = release("sglang==0.5.21")
+        .predict_layout(&stages, &run)
+        .unwrap();
+    assert_eq!(detail(&clamped).decode_graph_sizes.last(), Some(&64));
+    assert_eq!(detail(&clamped).mem_fraction_static, 0.834);
+    assert_eq!(detail(&kept).decode_graph_sizes.last(), Some(&256));
+    assert_eq!(detail(&kept).mem_fraction_static, 0.830);
+    // 0.5.19 takes --cuda-graph-max-bs (the decode max batch size): 128 gives 512 + 12288 +
+    // 128 + 256 + 464 = 13,648 MB, mfs round(67911 / 81559, 3) = 0.833; 0.5.20 refuses it.
+    let bs = with_flags(
+        layout("llama-3.1-8b", 1, KvCacheDtype::Auto).1,
+        SglangFlags {
+            cuda_graph_max_bs: Some(128),
+            ..SglangFlags::default()
+        },
+    );
+    let s = release("sglang==0.5.19")
+        .predict_layout(&stages, &bs)
+        .unwrap();
+    assert_eq!(detail(&s).decode_graph_sizes.last(), Some(&128));
+    assert_eq!(detail(&s).mem_fraction_static, 0.833);
+    let e = release("sglang==0.5.20")
+        .predict_layout(&stages, &bs)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--cuda-graph-max-bs: SGLang 0.5.20 has no such flag"),
+        "{e}"
+    );
+    // Below 35 GiB (an L4-class 23,034 MiB): 0.5.19 chunks 2048 and captures up to 24,
+    // 0.5.20 chunks 4096 and captures up to 48.
+    let mut small = layout("llama-3.1-8b", 1, KvCacheDtype::Auto).1;
+    small.device.memory_bytes = 23_034 << 20;
+    let old = release("sglang==0.5.19")
+        .predict_layout(&stages, &small)
+        .unwrap();
+    let new = release("sglang==0.5.20")
+        .predict_layout(&stages, &small)
+        .unwrap();
+    assert_eq!(
+        (
+            detail(&old).chunked_prefill_size,
+            detail(&old).decode_graph_sizes.last()
+        ),
+        (2048, Some(&24))
+    );
+    assert_eq!(
+        (
+            detail(&new).chunked_prefill_size,
+            detail(&new).decode_graph_sizes.last()
+        ),
+        (4096, Some(&48))
+    );
+}
