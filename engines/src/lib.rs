@@ -396,7 +396,7 @@ mod tests {
         );
         let e = resolve("tgi").unwrap_err().to_string();
         assert!(
-            e.starts_with("--engine tgi: unknown engine; the engines modelled are vllm"),
+            e.starts_with("--engine tgi: unknown engine; the engines modelled are sglang, vllm"),
             "{e}"
         );
         for bad in ["", "==0.19.0", "vllm=="] {

@@ -386,9 +386,18 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
     ] {
         assert_eq!(release(spec).version(), folder);
     }
-    let e = engines::select("sglang==0.5.18").unwrap_err().to_string();
+    for (spec, folder) in [
+        ("sglang==0.5.18", "0.5.18"),
+        ("sglang==0.5.17", "0.5.17"),
+        ("sglang==0.5.16", "0.5.16"),
+        ("sglang==0.5.15.post1", "0.5.15"),
+        ("sglang==0.5.14", "0.5.14"),
+    ] {
+        assert_eq!(release(spec).version(), folder);
+    }
+    let e = engines::select("sglang==0.5.13").unwrap_err().to_string();
     assert!(
-        e.starts_with("--engine sglang==0.5.18: release 0.5.18 is not modelled"),
+        e.starts_with("--engine sglang==0.5.13: release 0.5.13 is not modelled"),
         "{e}"
     );
     // 0.5.22 caps MLA prefill graphs at 2048 tokens: 8 + 14 + 8 + 8 + 4 (1280..2048 by 256) =
@@ -464,4 +473,37 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
         ),
         (4096, Some(&48))
     );
+}
+
+#[test]
+fn older_releases_change_the_graph_reserve_as_their_source_does() {
+    let (circuits, run) = layout("deepseek-v2-lite", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    let mfs = |spec: &str, run: &RunSettings| {
+        let s = release(spec).predict_layout(&stages, run).unwrap();
+        (
+            detail(&s).mem_fraction_static,
+            detail(&s).prefill_graph_sizes.len(),
+        )
+    };
+    // 0.5.15-0.5.17 turn breakable prefill graphs off for MLA: no 1.5 GiB, 512 + 12288 + 128
+    // + 512 = 13,440 MB, mfs round(68119 / 81559, 3) = 0.835; 0.5.18 keeps them (0.816).
+    assert_eq!(mfs("sglang==0.5.17", &run), (0.835, 0));
+    assert_eq!(mfs("sglang==0.5.15", &run), (0.835, 0));
+    assert_eq!(mfs("sglang==0.5.18", &run), (0.816, 42));
+    // 0.5.14's piecewise graphs keep MLA: 0.816 again.
+    assert_eq!(mfs("sglang==0.5.14", &run), (0.816, 42));
+    // --disable-cuda-graph: 0.5.14 still counts the decode graphs' 256 x 2 MB: 512 + 12288 +
+    // 512 + 128 = 13,440 MB, 0.835; 0.5.15 counts neither graph: 12,928 MB, 0.841.
+    let (circuits, mut eager) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    eager.enforce_eager = true;
+    let stages = StageCircuit::in_order(&circuits);
+    let old = release("sglang==0.5.14")
+        .predict_layout(&stages, &eager)
+        .unwrap();
+    let new = release("sglang==0.5.15")
+        .predict_layout(&stages, &eager)
+        .unwrap();
+    assert_eq!(detail(&old).mem_fraction_static, 0.835);
+    assert_eq!(detail(&new).mem_fraction_static, 0.841);
 }

@@ -110,6 +110,10 @@ pub struct GraphDecl {
     pub prefill_default: bool,
     /// Prefill graphs are off by default at PP > 1.
     pub prefill_off_with_pipeline: bool,
+    /// Prefill graphs are off by default for MLA attention.
+    pub prefill_off_with_mla: bool,
+    /// Model classes whose prefill graphs are off by default.
+    pub prefill_off_architectures: Vec<String>,
     /// The largest prefill size: an expression over `chunked`, `mla`, `max_total_tokens`
     /// (the chunked size when not given).
     pub prefill_max: String,
@@ -206,6 +210,8 @@ pub(crate) struct FlowFacts {
     pub(crate) decode_sizes: Vec<SizeRange>,
     pub(crate) prefill_default: bool,
     pub(crate) prefill_off_with_pipeline: bool,
+    pub(crate) prefill_off_with_mla: bool,
+    pub(crate) prefill_off_architectures: Vec<String>,
     pub(crate) prefill_max: Formula,
     pub(crate) prefill_sizes: Vec<SizeRange>,
     pub(crate) page_size: u64,
@@ -298,6 +304,8 @@ impl FlowFacts {
             decode_sizes: g.decode_sizes.clone(),
             prefill_default: g.prefill_default,
             prefill_off_with_pipeline: g.prefill_off_with_pipeline,
+            prefill_off_with_mla: g.prefill_off_with_mla,
+            prefill_off_architectures: g.prefill_off_architectures.clone(),
             prefill_max: f("cuda_graph.prefill_max", &g.prefill_max)?,
             prefill_sizes: g.prefill_sizes.clone(),
             page_size: decl.pool.page_size,

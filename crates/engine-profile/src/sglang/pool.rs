@@ -525,8 +525,13 @@ fn settle(
         .iter()
         .any(|s| s.circuit.dim("kv_lora_rank").is_some());
     let graphs = !run.enforce_eager;
-    let prefill_graph =
-        graphs && flow.prefill_default && !(pp > 1 && flow.prefill_off_with_pipeline);
+    let prefill_graph = graphs
+        && flow.prefill_default
+        && !(pp > 1 && flow.prefill_off_with_pipeline)
+        && !(mla && flow.prefill_off_with_mla)
+        && !flow
+            .prefill_off_architectures
+            .contains(&run.model.architecture);
     let named = stages[0].circuit.name();
     let env = Env::names_only(
         vec![
