@@ -507,3 +507,19 @@ fn older_releases_change_the_graph_reserve_as_their_source_does() {
     assert_eq!(detail(&old).mem_fraction_static, 0.835);
     assert_eq!(detail(&new).mem_fraction_static, 0.841);
 }
+
+#[test]
+fn releases_0_5_14_to_0_5_16_cap_prefill_graphs_at_a_given_context() {
+    // --context-length 4096: 0.5.16 captures prefill graphs up to 4096 tokens (8 + 14 + 8 + 8
+    // + 12 = 50 sizes), 0.5.17 up to the chunked 8192 (58).
+    let (circuits, mut run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    run.max_model_len = Some(4096);
+    let stages = StageCircuit::in_order(&circuits);
+    let sizes = |spec: &str| {
+        let s = release(spec).predict_layout(&stages, &run).unwrap();
+        detail(&s).prefill_graph_sizes.len()
+    };
+    assert_eq!(sizes("sglang==0.5.16"), 50);
+    assert_eq!(sizes("sglang==0.5.14"), 50);
+    assert_eq!(sizes("sglang==0.5.17"), 58);
+}

@@ -114,8 +114,8 @@ pub struct GraphDecl {
     pub prefill_off_with_mla: bool,
     /// Model classes whose prefill graphs are off by default.
     pub prefill_off_architectures: Vec<String>,
-    /// The largest prefill size: an expression over `chunked`, `mla`, `max_total_tokens`
-    /// (the chunked size when not given).
+    /// The largest prefill size: an expression over `chunked`, `mla`, `max_total_tokens` and
+    /// `context_length` (the flags; the largest u64 when not given).
     pub prefill_max: String,
     /// Prefill sizes, clipped at the largest.
     pub prefill_sizes: Vec<SizeRange>,

@@ -541,6 +541,7 @@ fn settle(
                 "max_total_tokens",
                 flags.max_total_tokens.unwrap_or(u64::MAX),
             ),
+            ("context_length", run.max_model_len.unwrap_or(u64::MAX)),
         ],
         named,
     );
