@@ -395,9 +395,9 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
     ] {
         assert_eq!(release(spec).version(), folder);
     }
-    let e = engines::select("sglang==0.5.13").unwrap_err().to_string();
+    let e = engines::select("sglang==0.5.12").unwrap_err().to_string();
     assert!(
-        e.starts_with("--engine sglang==0.5.13: release 0.5.13 is not modelled"),
+        e.starts_with("--engine sglang==0.5.12: release 0.5.12 is not modelled"),
         "{e}"
     );
     // 0.5.22 caps MLA prefill graphs at 2048 tokens: 8 + 14 + 8 + 8 + 4 (1280..2048 by 256) =
@@ -522,4 +522,56 @@ fn releases_0_5_14_to_0_5_16_cap_prefill_graphs_at_a_given_context() {
     assert_eq!(sizes("sglang==0.5.16"), 50);
     assert_eq!(sizes("sglang==0.5.14"), 50);
     assert_eq!(sizes("sglang==0.5.17"), 58);
+}
+
+#[test]
+fn release_0_5_13_caps_requests_at_the_estimate_and_refuses_by_the_token_count() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    assert_eq!(release("sglang==0.5.13.post1").version(), "0.5.13");
+    // --max-running-requests 5000: 0.5.13 takes min(5000, the estimate 2048) = 2048; 0.5.14
+    // min(5000, 411,948 // 2) = 5000.
+    let mut many = run.clone();
+    many.max_num_seqs = Some(5000);
+    let old = release("sglang==0.5.13")
+        .predict_layout(&stages, &many)
+        .unwrap();
+    let new = release("sglang==0.5.14")
+        .predict_layout(&stages, &many)
+        .unwrap();
+    assert_eq!(detail(&old).max_running_requests, 2048);
+    assert_eq!(detail(&new).max_running_requests, 5000);
+    // --disable-cuda-graph leaves 0.5.13's piecewise graphs and both reserve terms: 0.830 as
+    // by default, 58 piecewise sizes, no decode graph.
+    let mut eager = run.clone();
+    eager.enforce_eager = true;
+    let s = release("sglang==0.5.13")
+        .predict_layout(&stages, &eager)
+        .unwrap();
+    let d = detail(&s);
+    assert_eq!(
+        (
+            d.mem_fraction_static,
+            d.prefill_graph_sizes.len(),
+            d.decode_graph_sizes.len()
+        ),
+        (0.830, 58, 0)
+    );
+    // --mem-fraction-static 0.15: a negative rest gives no token, and 0.5.13 raises "Not
+    // enough memory" (0.5.14 its ValueError, above).
+    let low = with_flags(
+        run,
+        SglangFlags {
+            mem_fraction_static: Some(0.15),
+            ..SglangFlags::default()
+        },
+    );
+    let s = release("sglang==0.5.13")
+        .predict_layout(&stages, &low)
+        .unwrap();
+    assert_eq!(s.kv_cache_tokens, 0);
+    assert_eq!(
+        detail(&s).refusal.as_deref(),
+        Some("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+    );
 }

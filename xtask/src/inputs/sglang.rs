@@ -282,3 +282,124 @@ pub fn layout(args: &PlanArgs) -> circuit_hf::Parallel {
     }
     p
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// `cargo xtask plan` with `flags`, parsed.
+    fn plan(flags: &[&str]) -> PlanArgs {
+        let mut argv = vec!["xtask", "plan", "--hf-config", "config.json"];
+        argv.extend_from_slice(flags);
+        match crate::Cli::try_parse_from(argv).unwrap().command {
+            crate::Command::Plan(args) => *args,
+            _ => panic!("not a plan"),
+        }
+    }
+
+    fn refusal(flags: &[&str]) -> String {
+        check(&plan(flags)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn each_engine_refuses_the_other_engines_flags_by_name() {
+        assert_eq!(
+            refusal(&["--engine", "vllm", "--mem-fraction-static", "0.8"]),
+            "--mem-fraction-static is SGLang's flag: give --engine sglang (or --engine vllm,sglang to compare)"
+        );
+        assert_eq!(
+            refusal(&["--mem-fraction-static", "0.8"]),
+            "--mem-fraction-static is SGLang's flag: give --engine sglang (or --engine vllm,sglang to compare)"
+        );
+        assert_eq!(
+            refusal(&["--engine", "sglang", "--max-num-seqs", "8"]),
+            "--max-num-seqs is vLLM's flag; with --engine sglang SGLang's is --max-running-requests"
+        );
+        assert_eq!(
+            refusal(&[
+                "--engine",
+                "sglang==0.5.22",
+                "--gpu-memory-utilization",
+                "0.9"
+            ]),
+            "--gpu-memory-utilization is vLLM's flag; with --engine sglang SGLang's is --mem-fraction-static (a fraction of the free memory before loading)"
+        );
+        assert_eq!(
+            refusal(&["--engine", "sglang", "--kv-cache-dtype", "fp8"]),
+            "--kv-cache-dtype fp8: SGLang names its fp8 caches fp8_e4m3 and fp8_e5m2"
+        );
+        // Side by side each engine takes its own flags.
+        assert!(
+            check(&plan(&[
+                "--engine",
+                "vllm,sglang",
+                "--max-num-seqs",
+                "8",
+                "--max-running-requests",
+                "8"
+            ]))
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn sglang_flags_give_the_run_and_the_layout() {
+        let args = plan(&[
+            "--engine",
+            "sglang",
+            "--tp-size",
+            "4",
+            "--context-length",
+            "8192",
+            "--page-size",
+            "16",
+            "--disable-cuda-graph",
+            "--max-total-tokens",
+            "100000",
+        ]);
+        check(&args).unwrap();
+        assert_eq!(layout(&args).tp, 4);
+        let model = circuit_hf::import(
+            include_str!("../../../data/models/llama-3.1-8b/config.json"),
+            "config.json",
+        )
+        .unwrap()
+        .facts;
+        let generic = engine_profile::RunSettings {
+            device: crate::inputs::settings::device(&args).unwrap(),
+            tensor_parallel_size: 4,
+            pipeline_parallel_size: 1,
+            gpu_memory_utilization: None,
+            max_num_batched_tokens: None,
+            max_num_seqs: None,
+            max_model_len: None,
+            skip_mm_profiling: false,
+            enforce_eager: false,
+            mm_limit_per_prompt: None,
+            block_size: None,
+            model,
+            engine_flags: None,
+        };
+        let run = apply(&args, generic).unwrap();
+        assert_eq!(
+            (run.max_model_len, run.block_size, run.enforce_eager),
+            (Some(8192), Some(16), true)
+        );
+        assert_eq!(
+            run.engine_flags,
+            Some(EngineFlags::Sglang(SglangFlags {
+                mem_fraction_static: None,
+                max_total_tokens: Some(100_000),
+                cuda_graph_max_bs: None,
+            }))
+        );
+        let dp = plan(&["--engine", "sglang", "--dp-size", "2"]);
+        let e = apply(&dp, run).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--dp-size 2: SGLang runs 2 replicas, each a TP group of its own; give --dp-size 1 to predict one replica"
+        );
+    }
+}

@@ -112,6 +112,9 @@ pub struct GraphDecl {
     pub prefill_off_with_pipeline: bool,
     /// Prefill graphs are off by default for MLA attention.
     pub prefill_off_with_mla: bool,
+    /// `--disable-cuda-graph` turns prefill graphs off too (before 0.5.14 it leaves SGLang's
+    /// piecewise graphs on, which have a flag of their own).
+    pub prefill_off_with_disable_cuda_graph: bool,
     /// Model classes whose prefill graphs are off by default.
     pub prefill_off_architectures: Vec<String>,
     /// The largest prefill size: an expression over `chunked`, `mla`, `max_total_tokens` and
@@ -211,6 +214,7 @@ pub(crate) struct FlowFacts {
     pub(crate) prefill_default: bool,
     pub(crate) prefill_off_with_pipeline: bool,
     pub(crate) prefill_off_with_mla: bool,
+    pub(crate) prefill_off_with_disable_cuda_graph: bool,
     pub(crate) prefill_off_architectures: Vec<String>,
     pub(crate) prefill_max: Formula,
     pub(crate) prefill_sizes: Vec<SizeRange>,
@@ -305,6 +309,7 @@ impl FlowFacts {
             prefill_default: g.prefill_default,
             prefill_off_with_pipeline: g.prefill_off_with_pipeline,
             prefill_off_with_mla: g.prefill_off_with_mla,
+            prefill_off_with_disable_cuda_graph: g.prefill_off_with_disable_cuda_graph,
             prefill_off_architectures: g.prefill_off_architectures.clone(),
             prefill_max: f("cuda_graph.prefill_max", &g.prefill_max)?,
             prefill_sizes: g.prefill_sizes.clone(),

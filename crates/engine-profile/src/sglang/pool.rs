@@ -525,7 +525,7 @@ fn settle(
         .iter()
         .any(|s| s.circuit.dim("kv_lora_rank").is_some());
     let graphs = !run.enforce_eager;
-    let prefill_graph = graphs
+    let prefill_graph = (graphs || !flow.prefill_off_with_disable_cuda_graph)
         && flow.prefill_default
         && !(pp > 1 && flow.prefill_off_with_pipeline)
         && !(mla && flow.prefill_off_with_mla)
