@@ -72,6 +72,7 @@ fn layout(name: &str, tp: u64, kv: KvCacheDtype) -> (Vec<Circuit>, RunSettings) 
         enforce_eager: false,
         mm_limit_per_prompt: None,
         block_size: None,
+        enable_prefix_caching: None,
         model,
         engine_flags: None,
     };

@@ -262,6 +262,7 @@ pub fn apply(
     run.gpu_memory_utilization = None;
     run.skip_mm_profiling = false;
     run.mm_limit_per_prompt = None;
+    run.enable_prefix_caching = None;
     run.engine_flags = Some(EngineFlags::Sglang(SglangFlags {
         mem_fraction_static: s.mem_fraction_static,
         max_total_tokens: s.max_total_tokens,
@@ -379,6 +380,7 @@ mod tests {
             enforce_eager: false,
             mm_limit_per_prompt: None,
             block_size: None,
+            enable_prefix_caching: None,
             model,
             engine_flags: None,
         };

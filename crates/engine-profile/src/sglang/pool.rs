@@ -375,6 +375,12 @@ fn flags_of(run: &RunSettings) -> Result<SglangFlags, EngineError> {
             "SGLang sizes its pool from --mem-fraction-static (a fraction of the free memory before loading), not from a fraction of the device",
         ));
     }
+    if run.enable_prefix_caching.is_some() {
+        return Err(refuse(
+            "enable_prefix_caching",
+            "SGLang's radix cache lives inside its pool, so prefix caching changes no byte of its start-up",
+        ));
+    }
     if run.skip_mm_profiling || run.mm_limit_per_prompt.is_some() {
         return Err(refuse(
             "multimodal profiling settings",
