@@ -66,6 +66,7 @@ mod tests {
             attention_chunk_size: None,
             vision_encoder: false,
             encoder: None,
+            checkpoint_quantized: false,
         }
     }
 
