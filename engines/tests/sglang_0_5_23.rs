@@ -396,9 +396,19 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
     ] {
         assert_eq!(release(spec).version(), folder);
     }
-    let e = engines::select("sglang==0.5.12").unwrap_err().to_string();
+    for (spec, folder) in [
+        ("sglang==0.5.12.post1", "0.5.12"),
+        ("sglang==0.5.11", "0.5.11"),
+        ("sglang==0.5.10.post1", "0.5.10"),
+    ] {
+        assert_eq!(release(spec).version(), folder);
+    }
+    for (spec, folder) in [("sglang==0.5.9", "0.5.9"), ("sglang==0.5.8.post1", "0.5.8")] {
+        assert_eq!(release(spec).version(), folder);
+    }
+    let e = engines::select("sglang==0.5.7").unwrap_err().to_string();
     assert!(
-        e.starts_with("--engine sglang==0.5.12: release 0.5.12 is not modelled"),
+        e.starts_with("--engine sglang==0.5.7: release 0.5.7 is not modelled"),
         "{e}"
     );
     // 0.5.22 caps MLA prefill graphs at 2048 tokens: 8 + 14 + 8 + 8 + 4 (1280..2048 by 256) =
@@ -574,5 +584,131 @@ fn release_0_5_13_caps_requests_at_the_estimate_and_refuses_by_the_token_count()
     assert_eq!(
         detail(&s).refusal.as_deref(),
         Some("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+    );
+}
+
+#[test]
+fn releases_0_5_10_to_0_5_12_differ_from_0_5_13_where_their_source_does() {
+    // --context-length 4096: 0.5.13 caps the piecewise graphs at it (50 sizes, reserve 512 +
+    // 12288 + 512 + 128 + 50 x 8 = 13,840 MB, mfs round(67719 / 81559, 3) = 0.830); 0.5.12
+    // keeps the chunked 8192 (58 sizes, 13,904 MB, mfs round(67655 / 81559, 3) = 0.830).
+    let (circuits, mut run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    run.max_model_len = Some(4096);
+    let stages = StageCircuit::in_order(&circuits);
+    let sizes = |spec: &str| {
+        let s = release(spec).predict_layout(&stages, &run).unwrap();
+        detail(&s).prefill_graph_sizes.len()
+    };
+    assert_eq!(sizes("sglang==0.5.13"), 50);
+    assert_eq!(sizes("sglang==0.5.12"), 58);
+    assert_eq!(sizes("sglang==0.5.10"), 58);
+    // gpt-oss: a hybrid sliding-window pool from 0.5.10 on (refused as not modelled).
+    let (circuits, run) = layout("gpt-oss-20b", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    let e = release("sglang==0.5.10")
+        .predict_layout(&stages, &run)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("hybrid sliding-window pool"), "{e}");
+    // 0.5.10's request table has max_running_requests rows, 0.5.11's one more: at the
+    // default context 131072 and 2048 requests, 2048 x 131076 x 4 = 1,073,774,592 B against
+    // 2049 x 131076 x 4 = 1,074,298,896 B.
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    let table = |spec: &str| {
+        let s = release(spec).predict_layout(&stages, &run).unwrap();
+        let d = detail(&s);
+        (d.max_running_requests, d.workers[0].req_to_token)
+    };
+    assert_eq!(table("sglang==0.5.10"), (2048, 1_073_774_592));
+    assert_eq!(table("sglang==0.5.11"), (2048, 1_074_298_896));
+    // --mem-fraction-static 0.15: no token; 0.5.10's message names the fraction, 0.5.11's not.
+    let low = with_flags(
+        run,
+        SglangFlags {
+            mem_fraction_static: Some(0.15),
+            ..SglangFlags::default()
+        },
+    );
+    let refusal = |spec: &str| {
+        let s = release(spec).predict_layout(&stages, &low).unwrap();
+        detail(&s).refusal.clone().unwrap()
+    };
+    assert_eq!(
+        refusal("sglang==0.5.10"),
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.15"
+    );
+    assert_eq!(
+        refusal("sglang==0.5.11"),
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    );
+}
+
+#[test]
+fn releases_0_5_8_and_0_5_9_size_the_pool_without_prefill_graphs() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    let at = |spec: &str, run: &RunSettings| {
+        let s = release(spec).predict_layout(&stages, run).unwrap();
+        detail(&s).clone()
+    };
+    // Piecewise graphs are opt-in: 512 + 8192 x 1.5 + 256 x 2 + 128 = 13,440 MB, mfs
+    // round(68119 / 81559, 3) = 0.835, no prefill graph; 0.5.10 adds 58 x 8 MB (0.830).
+    let d = at("sglang==0.5.9", &run);
+    assert_eq!(
+        (d.mem_fraction_static, d.prefill_graph_sizes.len()),
+        (0.835, 0)
+    );
+    assert_eq!(d.decode_graph_sizes.last(), Some(&256));
+    assert_eq!(at("sglang==0.5.10", &run).mem_fraction_static, 0.830);
+    // Default requests: min(the estimate 2048, T // 2) = 2048 printed, and the pool's rows
+    // are the estimate: 2048 x (131072 + 4) x 4 = 1,073,774,592 B.
+    assert_eq!(
+        (d.max_running_requests, d.workers[0].req_to_token),
+        (2048, 1_073_774_592)
+    );
+    // --max-running-requests 5000: the pool has 5000 rows and prints 5000 (5000 x 131076 x 4
+    // = 2,621,520,000 B); 0.5.10 caps it at the estimate, 2048.
+    let mut many = run.clone();
+    many.max_num_seqs = Some(5000);
+    let d = at("sglang==0.5.9", &many);
+    assert_eq!(
+        (d.max_running_requests, d.workers[0].req_to_token),
+        (5000, 2_621_520_000)
+    );
+    assert_eq!(at("sglang==0.5.10", &many).max_running_requests, 2048);
+    // --cuda-graph-max-bs 100: 0.5.9 captures up to 96 (the list's last size under 100) and
+    // reserves 512 + 12288 + 200 + 128 = 13,128 MB, mfs round(68431 / 81559, 3) = 0.839;
+    // 0.5.10 appends 100 and adds the 464 MB of piecewise graphs: 13,592 MB, 0.833.
+    let bs = with_flags(
+        run.clone(),
+        SglangFlags {
+            cuda_graph_max_bs: Some(100),
+            ..SglangFlags::default()
+        },
+    );
+    let old = at("sglang==0.5.9", &bs);
+    let new = at("sglang==0.5.10", &bs);
+    assert_eq!(
+        (old.decode_graph_sizes.last(), old.mem_fraction_static),
+        (Some(&96), 0.839)
+    );
+    assert_eq!(
+        (new.decode_graph_sizes.last(), new.mem_fraction_static),
+        (Some(&100), 0.833)
+    );
+    // --mem-fraction-static 0.15: no token, and 0.5.9's message is an f-string `=` form.
+    let low = with_flags(
+        run,
+        SglangFlags {
+            mem_fraction_static: Some(0.15),
+            ..SglangFlags::default()
+        },
+    );
+    assert_eq!(
+        at("sglang==0.5.8", &low).refusal.as_deref(),
+        Some(
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: self.server_args.mem_fraction_static=0.15"
+        )
     );
 }

@@ -103,8 +103,11 @@ pub struct MemFractionDecl {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GraphDecl {
-    /// Decode batch sizes, clipped at the max batch size (which is appended when missing).
+    /// Decode batch sizes, clipped at the max batch size.
     pub decode_sizes: Vec<SizeRange>,
+    /// Whether the max batch size is appended to the decode sizes when they miss it (SGLang
+    /// 0.5.10 on); before, a max batch size between two sizes is never captured.
+    pub decode_append_max: bool,
     /// Whether prefill graphs are captured by default (off at PP > 1 when
     /// `prefill_off_with_pipeline`).
     pub prefill_default: bool,
@@ -132,7 +135,8 @@ pub struct PoolDecl {
     pub page_size: u64,
     /// Rows the KV buffers hold beyond the tokens: an expression over `page_size`.
     pub extra_rows: String,
-    /// Bytes the request-to-token table takes: over `max_running_requests`, `context_len`.
+    /// Bytes the request-to-token table takes: over `max_running_requests` (as printed),
+    /// `requested` (`--max-running-requests`, 0 when not given), `estimate` and `context_len`.
     pub req_to_token_bytes: String,
     /// Bytes allocated after the weights print and before the pool is sized (the RoPE cache
     /// grown to the context): an expression over `context_len`, `max_position_embeddings`,
@@ -211,6 +215,7 @@ pub(crate) struct FlowFacts {
     pub(crate) decimals: u32,
     pub(crate) unknown_mem_fraction: f64,
     pub(crate) decode_sizes: Vec<SizeRange>,
+    pub(crate) decode_append_max: bool,
     pub(crate) prefill_default: bool,
     pub(crate) prefill_off_with_pipeline: bool,
     pub(crate) prefill_off_with_mla: bool,
@@ -306,6 +311,7 @@ impl FlowFacts {
             decimals: decl.mem_fraction_static.decimals,
             unknown_mem_fraction: decl.mem_fraction_static.unknown_memory,
             decode_sizes: g.decode_sizes.clone(),
+            decode_append_max: g.decode_append_max,
             prefill_default: g.prefill_default,
             prefill_off_with_pipeline: g.prefill_off_with_pipeline,
             prefill_off_with_mla: g.prefill_off_with_mla,

@@ -192,7 +192,9 @@ pub(crate) fn predict(
         short_by = 1;
         refusal = Some(messages.pool_too_small.clone());
     }
-    let env = names(0).with("max_running_requests", running);
+    let env = names(run.max_num_seqs.unwrap_or(0))
+        .with("estimate", estimate)
+        .with("max_running_requests", running);
     let req_to_token = flow.req_to_token.eval(&env)?;
     let extra_rows = flow.extra_rows.eval(&env)?;
     let rows = tokens
@@ -565,7 +567,7 @@ fn settle(
     let decode_sizes = if graphs {
         let mut sizes = sizes_up_to(&flow.decode_sizes, decode_max_bs)
             .ok_or_else(|| too_many("cuda_graph_max_bs"))?;
-        if !sizes.contains(&decode_max_bs) {
+        if flow.decode_append_max && !sizes.contains(&decode_max_bs) {
             sizes.push(decode_max_bs);
         }
         sizes
