@@ -111,14 +111,18 @@ pub fn run_plan(
     let (profile, files, options, stages) = load(args, name, args.parallel.parallel(), options)?;
     if let Some(names) = &engine.devices {
         let at = (&files, &options);
+        let asked = Devices {
+            names,
+            tp_flag: "--tensor-parallel-size",
+        };
         return run_devices(
             args,
             engine,
             &profile,
             at,
-            names,
-            stages.circuits,
-            stages.model,
+            &asked,
+            (stages.circuits, stages.model),
+            &Ok,
         );
     }
     let Predicted {
@@ -283,17 +287,26 @@ fn prefix_caching(engine: &EngineArgs) -> Option<bool> {
     }
 }
 
+/// What `--devices` asks: the devices named, and the engine's own name of the TP flag (for
+/// refusing a TP given with it).
+pub(crate) struct Devices<'a> {
+    pub(crate) names: &'a [String],
+    pub(crate) tp_flag: &'a str,
+}
+
 /// `--devices A,B,...`: per device, the smallest TP that starts (every other flag as given),
-/// its KV tokens and concurrency, or why the prediction is refused there.
-fn run_devices(
+/// its KV tokens and concurrency, or why the prediction is refused there. `own` turns the
+/// generic run into the engine's (its own flags), as for one start-up.
+pub(crate) fn run_devices(
     args: &PlanArgs,
     engine: &EngineArgs,
     profile: &EngineProfile,
     (files, options): (&HfFiles, &circuit_hf::ImportOptions),
-    names: &[String],
-    circuits: Vec<circuit_ir::Circuit>,
-    model: ModelFacts,
+    asked: &Devices<'_>,
+    (circuits, model): (Vec<circuit_ir::Circuit>, ModelFacts),
+    own: &dyn Fn(RunSettings) -> Result<RunSettings, CliError>,
 ) -> Result<(), CliError> {
+    let names = asked.names;
     // The question is the smallest TP per device: a flag that fixes the TP, or asks another
     // question of one start-up, has no answer here.
     let one_startup = [
@@ -324,8 +337,8 @@ fn run_devices(
     }
     if options.parallel.tp != 1 {
         return Err(format!(
-            "--tensor-parallel-size {} with --devices: --devices finds the smallest TP that starts on each device itself; drop the flag (or ask one device with --device)",
-            options.parallel.tp
+            "{} {} with --devices: --devices finds the smallest TP that starts on each device itself; drop the flag (or ask one device with --device)",
+            asked.tp_flag, options.parallel.tp
         )
         .into());
     }
@@ -351,6 +364,8 @@ fn run_devices(
     let mut imported: BTreeMap<u64, Option<Vec<circuit_ir::Circuit>>> = BTreeMap::new();
     imported.insert(1, Some(circuits));
     let mut rows = Vec::with_capacity(names.len());
+    // The context asked, as the engine's own flags give it.
+    let mut asked_len = args.max_model_len;
     for name in names {
         let device = match table.get(name) {
             Ok(d) => d.clone(),
@@ -363,7 +378,7 @@ fn run_devices(
             }
             Err(e) => return Err(e.into()),
         };
-        let run = RunSettings {
+        let run = own(RunSettings {
             device: device.clone(),
             tensor_parallel_size: 1,
             pipeline_parallel_size: options.parallel.pp,
@@ -378,9 +393,10 @@ fn run_devices(
             enable_prefix_caching: prefix_caching(engine),
             model: model.clone(),
             engine_flags: None,
-        };
+        })?;
+        asked_len = run.max_model_len;
         // A size the importer refuses is skipped, as with --smallest-tp.
-        let stages_for = |tp: u64| {
+        let mut stages_for = |tp: u64| {
             imported
                 .entry(tp)
                 .or_insert_with(|| {
@@ -392,11 +408,33 @@ fn run_devices(
                 })
                 .clone()
         };
-        match profile.smallest_tp(&run, memory_plan::NODE_GPUS, stages_for) {
+        match profile.smallest_tp(&run, memory_plan::NODE_GPUS, &mut stages_for) {
             Ok(answer) => {
                 let batch = match &answer.found {
                     Some((_, s)) => (s.max_num_batched_tokens, s.max_num_seqs),
-                    None => profile.batch(&run)?,
+                    None if profile.has_batch_defaults() => profile.batch(&run)?,
+                    // An engine that derives its batch from the pool (SGLang's running
+                    // requests) shows the run of the largest size tried.
+                    None => {
+                        let Some((tp, stages)) = answer
+                            .tried
+                            .iter()
+                            .rev()
+                            .find_map(|&tp| stages_for(tp).map(|s| (tp, s)))
+                        else {
+                            return Err(format!(
+                                "--devices: {} shards to none of the TP sizes tried",
+                                files.origin
+                            )
+                            .into());
+                        };
+                        let at = RunSettings {
+                            tensor_parallel_size: tp,
+                            ..run.clone()
+                        };
+                        let s = profile.predict_layout(&StageCircuit::in_order(&stages), &at)?;
+                        (s.max_num_batched_tokens, s.max_num_seqs)
+                    }
                 };
                 rows.push(DeviceRow::Answered {
                     device: Box::new(device),
@@ -417,9 +455,7 @@ fn run_devices(
         engine: profile.engine(),
         version: profile.version(),
         origin: &files.origin,
-        max_model_len: args
-            .max_model_len
-            .unwrap_or(profile.model_len(&model).default),
+        max_model_len: asked_len.unwrap_or(profile.model_len(&model).default),
         heads: model.num_attention_heads,
         tp_limit: memory_plan::NODE_GPUS,
     };

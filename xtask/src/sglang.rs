@@ -33,6 +33,16 @@ fn run(
     named: &[&str],
     options: circuit_hf::ImportOptions,
 ) -> Result<(), CliError> {
+    if let Some(names) = &args.engine.devices {
+        let [one] = named else {
+            return Err(format!(
+                "--devices with --engine {}: ask the cross-device table of one engine at a time",
+                named.join(",")
+            )
+            .into());
+        };
+        return devices(args, one, names, options);
+    }
     if let [one] = named {
         let prepared = prepare_sglang(args, one, options)?;
         let budget = crate::engine::budget(
@@ -63,6 +73,31 @@ fn run(
         columns.push(prepared.startup);
     }
     print_side_by_side(args, &columns)
+}
+
+/// `--devices` for SGLang: the smallest `--tp-size` that starts on each device, with
+/// SGLang's flags as given.
+fn devices(
+    args: &PlanArgs,
+    name: &str,
+    names: &[String],
+    options: circuit_hf::ImportOptions,
+) -> Result<(), CliError> {
+    let (profile, files, options, stages) =
+        crate::engine::load(args, name, flags::layout(args), options)?;
+    let asked = crate::engine::Devices {
+        names,
+        tp_flag: "--tp-size",
+    };
+    crate::engine::run_devices(
+        args,
+        &args.engine,
+        &profile,
+        (&files, &options),
+        &asked,
+        (stages.circuits, stages.model),
+        &|run| flags::apply(args, run),
+    )
 }
 
 fn prepare_sglang(

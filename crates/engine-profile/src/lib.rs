@@ -319,6 +319,13 @@ impl EngineProfile {
         mechanisms::model_len(self.facts.model_len, model)
     }
 
+    /// Whether the engine file gives batch defaults per device (`[[defaults]]`); an engine
+    /// whose start-up flow derives its batch itself (running requests from its pool) gives
+    /// none, and [`EngineProfile::batch`] is not its question.
+    pub fn has_batch_defaults(&self) -> bool {
+        !self.facts.defaults.is_empty()
+    }
+
     /// The defaults the engine picks on `device`: its file's first rule that holds, or an
     /// error when no rule holds or the device's CUDA total is not known.
     pub fn defaults_on(&self, device: &Device) -> Result<DeviceDefaults, EngineError> {
