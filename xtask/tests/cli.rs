@@ -1243,5 +1243,65 @@ fn engine_release_is_chosen_in_pips_spelling() {
         err.contains("--engine vllm==0.16.1: release 0.16.1 is not modelled; the releases modelled are 0.10.1, 0.10.1.1, 0.10.2, ")
             && err.lines().count() == 1,
         "{err}"
+/// `--engine sglang`: SGLang's printout, side by side with vLLM, and its cross-device table
+/// with SGLang's own flags (the numbers are engines/tests/sglang_0_5_23.rs's, derived by hand).
+#[test]
+fn sglang_prints_its_start_up_side_by_side_and_across_devices() {
+    let config = root().join("data/models/llama-3.1-8b/config.json");
+    let config = config.to_str().unwrap();
+    let base = ["plan", "--hf-config", config, "--device", "h100"];
+    let o = xtask(&[&base[..], &["--engine", "sglang==0.5.9"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("max_total_num_tokens=415170, chunked_prefill_size=8192, max_running_requests=2048, context_len=131072"),
+        "{out}"
+    );
+    let o = xtask(&[&base[..], &["--engine", "vllm==0.19.0,sglang"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("vllm holds 31636 more KV tokens than sglang"),
+        "{out}"
+    );
+    let devices = [
+        "plan",
+        "--hf-config",
+        config,
+        "--engine",
+        "sglang",
+        "--devices",
+        "h100,mi300x",
+    ];
+    let o = xtask(&devices);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let rows: Vec<&str> = out.lines().skip(5).collect();
+    assert!(
+        rows[0].starts_with(
+            "h100-sxm              79.19 GiB     8192   2048            1       411948"
+        ),
+        "{out}"
+    );
+    assert!(
+        rows[1].starts_with("mi300x           refused: device mi300x: SGLang on ROCm"),
+        "{out}"
+    );
+    assert_eq!(
+        failure(&[&devices[..], &["--tp-size", "2"]].concat()),
+        "error: --tp-size 2 with --devices: --devices finds the smallest TP that starts on each device itself; drop the flag (or ask one device with --device)"
+    );
+    let both = [
+        "plan",
+        "--hf-config",
+        config,
+        "--engine",
+        "vllm,sglang",
+        "--devices",
+        "h100",
+    ];
+    assert_eq!(
+        failure(&both),
+        "error: --devices with --engine vllm,sglang: ask the cross-device table of one engine at a time"
     );
 }
