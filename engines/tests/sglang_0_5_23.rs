@@ -403,12 +403,21 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
     ] {
         assert_eq!(release(spec).version(), folder);
     }
-    for (spec, folder) in [("sglang==0.5.9", "0.5.9"), ("sglang==0.5.8.post1", "0.5.8")] {
+    for (spec, folder) in [
+        ("sglang==0.5.9", "0.5.9"),
+        ("sglang==0.5.8.post1", "0.5.8"),
+        ("sglang==0.5.7", "0.5.7"),
+        ("sglang==0.5.6.post2", "0.5.6"),
+        ("sglang==0.5.4.post1", "0.5.5"),
+        ("sglang==0.5.5.post3", "0.5.5"),
+        ("sglang==0.5.4", "0.5.3"),
+        ("sglang==0.5.3.post2", "0.5.3"),
+    ] {
         assert_eq!(release(spec).version(), folder);
     }
-    let e = engines::select("sglang==0.5.7").unwrap_err().to_string();
+    let e = engines::select("sglang==0.5.2").unwrap_err().to_string();
     assert!(
-        e.starts_with("--engine sglang==0.5.7: release 0.5.7 is not modelled"),
+        e.starts_with("--engine sglang==0.5.2: release 0.5.2 is not modelled"),
         "{e}"
     );
     // 0.5.22 caps MLA prefill graphs at 2048 tokens: 8 + 14 + 8 + 8 + 4 (1280..2048 by 256) =
@@ -711,4 +720,62 @@ fn releases_0_5_8_and_0_5_9_size_the_pool_without_prefill_graphs() {
             "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: self.server_args.mem_fraction_static=0.15"
         )
     );
+}
+
+#[test]
+fn releases_0_5_3_to_0_5_7_differ_in_the_rope_growth_the_small_tier_and_gpt_oss() {
+    // At Llama-3.1-8B's default context, 0.5.6 grows the RoPE cache to
+    // ceil((131072 + 256) / 128) x 128 = 131,328 rows: (131328 - 131072) x 128 x 4 = 131,072
+    // B after the weights print; 0.5.5 grows none.
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    let at = |spec: &str, run: &RunSettings| {
+        let s = release(spec).predict_layout(&stages, run).unwrap();
+        detail(&s).clone()
+    };
+    assert_eq!(at("sglang==0.5.6", &run).workers[0].after_load, 131_072);
+    assert_eq!(at("sglang==0.5.5", &run).workers[0].after_load, 0);
+    // Below 35 GiB (an L4-class 23,034 MiB) at TP 1: 0.5.4 captures up to 16, 0.5.4.post1 up
+    // to 24; both chunk 2048.
+    let mut small = run.clone();
+    small.device.memory_bytes = 23_034 << 20;
+    let old = at("sglang==0.5.4", &small);
+    let new = at("sglang==0.5.4.post1", &small);
+    assert_eq!(
+        (old.chunked_prefill_size, old.decode_graph_sizes.last()),
+        (2048, Some(&16))
+    );
+    assert_eq!(
+        (new.chunked_prefill_size, new.decode_graph_sizes.last()),
+        (2048, Some(&24))
+    );
+    // gpt-oss: a hybrid pool from 0.5.8 on; before, a full cache with MXFP4 experts in the MoE
+    // backend's layout: refused either way, each naming why.
+    let (circuits, run) = layout("gpt-oss-20b", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    let why = |spec: &str| {
+        release(spec)
+            .predict_layout(&stages, &run)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(why("sglang==0.5.8").contains("hybrid sliding-window pool"));
+    assert!(why("sglang==0.5.7").contains("MXFP4 experts"));
+    assert!(why("sglang==0.5.3").contains("MXFP4 experts"));
+    // The same pool as 0.5.8 at H100 defaults: mfs 0.835, 415,170 tokens; 0.5.3 grows no RoPE
+    // cache, and its 131,072 B are one more cell: 415,171.
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    for (spec, tokens) in [
+        ("sglang==0.5.3", 415_171),
+        ("sglang==0.5.6", 415_170),
+        ("sglang==0.5.7", 415_170),
+    ] {
+        let s = release(spec).predict_layout(&stages, &run).unwrap();
+        assert_eq!(
+            (detail(&s).mem_fraction_static, s.kv_cache_tokens),
+            (0.835, tokens),
+            "{spec}"
+        );
+    }
 }
