@@ -412,12 +412,13 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
         ("sglang==0.5.5.post3", "0.5.5"),
         ("sglang==0.5.4", "0.5.3"),
         ("sglang==0.5.3.post2", "0.5.3"),
+        ("sglang==0.5.2", "0.5.2"),
     ] {
         assert_eq!(release(spec).version(), folder);
     }
-    let e = engines::select("sglang==0.5.2").unwrap_err().to_string();
+    let e = engines::select("sglang==0.5.1").unwrap_err().to_string();
     assert!(
-        e.starts_with("--engine sglang==0.5.2: release 0.5.2 is not modelled"),
+        e.starts_with("--engine sglang==0.5.1: release 0.5.1 is not modelled"),
         "{e}"
     );
     // 0.5.22 caps MLA prefill graphs at 2048 tokens: 8 + 14 + 8 + 8 + 4 (1280..2048 by 256) =
@@ -778,4 +779,58 @@ fn releases_0_5_3_to_0_5_7_differ_in_the_rope_growth_the_small_tier_and_gpt_oss(
             "{spec}"
         );
     }
+}
+
+#[test]
+fn release_0_5_2_reserves_by_its_memory_table() {
+    let stages_of = |tp: u64| layout("llama-3.1-8b", tp, KvCacheDtype::Auto);
+    let at = |tp: u64, run: &RunSettings| {
+        let (circuits, _) = stages_of(tp);
+        let s = release("sglang==0.5.2")
+            .predict_layout(&StageCircuit::in_order(&circuits), run)
+            .unwrap();
+        detail(&s).clone()
+    };
+    // H100 (81,559 MiB): (9.5 + TP / 2) GiB reserved: TP 1 10,240 MB, mfs round(71319 /
+    // 81559, 3) = 0.874; TP 2 10,752 MB, round(70807 / 81559, 3) = 0.868. No prefill graph;
+    // the capture list [1, 2, 4, 8] + 16..160 by 8: 23 sizes up to 160.
+    let d = at(1, &stages_of(1).1);
+    assert_eq!(d.mem_fraction_static, 0.874);
+    assert_eq!(d.chunked_prefill_size, 8192);
+    assert_eq!(
+        (d.decode_graph_sizes.len(), d.decode_graph_sizes.last()),
+        (23, Some(&160))
+    );
+    assert!(d.prefill_graph_sizes.is_empty());
+    assert_eq!(at(2, &stages_of(2).1).mem_fraction_static, 0.868);
+    // An L4-class 23,034 MiB: (2.8 + 0.1) GiB = 2,969.6 MB, round(20064.4 / 23034, 3) =
+    // 0.871; chunked 2048, graphs up to 8.
+    let mut small = stages_of(1).1;
+    small.device.memory_bytes = 23_034 << 20;
+    let d = at(1, &small);
+    assert_eq!(
+        (
+            d.mem_fraction_static,
+            d.chunked_prefill_size,
+            d.decode_graph_sizes.last()
+        ),
+        (0.871, 2048, Some(&8))
+    );
+    // --cuda-graph-max-bs: its list grows from the default's largest by 16, not modelled.
+    let bs = with_flags(
+        stages_of(1).1,
+        SglangFlags {
+            cuda_graph_max_bs: Some(300),
+            ..SglangFlags::default()
+        },
+    );
+    let (circuits, _) = stages_of(1);
+    let e = release("sglang==0.5.2")
+        .predict_layout(&StageCircuit::in_order(&circuits), &bs)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--cuda-graph-max-bs: SGLang 0.5.2 extends its capture list"),
+        "{e}"
+    );
 }
