@@ -290,12 +290,15 @@ pub fn profile(folder: &str) -> Result<EngineProfile, EnginesError> {
     Ok(EngineProfile::from_texts(&texts)?)
 }
 
-/// A release's numeric parts (`0.10.1.1` is [0, 10, 1, 1]), for ordering.
+/// A release's numeric parts (`0.10.1.1` is [0, 10, 1, 1], `0.4.9.post3` [0, 4, 9, 3]), for
+/// ordering.
 fn numeric(version: &str) -> Vec<u64> {
     version
         .split('.')
         .map(|p| {
-            p.chars()
+            // `post3` counts as 3: 0.4.9.post2 sorts before 0.4.9.post3.
+            p.trim_start_matches(|c: char| !c.is_ascii_digit())
+                .chars()
                 .take_while(char::is_ascii_digit)
                 .collect::<String>()
                 .parse()

@@ -413,12 +413,23 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
         ("sglang==0.5.4", "0.5.3"),
         ("sglang==0.5.3.post2", "0.5.3"),
         ("sglang==0.5.2", "0.5.2"),
+        ("sglang==0.5.1.post3", "0.5.1"),
+        ("sglang==0.4.10.post2", "0.4.10.post2"),
+        ("sglang==0.4.10.post1", "0.4.10"),
+        ("sglang==0.4.9.post3", "0.4.10"),
+        ("sglang==0.4.9.post2", "0.4.9"),
+        ("sglang==0.4.7.post1", "0.4.9"),
     ] {
         assert_eq!(release(spec).version(), folder);
     }
-    let e = engines::select("sglang==0.5.1").unwrap_err().to_string();
+    // 0.4.6-0.4.7 (mem_fraction_static by TP alone) are refused, with the list from 0.4.7.post1.
+    let e = engines::select("sglang==0.4.7").unwrap_err().to_string();
     assert!(
-        e.starts_with("--engine sglang==0.5.1: release 0.5.1 is not modelled"),
+        e.starts_with("--engine sglang==0.4.7: release 0.4.7 is not modelled"),
+        "{e}"
+    );
+    assert!(
+        e.contains("0.4.7.post1, 0.4.8, 0.4.8.post1, 0.4.9, 0.4.9.post1, 0.4.9.post2, 0.4.9.post3"),
         "{e}"
     );
     // 0.5.22 caps MLA prefill graphs at 2048 tokens: 8 + 14 + 8 + 8 + 4 (1280..2048 by 256) =
@@ -830,7 +841,116 @@ fn release_0_5_2_reserves_by_its_memory_table() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("--cuda-graph-max-bs: SGLang 0.5.2 extends its capture list"),
+        e.starts_with("--cuda-graph-max-bs: SGLang 0.4.7.post1 to 0.5.2 extend their capture list"),
         "{e}"
     );
+}
+
+#[test]
+fn releases_0_4_7_post1_to_0_5_1_take_a_longer_context_and_size_each_stage_alone() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    // --context-length 262144, above the derived 131072: 0.5.1 raises its ValueError; 0.4.10
+    // takes it with a warning. Its pool is 0.5.2's (mfs 0.874, no RoPE growth, so 415,171 +
+    // (0.874 - 0.835) x F / cell more tokens, the same at any context); its requests:
+    // clamp(int(T / 262144 x 512), 2048, 4096) = 2048.
+    let mut long = run.clone();
+    long.max_model_len = Some(262_144);
+    let refused = release("sglang==0.5.1")
+        .predict_layout(&stages, &long)
+        .unwrap();
+    assert_eq!(
+        refused.verdict,
+        Verdict::MaxModelLenAboveModel {
+            max_model_len: 262_144,
+            longest: 131_072
+        }
+    );
+    let taken = release("sglang==0.4.10")
+        .predict_layout(&stages, &long)
+        .unwrap();
+    let at_derived = release("sglang==0.4.10")
+        .predict_layout(&stages, &run)
+        .unwrap();
+    assert_eq!(taken.verdict, Verdict::Starts);
+    assert_eq!(detail(&taken).context_len, 262_144);
+    assert_eq!(detail(&taken).mem_fraction_static, 0.874);
+    assert_eq!(taken.kv_cache_tokens, at_derived.kv_cache_tokens);
+    assert_eq!(detail(&taken).max_running_requests, 2048);
+    // The largest context asked of 0.4.10 is the pool's tokens, not the derived context.
+    let answers = release("sglang==0.4.10")
+        .budget_answers(&stages, &run, 0)
+        .unwrap();
+    assert_eq!(
+        answers.largest_max_model_len,
+        Some(at_derived.kv_cache_tokens)
+    );
+    // Gemma 3's windows: hybrid pools in 0.4.9.post3-0.4.10.post2 (refused), a full cache in
+    // 0.4.9.post2 and 0.5.1 (forced off).
+    let (circuits, run) = layout("gemma-3-1b-it", 1, KvCacheDtype::Auto);
+    let stages = StageCircuit::in_order(&circuits);
+    let gemma = |spec: &str| release(spec).predict_layout(&stages, &run);
+    assert!(
+        gemma("sglang==0.4.10.post2")
+            .unwrap_err()
+            .to_string()
+            .contains("hybrid sliding-window pool")
+    );
+    assert!(gemma("sglang==0.4.9.post3").is_err());
+    assert_eq!(
+        gemma("sglang==0.4.9").unwrap().kv_cache_tokens,
+        gemma("sglang==0.5.1").unwrap().kv_cache_tokens
+    );
+    // PP 2: 0.5.1 sizes each stage's pool alone (refused); 0.5.2 takes the minimum.
+    let mut options = ImportOptions::default();
+    options.load = profile().load_rules();
+    options.parallel = Parallel {
+        tp: 1,
+        pp: 2,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded =
+        circuit_hf::import_parallel(config("llama-3.1-8b"), "config.json", &options, &[]).unwrap();
+    let mut run = layout("llama-3.1-8b", 1, KvCacheDtype::Auto).1;
+    run.pipeline_parallel_size = 2;
+    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let stages = StageCircuit::in_order(&circuits);
+    let e = release("sglang==0.5.1")
+        .predict_layout(&stages, &run)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("2 pipeline stages: sglang 0.5.1 sizes each stage's pool alone"),
+        "{e}"
+    );
+    assert!(
+        release("sglang==0.5.2")
+            .predict_layout(&stages, &run)
+            .is_ok()
+    );
+}
+
+/// The ROCm refusal is `inherit = true`: every SGLang folder keeps it.
+#[test]
+fn every_release_refuses_rocm() {
+    let (circuits, mut run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    run.device = device("mi300x");
+    let stages = StageCircuit::in_order(&circuits);
+    let sglang = engines::folders()
+        .iter()
+        .filter(|f| f.name.starts_with("sglang-"));
+    assert_eq!(sglang.clone().count(), 25);
+    for folder in sglang {
+        let e = engines::profile(folder.name)
+            .unwrap()
+            .predict_layout(&stages, &run)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("device mi300x: SGLang on ROCm"),
+            "{}: {e}",
+            folder.name
+        );
+    }
 }

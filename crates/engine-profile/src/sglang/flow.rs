@@ -36,6 +36,9 @@ pub struct FlowDecl {
     pub max_running_requests: RunningDecl,
     /// Model classes SGLang gives a hybrid sliding-window pool (not modelled: refused).
     pub hybrid_swa_architectures: Vec<String>,
+    /// Whether a `--context-length` above the derived one is taken (with a warning, SGLang
+    /// before 0.5.1) rather than refused.
+    pub longer_context_allowed: bool,
     /// Model classes refused, with the reason.
     #[serde(default)]
     pub refuse: Vec<RefuseDecl>,
@@ -145,7 +148,8 @@ pub struct PoolDecl {
     /// Whether a free-memory rest at or below 0 is refused before the tokens are counted
     /// (SGLang 0.5.14 on), rather than by the token count.
     pub refuse_nonpositive_rest: bool,
-    /// Whether the pipeline stages take the smallest token count of all.
+    /// Whether the pipeline stages take the smallest token count of all (SGLang 0.5.2 on);
+    /// before, each stage sizes its own pool, which is not modelled: PP > 1 is refused.
     pub pipeline_min: bool,
 }
 
@@ -233,6 +237,7 @@ pub(crate) struct FlowFacts {
     pub(crate) running_default: Formula,
     pub(crate) running_user: Formula,
     pub(crate) hybrid_swa: Vec<String>,
+    pub(crate) longer_context_allowed: bool,
     pub(crate) refuse: Vec<RefuseDecl>,
     /// None: `--cuda-graph-max-bs` sets the decode max batch size; else why it is refused.
     pub(crate) cuda_graph_max_bs_refused: Option<String>,
@@ -335,6 +340,7 @@ impl FlowFacts {
             )?,
             running_user: f("max_running_requests.user", &decl.max_running_requests.user)?,
             hybrid_swa: decl.hybrid_swa_architectures.clone(),
+            longer_context_allowed: decl.longer_context_allowed,
             refuse: decl.refuse.clone(),
             cuda_graph_max_bs_refused: refused,
             messages: decl.messages.clone(),

@@ -149,11 +149,8 @@ pub(crate) fn predict(
     for s in &stage_facts {
         per_stage.push(pool_budget / s.cell / page * page);
     }
-    let mut tokens = if flow.pipeline_min {
-        per_stage.iter().copied().min().unwrap_or(0)
-    } else {
-        per_stage.first().copied().unwrap_or(0)
-    };
+    // One stage, or the minimum over the stages (a release without it is refused at PP > 1).
+    let mut tokens = per_stage.iter().copied().min().unwrap_or(0);
     if let Some(cap) = flags.max_total_tokens {
         tokens = tokens.min(cap / page * page);
     }
@@ -257,7 +254,7 @@ pub(crate) fn predict(
             });
         }
     }
-    let verdict = if ctx > settled.longest {
+    let verdict = if ctx > settled.longest && !flow.longer_context_allowed {
         // Raised while the configuration is read, before anything loads.
         refusal = Some(
             messages
@@ -436,6 +433,15 @@ fn refuse_unmodelled(
             format!(
                 "{}: {who} gives it a hybrid sliding-window pool (full and SWA tokens split by --swa-full-tokens-ratio), which is not modelled",
                 model.architecture
+            ),
+        ));
+    }
+    if stages.len() > 1 && !flow.pipeline_min {
+        return Err(not_modelled(
+            named,
+            format!(
+                "{} pipeline stages: {who} sizes each stage's pool alone (no minimum over the stages), and what each stage prints is not modelled",
+                stages.len()
             ),
         ));
     }
@@ -728,7 +734,12 @@ pub(crate) fn budget_answers(
             utilization_for_target: None,
         });
     };
-    let longest = profile.model_len(&run.model).longest;
+    // A release that takes any context caps the answer at the pool alone.
+    let longest = if flow.longer_context_allowed {
+        u64::MAX
+    } else {
+        profile.model_len(&run.model).longest
+    };
     let largest = (startup.verdict == Verdict::Starts).then(|| longest.min(d.max_total_num_tokens));
     // rest >= ceil(target / page) x page x the largest cell, with rest = A - F x (1 - m).
     let page = d.page_size;
