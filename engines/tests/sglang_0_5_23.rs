@@ -205,6 +205,9 @@ fn deepseek_v2_lite_mla_pool() {
     // One latent buffer: "KV size" = 27 x (T + 1) x 576 x 2.
     assert_eq!(d.workers[0].k_bytes, (t + 1) * 31_104);
     assert_eq!(d.workers[0].v_bytes, 0);
+    // max_running_requests = min(clamp(int(T / 163840 x 512), 2048, 4096), T // 2).
+    let estimate = ((t as f64 / 163_840.0 * 512.0) as u64).clamp(2048, 4096);
+    assert_eq!(d.max_running_requests, estimate.min(t / 2));
 }
 
 #[test]
@@ -216,6 +219,8 @@ fn fp8_kv_cache_halves_the_cell() {
     // tokens: 53,994,861,874 // 65,536 = 823,896.
     assert_eq!(d.cell_bytes, vec![65_536]);
     assert_eq!(s.kv_cache_tokens, 823_896);
+    // int(823,896 / 131,072 x 512) = 3218, within [2048, 4096] and below T // 2.
+    assert_eq!(d.max_running_requests, 3218);
 }
 
 #[test]
@@ -229,6 +234,14 @@ fn gemma_3_sliding_windows_get_a_full_cache() {
     assert_eq!(d.cell_bytes, vec![26_624]);
     assert_eq!(s.kv_layout.groups.len(), 1);
     assert_eq!(s.kv_layout.groups[0].layers, 26);
+    // The pool: the same rest formula over that cell, at mfs 0.830 (the reserve is Llama's:
+    // it reads no model size), the weights and the rope growth as loaded.
+    assert_eq!(d.mem_fraction_static, 0.830);
+    let loaded = s.workers[0].weights + d.workers[0].after_load;
+    let t = tokens(F_TP1, loaded, 0.830, 26_624, false);
+    assert_eq!(s.kv_cache_tokens, t);
+    let estimate = ((t as f64 / d.context_len as f64 * 512.0) as u64).clamp(2048, 4096);
+    assert_eq!(d.max_running_requests, estimate.min(t / 2));
 }
 
 #[test]
