@@ -126,6 +126,7 @@ fn run_on(device_name: &str, tp: u64, pp: u64, util: f64, model: ModelFacts) -> 
         block_size: None,
         enable_prefix_caching: None,
         model,
+        engine_flags: None,
     }
 }
 

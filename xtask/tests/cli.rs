@@ -1243,6 +1243,9 @@ fn engine_release_is_chosen_in_pips_spelling() {
         err.contains("--engine vllm==0.16.1: release 0.16.1 is not modelled; the releases modelled are 0.10.1, 0.10.1.1, 0.10.2, ")
             && err.lines().count() == 1,
         "{err}"
+    );
+}
+
 /// `--engine sglang`: SGLang's printout, side by side with vLLM, and its cross-device table
 /// with SGLang's own flags (the numbers are engines/tests/sglang_0_5_23.rs's, derived by hand).
 #[test]
