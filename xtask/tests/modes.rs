@@ -173,6 +173,20 @@ fn sample(long: &str, mode: Mode, f: &Files) -> Option<Vec<String>> {
         "smallest-tp" => vec!["--smallest-tp".into()],
         "devices" => vec!["--devices".into(), "h100-sxm,a100-80gb".into()],
         "target-kv-tokens" => vec!["--target-kv-tokens".into(), "100000".into()],
+        // SGLang's own flags (each refused without --engine sglang; in SGLang's modes the
+        // CLI tests of xtask/tests/cli.rs and inputs/sglang.rs check them).
+        "tp-size" => vec!["--tp-size".into(), "2".into()],
+        "pp-size" => vec!["--pp-size".into(), "2".into()],
+        "dp-size" => vec!["--dp-size".into(), "2".into()],
+        "ep-size" => vec!["--ep-size".into(), "2".into()],
+        "mem-fraction-static" => vec!["--mem-fraction-static".into(), "0.8".into()],
+        "context-length" => vec!["--context-length".into(), "1024".into()],
+        "chunked-prefill-size" => vec!["--chunked-prefill-size".into(), "4096".into()],
+        "max-running-requests" => vec!["--max-running-requests".into(), "64".into()],
+        "max-total-tokens" => vec!["--max-total-tokens".into(), "100000".into()],
+        "page-size" => vec!["--page-size".into(), "16".into()],
+        "cuda-graph-max-bs" => vec!["--cuda-graph-max-bs".into(), "64".into()],
+        "disable-cuda-graph" => vec!["--disable-cuda-graph".into()],
         "help" => vec!["--help".into()],
         _ => return None,
     };
