@@ -331,6 +331,10 @@ mod tests {
             refusal(&["--engine", "sglang", "--kv-cache-dtype", "fp8"]),
             "--kv-cache-dtype fp8: SGLang names its fp8 caches fp8_e4m3 and fp8_e5m2"
         );
+        assert_eq!(
+            refusal(&["--engine", "vllm,sglang", "--svg", "chart.svg"]),
+            "--svg with --engine sglang: the charts draw a profile run's terms, and SGLang runs none; drop --svg"
+        );
         // Side by side each engine takes its own flags.
         assert!(
             check(&plan(&[
