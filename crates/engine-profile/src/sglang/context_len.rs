@@ -56,11 +56,13 @@ mod tests {
             model_type: "llama".to_owned(),
             architecture: "LlamaForCausalLM".to_owned(),
             dtype: circuit_ir::Format::Bf16,
+            quantization: None,
             max_position_embeddings: positions,
             rope: RopeScaling {
                 sets,
                 original_max_position_embeddings: None,
             },
+            rotary: Vec::new(),
             vocab_size: 128_256,
             num_attention_heads: 32,
             attention_chunk_size: None,
