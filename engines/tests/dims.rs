@@ -21,6 +21,11 @@ fn every_folder_reads_the_standard_dims_and_an_import_defines_them() {
         };
         own.push(folder.name);
         let families = Families::from_toml(text, folder.name).unwrap();
+        // SGLang's flow plans no forward, so its folders name no kernel family at all.
+        if folder.name.starts_with("sglang-") {
+            assert_eq!(families.dims_read(), Vec::new(), "{}", folder.name);
+            continue;
+        }
         assert_eq!(families.dims_read(), standard, "{}", folder.name);
     }
     assert!(!own.is_empty());
