@@ -47,6 +47,7 @@
 //!     block_size: None,
 //!     enable_prefix_caching: Some(false),
 //!     model: model.facts,
+//!     engine_flags: None,
 //! };
 //! let startup = profile.predict(&model.circuit, &run).unwrap();
 //! assert_eq!(startup.verdict, Verdict::Starts);
