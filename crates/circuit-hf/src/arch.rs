@@ -13,6 +13,8 @@
 //! there; a gated shared expert (`Moe::gated_shared`) comes without counted shared experts;
 //! grouped-query attention has `heads % kv_heads == 0`.
 
+use serde_json::Value;
+
 use crate::config::{Config, Got, MAX_LAYERS};
 use crate::error::HfError;
 use crate::model::ModelType;
@@ -56,9 +58,11 @@ pub(crate) struct Arch {
     pub qk_weightless_norm: bool,
     /// Llama 4: the NoPE layers scale q by a per-position temperature before attention.
     pub nope_temperature: bool,
-    /// Prepended to every language-model tensor name: `language_model.` when the model is the
-    /// text part of a multimodal checkpoint, else empty.
-    pub tensor_prefix: &'static str,
+    /// How the checkpoint renames the language model's tensors when the model is the text part
+    /// of a multimodal checkpoint: a leading `.0` of a name is replaced by `.1` (`("",
+    /// "language_model.")` prefixes every name; `("model.", "model.language_model.")` moves the
+    /// body under the wrapper's and leaves `lm_head`); `("", "")` for a model on its own.
+    pub tensor_rename: (&'static str, &'static str),
     /// The vision tower and projector of a multimodal checkpoint, held as weights only.
     pub vision: Option<crate::vision::VisionTower>,
     /// `max_position_embeddings`: no byte of the circuit depends on it (the planned context is
@@ -176,6 +180,10 @@ pub(crate) enum MoeNames {
     /// 2 x ffn]` and `down_proj` `[experts, ffn, hidden]` stored as one tensor each, and one
     /// `feed_forward.shared_expert` MLP of `ffn`.
     Llama4,
+    /// Qwen3-VL-MoE: `mlp.gate`, `mlp.experts.gate_up_proj` `[experts, hidden, 2 x ffn]` and
+    /// `mlp.experts.down_proj` `[experts, ffn, hidden]` stored as one tensor each, no shared
+    /// expert.
+    FusedMlp,
 }
 
 /// The sparse MLP (of the sparse layers).
@@ -361,7 +369,7 @@ impl Base {
             mlp_module: "mlp",
             qk_weightless_norm: false,
             nope_temperature: false,
-            tensor_prefix: "",
+            tensor_rename: ("", ""),
             vision: None,
             context: self.context,
             rope: model_facts::RopeScaling::default(),
@@ -1416,6 +1424,14 @@ fn deepseek(cfg: &Config<'_>, base: Base, d: &Deepseek) -> Result<Arch, HfError>
             mtp as usize
         ];
     }
+    // DeepseekV2Config's default is "greedy" (no bias); only "noaux_tc" changes a byte, so the
+    // default is not reported.
+    let noaux_tc = !d.v3
+        && match cfg.value("topk_method") {
+            Got::Value(Value::String(m)) => m == "noaux_tc",
+            Got::Value(v) => return Err(cfg.bad("topk_method", "a string", v)),
+            Got::Missing | Got::Null => false,
+        };
     if let Some(experts) = experts {
         let first_dense = cfg.int_or("first_k_dense_replace", 0, d.first_dense)?;
         let freq = cfg.int_or("moe_layer_freq", 1, 1)?;
@@ -1447,7 +1463,9 @@ fn deepseek(cfg: &Config<'_>, base: Base, d: &Deepseek) -> Result<Arch, HfError>
                     shared_bias: mlp_bias,
                     names: MoeNames::Mlp,
                     router_format: "f32",
-                    score_bias: d.v3,
+                    // V3 always; V2 with noaux_tc routing (Kimi-VL's language model), as
+                    // vLLM 0.19's DeepseekV2MoE builds the bias (deepseek_v2.py:268-273).
+                    score_bias: d.v3 || noaux_tc,
                 },
             )?);
         }

@@ -101,15 +101,18 @@ pub(crate) fn stage_circuit(
         b.output(format!("layer_{}.y", end - 1));
     }
     let mut decl = b.decl().clone();
-    if !arch.tensor_prefix.is_empty() {
+    let (from, to) = arch.tensor_rename;
+    if from != to {
         for w in decl
             .blocks
             .iter_mut()
             .flat_map(|b| &mut b.nodes)
             .flat_map(|n| &mut n.weights)
         {
-            if let Some(t) = &mut w.tensor {
-                t.insert_str(0, arch.tensor_prefix);
+            if let Some(t) = &mut w.tensor
+                && let Some(rest) = t.strip_prefix(from)
+            {
+                *t = format!("{to}{rest}");
             }
         }
     }
@@ -291,6 +294,13 @@ fn dims(b: &mut CircuitBuilder, arch: &Arch) {
     }
     if arch.mtp_names == MtpNames::Qwen3Next && !arch.mtp.is_empty() {
         b.dim("mtp_fc_rows", arch.mtp_fc_rows);
+    }
+    // A fact an engine reads of the model: its vision tower hands deepstack features to the
+    // first layers (Qwen3-VL).
+    if let Some(t) = &arch.vision
+        && t.deepstack_layers > 0
+    {
+        b.dim("deepstack_layers", t.deepstack_layers);
     }
 }
 
@@ -1011,6 +1021,7 @@ fn sparse_mlp(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static st
     let (gate, experts, [w_gate, w_up, w_down]) = match moe.names {
         MoeNames::GptOss => return fused_experts_mlp(block, p),
         MoeNames::Llama4 => return llama4_moe(arch, block, p),
+        MoeNames::FusedMlp => return fused_mlp_moe(arch, block, p),
         MoeNames::Mixtral => (
             format!("{p}.block_sparse_moe.gate.weight"),
             format!("{p}.block_sparse_moe.experts.*"),
@@ -1292,6 +1303,54 @@ fn fused_experts_mlp(block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
 /// projections each one tensor for all experts (`[experts, hidden, 2 x ffn]`,
 /// `[experts, ffn, hidden]`), and the shared expert, an MLP of the same width, added to the
 /// routed output.
+/// Qwen3-VL-MoE's sparse MLP (`MoeNames::FusedMlp`): the router `mlp.gate` and the routed
+/// experts as one `mlp.experts.gate_up_proj` `[experts, hidden, 2 x moe_ffn]` and one
+/// `mlp.experts.down_proj` `[experts, moe_ffn, hidden]`, combined without a shared expert.
+fn fused_mlp_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
+    let m = format!("{p}.mlp");
+    let act = arch.act.op();
+    let expert_w = |shape: [&str; 2], tensor: &str| {
+        WeightDecl::new("w", shape, "bf16")
+            .tensor(format!("{m}.experts.{tensor}"))
+            .count("local_experts")
+    };
+    let rows = "n * experts_per_tok";
+    let block = block
+        .node(
+            NodeDecl::new("router", "router")
+                .reads(["hn"])
+                .writes(OutDecl::new("router_logits", "n", "experts", "bf16"))
+                .weight(
+                    WeightDecl::new("w", ["experts", "hidden"], "bf16")
+                        .tensor(format!("{m}.gate.weight")),
+                ),
+        )
+        .node(top_k())
+        .node(
+            NodeDecl::new("experts_gate_up", "expert_linear")
+                .reads(["hn", "topk_ids"])
+                .writes(OutDecl::new("expert_h", rows, "2 * moe_ffn", "bf16"))
+                .weight(expert_w(["hidden", "2 * moe_ffn"], "gate_up_proj")),
+        )
+        .node(
+            NodeDecl::new("experts_act", act)
+                .reads(["expert_h"])
+                .writes(OutDecl::new("expert_act", rows, "moe_ffn", "bf16")),
+        )
+        .node(
+            NodeDecl::new("experts_down", "expert_linear")
+                .reads(["expert_act", "topk_ids"])
+                .writes(OutDecl::new("expert_out", rows, "hidden", "bf16"))
+                .weight(expert_w(["moe_ffn", "hidden"], "down_proj")),
+        )
+        .node(
+            NodeDecl::new("moe_combine", "moe_combine")
+                .reads(["expert_out", "topk_w", "topk_ids"])
+                .writes(out("moe_out", "hidden")),
+        );
+    (block, "moe_out")
+}
+
 fn llama4_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
     let f = format!("{p}.feed_forward");
     let act = arch.act.op();

@@ -2,7 +2,8 @@
 //! language models of [`ModelType::ALL`] (Llama, Granite, Mistral, Qwen2, Qwen3, Qwen3-MoE,
 //! Qwen3-Next, Mixtral, Phi, Phi-3, Gemma 1-3, DeepSeek-V2/V3, Kimi K2, gpt-oss, Llama 4),
 //! alone or as the text part of a multimodal checkpoint (`llama4`, `gemma3`, `mistral3`,
-//! `llava`: the language model from `text_config`, the vision tower counted from
+//! `llava`, `llava_next`, `kimi_vl`, `qwen2_5_vl`, `qwen3_vl`, `qwen3_vl_moe`: the language
+//! model from `text_config`, the vision tower counted from
 //! `vision_config` and held as weights), with weights under their Hugging Face tensor names,
 //! in the checkpoint's dtype (or the one [`ImportOptions`] asks for) or as its quantization
 //! format stores them, one KV-cache state per attention layer and per-sequence states for
@@ -36,11 +37,13 @@ mod config;
 mod emit;
 pub mod error;
 pub mod model;
+mod moonvit;
 mod multimodal;
 pub mod options;
 pub mod parallel;
 mod parallel_import;
 mod quant;
+mod qwen_vision;
 mod rope;
 mod vision;
 
@@ -51,7 +54,8 @@ use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
-pub use model_facts::{EncoderShape, LoadRules, ModelFacts};
+pub use multimodal::modalities;
+pub use model_facts::{EncoderShape, LoadRules, ModelFacts, VideoShape};
 pub use options::{
     Dtype, ImportOptions, KvCacheDtype, OnlineQuantization, RunDtype, SideFile, SideFileKind,
 };
@@ -143,7 +147,8 @@ pub(crate) fn import_shaped(
     let scheme = quant::with_online(scheme, options.online_quantization, origin)?;
     let mut arch = arch::read(&cfg)?;
     if let Some(u) = &unwrapped {
-        arch.tensor_prefix = u.wrapper.prefix;
+        arch.tensor_rename = u.wrapper.rename;
+        u.adjust(&mut arch);
         let tower = u.tower(origin, &top, arch.hidden)?;
         let tower = tower.into_built(options.load.vision_tower);
         arch.vision = (!options.language_model_only).then_some(tower);
@@ -165,16 +170,24 @@ pub(crate) fn import_shaped(
     let built = emit(&arch, &circuit_name(origin, model_type), &storage)?;
     let read = cfg.keys_read();
     // A multimodal config's own keys come first; the language model's are named
-    // `text_config.<key>`, except those the wrapper forwarded to it.
+    // `text_config.<key>`, except those the wrapper forwarded to it (and a flat config's, which
+    // sit at the top level).
+    let flat = unwrapped.as_ref().is_some_and(|u| u.flat);
     let nested = match &unwrapped {
-        Some(_) => top.get("text_config").and_then(|t| t.as_object()),
-        None => None,
+        Some(_) if !flat => top.get("text_config").and_then(|t| t.as_object()),
+        _ => None,
     };
     let name = |k: &str| match nested {
         Some(t) if t.contains_key(k) => format!("text_config.{k}"),
         _ => k.to_owned(),
     };
-    let own = |k: &str| unwrapped.is_none() || nested.is_some_and(|t| t.contains_key(k));
+    // Whether the file gives `k` at the language model's level (a wrapper's defaults and
+    // forwarded keys are not the text's own).
+    let own = |k: &str| match &unwrapped {
+        None => true,
+        Some(_) if flat => k != "model_type" && top.contains_key(k),
+        Some(_) => nested.is_some_and(|t| t.contains_key(k)),
+    };
     let mut keys_read: Vec<String> = unwrapped
         .as_ref()
         .map(|u| u.keys_read.clone())
@@ -193,19 +206,18 @@ pub(crate) fn import_shaped(
             .filter(|k| !read.contains(&k.as_str()) && own(k))
             .map(|k| name(k)),
     );
-    let defaults: Vec<(String, String)> = cfg
-        .defaults()
-        .into_iter()
-        .map(|(k, v)| {
-            (
-                if unwrapped.is_some() {
-                    format!("text_config.{k}")
-                } else {
-                    k.to_owned()
-                },
-                v,
-            )
-        })
+    let text_key = |k: &str| {
+        if unwrapped.is_some() && !flat {
+            format!("text_config.{k}")
+        } else {
+            k.to_owned()
+        }
+    };
+    let defaults: Vec<(String, String)> = unwrapped
+        .iter()
+        .flat_map(|u| u.text_defaults.iter().cloned())
+        .chain(cfg.defaults().into_iter().map(|(k, v)| (k.to_owned(), v)))
+        .map(|(k, v)| (text_key(&k), v))
         .collect();
     let kv_cache_format = match kv {
         KvCacheDtype::Auto => dtype.format().to_owned(),

@@ -943,7 +943,10 @@ static DEEPSEEK_V2: &[KeyInfo] = &[
     ),
     ignored("n_group", NO_MEMORY),
     ignored("topk_group", NO_MEMORY),
-    ignored("topk_method", NO_MEMORY),
+    read(
+        "topk_method",
+        "default greedy; noaux_tc adds the router's f32 e_score_correction_bias [experts] on every sparse layer (vLLM's DeepseekV2MoE; Kimi-VL's language model)",
+    ),
     ignored("norm_topk_prob", NO_MEMORY),
     ignored("routed_scaling_factor", NO_MEMORY),
     ignored("scoring_func", NO_MEMORY),

@@ -493,6 +493,7 @@ fn shard_tower(tower: &VisionTower, tp: u64) -> Result<VisionTower, ParallelErro
         read_layers: tower.read_layers,
         unread: tower.unread.clone(),
         encoder: tower.encoder,
+        deepstack_layers: tower.deepstack_layers,
     })
 }
 

@@ -101,6 +101,7 @@ pub(crate) fn read(cfg: &Config<'_>, positions: u64) -> Result<RopeScaling, HfEr
             factor,
             factor_null,
             original_max_position_embeddings: original,
+            mrope_section: set.contains_key("mrope_section"),
         });
     }
     Ok(RopeScaling {
@@ -156,6 +157,7 @@ pub(crate) fn rotary(cfg: &Config<'_>, arch: &Arch) -> Result<Vec<Rotary>, HfErr
         factor: None,
         factor_null: false,
         original_max_position_embeddings: None,
+        mrope_section: false,
     };
     let sets = &arch.rope.sets;
     let mut out: Vec<Rotary> = match sets.len() {
@@ -241,6 +243,7 @@ mod tests {
             factor,
             factor_null: false,
             original_max_position_embeddings: original,
+            mrope_section: false,
         }
     }
 

@@ -51,14 +51,16 @@ pub(crate) enum Split {
     In,
 }
 
-/// An encoder of `(hidden, heads, ffn)` fed square tiles of `image` pixels and `channels`,
-/// writing embeddings of `output_hidden`; one tile per item of one row each and no rotary
-/// until the caller says otherwise.
-fn encoder_of_tiles(
+/// An encoder of `(hidden, heads, ffn)` running `layers` layers, fed square tiles of `image`
+/// pixels and `channels`, writing embeddings of `output_hidden`; one tile per item of one row
+/// each, no rotary, one feature layer, no merge, no deepstack and no video until the caller
+/// says otherwise.
+pub(crate) fn encoder_of_tiles(
     origin: &str,
     image: u64,
     channels: u64,
     (hidden, heads, ffn): (u64, u64, u64),
+    layers: u64,
     output_hidden: u64,
 ) -> Result<EncoderShape, HfError> {
     Ok(EncoderShape {
@@ -76,6 +78,11 @@ fn encoder_of_tiles(
         output_hidden,
         complex_rotary: false,
         activation_tensors: 2,
+        layers,
+        feature_layers: 1,
+        merge: 1,
+        deepstack_layers: 0,
+        video: None,
     })
 }
 
@@ -102,11 +109,14 @@ pub(crate) struct VisionTower {
     pub unread: Vec<String>,
     /// The encoder's profile shape, for the towers whose profile is modelled.
     pub encoder: Option<EncoderShape>,
+    /// Layers whose features deepstack mergers hand the language model (Qwen3-VL), 0 for the
+    /// other towers.
+    pub deepstack_layers: u64,
 }
 
 impl VisionTower {
     /// A tower of `layers` encoder layers that the projector reads whole.
-    fn whole(once: Vec<Held>, layer: Vec<Held>, layers: u64) -> VisionTower {
+    pub(crate) fn whole(once: Vec<Held>, layer: Vec<Held>, layers: u64) -> VisionTower {
         VisionTower {
             once,
             layer,
@@ -114,6 +124,7 @@ impl VisionTower {
             read_layers: layers,
             unread: Vec::new(),
             encoder: None,
+            deepstack_layers: 0,
         }
     }
 
@@ -145,7 +156,7 @@ impl VisionTower {
 
 /// How a vision config's key is treated.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     Read,
     Ignored,
 }
@@ -183,13 +194,13 @@ const LLAMA4_VISION_KEYS: &[(&str, Role)] = &[
 ];
 
 /// Typed reads of one `vision_config` object, with messages naming `vision_config.<key>`.
-struct Reader<'a> {
-    origin: &'a str,
-    map: &'a Map<String, Value>,
+pub(crate) struct Reader<'a> {
+    pub origin: &'a str,
+    pub map: &'a Map<String, Value>,
 }
 
 impl Reader<'_> {
-    fn check_keys(&self, keys: &[(&str, Role)], model_type: &str) -> Result<(), HfError> {
+    pub fn check_keys(&self, keys: &[(&str, Role)], model_type: &str) -> Result<(), HfError> {
         match self.map.get("model_type") {
             None | Some(Value::Null) => {}
             Some(Value::String(m)) if m == model_type => {}
@@ -215,7 +226,7 @@ impl Reader<'_> {
     }
 
     /// `true` or `false`; `default` when absent.
-    fn flag_or(&self, key: &str, default: bool) -> Result<bool, HfError> {
+    pub fn flag_or(&self, key: &str, default: bool) -> Result<bool, HfError> {
         match self.map.get(key) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
@@ -229,7 +240,7 @@ impl Reader<'_> {
     }
 
     /// A number in (0, 1]; `default` when absent.
-    fn fraction_or(&self, key: &str, default: f64) -> Result<f64, HfError> {
+    pub fn fraction_or(&self, key: &str, default: f64) -> Result<f64, HfError> {
         match self.map.get(key) {
             None => Ok(default),
             Some(v) => match v.as_f64() {
@@ -245,17 +256,55 @@ impl Reader<'_> {
     }
 
     /// A whole number of at least 1; `default` when absent.
-    fn int_or(&self, key: &str, default: u64) -> Result<u64, HfError> {
+    pub fn int_or(&self, key: &str, default: u64) -> Result<u64, HfError> {
         self.int_in(key, default, u64::MAX)
+    }
+
+    /// A list of whole numbers (each at least 0); `default` when absent.
+    pub fn ints_or(&self, key: &str, default: &[u64]) -> Result<Vec<u64>, HfError> {
+        match self.map.get(key) {
+            None => Ok(default.to_vec()),
+            Some(v @ Value::Array(items)) => items
+                .iter()
+                .map(|i| {
+                    i.as_u64().ok_or_else(|| HfError::BadValue {
+                        origin: self.origin.to_owned(),
+                        key: format!("vision_config.{key}"),
+                        expected: "a list of whole numbers".to_owned(),
+                        found: render(v),
+                    })
+                })
+                .collect(),
+            Some(v) => Err(HfError::BadValue {
+                origin: self.origin.to_owned(),
+                key: format!("vision_config.{key}"),
+                expected: "a list of whole numbers".to_owned(),
+                found: render(v),
+            }),
+        }
+    }
+
+    /// A string; `default` when absent.
+    pub fn str_or<'s>(&'s self, key: &str, default: &'s str) -> Result<&'s str, HfError> {
+        match self.map.get(key) {
+            None => Ok(default),
+            Some(Value::String(s)) => Ok(s),
+            Some(v) => Err(HfError::BadValue {
+                origin: self.origin.to_owned(),
+                key: format!("vision_config.{key}"),
+                expected: "a string".to_owned(),
+                found: render(v),
+            }),
+        }
     }
 
     /// The encoder's layer count: at most [`MAX_LAYERS`], as a language model's, since every
     /// layer is a block instance (published towers have under 100).
-    fn layers_or(&self, default: u64) -> Result<u64, HfError> {
+    pub fn layers_or(&self, default: u64) -> Result<u64, HfError> {
         self.int_in("num_hidden_layers", default, MAX_LAYERS)
     }
 
-    fn int_in(&self, key: &str, default: u64, max: u64) -> Result<u64, HfError> {
+    pub fn int_in(&self, key: &str, default: u64, max: u64) -> Result<u64, HfError> {
         match self.map.get(key) {
             None => Ok(default),
             Some(v) => match v.as_u64() {
@@ -411,7 +460,14 @@ pub(crate) fn llama4(
         tiles_per_item,
         rows_per_tile: positions,
         complex_rotary: true,
-        ..encoder_of_tiles(origin, image, channels, (hidden, heads, ffn), text_hidden)?
+        ..encoder_of_tiles(
+            origin,
+            image,
+            channels,
+            (hidden, heads, ffn),
+            layers,
+            text_hidden,
+        )?
     };
     let tower = VisionTower {
         encoder: Some(encoder),
@@ -545,7 +601,14 @@ pub(crate) fn siglip_gemma3(
         tokens_per_item: soft_tokens,
         tiles_per_item: 1,
         rows_per_tile: positions,
-        ..encoder_of_tiles(origin, image, channels, (hidden, heads, ffn), text_hidden)?
+        ..encoder_of_tiles(
+            origin,
+            image,
+            channels,
+            (hidden, heads, ffn),
+            layers,
+            text_hidden,
+        )?
     });
     let tower = VisionTower {
         encoder,
@@ -560,7 +623,7 @@ pub(crate) fn siglip_gemma3(
 }
 
 /// A held tensor every rank holds whole.
-fn held(op: &'static str, tensor: String, shape: &[u64]) -> Held {
+pub(crate) fn held(op: &'static str, tensor: String, shape: &[u64]) -> Held {
     Held {
         op,
         tensor,
@@ -570,7 +633,7 @@ fn held(op: &'static str, tensor: String, shape: &[u64]) -> Held {
 }
 
 /// A held tensor the ranks share as `split` says.
-fn held_split(op: &'static str, tensor: String, shape: &[u64], split: Split) -> Held {
+pub(crate) fn held_split(op: &'static str, tensor: String, shape: &[u64], split: Split) -> Held {
     Held {
         split,
         ..held(op, tensor, shape)
@@ -578,7 +641,7 @@ fn held_split(op: &'static str, tensor: String, shape: &[u64], split: Split) -> 
 }
 
 /// The error for sizes whose element count overflows.
-fn too_large(origin: &str) -> HfError {
+pub(crate) fn too_large(origin: &str) -> HfError {
     HfError::Contradiction {
         origin: origin.to_owned(),
         message: "the vision tower's sizes overflow a 64-bit element count".to_owned(),
@@ -586,7 +649,7 @@ fn too_large(origin: &str) -> HfError {
 }
 
 /// `image_size // patch_size`: the patches along a side, at least one.
-fn patches_per_side(origin: &str, image: u64, patch: u64) -> Result<u64, HfError> {
+pub(crate) fn patches_per_side(origin: &str, image: u64, patch: u64) -> Result<u64, HfError> {
     if image < patch {
         return Err(HfError::Contradiction {
             origin: origin.to_owned(),
@@ -613,15 +676,31 @@ struct Vit {
 
 impl Vit {
     fn read(r: &Reader<'_>, patch_default: u64) -> Result<Vit, HfError> {
+        Vit::read_or(
+            r,
+            Vit {
+                hidden: 768,
+                heads: 12,
+                ffn: 3072,
+                layers: 12,
+                channels: 3,
+                image: 224,
+                patch: patch_default,
+            },
+        )
+    }
+
+    /// The sizes `vision_config` gives, `d`'s where it omits one.
+    fn read_or(r: &Reader<'_>, d: Vit) -> Result<Vit, HfError> {
         Ok(Vit {
-            hidden: r.int_or("hidden_size", 768)?,
+            hidden: r.int_or("hidden_size", d.hidden)?,
             // No weight's size depends on it, but tensor parallelism splits q, k, v by heads.
-            heads: r.int_or("num_attention_heads", 12)?,
-            ffn: r.int_or("intermediate_size", 3072)?,
-            layers: r.layers_or(12)?,
-            channels: r.int_or("num_channels", 3)?,
-            image: r.int_or("image_size", 224)?,
-            patch: r.int_or("patch_size", patch_default)?,
+            heads: r.int_or("num_attention_heads", d.heads)?,
+            ffn: r.int_or("intermediate_size", d.ffn)?,
+            layers: r.layers_or(d.layers)?,
+            channels: r.int_or("num_channels", d.channels)?,
+            image: r.int_or("image_size", d.image)?,
+            patch: r.int_or("patch_size", d.patch)?,
         })
     }
 }
@@ -678,7 +757,7 @@ fn vit_layer(prefix: &str, hidden: u64, heads: u64, ffn: u64) -> Vec<Held> {
 /// A biased two-layer MLP `<prefix>.fc1` `[ffn, hidden]`, `<prefix>.fc2` `[hidden, ffn]` as vLLM
 /// builds it (SiglipMLP, CLIPMLP, Llama4VisionMLP): fc1 a ColumnParallelLinear, fc2 a
 /// RowParallelLinear whose bias every rank holds whole.
-fn mlp(prefix: &str, hidden: u64, ffn: u64) -> [Held; 4] {
+pub(crate) fn mlp(prefix: &str, hidden: u64, ffn: u64) -> [Held; 4] {
     [
         held_split(
             "linear",
@@ -700,7 +779,7 @@ fn mlp(prefix: &str, hidden: u64, ffn: u64) -> [Held; 4] {
 /// A bad top-level value.
 /// A top-level key of the multimodal config that is a whole number of at least 1; `default`
 /// when absent.
-fn top_count_or(
+pub(crate) fn top_count_or(
     origin: &str,
     top: &Map<String, Value>,
     key: &str,
@@ -715,7 +794,7 @@ fn top_count_or(
     }
 }
 
-fn top_bad(origin: &str, key: &str, expected: &str, v: &Value) -> HfError {
+pub(crate) fn top_bad(origin: &str, key: &str, expected: &str, v: &Value) -> HfError {
     HfError::BadValue {
         origin: origin.to_owned(),
         key: key.to_owned(),
@@ -849,10 +928,12 @@ const PIXTRAL_KEYS: &[(&str, Role)] = &[
     ("num_attention_heads", Role::Read),
     ("num_channels", Role::Read),
     ("patch_size", Role::Read),
-    // Images are cut into patches of any count: no weight depends on the image size.
-    ("image_size", Role::Ignored),
+    // Images are cut into patches of any count: no weight depends on the image size; the
+    // engine's profile makes its dummy image this size.
+    ("image_size", Role::Read),
     ("head_dim", Role::Ignored),
-    ("hidden_act", Role::Ignored),
+    // No weight depends on it; the encoder profile's MLP temporaries do.
+    ("hidden_act", Role::Read),
     ("attention_dropout", Role::Ignored),
     ("rope_theta", Role::Ignored),
     ("rope_parameters", Role::Ignored),
@@ -955,13 +1036,77 @@ pub(crate) fn pixtral_mistral3(
             Split::In,
         ),
     ]);
+    // Mistral3Config's vision_feature_layer is -1 (transformers 5.25.0).
+    let read_layers = projector.read_layers(origin, layers, -1)?;
+    let image = r.int_or("image_size", 1024)?;
     let tower = VisionTower {
-        // Mistral3Config's vision_feature_layer is -1 (transformers 5.25.0).
-        read_layers: projector.read_layers(origin, layers, -1)?,
+        read_layers,
+        encoder: pixtral_encoder(
+            &r,
+            (image, channels, patch, merge),
+            (hidden, heads, ffn),
+            (read_layers, projector.feature_layers()),
+            text_hidden,
+        )?,
         ..VisionTower::whole(once, layer, layers)
     };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
+}
+
+/// What vLLM 0.19's profile feeds Mistral 3's Pixtral (mistral3.py
+/// `Mistral3ProcessingInfo.get_image_size_with_most_features`: one square image of
+/// `vision_config.image_size`; pixtral.py `PixtralHFEncoderInfo`): the processor resizes it to
+/// whole tokens of `patch_size x spatial_merge_size` pixels (transformers'
+/// `PixtralImageProcessor` rounds each side up; the published `preprocessor_config.json`'s
+/// `longest_edge` is the same `image_size`), each patch a row of the encoder, merged
+/// `spatial_merge_size`^2 to one token (the `[IMG_BREAK]` and `[IMG_END]` placeholders carry
+/// no embedding). The gated MLP holds gate and up and, for `silu`, the product of vLLM's
+/// `SiluAndMul` (its native code compiled into one kernel, `compile_native`), for `gelu` the
+/// GELU and the product of `GeluAndMul`'s eager native code; another activation gives no
+/// shape.
+fn pixtral_encoder(
+    r: &Reader<'_>,
+    (image, channels, patch, merge): (u64, u64, u64, u64),
+    (hidden, heads, ffn): (u64, u64, u64),
+    (layers, feature_layers): (u64, u64),
+    text_hidden: u64,
+) -> Result<Option<EncoderShape>, HfError> {
+    let activation_tensors = match r.map.get("hidden_act") {
+        // PixtralVisionConfig's default.
+        None => 4,
+        Some(Value::String(a)) if a == "gelu" => 4,
+        Some(Value::String(a)) if a == "silu" => 3,
+        Some(Value::String(_)) => return Ok(None),
+        Some(v) => {
+            return Err(HfError::BadValue {
+                origin: r.origin.to_owned(),
+                key: "vision_config.hidden_act".to_owned(),
+                expected: "an activation name".to_owned(),
+                found: render(v),
+            });
+        }
+    };
+    let too_large = || too_large(r.origin);
+    let unit = patch.checked_mul(merge).ok_or_else(too_large)?;
+    let tokens_side = image.div_ceil(unit);
+    let rows_side = tokens_side.checked_mul(merge).ok_or_else(too_large)?;
+    let pixels_side = tokens_side.checked_mul(unit).ok_or_else(too_large)?;
+    Ok(Some(EncoderShape {
+        tokens_per_item: tokens_side.checked_mul(tokens_side).ok_or_else(too_large)?,
+        rows_per_tile: rows_side.checked_mul(rows_side).ok_or_else(too_large)?,
+        activation_tensors,
+        feature_layers,
+        merge: merge.checked_mul(merge).ok_or_else(too_large)?,
+        ..encoder_of_tiles(
+            r.origin,
+            pixels_side,
+            channels,
+            (hidden, heads, ffn),
+            layers,
+            text_hidden,
+        )?
+    }))
 }
 
 /// The keys of `CLIPVisionConfig` (transformers 5.25.0 `configuration_clip.py`).
@@ -1056,12 +1201,13 @@ pub(crate) fn clip_llava(
         held("layer_norm", format!("{v}.post_layernorm.bias"), &[hidden]),
     ];
     once.extend(projector.linears(p, text_hidden, features));
+    // LlavaConfig's vision_feature_layer is -2 (transformers 5.25.0).
+    let read_layers = projector.read_layers(origin, layers, -2)?;
     let tower = VisionTower {
         once,
         layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
         layers,
-        // LlavaConfig's vision_feature_layer is -2 (transformers 5.25.0).
-        read_layers: projector.read_layers(origin, layers, -2)?,
+        read_layers,
         unread: vec![
             format!("{v}.post_layernorm.weight"),
             format!("{v}.post_layernorm.bias"),
@@ -1071,8 +1217,10 @@ pub(crate) fn clip_llava(
             top,
             (image, channels, side),
             (hidden, heads, ffn),
+            read_layers,
             text_hidden,
         )?,
+        deepstack_layers: 0,
     };
     tower.params().ok_or_else(too_large)?;
     Ok(tower)
@@ -1089,33 +1237,49 @@ fn clip_encoder(
     top: &Map<String, Value>,
     (image, channels, side): (u64, u64, u64),
     layer: (u64, u64, u64),
+    layers: u64,
     text_hidden: u64,
 ) -> Result<Option<EncoderShape>, HfError> {
     let patches = side.checked_mul(side).ok_or_else(|| too_large(r.origin))?;
-    let tokens = match top.get("vision_feature_select_strategy") {
-        None => patches,
-        Some(Value::String(s)) if s == "default" => patches,
-        Some(Value::String(s)) if s == "full" => patches + 1,
-        Some(v) => {
-            return Err(top_bad(
-                r.origin,
-                "vision_feature_select_strategy",
-                "\"default\" or \"full\"",
-                v,
-            ));
-        }
+    let tokens = patches + u64::from(keeps_class_token(r.origin, top)?);
+    let Some(activation_tensors) = vit_activation_tensors(r, "quick_gelu")? else {
+        return Ok(None);
     };
-    // activation.py: QuickGELU.forward_native is x * sigmoid(1.702 * x), whose sigmoid and
-    // product live beside fc1's output; a GELU makes one tensor.
-    let activation_tensors = match r.map.get("hidden_act") {
-        None => 3,
-        Some(Value::String(a)) if a == "quick_gelu" => 3,
-        Some(Value::String(a))
-            if matches!(a.as_str(), "gelu" | "gelu_pytorch_tanh" | "gelu_new") =>
-        {
-            2
-        }
-        Some(Value::String(_)) => return Ok(None),
+    Ok(Some(EncoderShape {
+        tokens_per_item: tokens,
+        tiles_per_item: 1,
+        rows_per_tile: patches + 1,
+        activation_tensors,
+        ..encoder_of_tiles(r.origin, image, channels, layer, layers, text_hidden)?
+    }))
+}
+
+/// Whether the language model gets a CLIP tower's class token too: top-level
+/// `vision_feature_select_strategy` "full" (LLaVA's default "default" drops it, vLLM's
+/// `get_num_selected_vision_tokens`, models/vision.py).
+fn keeps_class_token(origin: &str, top: &Map<String, Value>) -> Result<bool, HfError> {
+    match top.get("vision_feature_select_strategy") {
+        None => Ok(false),
+        Some(Value::String(s)) if s == "default" => Ok(false),
+        Some(Value::String(s)) if s == "full" => Ok(true),
+        Some(v) => Err(top_bad(
+            origin,
+            "vision_feature_select_strategy",
+            "\"default\" or \"full\"",
+            v,
+        )),
+    }
+}
+
+/// Tensors of the MLP's width a ViT layer (CLIP's, SigLIP's) holds at its activation, by
+/// `hidden_act` (`default` when absent): vLLM 0.19's QuickGELU runs its native
+/// `x * sigmoid(1.702 * x)` eagerly, whose sigmoid and product live beside fc1's output (3);
+/// a GELU (`nn.GELU`, tanh or not) makes one tensor (2); another activation gives None (its
+/// temporaries are not derived).
+fn vit_activation_tensors(r: &Reader<'_>, default: &str) -> Result<Option<u64>, HfError> {
+    let act = match r.map.get("hidden_act") {
+        None => default,
+        Some(Value::String(a)) => a.as_str(),
         Some(v) => {
             return Err(HfError::BadValue {
                 origin: r.origin.to_owned(),
@@ -1125,11 +1289,332 @@ fn clip_encoder(
             });
         }
     };
-    Ok(Some(EncoderShape {
-        tokens_per_item: tokens,
-        tiles_per_item: 1,
-        rows_per_tile: patches + 1,
-        activation_tensors,
-        ..encoder_of_tiles(r.origin, image, channels, layer, text_hidden)?
-    }))
+    // activation.py: QuickGELU.forward_native is x * sigmoid(1.702 * x), whose sigmoid and
+    // product live beside fc1's output; a GELU makes one tensor.
+    Ok(match act {
+        "quick_gelu" => Some(3),
+        "gelu" | "gelu_pytorch_tanh" | "gelu_new" => Some(2),
+        _ => None,
+    })
+}
+
+/// The keys of `SiglipVisionConfig` under LLaVA-NeXT (transformers 4.57.6
+/// `configuration_siglip.py`): Gemma 3's list, with `hidden_act` read (the encoder profile's
+/// activation).
+const SIGLIP_NEXT_KEYS: &[(&str, Role)] = &[
+    ("model_type", Role::Read),
+    ("hidden_size", Role::Read),
+    ("intermediate_size", Role::Read),
+    ("num_hidden_layers", Role::Read),
+    ("num_attention_heads", Role::Read),
+    ("num_channels", Role::Read),
+    ("image_size", Role::Read),
+    ("patch_size", Role::Read),
+    ("vision_use_head", Role::Read),
+    ("hidden_act", Role::Read),
+    ("layer_norm_eps", Role::Ignored),
+    ("attention_dropout", Role::Ignored),
+    ("initializer_range", Role::Ignored),
+    ("transformers_version", Role::Ignored),
+    ("torch_dtype", Role::Ignored),
+    ("dtype", Role::Ignored),
+];
+
+/// LlavaNextConfig's `image_grid_pinpoints` when the config gives none (transformers 4.57.6
+/// `configuration_llava_next.py`), `[height, width]` each.
+const LLAVA_NEXT_PINPOINTS: [[u64; 2]; 5] = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]];
+
+/// LLaVA-NeXT's tower (`LlavaNextForConditionalGeneration`): LLaVA's CLIP
+/// (`vision_config.model_type` `clip_vision_model`, the default; absent, LlavaNextConfig's
+/// CLIP ViT-L/14 at 336 pixels) or a SigLIP (`siglip_vision_model`, IBM's Granite Vision), the
+/// `image_newline` embedding `[text_hidden]` the model writes after each row of tile features,
+/// and LLaVA's two-layer projector from `hidden` times the number of `vision_feature_layer`s.
+/// A SigLIP stores its `post_layernorm` and, unless `vision_use_head` is false, the pooling
+/// head; vLLM 0.19 builds neither (`init_vision_tower_for_llava` with `require_post_norm=False`,
+/// siglip.py `SiglipVisionModel(use_head=False)`), nor the layers after the deepest feature
+/// layer (-2 by default). Names as the published checkpoints store them
+/// (`vision_tower.vision_model.*`, `image_newline`).
+pub(crate) fn clip_or_siglip_llava_next(
+    origin: &str,
+    map: &Map<String, Value>,
+    top: &Map<String, Value>,
+    text_hidden: u64,
+) -> Result<VisionTower, HfError> {
+    let r = Reader { origin, map };
+    let siglip = match map.get("model_type") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(m)) if m == "clip_vision_model" => false,
+        Some(Value::String(m)) if m == "siglip_vision_model" => true,
+        Some(other) => {
+            return Err(HfError::BadValue {
+                origin: origin.to_owned(),
+                key: "vision_config.model_type".to_owned(),
+                expected: "`clip_vision_model` or `siglip_vision_model`".to_owned(),
+                found: render(other),
+            });
+        }
+    };
+    let vit = if siglip {
+        r.check_keys(SIGLIP_NEXT_KEYS, "siglip_vision_model")?;
+        Vit::read(&r, 16)?
+    } else {
+        r.check_keys(CLIP_KEYS, "clip_vision_model")?;
+        if top.get("vision_config").is_none_or(Value::is_null) {
+            // LlavaNextConfig without a vision_config builds CLIP ViT-L/14-336's.
+            Vit::read_or(
+                &r,
+                Vit {
+                    hidden: 1024,
+                    heads: 16,
+                    ffn: 4096,
+                    layers: 24,
+                    channels: 3,
+                    image: 336,
+                    patch: 14,
+                },
+            )?
+        } else {
+            Vit::read(&r, 32)?
+        }
+    };
+    let Vit {
+        hidden,
+        heads,
+        ffn,
+        layers,
+        channels,
+        image,
+        patch,
+    } = vit;
+    let projector = Projector::read(origin, top, true)?;
+    let too_large = || too_large(origin);
+    let side = patches_per_side(origin, image, patch)?;
+    let patches = side.checked_mul(side).ok_or_else(too_large)?;
+    // CLIP's sequence: the patches and the class token; SigLIP's: the patches.
+    let rows = patches + u64::from(!siglip);
+    let features = hidden
+        .checked_mul(projector.feature_layers())
+        .ok_or_else(too_large)?;
+    let v = "vision_tower.vision_model";
+    let p = "multi_modal_projector";
+    let mut once = Vec::new();
+    let mut unread = vec![
+        format!("{v}.post_layernorm.weight"),
+        format!("{v}.post_layernorm.bias"),
+    ];
+    if siglip {
+        once.extend([
+            // A convolution, not a linear: no format quantizes it.
+            held(
+                "conv",
+                format!("{v}.embeddings.patch_embedding.weight"),
+                &[hidden, channels, patch, patch],
+            ),
+            held(
+                "conv",
+                format!("{v}.embeddings.patch_embedding.bias"),
+                &[hidden],
+            ),
+            held(
+                "embed",
+                format!("{v}.embeddings.position_embedding.weight"),
+                &[rows, hidden],
+            ),
+        ]);
+        // transformers' SiglipVisionTransformer builds the pooling head unless the config
+        // says `vision_use_head: false`, so the checkpoint stores it.
+        if r.flag_or("vision_use_head", true)? {
+            let h = format!("{v}.head");
+            let three = hidden.checked_mul(3).ok_or_else(too_large)?;
+            let head = vec![
+                held("embed", format!("{h}.probe"), &[1, 1, hidden]),
+                held(
+                    "linear",
+                    format!("{h}.attention.in_proj_weight"),
+                    &[three, hidden],
+                ),
+                held("linear", format!("{h}.attention.in_proj_bias"), &[three]),
+                held(
+                    "linear",
+                    format!("{h}.attention.out_proj.weight"),
+                    &[hidden, hidden],
+                ),
+                held("linear", format!("{h}.attention.out_proj.bias"), &[hidden]),
+                held("layer_norm", format!("{h}.layernorm.weight"), &[hidden]),
+                held("layer_norm", format!("{h}.layernorm.bias"), &[hidden]),
+            ];
+            let head: Vec<Held> = head
+                .into_iter()
+                .chain(mlp(&format!("{h}.mlp"), hidden, ffn))
+                .collect();
+            unread.extend(head.iter().map(|t| t.tensor.clone()));
+            once.extend(head);
+        }
+    } else {
+        once.extend([
+            held(
+                "embed",
+                format!("{v}.embeddings.class_embedding"),
+                &[hidden],
+            ),
+            // A convolution, not a linear: no format quantizes it.
+            held(
+                "conv",
+                format!("{v}.embeddings.patch_embedding.weight"),
+                &[hidden, channels, patch, patch],
+            ),
+            held(
+                "embed",
+                format!("{v}.embeddings.position_embedding.weight"),
+                &[rows, hidden],
+            ),
+            held("layer_norm", format!("{v}.pre_layrnorm.weight"), &[hidden]),
+            held("layer_norm", format!("{v}.pre_layrnorm.bias"), &[hidden]),
+        ]);
+    }
+    once.extend([
+        held(
+            "layer_norm",
+            format!("{v}.post_layernorm.weight"),
+            &[hidden],
+        ),
+        held("layer_norm", format!("{v}.post_layernorm.bias"), &[hidden]),
+        // nn.Parameter(torch.empty(text hidden)), whole on every rank (llava_next.py).
+        held("embed", "image_newline".to_owned(), &[text_hidden]),
+    ]);
+    once.extend(projector.linears(p, text_hidden, features));
+    // LlavaNextConfig's vision_feature_layer is -2 (transformers 4.57.6).
+    let read_layers = projector.read_layers(origin, layers, -2)?;
+    let encoder = match vit_activation_tensors(
+        &r,
+        if siglip { "gelu_pytorch_tanh" } else { "quick_gelu" },
+    )? {
+        None => None,
+        Some(activation_tensors) => {
+            // vLLM's get_num_selected_vision_tokens: "default" drops the first feature (CLIP's
+            // class token; a SigLIP's first patch), "full" keeps them all.
+            let base = rows - u64::from(!keeps_class_token(origin, top)?);
+            let anyres = anyres(origin, top, (image, side), base)?;
+            Some(EncoderShape {
+                tokens_per_item: anyres.tokens,
+                tiles_per_item: anyres.tiles,
+                rows_per_tile: rows,
+                activation_tensors,
+                feature_layers: projector.feature_layers(),
+                ..encoder_of_tiles(
+                    origin,
+                    image,
+                    channels,
+                    (hidden, heads, ffn),
+                    read_layers,
+                    text_hidden,
+                )?
+            })
+        }
+    };
+    let tower = VisionTower {
+        once,
+        layer: vit_layer(&format!("{v}.encoder.layers.{{i}}"), hidden, heads, ffn),
+        layers,
+        read_layers,
+        unread,
+        encoder,
+        deepstack_layers: 0,
+    };
+    tower.params().ok_or_else(too_large)?;
+    Ok(tower)
+}
+
+/// The largest dummy image of an anyres model and what it gives the language model.
+struct Anyres {
+    /// Tokens: the base tile's features, the unpadded grid's and one newline per grid row.
+    tokens: u64,
+    /// Tiles the processor cuts it into: the grid and the base (whole-image) tile.
+    tiles: u64,
+}
+
+/// vLLM 0.19's largest LLaVA-NeXT image (llava_next.py
+/// `LlavaNextProcessingInfo.get_image_size_with_most_features`): the first
+/// `image_grid_pinpoints` entry `[height, width]` whose image gives the most tokens
+/// (`get_num_image_tokens`: `base` selected features of the base tile, the unpadded features
+/// of its grid of `image_size` tiles, `side` per tile side, and one newline per row of them,
+/// `_get_num_unpadded_features`); transformers' processor cuts it into that grid and the base
+/// tile (an image equal to a pinpoint selects that pinpoint, `select_best_resolution`).
+fn anyres(
+    origin: &str,
+    top: &Map<String, Value>,
+    (image, side): (u64, u64),
+    base: u64,
+) -> Result<Anyres, HfError> {
+    let bad = |v: &Value| {
+        top_bad(
+            origin,
+            "image_grid_pinpoints",
+            "a non-empty list of [height, width] pairs of whole numbers of at least 1",
+            v,
+        )
+    };
+    let pinpoints: Vec<[u64; 2]> = match top.get("image_grid_pinpoints") {
+        None | Some(Value::Null) => LLAVA_NEXT_PINPOINTS.to_vec(),
+        Some(v @ Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|item| match item.as_array().map(Vec::as_slice) {
+                Some([h, w]) => match (h.as_u64(), w.as_u64()) {
+                    (Some(h), Some(w)) if h >= 1 && w >= 1 => Ok([h, w]),
+                    _ => Err(bad(v)),
+                },
+                _ => Err(bad(v)),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(v) => return Err(bad(v)),
+    };
+    let too_large = || too_large(origin);
+    let mut best: Option<Anyres> = None;
+    for [h, w] in pinpoints {
+        let (grid_h, grid_w) = (h / image, w / image);
+        let mut current_h = side.checked_mul(grid_h).ok_or_else(too_large)?;
+        let mut current_w = side.checked_mul(grid_w).ok_or_else(too_large)?;
+        // _get_num_unpadded_features, in Python's floats: the aspect ratios of the image and
+        // of the grid's features, and the rows or columns the padding takes.
+        if current_h == 0 || current_w == 0 {
+            return Err(HfError::Contradiction {
+                origin: origin.to_owned(),
+                message: format!(
+                    "`image_grid_pinpoints` entry [{h}, {w}] holds no whole tile of `vision_config.image_size` {image} (vLLM divides by its empty grid)"
+                ),
+            });
+        }
+        let (hf, wf) = (h as f64, w as f64);
+        let (chf, cwf) = (current_h as f64, current_w as f64);
+        if wf / hf > cwf / chf {
+            let new_h = round7(hf * (cwf / wf)) as i128;
+            let padding = (i128::from(current_h) - new_h).div_euclid(2);
+            current_h = u64::try_from(i128::from(current_h) - 2 * padding).map_err(|_| too_large())?;
+        } else {
+            let new_w = round7(wf * (chf / hf)) as i128;
+            let padding = (i128::from(current_w) - new_w).div_euclid(2);
+            current_w = u64::try_from(i128::from(current_w) - 2 * padding).map_err(|_| too_large())?;
+        }
+        let tokens = current_h
+            .checked_mul(current_w)
+            .and_then(|t| t.checked_add(current_h))
+            .and_then(|t| t.checked_add(base))
+            .ok_or_else(too_large)?;
+        if best.as_ref().is_none_or(|b| tokens > b.tokens) {
+            best = Some(Anyres {
+                tokens,
+                tiles: grid_h
+                    .checked_mul(grid_w)
+                    .and_then(|t| t.checked_add(1))
+                    .ok_or_else(too_large)?,
+            });
+        }
+    }
+    // The list is not empty, so some entry was kept.
+    best.ok_or_else(too_large)
+}
+
+/// Python's `int(round(x, 7))` for the non-negative values of `_get_num_unpadded_features`.
+fn round7(x: f64) -> f64 {
+    ((x * 1e7).round() / 1e7).trunc()
 }

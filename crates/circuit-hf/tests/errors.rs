@@ -5,7 +5,7 @@ mod common;
 
 use circuit_hf::{HfError, from_config_json};
 
-const SUPPORTED: &str = "llama, granite, mistral, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, phi, gemma, gemma2, gemma3_text, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, glm4_moe, llama4_text, qwen3_next, llama4, gemma3, mistral3, llava";
+const SUPPORTED: &str = "llama, granite, mistral, qwen2, qwen3, qwen3_moe, qwen2_moe, mixtral, phi3, phi, gemma, gemma2, gemma3_text, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, glm4_moe, llama4_text, qwen3_next, llama4, gemma3, mistral3, llava, llava_next, kimi_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe";
 
 /// A small valid Llama config; tests splice keys into it.
 const LLAMA: &str = r#"{"model_type": "llama", "vocab_size": 1000, "hidden_size": 128,

@@ -425,6 +425,12 @@ fn llama_4s_encoder_shape_is_its_processors_largest_image() {
             output_hidden: 5120,
             complex_rotary: true,
             activation_tensors: 2,
+            // Every one of Scout's 34 encoder layers runs; one feature layer, no merge.
+            layers: 34,
+            feature_layers: 1,
+            merge: 1,
+            deepstack_layers: 0,
+            video: None,
         }
     );
     assert_eq!(
@@ -482,6 +488,11 @@ fn gemma_3s_encoder_shape_is_one_crop_of_soft_tokens() {
             output_hidden: 2560,
             complex_rotary: false,
             activation_tensors: 2,
+            layers: 27,
+            feature_layers: 1,
+            merge: 1,
+            deepstack_layers: 0,
+            video: None,
         }
     );
     let with_head = gemma.replace(r#""vision_use_head": false"#, r#""vision_use_head": true"#);

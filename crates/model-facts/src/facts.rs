@@ -84,4 +84,8 @@ pub struct RopeSet {
     pub factor_null: bool,
     /// The set's own `original_max_position_embeddings`, when given.
     pub original_max_position_embeddings: Option<u64>,
+    /// Whether the set gives `mrope_section`: a multimodal rope (M-RoPE, Qwen2.5-VL's and
+    /// Qwen3-VL's language models) rotating positions of three axes, which an engine may cache
+    /// over more positions than the context.
+    pub mrope_section: bool,
 }

@@ -30,6 +30,6 @@ mod encoder;
 mod facts;
 mod load;
 
-pub use encoder::EncoderShape;
+pub use encoder::{EncoderShape, VideoShape};
 pub use facts::{ModelFacts, RopeScaling, RopeSet, Rotary};
 pub use load::{LoadRules, Mxfp4ExpertLayout, TowerBuild};

@@ -43,6 +43,24 @@ pub(crate) fn cache_rows(set: &RopeSet, model: &ModelFacts) -> Result<u64, Strin
                 )
             })
     };
+    // M-RoPE: a default or yarn set giving `mrope_section` builds an MRotaryEmbedding
+    // (__init__.py:95-105, 249-262) whose cache has 4 x max_position rows ("We enlarge
+    // max_position_embeddings to 4 times", mrope.py:235-245), yarn's built at
+    // original_max_position and scaled by its factor (mrope.py:258-261,
+    // yarn_scaling_rope.py:75-80). The legacy type `mrope` is read as `default`, and refused
+    // without `mrope_section` (transformers_utils/config.py:454-460).
+    if set.mrope_section || set.rope_type == "mrope" {
+        let four = |rows: u64| {
+            rows.checked_mul(4)
+                .ok_or_else(|| "M-RoPE rows overflow".to_owned())
+        };
+        return match set.rope_type.as_str() {
+            "mrope" if !set.mrope_section => Err("rope type `mrope` without mrope_section".to_owned()),
+            "default" | "mrope" => four(max_position),
+            "yarn" => scaled(four(original()?)?),
+            other => Err(format!("rope type `{other}` with mrope_section")),
+        };
+    }
     match set.rope_type.as_str() {
         // RotaryEmbedding (base.py:83-91): max_position rows; Llama3RotaryEmbedding
         // (llama3_rope.py) and NTKScalingRotaryEmbedding (ntk_scaling_rope.py) change only the
@@ -98,6 +116,7 @@ mod tests {
             factor,
             factor_null: false,
             original_max_position_embeddings: original,
+            mrope_section: false,
         }
     }
 
@@ -134,6 +153,32 @@ mod tests {
         assert_eq!(
             cache_rows(&set("linear", Some(2.5), None), &model(1001)),
             Ok(2503)
+        );
+        // Qwen2.5-VL's legacy `mrope` and Qwen3-VL's default set with mrope_section: 4 x
+        // 128,000 and 4 x 262,144 rows; a yarn M-RoPE of 32,768 x 4: ceil(4 x 32,768 x 4).
+        let mrope = |rope_type: &str, factor: Option<f64>, original: Option<u64>| RopeSet {
+            mrope_section: true,
+            ..set(rope_type, factor, original)
+        };
+        assert_eq!(
+            cache_rows(&mrope("mrope", None, None), &model(128_000)),
+            Ok(512_000)
+        );
+        assert_eq!(
+            cache_rows(&mrope("default", None, None), &model(262_144)),
+            Ok(1_048_576)
+        );
+        assert_eq!(
+            cache_rows(&mrope("yarn", Some(4.0), Some(32_768)), &model(131_072)),
+            Ok(524_288)
+        );
+        assert_eq!(
+            cache_rows(&set("mrope", None, None), &model(8)),
+            Err("rope type `mrope` without mrope_section".to_owned())
+        );
+        assert_eq!(
+            cache_rows(&mrope("linear", Some(2.0), None), &model(8)),
+            Err("rope type `linear` with mrope_section".to_owned())
         );
         assert_eq!(
             cache_rows(&set("proportional", None, None), &model(8)),
