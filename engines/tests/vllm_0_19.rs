@@ -85,6 +85,7 @@ fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
         skip_mm_profiling: false,
         enforce_eager: false,
         mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
         block_size: None,
         enable_prefix_caching: None,
         model,
@@ -136,6 +137,7 @@ fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
         skip_mm_profiling: false,
         enforce_eager: false,
         mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
         block_size: None,
         enable_prefix_caching: None,
         model,
@@ -1027,6 +1029,7 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
         encoder,
         EncoderBytes {
             items: 3,
+            video: false,
             held: 34_546_176,
             outputs: 75_202_560,
             peak: 1_242_996_480,
@@ -1201,6 +1204,7 @@ fn gemma_3s_siglip_encoder_runs_first() {
         w.encoder,
         EncoderBytes {
             items: 32,
+            video: false,
             held: 154_140_672,
             outputs: 41_943_040,
             peak: 3_162_505_216,
@@ -1238,6 +1242,7 @@ fn llavas_clip_encoder_runs_first() {
         w.encoder,
         EncoderBytes {
             items: 14,
+            video: false,
             held: 9_483_264,
             outputs: 66_060_288,
             peak: 248_156_160,

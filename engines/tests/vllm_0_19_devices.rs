@@ -58,6 +58,7 @@ fn run_on(device: Device, model: ModelFacts, max_model_len: Option<u64>) -> RunS
         skip_mm_profiling: false,
         enforce_eager: false,
         mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
         block_size: None,
         enable_prefix_caching: None,
         model,

@@ -123,6 +123,7 @@ fn run_on(device_name: &str, tp: u64, pp: u64, util: f64, model: ModelFacts) -> 
         skip_mm_profiling: false,
         enforce_eager: false,
         mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
         block_size: None,
         enable_prefix_caching: None,
         model,

@@ -108,7 +108,7 @@ pub enum EngineError {
     /// A multimodal model whose encoder the profile run would run, for an encoder whose
     /// profile is not modelled (or an engine file without `profile_run.encoder`).
     #[error(
-        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs ({runs_it}), which is modelled for Llama 4's, Gemma 3's SigLIP and LLaVA's CLIP towers only; pass --skip-mm-profiling (the engine's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
+        "{circuit}: the engine's profile run also runs the multimodal encoder on its largest dummy batch and keeps its outputs ({runs_it}), which is modelled for Llama 4's, Gemma 3's SigLIP, LLaVA's and LLaVA-NeXT's CLIP and SigLIP, Mistral 3's Pixtral, Kimi-VL's MoonViT and the Qwen2.5-VL and Qwen3-VL towers only (a tower that also takes video needs the engine file's dummy video, or videos limited to 0); pass --skip-mm-profiling (the engine's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
     )]
     EncoderProfileNotModelled {
         /// The circuit.

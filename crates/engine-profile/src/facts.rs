@@ -115,6 +115,15 @@ pub(crate) struct EncoderFacts {
     pub(crate) held: Vec<Term>,
     pub(crate) outputs: Vec<Term>,
     pub(crate) peak: Vec<Term>,
+    pub(crate) video: Option<VideoFacts>,
+}
+
+/// The encoder profile's dummy video.
+#[derive(Debug, Clone)]
+pub(crate) struct VideoFacts {
+    pub(crate) groups: Formula,
+    /// Whether the video is profiled when it gives as many tokens as an image.
+    pub(crate) wins_tie: bool,
 }
 
 /// The profile run.
@@ -451,6 +460,21 @@ fn compile_run(
             held: terms("profile_run.encoder.held", &e.held)?,
             outputs: terms("profile_run.encoder.outputs", &e.outputs)?,
             peak: terms("profile_run.encoder.peak", &e.peak)?,
+            video: match &e.video {
+                None => None,
+                Some(v) => Some(VideoFacts {
+                    groups: formula("profile_run.encoder.video.groups", &v.groups)?,
+                    wins_tie: match v.tie.as_str() {
+                        "video" => true,
+                        "image" => false,
+                        other => {
+                            return Err(bad(format!(
+                                "profile_run.encoder.video.tie = {other:?}: expected \"image\" or \"video\""
+                            )));
+                        }
+                    },
+                }),
+            },
         }),
     };
     let profile_run = ProfileRunFacts {

@@ -272,6 +272,23 @@ pub struct EncoderDecl {
     pub outputs: Vec<TermDecl>,
     /// Its own peak beside its inputs.
     pub peak: Vec<TermDecl>,
+    /// The dummy video, for models that take video as well as images; absent, the engine
+    /// profiles no video (a model whose tower takes video is then refused unless its videos
+    /// are limited to 0).
+    #[serde(default)]
+    pub video: Option<VideoDecl>,
+}
+
+/// How the engine's profile makes and chooses a dummy video.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VideoDecl {
+    /// Temporal groups of frames of the dummy video (expression over `max_model_len`,
+    /// `mm_video_group_tokens`, `mm_video_frames_per_group`).
+    pub groups: String,
+    /// The modality profiled when an image and the video give as many tokens (`image` or
+    /// `video`); otherwise the one with more tokens is.
+    pub tie: String,
 }
 
 /// Weights as loaded.

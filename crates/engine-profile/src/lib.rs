@@ -95,7 +95,7 @@ pub use error::EngineError;
 pub use file::{Execution, StageFilter};
 pub use kv_layout::{KvGroup, KvLayout, LayerKind};
 pub use mechanisms::{EngineDetail, EngineFlags, detail};
-pub use model_facts::{EncoderShape, LoadRules, ModelFacts};
+pub use model_facts::{EncoderShape, LoadRules, ModelFacts, VideoShape};
 pub use startup::{
     CudaGraphEstimate, EncoderBytes, PeakSetBy, RunSettings, StageCircuit, Startup, Verdict, Worker,
 };

@@ -54,10 +54,14 @@ pub struct RunSettings {
     /// The forward runs eagerly and no CUDA graph is captured (vLLM's `--enforce-eager`):
     /// terms count by their `execution`, and the CUDA-graph estimate is none.
     pub enforce_eager: bool,
-    /// Multimodal items per prompt (vLLM's `--limit-mm-per-prompt` for the encoder's modality;
-    /// None: the engine file's default). A limit of 0 means no encoder: import the model
-    /// without its tower instead.
+    /// Images per prompt (vLLM's `--limit-mm-per-prompt` image entry; None: the engine file's
+    /// default). An image limit of 0 leaves images out of the encoder's profile; when every
+    /// modality the model takes is limited to 0 there is no encoder: import the model without
+    /// its tower instead.
     pub mm_limit_per_prompt: Option<u64>,
+    /// Videos per prompt (its video entry; None: the engine file's default), for models whose
+    /// tower also takes video ([`model_facts::EncoderShape::video`]); 0 leaves video out.
+    pub mm_video_limit_per_prompt: Option<u64>,
     /// Tokens per KV-cache block (vLLM's `--block-size`; None: the engine file's
     /// `kv_cache.block_size`). A model with recurrent state raises it until an attention page
     /// holds a state, as for the default.
@@ -153,6 +157,8 @@ pub struct Worker {
 pub struct EncoderBytes {
     /// Items encoded.
     pub items: u64,
+    /// Whether they are videos (the modality with the most tokens per item), else images.
+    pub video: bool,
     /// Its inputs, held from before it runs to the end of the profile run.
     pub held: u64,
     /// Its outputs, held from its end to the end of the profile run.
@@ -390,7 +396,13 @@ impl EngineProfile {
             &self.facts.run()?.profile_run.encoder,
         ) {
             (false, _, _) => None,
-            (true, Some(shape), Some(profile)) => Some((shape, profile.default_limit_per_prompt)),
+            (true, Some(shape), Some(profile))
+                if profile.video.is_some()
+                    || shape.video.is_none()
+                    || run.mm_video_limit_per_prompt == Some(0) =>
+            {
+                Some((shape, profile.default_limit_per_prompt))
+            }
             (true, _, profile) => {
                 return Err(EngineError::EncoderProfileNotModelled {
                     circuit: stages[0].circuit.name().to_owned(),
@@ -483,6 +495,10 @@ impl EngineProfile {
                 shape,
                 max_model_len,
                 limit_per_prompt: run.mm_limit_per_prompt.unwrap_or(default_limit),
+                video_limit_per_prompt: match shape.video {
+                    Some(_) => run.mm_video_limit_per_prompt.unwrap_or(default_limit),
+                    None => 0,
+                },
                 tp,
             }),
             model: run.model.clone(),
@@ -733,7 +749,10 @@ pub(crate) struct Settled {
 pub(crate) struct EncoderRun {
     pub(crate) shape: EncoderShape,
     pub(crate) max_model_len: u64,
+    /// Images per prompt.
     pub(crate) limit_per_prompt: u64,
+    /// Videos per prompt (0 for a tower without video).
+    pub(crate) video_limit_per_prompt: u64,
     pub(crate) tp: u64,
 }
 

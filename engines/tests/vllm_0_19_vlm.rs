@@ -1,0 +1,293 @@
+//! The vLLM 0.19 encoder profile of the vision-language models of issue 32 (Mistral 3's
+//! Pixtral, LLaVA-NeXT, Kimi-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE), from the representative
+//! configs under data/models, on an H100 at the device's defaults (8,192 batched tokens, 1,024
+//! sequences, 0.9 utilization, the model's own max-model-len): the dummy items, what the
+//! encoder holds and outputs, its own peak, the weights vLLM creates, and a start-up predicted
+//! without refusal. Every figure is derived from vLLM's source by hand in the comments (no log
+//! of these models ran); the terms are engines/vllm-0.19/engine.toml's encoder variants.
+
+use circuit_hf::{ImportOptions, Parallel};
+use circuit_ir::Circuit;
+use engine_profile::{
+    EncoderBytes, EngineError, EngineProfile, PeakSetBy, RunSettings, StageCircuit, Startup,
+};
+
+fn profile() -> EngineProfile {
+    engines::profile("vllm-0.19").unwrap()
+}
+
+fn config(name: &str) -> String {
+    let path = format!(
+        "{}/../data/models/{name}/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The model's circuits at TP `tp` as vLLM loads it, and the H100 run at the defaults.
+fn layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
+    let profile = profile();
+    let mut options = ImportOptions::default();
+    options.load = profile.load_rules();
+    options.parallel = Parallel {
+        tp,
+        pp: 1,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded = circuit_hf::import_parallel(
+        &config(name),
+        &format!("{name}/config.json"),
+        &options,
+        &[],
+    )
+    .unwrap();
+    let model = sharded.imports[0].facts.clone();
+    let run = RunSettings {
+        device: kernel_families::Devices::builtin()
+            .unwrap()
+            .get("h100-sxm")
+            .unwrap()
+            .clone(),
+        tensor_parallel_size: tp,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: None,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: None,
+        skip_mm_profiling: false,
+        enforce_eager: false,
+        mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
+        block_size: None,
+        model,
+    };
+    (
+        sharded.imports.into_iter().map(|i| i.circuit).collect(),
+        run,
+    )
+}
+
+fn predict(circuits: &[Circuit], run: &RunSettings) -> Startup {
+    profile()
+        .predict_layout(&StageCircuit::in_order(circuits), run)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn encoder(items: u64, video: bool, held: u64, outputs: u64, peak: u64) -> EncoderBytes {
+    EncoderBytes {
+        items,
+        video,
+        held,
+        outputs,
+        peak,
+    }
+}
+
+/// The cuBLAS workspace, the one persistent term under an encoder's peak.
+const CUBLAS: u64 = 32 * 1024 * 1024;
+
+/// Mistral-Small-3.1-24B's Pixtral. The dummy image is 1540 x 1540: 55 x 55 = 3,025 tokens of
+/// 12,100 patch rows, so the budget of 8,192 takes 2 images, one sequence of R = 24,200 rows.
+/// Held: pixels 2 x 3 x 1540^2 x 2 = 28,459,200; outputs 2 x 3,025 x 5,120 x 2 = 61,952,000.
+/// Own peak at TP 1: the dense mask 24,200^2 x 2 = 1,171,280,000, the rotary cos and sin 2 x
+/// 24,200 x 64 x 2 = 6,195,200, and down_proj's point, 7 x 1,024 + 3 x 4,096 = 19,456 a row
+/// (above the activation's 18,432, o_proj's 11,264 and the attention's 10,240: 24,200 is a
+/// multiple of 8, no padded mask), 941,670,400: 2,119,145,600. With the cuBLAS workspace and
+/// the pixels it is 2,181,159,232, above the sampler's side (2,177,077,440): the encoder sets
+/// the peak. At TP 2: 7 x 1,024 + 3 x 2,048 + 1,024 = 14,336 a row, 693,862,400, the mask
+/// unsplit: 1,871,337,600. One image (a budget of 4,096 tokens): R = 12,100 is not a multiple
+/// of 8, so SDPA pads a copy of the mask to 12,104 columns: the attention's point, 4 x 1,024 +
+/// 6 x 1,024 + 12,104 = 22,344 a row, is the layer's: 540,724,800, the mask 292,820,000 and
+/// the rotary 3,097,600: 836,642,400. Weights: the checkpoint, 48,022,722,560, and the rotary
+/// cache 131,072 x 128 x 2 = 33,554,432.
+#[test]
+fn pixtrals_dense_mask_sets_the_peak() {
+    let (circuits, mut run) = layout("mistral-small-3.1-24b-instruct-2503", 1);
+    let s = predict(&circuits, &run);
+    let w = &s.workers[0];
+    assert_eq!(
+        w.encoder,
+        encoder(2, false, 28_459_200, 61_952_000, 2_119_145_600)
+    );
+    assert_eq!(w.peak_set_by, PeakSetBy::Encoder);
+    assert_eq!(w.activation_peak, CUBLAS + 28_459_200 + 2_119_145_600);
+    assert_eq!(w.weights, 48_022_722_560 + 33_554_432);
+    assert!(s.kv_cache_tokens > 0);
+    run.max_num_batched_tokens = Some(4096);
+    let one = predict(&circuits, &run).workers[0].encoder;
+    assert_eq!((one.items, one.peak), (1, 836_642_400));
+    let (circuits, run) = layout("mistral-small-3.1-24b-instruct-2503", 2);
+    assert_eq!(predict(&circuits, &run).workers[0].encoder.peak, 1_871_337_600);
+}
+
+/// Kimi-VL-A3B's MoonViT. The dummy image, 1024 x 1024 scaled to 897 and padded to 924, is
+/// 66 x 66 = 4,356 patches and 1,089 tokens: 7 images (R = 30,492). Held: pixels 7 x 4,356 x
+/// 588 x 2 = 35,858,592 and the 2-D rope cache made in the first forward, 512 x 512 x 36
+/// complex64 = 75,497,472; outputs 7 x 1,089 x 2,048 x 2 = 31,223,808. Own peak: the patch
+/// embedding 30,492 x 1,152 x 2 = 70,253,568, freqs_cis 30,492 x 36 x 8 = 8,781,696 and the
+/// rotary's point, 2 x 1,152 + 13 x 1,152 = 17,280 a row (the MLP's 4 x 1,152 + 2 x 4,304 =
+/// 13,216), 1,053,803,520: 1,132,838,784. The 163,840-word vocabulary's sampler sets the peak.
+/// Weights: the checkpoint 32,815,315,424, the rotary cache 131,072 x 64 x 2 = 16,777,216 and
+/// MLA's absorbed W_UK/W_UV 27 x 16 x 256 x 512 x 2 = 113,246,208 (engine.toml's term).
+#[test]
+fn kimi_vls_moonvit_keeps_its_rope_cache() {
+    let (circuits, run) = layout("kimi-vl-a3b-instruct", 1);
+    let s = predict(&circuits, &run);
+    let w = &s.workers[0];
+    assert_eq!(
+        w.encoder,
+        encoder(
+            7,
+            false,
+            35_858_592 + 75_497_472,
+            31_223_808,
+            1_132_838_784
+        )
+    );
+    assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
+    assert_eq!(w.weights, 32_815_315_424 + 16_777_216 + 113_246_208);
+    assert!(s.kv_cache_tokens > 0);
+}
+
+/// llava-v1.6-mistral-7b: 2 images of 2,928 tokens, each 5 tiles of 577 rows (R = 5,770).
+/// Held: pixels 2 x 5 x 3 x 336^2 x 2 = 6,773,760; outputs 2 x 2,928 x 4,096 x 2 =
+/// 47,972,352. Own peak: the encoder's input embeddings (one hidden state) and CLIP's
+/// QuickGELU point, 1,024 + 3 x 1,024 + 3 x 4,096 = 16,384 a row: 189,071,360. Granite
+/// Vision 3.2 2B: one image of 8,289 tokens, 11 tiles of 729 rows (R = 8,019); with 4 feature
+/// layers the encoder keeps every hidden state: 26 beside the last layer's input, and the
+/// SigLIP's tanh GELU point 3 x 1,152 + 2 x 4,304 = 12,064: 42,016 a row, 673,852,608. Weights
+/// as vLLM builds the towers (no post LayerNorm, no head, no layer after the deepest feature
+/// layer): llava 15,133,495,296 - 25,192,448 - 4,096 + its rotary 32,768 x 128 x 2 =
+/// 15,116,687,360; Granite 5,950,793,856 - 30,476,704 - 4,608 + 131,072 x 64 x 2 =
+/// 5,937,089,760.
+#[test]
+fn llava_next_keeps_its_feature_layers() {
+    let (circuits, run) = layout("llava-v1.6-mistral-7b-hf", 1);
+    let w = &predict(&circuits, &run).workers[0];
+    assert_eq!(w.encoder, encoder(2, false, 6_773_760, 47_972_352, 189_071_360));
+    assert_eq!(w.weights, 15_116_687_360);
+    let (circuits, run) = layout("granite-vision-3.2-2b", 1);
+    let w = &predict(&circuits, &run).workers[0];
+    assert_eq!(w.encoder, encoder(1, false, 9_732_096, 33_951_744, 673_852_608));
+    assert_eq!(w.weights, 5_937_089_760);
+}
+
+/// Qwen2.5-VL-7B profiles a video: at max-model-len 128,000 the most frames that fit are 14
+/// (7 groups of 16,384 tokens, 114,688), and a video never gives fewer tokens than the image
+/// (a tie goes to the video). R = 7 x 65,536 = 458,752. Held: pixels 458,752 x 1,176 x 2 =
+/// 1,078,984,704 and the lru-cached cos and sin 458,752 x 80 x 2 = 73,400,320; outputs
+/// 114,688 x 3,584 x 2 = 822,083,584. Own peak: the concatenated cos and sin, 73,400,320, and
+/// down_proj's point 5 x 1,280 + 3 x 3,420 = 16,660 a row (the activation's 15,380, proj's
+/// 14,080, norm2's 10,240), 15,285,616,640: 15,359,016,960, the worker's peak. At TP 2,
+/// 5 x 1,280 + 3 x 1,710 + 1,280 = 12,810 a row: 11,826,626,560. At max-model-len 32,768:
+/// 4 frames, 2 groups (R = 131,072): 20,971,520 + 131,072 x 16,660 x 2 = 4,388,290,560. With
+/// videos limited to 0 the image is profiled (R = 65,536): 2,194,145,280. Weights: the
+/// checkpoint 16,584,333,312 and M-RoPE's cache, 4 x 128,000 x 128 x 2 = 131,072,000.
+#[test]
+fn qwen2_5_vl_profiles_a_video() {
+    let (circuits, mut run) = layout("qwen2.5-vl-7b-instruct", 1);
+    let s = predict(&circuits, &run);
+    let w = &s.workers[0];
+    assert_eq!(
+        w.encoder,
+        encoder(
+            1,
+            true,
+            1_078_984_704 + 73_400_320,
+            822_083_584,
+            15_359_016_960
+        )
+    );
+    assert_eq!(w.peak_set_by, PeakSetBy::Encoder);
+    assert_eq!(
+        w.activation_peak,
+        CUBLAS + 1_078_984_704 + 73_400_320 + 15_359_016_960
+    );
+    assert_eq!(w.weights, 16_584_333_312 + 131_072_000);
+    run.max_model_len = Some(32_768);
+    let short = predict(&circuits, &run).workers[0].encoder;
+    assert_eq!((short.video, short.peak), (true, 4_388_290_560));
+    run.mm_video_limit_per_prompt = Some(0);
+    let image = predict(&circuits, &run).workers[0].encoder;
+    assert_eq!((image.video, image.peak), (false, 2_194_145_280));
+    let (circuits, run) = layout("qwen2.5-vl-7b-instruct", 2);
+    assert_eq!(predict(&circuits, &run).workers[0].encoder.peak, 11_826_626_560);
+}
+
+/// Qwen3-VL-8B profiles an image: 16,384 tokens (65,536 patches) against the video's 12,288.
+/// Held: pixels 65,536 x 1,536 x 2 = 201,326,592; outputs with the deepstack features 16,384
+/// x 4 x 4,096 x 2 = 536,870,912. Own peak: pos_embeds 150,994,944, cos and sin 65,536 x 72 x
+/// 2 = 9,437,184, the three deepstack features 3 x 16,384 x 4,096 x 2 = 402,653,184 and proj's
+/// point 3 x 1,152 + 8 x 1,152 = 12,672 a row (the GELU's 12,064), 1,660,944,384:
+/// 2,224,029,696. With images limited to 0 the video's group (49,152 patches, 12,288 tokens):
+/// 113,246,208 + 7,077,888 + 301,989,888 + 1,245,708,288 = 1,668,022,272. Weights: the
+/// checkpoint 17,534,247,392, M-RoPE's cache 4 x 262,144 x 128 x 2 = 268,435,456 and the
+/// deepstack buffers 3 x 8,192 x 4,096 x 2 = 201,326,592. Qwen3-VL-30B-A3B: the same tower
+/// into 2,048 wide: deepstack 201,326,592, peak 2,022,703,104; weights 62,141,508,064 +
+/// 268,435,456 + 100,663,296. At its 262,144 context it holds fewer KV tokens than one
+/// request: a start-up predicted (not refused) that does not start.
+#[test]
+fn qwen3_vl_profiles_an_image_with_its_deepstack_features() {
+    let (circuits, mut run) = layout("qwen3-vl-8b-instruct", 1);
+    let s = predict(&circuits, &run);
+    let w = &s.workers[0];
+    assert_eq!(
+        w.encoder,
+        encoder(1, false, 201_326_592, 536_870_912, 2_224_029_696)
+    );
+    assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
+    assert_eq!(w.weights, 17_534_247_392 + 268_435_456 + 201_326_592);
+    run.mm_limit_per_prompt = Some(0);
+    let video = predict(&circuits, &run).workers[0].encoder;
+    assert_eq!(
+        video,
+        encoder(1, true, 150_994_944, 402_653_184, 1_668_022_272)
+    );
+    let (circuits, run) = layout("qwen3-vl-30b-a3b-instruct", 1);
+    let s = predict(&circuits, &run);
+    let w = &s.workers[0];
+    assert_eq!((w.encoder.items, w.encoder.peak), (1, 2_022_703_104));
+    assert_eq!(w.weights, 62_141_508_064 + 268_435_456 + 100_663_296);
+    assert!(matches!(
+        s.verdict,
+        engine_profile::Verdict::MaxModelLenTooLong { .. }
+    ));
+}
+
+/// Without the engine file's dummy video, a tower that takes video is refused unless its videos
+/// are limited to 0; skipping the encoder's profile needs no video rule.
+#[test]
+fn a_video_tower_needs_the_engine_files_dummy_video() {
+    // The engine file without its `[variant.profile_run.encoder.video]` tables.
+    let text: String = include_str!("../vllm-0.19/engine.toml")
+        .lines()
+        .filter(|l| {
+            !(l.starts_with("[variant.profile_run.encoder.video]")
+                || l.starts_with("groups = ")
+                || l.starts_with("tie = "))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!text.contains("encoder.video"));
+    let stripped = EngineProfile::from_texts(&engine_profile::ProfileTexts {
+        engine: vec![(&text, "engine.toml")],
+        families: (include_str!("../vllm-0.19/families.toml"), "families.toml"),
+        rules: (include_str!("../vllm-0.19/rules.toml"), "rules.toml"),
+    })
+    .unwrap();
+    let (circuits, mut run) = layout("qwen2.5-vl-7b-instruct", 1);
+    let stages = StageCircuit::in_order(&circuits);
+    assert!(matches!(
+        stripped.predict_layout(&stages, &run),
+        Err(EngineError::EncoderProfileNotModelled { .. })
+    ));
+    run.mm_video_limit_per_prompt = Some(0);
+    assert!(!stripped.predict_layout(&stages, &run).unwrap().workers[0].encoder.video);
+    run.skip_mm_profiling = true;
+    run.mm_video_limit_per_prompt = None;
+    assert_eq!(
+        stripped.predict_layout(&stages, &run).unwrap().workers[0].encoder,
+        EncoderBytes::default()
+    );
+}
