@@ -234,6 +234,7 @@ pub(crate) fn predict_loaded(
     (profile, files, options, stages): (EngineProfile, HfFiles, circuit_hf::ImportOptions, Stages),
     own: impl FnOnce(RunSettings) -> Result<RunSettings, CliError>,
 ) -> Result<Predicted, CliError> {
+    let limits = crate::inputs::settings::mm_limits_of(args, &files.text)?;
     let Stages {
         circuits,
         model,
@@ -251,8 +252,8 @@ pub(crate) fn predict_loaded(
         max_model_len: args.max_model_len,
         skip_mm_profiling: engine.skip_mm_profiling,
         enforce_eager: engine.enforce_eager,
-        mm_limit_per_prompt: crate::inputs::settings::image_limit(args)?,
-        mm_video_limit_per_prompt: None,
+        mm_limit_per_prompt: limits.image,
+        mm_video_limit_per_prompt: limits.video,
         block_size: engine.block_size,
         enable_prefix_caching: prefix_caching(engine),
         model,
@@ -360,6 +361,7 @@ pub(crate) fn run_devices(
         );
     }
     let table = kernel_families::Devices::builtin()?;
+    let limits = crate::inputs::settings::mm_limits_of(args, &files.text)?;
     let side = files.side();
     // Each TP size is imported once, whatever the number of devices.
     let mut imported: BTreeMap<u64, Option<Vec<circuit_ir::Circuit>>> = BTreeMap::new();
@@ -389,8 +391,8 @@ pub(crate) fn run_devices(
             max_model_len: args.max_model_len,
             skip_mm_profiling: engine.skip_mm_profiling,
             enforce_eager: engine.enforce_eager,
-            mm_limit_per_prompt: crate::inputs::settings::image_limit(args)?,
-            mm_video_limit_per_prompt: None,
+            mm_limit_per_prompt: limits.image,
+            mm_video_limit_per_prompt: limits.video,
             block_size: engine.block_size,
             enable_prefix_caching: prefix_caching(engine),
             model: model.clone(),

@@ -60,6 +60,7 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
     let (circuit, registry, config_defaults, storage) = match &args.hf_config {
         Some(path) => {
             let files = HfFiles::read(path)?;
+            crate::inputs::settings::mm_limits_of(args, &files.text)?;
             let mut options = import_options(args)?;
             let import =
                 circuit_hf::import_with(&files.text, &files.origin, &options, &files.side())?;

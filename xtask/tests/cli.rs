@@ -745,8 +745,13 @@ fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
         .concat(),
     );
     assert!(
-        video.contains("`video`: the modelled multimodal models"),
+        video.contains("`video`: the model's tower takes image only"),
         "{video}"
+    );
+    let audio = failure(&[&base[..], &["--limit-mm-per-prompt", r#"{"audio": 1}"#]].concat());
+    assert!(
+        audio.contains("`audio`: the modelled multimodal models"),
+        "{audio}"
     );
     assert_eq!(
         worker(&["--limit-mm-per-prompt", r#"{"image": 2}"#])["encoder"]["items"],
@@ -756,6 +761,68 @@ fn engine_predicts_a_multimodal_checkpoint_with_or_without_its_tower() {
     assert!(
         bad.starts_with("error: --limit-mm-per-prompt: expected a JSON object"),
         "{bad}"
+    );
+}
+
+/// Qwen2.5-VL's tower takes images and video: by default vLLM's profile encodes one dummy
+/// video (it gives the most tokens); with images limited to 0 the tower still serves video, so
+/// the video is profiled and the weights keep the tower; with both limited to 0 vLLM builds no
+/// tower, as with `--language-model-only`; with videos limited to 0 an image is profiled.
+#[test]
+fn engine_profiles_qwen2_5_vls_video_unless_limited() {
+    let config = root().join("data/models/qwen2.5-vl-7b-instruct/config.json");
+    let config = config.to_str().unwrap();
+    let base = [
+        "plan",
+        "--hf-config",
+        config,
+        "--engine",
+        "vllm",
+        "--format",
+        "json",
+    ];
+    let worker = |extra: &[&str]| {
+        let o = xtask(&[&base[..], extra].concat());
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        json["engine"]["workers"][0].clone()
+    };
+    let default = worker(&[]);
+    assert_eq!(default["encoder"]["modality"], "video");
+    let no_images = worker(&["--limit-mm-per-prompt", r#"{"image": 0}"#]);
+    assert_eq!(no_images["encoder"], default["encoder"]);
+    assert_eq!(no_images["weights"], default["weights"]);
+    assert_eq!(
+        worker(&["--limit-mm-per-prompt", r#"{"image": 0, "video": 0}"#]),
+        worker(&["--language-model-only"])
+    );
+    let no_videos = worker(&["--limit-mm-per-prompt", r#"{"video": 0}"#]);
+    assert_eq!(no_videos["encoder"]["modality"], "image");
+    assert_eq!(no_videos["encoder"]["items"], 1);
+    // --skip-mm-profiling skips the video's profile when images are at 0 (the tower is still
+    // loaded), and is refused when both are (no tower to skip).
+    let skipped = worker(&[
+        "--limit-mm-per-prompt",
+        r#"{"image": 0}"#,
+        "--skip-mm-profiling",
+    ]);
+    assert_eq!(skipped["encoder"], serde_json::Value::Null);
+    assert_eq!(skipped["weights"], default["weights"]);
+    let o = xtask(
+        &[
+            &base[..],
+            &[
+                "--limit-mm-per-prompt",
+                r#"{"image": 0, "video": 0}"#,
+                "--skip-mm-profiling",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o).trim(),
+        "error: --skip-mm-profiling with limits of 0 for images and video: no vision tower is loaded, so there is no encoder profile to skip; give one of them"
     );
 }
 

@@ -57,7 +57,8 @@ pub use model::{KeyInfo, KeyRole, ModelType};
 pub use multimodal::modalities;
 pub use model_facts::{EncoderShape, LoadRules, ModelFacts, VideoShape};
 pub use options::{
-    Dtype, ImportOptions, KvCacheDtype, OnlineQuantization, RunDtype, SideFile, SideFileKind,
+    Dtype, ImportOptions, KvCacheDtype, ModalitiesOff, OnlineQuantization, RunDtype, SideFile,
+    SideFileKind,
 };
 pub use parallel::{Parallel, ParallelError, Rank, RankShape};
 pub use parallel_import::{ParallelImport, import_parallel};
@@ -151,7 +152,12 @@ pub(crate) fn import_shaped(
         u.adjust(&mut arch);
         let tower = u.tower(origin, &top, arch.hidden)?;
         let tower = tower.into_built(options.load.vision_tower);
-        arch.vision = (!options.language_model_only).then_some(tower);
+        let served = u
+            .wrapper
+            .modalities
+            .iter()
+            .any(|m| !options.modalities_off.has(m));
+        arch.vision = (!options.language_model_only && served).then_some(tower);
     }
     // A checkpoint storing FP8 KV-cache scales runs its cache in fp8 unless a dtype is asked
     // for (vLLM 0.19 resolves `--kv-cache-dtype auto` from the quantization config,

@@ -146,9 +146,34 @@ pub struct ImportOptions {
     /// `model_executor/models/interfaces.py`). The tower's config is still read and checked.
     /// No effect on a text-only config.
     pub language_model_only: bool,
+    /// Modalities limited to 0 items per prompt (vLLM's `--limit-mm-per-prompt`): a multimodal
+    /// checkpoint whose tower serves no other modality is loaded as its language model alone,
+    /// as with `language_model_only` (vLLM skips a tower only when every modality it serves is
+    /// limited to 0, `_mark_tower_model`). No effect on a text-only config.
+    pub modalities_off: ModalitiesOff,
     /// How the engine holds the tensors once loaded, where that differs from the checkpoint's
     /// bytes (an engine folder's `[load]`); the default keeps the checkpoint as stored.
     pub load: model_facts::LoadRules,
+}
+
+/// Modalities a run takes no item of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModalitiesOff {
+    /// No image.
+    pub image: bool,
+    /// No video.
+    pub video: bool,
+}
+
+impl ModalitiesOff {
+    /// Whether `modality` (`image`, `video`) is off; another modality is never off.
+    pub fn has(self, modality: &str) -> bool {
+        match modality {
+            "image" => self.image,
+            "video" => self.video,
+            _ => false,
+        }
+    }
 }
 
 /// Quantization applied at load time to a checkpoint stored unquantized.

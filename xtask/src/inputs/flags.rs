@@ -56,9 +56,10 @@ pub struct PlanArgs {
     pub language_model_only: bool,
 
     /// With --hf-config: vLLM's per-prompt limits of multimodal items, a JSON object of
-    /// modality -> count (or -> {"count": N, ...}); an image limit of 0 is --language-model-only
-    /// (the modelled multimodal models take images only); with --engine another image limit
-    /// caps the images the profile run's encoder batch may hold.
+    /// modality -> count (or -> {"count": N, ...}) for `image` and `video` (Qwen2.5-VL's and
+    /// Qwen3-VL's towers take both); 0 for every modality the tower takes is
+    /// --language-model-only; with --engine a modality limited to 0 is not profiled, and
+    /// another limit caps the items the profile run's encoder batch may hold.
     ///
     /// Example: --limit-mm-per-prompt '{"image": 0}'
     #[arg(long, value_name = "JSON")]

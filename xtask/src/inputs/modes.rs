@@ -267,29 +267,31 @@ pub fn check(args: &PlanArgs) -> Result<Mode, CliError> {
             );
         }
     }
-    let images = crate::inputs::settings::image_limit(args)?;
-    if mode != Mode::Engine && images.is_some_and(|n| n > 0) {
+    let limits = crate::inputs::settings::mm_limits(args)?;
+    if mode != Mode::Engine && limits.image.is_some_and(|n| n > 0) {
         return refuse(
             "--limit-mm-per-prompt: without --engine only an image limit of 0 changes the plan (the language model alone); another limit caps the images an engine's profile run encodes, so give --engine vllm with it".to_owned(),
         );
     }
-    let text_only = args.language_model_only || images == Some(0);
-    if args.engine.skip_mm_profiling && text_only {
-        return refuse(format!(
-            "--skip-mm-profiling with {}: no vision tower is loaded, so there is no encoder profile to skip; give one of them",
-            if args.language_model_only {
-                "--language-model-only"
-            } else {
-                "an image limit of 0"
-            }
-        ));
+    if mode != Mode::Engine && limits.video.is_some_and(|n| n > 0) {
+        return refuse(
+            "--limit-mm-per-prompt: without --engine only a video limit of 0 changes the plan (with an image limit of 0, the language model alone); another limit caps the videos an engine's profile run encodes, so give --engine vllm with it".to_owned(),
+        );
+    }
+    // Whether limits of 0 leave the tower out depends on the modalities it takes: checked with
+    // the model (check_model).
+    if args.engine.skip_mm_profiling && args.language_model_only {
+        return refuse(
+            "--skip-mm-profiling with --language-model-only: no vision tower is loaded, so there is no encoder profile to skip; give one of them".to_owned(),
+        );
     }
     Ok(mode)
 }
 
 /// The checks that need the model: a multimodal flag on a model without a vision tower (`tower`:
-/// the checkpoint has one, whether or not the flags leave it out), and expert parallelism on a
-/// model without routed experts, would change nothing.
+/// the checkpoint has one, whether or not the flags leave it out), --skip-mm-profiling when the
+/// flags leave the tower out, and expert parallelism on a model without routed experts, would
+/// change nothing.
 pub fn check_model(
     args: &PlanArgs,
     model: &ModelFacts,
@@ -310,6 +312,20 @@ pub fn check_model(
             )
             .into());
         }
+    }
+    // Limits of 0 for every modality the tower takes leave it out, as vLLM does.
+    if tower && !model.vision_encoder && args.engine.skip_mm_profiling {
+        return Err(format!(
+            "--skip-mm-profiling with {}: no vision tower is loaded, so there is no encoder profile to skip; give one of them",
+            if args.language_model_only {
+                "--language-model-only"
+            } else if crate::inputs::settings::mm_limits(args)?.video == Some(0) {
+                "limits of 0 for images and video"
+            } else {
+                "an image limit of 0"
+            }
+        )
+        .into());
     }
     if args.parallel.enable_expert_parallel && !moe {
         return Err(format!(

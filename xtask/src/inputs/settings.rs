@@ -20,48 +20,84 @@ pub fn import_options(args: &PlanArgs) -> Result<circuit_hf::ImportOptions, CliE
         (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
     options.online_quantization =
         (args.engine.quantization.parse()).map_err(|e| format!("--quantization: {e}"))?;
-    options.language_model_only = args.language_model_only || image_limit(args)? == Some(0);
+    options.language_model_only = args.language_model_only;
+    let limits = mm_limits(args)?;
+    options.modalities_off = circuit_hf::ModalitiesOff {
+        image: limits.image == Some(0),
+        video: limits.video == Some(0),
+    };
     Ok(options)
 }
 
-/// The images per prompt `--limit-mm-per-prompt` gives (None: the flag or its image entry is
-/// absent, vLLM's default). The modelled multimodal wrappers (llama4, gemma3, mistral3, llava)
-/// take images only, so a limit of 0 leaves them text-only.
-pub(crate) fn image_limit(args: &PlanArgs) -> Result<Option<u64>, CliError> {
+/// vLLM's `--limit-mm-per-prompt`: items per prompt of each modality a modelled tower takes
+/// (None: the flag or the modality's entry is absent, vLLM's default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MmLimits {
+    /// Images per prompt.
+    pub image: Option<u64>,
+    /// Videos per prompt (Qwen2.5-VL's and Qwen3-VL's towers take video too).
+    pub video: Option<u64>,
+}
+
+/// The limits `--limit-mm-per-prompt` gives. A modality limited to 0 leaves the encoder's
+/// profile; every modality of a tower at 0 is --language-model-only (vLLM builds no tower).
+pub(crate) fn mm_limits(args: &PlanArgs) -> Result<MmLimits, CliError> {
     match &args.limit_mm_per_prompt {
-        Some(json) => {
-            Ok(images_per_prompt(json).map_err(|e| format!("--limit-mm-per-prompt: {e}"))?)
-        }
-        None => Ok(None),
+        Some(json) => Ok(per_prompt(json).map_err(|e| format!("--limit-mm-per-prompt: {e}"))?),
+        None => Ok(MmLimits::default()),
     }
 }
 
-/// The image limit of vLLM's `--limit-mm-per-prompt` JSON. Each limit is a count or an object
-/// with a `count` (vLLM 0.19 `config/multimodal.py`, `limit_per_prompt`); an absent modality
-/// keeps vLLM's default.
-fn images_per_prompt(json: &str) -> Result<Option<u64>, String> {
+/// The limits for the model of config text `config`: a multimodal model's limits name only the
+/// modalities its tower takes (vLLM 0.19 keeps a limit only for the modalities the model's
+/// processor supports, multimodal/processing/context.py:408-428 allowed_mm_limits, so another
+/// one would change nothing: refused rather than dropped).
+pub(crate) fn mm_limits_of(args: &PlanArgs, config: &str) -> Result<MmLimits, CliError> {
+    let limits = mm_limits(args)?;
+    let takes = circuit_hf::modalities(config);
+    if !takes.is_empty() {
+        for (modality, limit) in [("image", limits.image), ("video", limits.video)] {
+            if limit.is_some() && !takes.contains(&modality) {
+                return Err(format!(
+                    "--limit-mm-per-prompt: `{modality}`: the model's tower takes {} only, and vLLM ignores a limit for a modality the model does not take",
+                    takes.join(" and ")
+                )
+                .into());
+            }
+        }
+    }
+    Ok(limits)
+}
+
+/// The limits of vLLM's `--limit-mm-per-prompt` JSON. Each limit is a count or an object with
+/// a `count` (vLLM 0.19 `config/multimodal.py`, `limit_per_prompt`); an absent modality keeps
+/// vLLM's default.
+fn per_prompt(json: &str) -> Result<MmLimits, String> {
     let expected = r#"expected a JSON object of modality -> count, such as {"image": 0}"#;
-    let limits: serde_json::Map<String, serde_json::Value> =
+    let entries: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).map_err(|e| format!("{expected} ({e})"))?;
-    let mut image = None;
-    for (modality, limit) in &limits {
+    let mut limits = MmLimits::default();
+    for (modality, limit) in &entries {
         let count = limit
             .get("count")
             .unwrap_or(limit)
             .as_u64()
             .ok_or_else(|| format!("`{modality}`: {limit} is not a count; {expected}"))?;
-        if modality != "image" {
-            // vLLM 0.19 keeps a limit only for the modalities the model's processor supports
-            // (multimodal/processing/context.py:408-428, allowed_mm_limits), so another
-            // modality's limit would change nothing: refused rather than dropped.
-            return Err(format!(
-                "`{}`: the modelled multimodal models (llama4, gemma3, mistral3, llava) take images only, and vLLM ignores a limit for a modality the model does not take; give limits for `image` only",
-                circuit_ir::one_line(modality)
-            ));
+        match modality.as_str() {
+            "image" => limits.image = Some(count),
+            "video" => limits.video = Some(count),
+            // No modelled tower takes another modality, and vLLM ignores a limit for a
+            // modality the model does not take (allowed_mm_limits): refused rather than
+            // dropped.
+            _ => {
+                return Err(format!(
+                    "`{}`: the modelled multimodal models take images (and Qwen2.5-VL's and Qwen3-VL's towers videos) only, and vLLM ignores a limit for a modality the model does not take; give limits for `image` and `video` only",
+                    circuit_ir::one_line(modality)
+                ));
+            }
         }
-        image = Some(count);
     }
-    Ok(image)
+    Ok(limits)
 }
 
 impl ParallelArgs {

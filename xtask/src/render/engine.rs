@@ -111,6 +111,7 @@ fn worker_json(w: &Worker) -> serde_json::Value {
         "cuda_graph_estimate": w.cuda_graph.total,
         "encoder": (w.encoder.items > 0).then(|| serde_json::json!({
             "items": w.encoder.items,
+            "modality": if w.encoder.video { "video" } else { "image" },
             "inputs": w.encoder.held,
             "outputs": w.encoder.outputs,
             "peak": w.encoder.peak,
@@ -484,8 +485,9 @@ pub fn print_table(
     );
     if let Some(w) = s.workers.iter().find(|w| w.encoder.items > 0) {
         outln!(
-            "Encoder profile: {} dummy items encoded first; inputs {} and outputs {} kept to the end, {} at its own peak (worker {})",
+            "Encoder profile: {} dummy {} encoded first; inputs {} and outputs {} kept to the end, {} at its own peak (worker {})",
             w.encoder.items,
+            if w.encoder.video { "videos" } else { "images" },
             gib(w.encoder.held),
             gib(w.encoder.outputs),
             gib(w.encoder.peak),
