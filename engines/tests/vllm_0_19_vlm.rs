@@ -35,13 +35,9 @@ fn layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
         dp: 1,
         expert_parallel: false,
     };
-    let sharded = circuit_hf::import_parallel(
-        &config(name),
-        &format!("{name}/config.json"),
-        &options,
-        &[],
-    )
-    .unwrap();
+    let sharded =
+        circuit_hf::import_parallel(&config(name), &format!("{name}/config.json"), &options, &[])
+            .unwrap();
     let model = sharded.imports[0].facts.clone();
     let run = RunSettings {
         device: kernel_families::Devices::builtin()
@@ -118,7 +114,10 @@ fn pixtrals_dense_mask_sets_the_peak() {
     let one = predict(&circuits, &run).workers[0].encoder;
     assert_eq!((one.items, one.peak), (1, 836_642_400));
     let (circuits, run) = layout("mistral-small-3.1-24b-instruct-2503", 2);
-    assert_eq!(predict(&circuits, &run).workers[0].encoder.peak, 1_871_337_600);
+    assert_eq!(
+        predict(&circuits, &run).workers[0].encoder.peak,
+        1_871_337_600
+    );
 }
 
 /// Kimi-VL-A3B's MoonViT. The dummy image, 1024 x 1024 scaled to 897 and padded to 924, is
@@ -137,13 +136,7 @@ fn kimi_vls_moonvit_keeps_its_rope_cache() {
     let w = &s.workers[0];
     assert_eq!(
         w.encoder,
-        encoder(
-            7,
-            false,
-            35_858_592 + 75_497_472,
-            31_223_808,
-            1_132_838_784
-        )
+        encoder(7, false, 35_858_592 + 75_497_472, 31_223_808, 1_132_838_784)
     );
     assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
     assert_eq!(w.weights, 32_815_315_424 + 16_777_216 + 113_246_208);
@@ -165,11 +158,17 @@ fn kimi_vls_moonvit_keeps_its_rope_cache() {
 fn llava_next_keeps_its_feature_layers() {
     let (circuits, run) = layout("llava-v1.6-mistral-7b-hf", 1);
     let w = &predict(&circuits, &run).workers[0];
-    assert_eq!(w.encoder, encoder(2, false, 6_773_760, 47_972_352, 189_071_360));
+    assert_eq!(
+        w.encoder,
+        encoder(2, false, 6_773_760, 47_972_352, 189_071_360)
+    );
     assert_eq!(w.weights, 15_116_687_360);
     let (circuits, run) = layout("granite-vision-3.2-2b", 1);
     let w = &predict(&circuits, &run).workers[0];
-    assert_eq!(w.encoder, encoder(1, false, 9_732_096, 33_951_744, 673_852_608));
+    assert_eq!(
+        w.encoder,
+        encoder(1, false, 9_732_096, 33_951_744, 673_852_608)
+    );
     assert_eq!(w.weights, 5_937_089_760);
 }
 
@@ -212,7 +211,10 @@ fn qwen2_5_vl_profiles_a_video() {
     let image = predict(&circuits, &run).workers[0].encoder;
     assert_eq!((image.video, image.peak), (false, 2_194_145_280));
     let (circuits, run) = layout("qwen2.5-vl-7b-instruct", 2);
-    assert_eq!(predict(&circuits, &run).workers[0].encoder.peak, 11_826_626_560);
+    assert_eq!(
+        predict(&circuits, &run).workers[0].encoder.peak,
+        11_826_626_560
+    );
 }
 
 /// Qwen3-VL-8B profiles an image: 16,384 tokens (65,536 patches) against the video's 12,288.
@@ -283,7 +285,11 @@ fn a_video_tower_needs_the_engine_files_dummy_video() {
         Err(EngineError::EncoderProfileNotModelled { .. })
     ));
     run.mm_video_limit_per_prompt = Some(0);
-    assert!(!stripped.predict_layout(&stages, &run).unwrap().workers[0].encoder.video);
+    assert!(
+        !stripped.predict_layout(&stages, &run).unwrap().workers[0]
+            .encoder
+            .video
+    );
     run.skip_mm_profiling = true;
     run.mm_video_limit_per_prompt = None;
     assert_eq!(

@@ -54,8 +54,8 @@ use circuit_ir::{Circuit, CircuitErrorKind, ExprError, FormatError};
 
 pub use error::HfError;
 pub use model::{KeyInfo, KeyRole, ModelType};
-pub use multimodal::modalities;
 pub use model_facts::{EncoderShape, LoadRules, ModelFacts, VideoShape};
+pub use multimodal::modalities;
 pub use options::{
     Dtype, ImportOptions, KvCacheDtype, ModalitiesOff, OnlineQuantization, RunDtype, SideFile,
     SideFileKind,

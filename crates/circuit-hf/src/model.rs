@@ -945,7 +945,7 @@ static DEEPSEEK_V2: &[KeyInfo] = &[
     ignored("topk_group", NO_MEMORY),
     read(
         "topk_method",
-        "default greedy; noaux_tc adds the router's f32 e_score_correction_bias [experts] on every sparse layer (vLLM's DeepseekV2MoE; Kimi-VL's language model)",
+        "default greedy; noaux_tc adds the router's f32 e_score_correction_bias [experts] on every sparse layer (Kimi-VL's language model stores it)",
     ),
     ignored("norm_topk_prob", NO_MEMORY),
     ignored("routed_scaling_factor", NO_MEMORY),

@@ -118,7 +118,11 @@ pub(crate) fn moonvit_kimi_vl(
         held("layer_norm", format!("{p}.pre_norm.bias"), &[hidden]),
         held("linear", format!("{p}.linear_1.weight"), &[merged, merged]),
         held("linear", format!("{p}.linear_1.bias"), &[merged]),
-        held("linear", format!("{p}.linear_2.weight"), &[text_hidden, merged]),
+        held(
+            "linear",
+            format!("{p}.linear_2.weight"),
+            &[text_hidden, merged],
+        ),
         held("linear", format!("{p}.linear_2.bias"), &[text_hidden]),
     ]);
     // MoonVitEncoderLayer: wqkv a QKVParallelLinear over the heads, wo a RowParallelLinear;
@@ -136,7 +140,12 @@ pub(crate) fn moonvit_kimi_vl(
             &[three, hidden],
             Split::Heads(heads),
         ),
-        held_split("linear", format!("{b}.wqkv.bias"), &[three], Split::Heads(heads)),
+        held_split(
+            "linear",
+            format!("{b}.wqkv.bias"),
+            &[three],
+            Split::Heads(heads),
+        ),
         held_split(
             "linear",
             format!("{b}.wo.weight"),

@@ -16,9 +16,7 @@ use model_facts::{EncoderShape, VideoShape};
 use serde_json::{Map, Value};
 
 use crate::error::HfError;
-use crate::vision::{
-    Held, Reader, Role, Split, VisionTower, held, held_split, too_large,
-};
+use crate::vision::{Held, Reader, Role, Split, VisionTower, held, held_split, too_large};
 
 /// Qwen2.5-VL's image processor keeps at most this many pixels per image (and per video
 /// frame: the published repositories have no `video_preprocessor_config.json`, so the video
@@ -119,7 +117,7 @@ impl Sizes {
             return Err(HfError::Contradiction {
                 origin: r.origin.to_owned(),
                 message: format!(
-                    "`vision_config.hidden_size` {} is not a multiple of `vision_config.num_heads` {} (vLLM's attention divides it into heads)",
+                    "`vision_config.hidden_size` {} is not a multiple of `vision_config.num_heads` {} (the attention divides it into heads)",
                     s.hidden, s.heads
                 ),
             });
@@ -164,7 +162,9 @@ impl Sizes {
                     frames_per_group: self.temporal,
                     group_tokens: rows / merge,
                     group_rows: rows,
-                    group_pixels: rows.checked_mul(patch_inputs).ok_or_else(|| too_large(origin))?,
+                    group_pixels: rows
+                        .checked_mul(patch_inputs)
+                        .ok_or_else(|| too_large(origin))?,
                 })
             }
         };
@@ -306,7 +306,12 @@ pub(crate) fn qwen2_5_vl(
             &[merged, merged],
             Split::Out,
         ),
-        held_split("linear", format!("{v}.merger.mlp.0.bias"), &[merged], Split::Out),
+        held_split(
+            "linear",
+            format!("{v}.merger.mlp.0.bias"),
+            &[merged],
+            Split::Out,
+        ),
         held_split(
             "linear",
             format!("{v}.merger.mlp.2.weight"),
@@ -496,7 +501,12 @@ fn qwen3_vl_tower(
             &[f, h],
             Split::Out,
         ),
-        held_split("linear", format!("{b}.mlp.linear_fc1.bias"), &[f], Split::Out),
+        held_split(
+            "linear",
+            format!("{b}.mlp.linear_fc1.bias"),
+            &[f],
+            Split::Out,
+        ),
         held_split(
             "linear",
             format!("{b}.mlp.linear_fc2.weight"),
@@ -550,7 +560,12 @@ fn merger(p: &str, norm: u64, merged: u64, out: u64) -> [Held; 6] {
             &[merged, merged],
             Split::Out,
         ),
-        held_split("linear", format!("{p}.linear_fc1.bias"), &[merged], Split::Out),
+        held_split(
+            "linear",
+            format!("{p}.linear_fc1.bias"),
+            &[merged],
+            Split::Out,
+        ),
         held_split(
             "linear",
             format!("{p}.linear_fc2.weight"),

@@ -1322,7 +1322,8 @@ const SIGLIP_NEXT_KEYS: &[(&str, Role)] = &[
 
 /// LlavaNextConfig's `image_grid_pinpoints` when the config gives none (transformers 4.57.6
 /// `configuration_llava_next.py`), `[height, width]` each.
-const LLAVA_NEXT_PINPOINTS: [[u64; 2]; 5] = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]];
+const LLAVA_NEXT_PINPOINTS: [[u64; 2]; 5] =
+    [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]];
 
 /// LLaVA-NeXT's tower (`LlavaNextForConditionalGeneration`): LLaVA's CLIP
 /// (`vision_config.model_type` `clip_vision_model`, the default; absent, LlavaNextConfig's
@@ -1487,7 +1488,11 @@ pub(crate) fn clip_or_siglip_llava_next(
     let read_layers = projector.read_layers(origin, layers, -2)?;
     let encoder = match vit_activation_tensors(
         &r,
-        if siglip { "gelu_pytorch_tanh" } else { "quick_gelu" },
+        if siglip {
+            "gelu_pytorch_tanh"
+        } else {
+            "quick_gelu"
+        },
     )? {
         None => None,
         Some(activation_tensors) => {
@@ -1580,7 +1585,7 @@ fn anyres(
             return Err(HfError::Contradiction {
                 origin: origin.to_owned(),
                 message: format!(
-                    "`image_grid_pinpoints` entry [{h}, {w}] holds no whole tile of `vision_config.image_size` {image} (vLLM divides by its empty grid)"
+                    "`image_grid_pinpoints` entry [{h}, {w}] holds no whole tile of `vision_config.image_size` {image} (its grid of tiles would be empty)"
                 ),
             });
         }
@@ -1589,11 +1594,13 @@ fn anyres(
         if wf / hf > cwf / chf {
             let new_h = round7(hf * (cwf / wf)) as i128;
             let padding = (i128::from(current_h) - new_h).div_euclid(2);
-            current_h = u64::try_from(i128::from(current_h) - 2 * padding).map_err(|_| too_large())?;
+            current_h =
+                u64::try_from(i128::from(current_h) - 2 * padding).map_err(|_| too_large())?;
         } else {
             let new_w = round7(wf * (chf / hf)) as i128;
             let padding = (i128::from(current_w) - new_w).div_euclid(2);
-            current_w = u64::try_from(i128::from(current_w) - 2 * padding).map_err(|_| too_large())?;
+            current_w =
+                u64::try_from(i128::from(current_w) - 2 * padding).map_err(|_| too_large())?;
         }
         let tokens = current_h
             .checked_mul(current_w)

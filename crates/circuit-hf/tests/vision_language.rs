@@ -32,7 +32,11 @@ fn rounds_to(params: u64, unit: u64, headline: u64) {
 }
 
 fn tensor_names(i: &circuit_hf::Import) -> Vec<String> {
-    i.circuit.tensors().values().map(|t| t.name.clone()).collect()
+    i.circuit
+        .tensors()
+        .values()
+        .map(|t| t.name.clone())
+        .collect()
 }
 
 fn assert_has(i: &circuit_hf::Import, names: &[&str]) {
@@ -178,7 +182,8 @@ fn derived_qwen3_vl_8b_instruct_with_deepstack_mergers() {
     // Loaded without its tower, the deepstack buffers go too: no dim.
     let mut options = ImportOptions::default();
     options.language_model_only = true;
-    let text = circuit_hf::import_with(&config("qwen3-vl-8b-instruct"), "q", &options, &[]).unwrap();
+    let text =
+        circuit_hf::import_with(&config("qwen3-vl-8b-instruct"), "q", &options, &[]).unwrap();
     assert_eq!(text.circuit.dim("deepstack_layers"), None);
     assert_eq!(text.circuit.weight_bytes(), 2 * 8_190_735_360);
 }
@@ -333,9 +338,24 @@ fn towers_split_over_tensor_parallel_ranks() {
     for (name, read_as, whole, replicated) in [
         ("qwen2.5-vl-7b-instruct", "qwen2", 676_550_144, 1_673_984),
         ("qwen3-vl-8b-instruct", "qwen3", 576_388_336, 4_657_792),
-        ("qwen3-vl-30b-a3b-instruct", "qwen3_moe", 538_631_408, 4_649_600),
-        ("kimi-vl-a3b-instruct", "deepseek_v2", 447_545_840, 36_265_856),
-        ("llava-v1.6-mistral-7b-hf", "mistral", 324_491_264, 1_353_728),
+        (
+            "qwen3-vl-30b-a3b-instruct",
+            "qwen3_moe",
+            538_631_408,
+            4_649_600,
+        ),
+        (
+            "kimi-vl-a3b-instruct",
+            "deepseek_v2",
+            447_545_840,
+            36_265_856,
+        ),
+        (
+            "llava-v1.6-mistral-7b-hf",
+            "mistral",
+            324_491_264,
+            1_353_728,
+        ),
         ("granite-vision-3.2-2b", "granite", 441_863_232, 7_028_992),
     ] {
         assert_eq!(tower_per_rank(name, read_as, 1), [2 * whole], "{name}");
@@ -476,10 +496,7 @@ fn encoder_shapes_are_the_profiles_dummy_items() {
             group_pixels: 49_152 * 1536,
         })
     );
-    assert_eq!(
-        shape("qwen3-vl-30b-a3b-instruct").output_hidden,
-        4 * 2048
-    );
+    assert_eq!(shape("qwen3-vl-30b-a3b-instruct").output_hidden, 4 * 2048);
 }
 
 /// Bad values of the new keys are typed errors naming the key; an unknown vision key is refused.

@@ -487,7 +487,12 @@ pub fn print_table(
         outln!(
             "Encoder profile: {} dummy {} encoded first; inputs {} and outputs {} kept to the end, {} at its own peak (worker {})",
             w.encoder.items,
-            if w.encoder.video { "videos" } else { "images" },
+            match (w.encoder.video, w.encoder.items) {
+                (true, 1) => "video",
+                (true, _) => "videos",
+                (false, 1) => "image",
+                (false, _) => "images",
+            },
             gib(w.encoder.held),
             gib(w.encoder.outputs),
             gib(w.encoder.peak),
