@@ -297,3 +297,35 @@ fn a_video_tower_needs_the_engine_files_dummy_video() {
         EncoderBytes::default()
     );
 }
+
+/// The largest max-model-len that starts, for a model whose dummy video grows with the
+/// length: Qwen2.5-VL-7B at 0.4 of an H100 does not start at its 128,000 tokens (7 groups of
+/// frames), but a shorter context profiles a shorter video. Requested ceil(85,032,697,856 x
+/// 0.4) = 34,013,079,143 bytes. With 5 groups (81,920 to 98,303 tokens, R = 327,680) the
+/// encoder's side is the cuBLAS workspace, the pixels and lru-cached cos/sin (327,680 x 2,512
+/// = 823,132,160) and its peak (327,680 x (160 + 2 x 16,660) = 10,970,726,400):
+/// 11,827,412,992. With the weights 16,715,405,312 and non-torch 268,435,456, 5,201,825,383
+/// bytes remain: 5,669 blocks of 917,504, 90,704 tokens, above 81,920. With 6 groups the peak
+/// grows by 2,358,771,712 and about 3,100 blocks remain, fewer than 98,304 tokens take.
+#[test]
+fn the_largest_context_of_a_video_model_is_predicted_per_length() {
+    let (circuits, mut run) = layout("qwen2.5-vl-7b-instruct", 1);
+    run.gpu_memory_utilization = Some(0.4);
+    let stages = StageCircuit::in_order(&circuits);
+    let answers = profile().budget_answers(&stages, &run, 1).unwrap();
+    let len = answers.largest_max_model_len.unwrap();
+    assert_eq!(len, 90_704);
+    let starts = |len: u64| {
+        let s = predict(
+            &circuits,
+            &RunSettings {
+                max_model_len: Some(len),
+                ..run.clone()
+            },
+        );
+        s.kv_layout.blocks_per_request <= s.kv_blocks
+    };
+    assert!(starts(len));
+    assert!(!starts(len + 1));
+    assert!(!starts(128_000));
+}

@@ -104,7 +104,10 @@ impl EngineProfile {
             .ok_or_else(overflow)?;
         let utilization = needed as f64 / startup.device_total as f64;
         let fits = !matches!(startup.verdict, Verdict::NoKvMemory { .. }) && startup.kv_blocks > 0;
-        let largest_max_model_len = if fits {
+        // A multimodal encoder's dummy items may shrink with the length, so a length below
+        // the run's may start when the run's does not.
+        let encoder_runs = startup.workers.iter().any(|w| w.encoder.items > 0);
+        let largest_max_model_len = if fits || encoder_runs {
             profile.largest_len(stages, run, &startup)?
         } else {
             None
@@ -117,9 +120,12 @@ impl EngineProfile {
 
     /// The largest max-model-len, at most the longest the engine allows, one request of which the
     /// start-up's KV memory holds as the engine's check counts it (vLLM's
-    /// _check_enough_kv_cache_memory, `KvLayout::holds_one_request`). The memory does not depend
-    /// on the length (the profile run and the pages do not), the request's bytes grow with it:
-    /// a bisection.
+    /// _check_enough_kv_cache_memory, `KvLayout::holds_one_request`). Without a multimodal
+    /// encoder the memory does not depend on the length (the profile run and the pages do not),
+    /// the request's bytes grow with it: a bisection. With one, the encoder's dummy items may
+    /// grow with the length (a dummy video's frames, the items a prompt holds), so each length's
+    /// start-up is predicted again: its memory never grows with the length, the request's bytes
+    /// never shrink, still a bisection.
     fn largest_len(
         &self,
         stages: &[StageCircuit<'_>],
@@ -128,7 +134,16 @@ impl EngineProfile {
     ) -> Result<Option<u64>, EngineError> {
         let tokens = startup.max_num_batched_tokens;
         let block_size = self.block_size(run)?;
+        let encoder_runs = startup.workers.iter().any(|w| w.encoder.items > 0);
         let fits = |len: u64| -> Result<bool, EngineError> {
+            if encoder_runs {
+                let at = RunSettings {
+                    max_model_len: Some(len),
+                    ..run.clone()
+                };
+                let s = self.predict_layout(stages, &at)?;
+                return Ok(s.kv_blocks > 0 && s.kv_layout.holds_one_request(&s.workers));
+            }
             let layout = self.kv_layout(stages, &run.model, block_size, len, tokens)?;
             Ok(layout.holds_one_request(&startup.workers))
         };
