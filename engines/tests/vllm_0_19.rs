@@ -1014,7 +1014,8 @@ fn a_hybrid_layouts_largest_max_model_len_is_vllms_check() {
 /// to the end: the pixel values, 51 x 3 x 336 x 336 x 2 = 34,546,176 bytes, and the outputs,
 /// 3 x 2,448 x 5,120 x 2 = 75,202,560. The encoder's own peak, a layer's rotary at TP 1
 /// (2 x 1,408 + 13 x 16 x 88 = 21,120 elements a row), 29,427 x 21,120 x 2 = 1,242,996,480,
-/// stays under the sampler's, so the peak is the language model's plus what is held. With
+/// beside the embeddings that entered the encoder, 29,427 x 1,408 x 2 = 82,866,432, stays
+/// under the sampler's, so the peak is the language model's plus what is held. With
 /// vLLM's `--skip-mm-profiling` the weights are still the whole checkpoint's, vision tower
 /// included, and the profile run is the language model's alone.
 #[test]
@@ -1032,7 +1033,7 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
             video: false,
             held: 34_546_176,
             outputs: 75_202_560,
-            peak: 1_242_996_480,
+            peak: 1_242_996_480 + 82_866_432,
         }
     );
     assert_eq!(with_encoder.workers[0].peak_set_by, PeakSetBy::Sampler);
@@ -1047,23 +1048,26 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
         },
     );
     assert_eq!(one.workers[0].encoder.items, 3);
-    // With 4 sequences the sampler is small: the forward, beside the MoE workspaces and what
-    // the encoder holds, is above the encoder's own peak, under which only the cuBLAS
-    // workspace lies (the MoE workspaces come with the forward's first MoE layer).
+    // With 4 sequences the sampler is small: the encoder's own peak, under which only the
+    // cuBLAS workspace lies (the MoE workspaces come with the forward's first MoE layer), is
+    // above the forward beside the MoE workspaces and what the encoder holds.
     let few_seqs = RunSettings {
         max_num_seqs: Some(4),
         ..run.clone()
     };
     let few = predict_checkpoint(&profile, &circuits, &few_seqs);
     let w = &few.workers[0];
-    assert_eq!(w.peak_set_by, PeakSetBy::Forward);
+    assert_eq!(w.peak_set_by, PeakSetBy::Encoder);
     let cublas = 32 << 20;
-    assert!(cublas + 34_546_176 + 1_242_996_480 < w.activation_peak);
     assert_eq!(
         w.activation_peak,
-        w.persistent + 34_546_176 + 75_202_560 + w.forward_live + w.forward_held
+        cublas + 34_546_176 + 1_242_996_480 + 82_866_432
     );
-    // An encoder four times as large sets the peak, over the cuBLAS workspace alone.
+    assert!(
+        w.persistent + 34_546_176 + 75_202_560 + w.forward_live + w.forward_held
+            < w.activation_peak
+    );
+    // An encoder layer four times as large raises the peak by three layers.
     let larger = profile_with(|t| {
         let peak =
             r#"bytes = "mm_items * mm_tiles_per_item * mm_rows_per_tile * dtype_bytes * max("#;
@@ -1072,7 +1076,10 @@ fn a_vision_encoder_runs_first_and_keeps_its_inputs_and_outputs() {
     });
     let w = &predict_checkpoint(&larger, &circuits, &few_seqs).workers[0];
     assert_eq!(w.peak_set_by, PeakSetBy::Encoder);
-    assert_eq!(w.activation_peak, cublas + 34_546_176 + 4 * 1_242_996_480);
+    assert_eq!(
+        w.activation_peak,
+        cublas + 34_546_176 + 4 * 1_242_996_480 + 82_866_432
+    );
     run.skip_mm_profiling = true;
     // The tower's bytes, before the caching allocator's blocks round them.
     let profile = profile_with(|t| t.replace("allocator = \"torch_caching\"\n", ""));
@@ -1191,7 +1198,8 @@ fn a_user_block_size_sets_the_pages() {
 /// and the outputs, 32 x 256 x 2,560 x 2 = 41,943,040. SigLIP has no rotary: at TP 1 the MLP's
 /// activation beside the input, the residual, the normed input and fc1's output is the
 /// layer's peak, 3 x 1,152 + 2 x 4,304 = 12,064 elements a row, 3,162,505,216 bytes; at TP 2
-/// fc2's output and its all-reduce, 4 x 1,152 + 2,152 + 1,152 = 7,912 a row. Gemma's 262,208
+/// fc2's output and its all-reduce, 4 x 1,152 + 2,152 + 1,152 = 7,912 a row. Beside either,
+/// the embeddings that entered the encoder, 1,152 a row (301,989,888 bytes). Gemma's 262,208
 /// vocabulary keeps the sampler above it at 1,024 sequences.
 #[test]
 fn gemma_3s_siglip_encoder_runs_first() {
@@ -1207,7 +1215,7 @@ fn gemma_3s_siglip_encoder_runs_first() {
             video: false,
             held: 154_140_672,
             outputs: 41_943_040,
-            peak: 3_162_505_216,
+            peak: 3_162_505_216 + 301_989_888,
         }
     );
     assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
@@ -1221,7 +1229,7 @@ fn gemma_3s_siglip_encoder_runs_first() {
     let peak = predict_checkpoint(&profile, &circuits, &run).workers[0]
         .encoder
         .peak;
-    assert_eq!(peak, 131_072 * 7_912 * 2);
+    assert_eq!(peak, 131_072 * (7_912 + 1_152) * 2);
 }
 
 /// LLaVA-1.5-7B's CLIP (llava-1.5-7b-hf's published config.json, kept in tests/data): every
@@ -1230,7 +1238,8 @@ fn gemma_3s_siglip_encoder_runs_first() {
 /// images (8,078 encoder rows). Held: the pixel values, 14 x 3 x 336 x 336 x 2 = 9,483,264
 /// bytes, and the outputs, 14 x 576 x 4,096 x 2 = 66,060,288. CLIP's QuickGELU keeps fc1's
 /// output, the sigmoid and the product: at TP 1 the layer's peak is 3 x 1,024 + 3 x 4,096 =
-/// 15,360 elements a row, 248,156,160 bytes, under the language model's forward, which sets
+/// 15,360 elements a row, 248,156,160 bytes, beside the embeddings that entered the encoder,
+/// 8,078 x 1,024 x 2 = 16,543,744, under the language model's forward, which sets
 /// the peak beside what the encoder holds (a 32,064 vocabulary keeps the sampler small).
 #[test]
 fn llavas_clip_encoder_runs_first() {
@@ -1245,7 +1254,7 @@ fn llavas_clip_encoder_runs_first() {
             video: false,
             held: 9_483_264,
             outputs: 66_060_288,
-            peak: 248_156_160,
+            peak: 248_156_160 + 16_543_744,
         }
     );
     assert_eq!(w.peak_set_by, PeakSetBy::Forward);
