@@ -106,6 +106,7 @@ fn run(m: &Model, prefix_caching: Option<bool>) -> RunSettings {
         skip_mm_profiling: false,
         enforce_eager: false,
         mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
         block_size: None,
         enable_prefix_caching: prefix_caching,
         model: m.facts.clone(),

@@ -777,7 +777,7 @@ fn engine_profiles_qwen2_5_vls_video_unless_limited() {
         "--hf-config",
         config,
         "--engine",
-        "vllm",
+        "vllm==0.19.0",
         "--format",
         "json",
     ];

@@ -40,6 +40,7 @@ impl EngineProfile {
             return Ok(EncoderBytes::default());
         };
         let e = run.shape;
+        let class = facts.for_class(&settled.model.architecture);
         let mut env = env.clone();
         env.extend([
             ("max_model_len", run.max_model_len),
@@ -67,7 +68,7 @@ impl EngineProfile {
             pixels_per_tile: e.pixels_per_tile,
             limit: run.limit_per_prompt,
         });
-        let video = match (e.video, &facts.video) {
+        let video = match (e.video, class.video) {
             (Some(v), Some(vf)) if run.video_limit_per_prompt > 0 => {
                 let groups = vf.groups.eval(
                     &env.clone()
@@ -85,7 +86,7 @@ impl EngineProfile {
             }
             _ => None,
         };
-        let wins_tie = facts.video.as_ref().is_some_and(|v| v.wins_tie);
+        let wins_tie = class.video.is_some_and(|v| v.wins_tie);
         let item = match (image, video) {
             (Some(i), Some(v)) if v.tokens > i.tokens || (v.tokens == i.tokens && wins_tie) => v,
             (Some(i), _) => i,
@@ -105,15 +106,15 @@ impl EngineProfile {
         Ok(EncoderBytes {
             items,
             video: item.video,
-            held: sum("profile_run.encoder.held", &facts.held, &env, circuit, at)?,
+            held: sum("profile_run.encoder.held", class.held, &env, circuit, at)?,
             outputs: sum(
                 "profile_run.encoder.outputs",
-                &facts.outputs,
+                class.outputs,
                 &env,
                 circuit,
                 at,
             )?,
-            peak: sum("profile_run.encoder.peak", &facts.peak, &env, circuit, at)?,
+            peak: sum("profile_run.encoder.peak", class.peak, &env, circuit, at)?,
         })
     }
 }

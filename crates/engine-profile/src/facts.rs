@@ -115,7 +115,44 @@ pub(crate) struct EncoderFacts {
     pub(crate) held: Vec<Term>,
     pub(crate) outputs: Vec<Term>,
     pub(crate) peak: Vec<Term>,
+    pub(crate) architecture: Vec<EncoderArchitectureFacts>,
+}
+
+/// A model class's own encoder terms.
+#[derive(Debug, Clone)]
+pub(crate) struct EncoderArchitectureFacts {
+    pub(crate) names: Vec<String>,
+    pub(crate) held: Option<Vec<Term>>,
+    pub(crate) outputs: Option<Vec<Term>>,
+    pub(crate) peak: Option<Vec<Term>>,
     pub(crate) video: Option<VideoFacts>,
+}
+
+/// The encoder terms that hold for one model class.
+pub(crate) struct ClassEncoder<'a> {
+    pub(crate) held: &'a [Term],
+    pub(crate) outputs: &'a [Term],
+    pub(crate) peak: &'a [Term],
+    pub(crate) video: Option<&'a VideoFacts>,
+}
+
+impl EncoderFacts {
+    /// The terms for the model class `class`: its entry's where it gives them, the base's
+    /// otherwise.
+    pub(crate) fn for_class(&self, class: &str) -> ClassEncoder<'_> {
+        let entry = self
+            .architecture
+            .iter()
+            .find(|a| a.names.iter().any(|n| n == class));
+        ClassEncoder {
+            held: entry.and_then(|a| a.held.as_deref()).unwrap_or(&self.held),
+            outputs: entry
+                .and_then(|a| a.outputs.as_deref())
+                .unwrap_or(&self.outputs),
+            peak: entry.and_then(|a| a.peak.as_deref()).unwrap_or(&self.peak),
+            video: entry.and_then(|a| a.video.as_ref()),
+        }
+    }
 }
 
 /// The encoder profile's dummy video.
@@ -460,21 +497,43 @@ fn compile_run(
             held: terms("profile_run.encoder.held", &e.held)?,
             outputs: terms("profile_run.encoder.outputs", &e.outputs)?,
             peak: terms("profile_run.encoder.peak", &e.peak)?,
-            video: match &e.video {
-                None => None,
-                Some(v) => Some(VideoFacts {
-                    groups: formula("profile_run.encoder.video.groups", &v.groups)?,
-                    wins_tie: match v.tie.as_str() {
-                        "video" => true,
-                        "image" => false,
-                        other => {
-                            return Err(bad(format!(
-                                "profile_run.encoder.video.tie = {other:?}: expected \"image\" or \"video\""
-                            )));
-                        }
-                    },
-                }),
-            },
+            architecture: e
+                .architecture
+                .iter()
+                .map(|a| {
+                    let item = |what: &str| {
+                        format!(
+                            "profile_run.encoder.architecture.{}.{what}",
+                            a.names.first().map_or("", String::as_str)
+                        )
+                    };
+                    let opt = |what: &str, t: &Option<Vec<TermDecl>>| {
+                        t.as_ref().map(|t| terms(&item(what), t)).transpose()
+                    };
+                    Ok(EncoderArchitectureFacts {
+                        names: a.names.clone(),
+                        held: opt("held", &a.held)?,
+                        outputs: opt("outputs", &a.outputs)?,
+                        peak: opt("peak", &a.peak)?,
+                        video: match &a.video {
+                            None => None,
+                            Some(v) => Some(VideoFacts {
+                                groups: formula(&item("video.groups"), &v.groups)?,
+                                wins_tie: match v.tie.as_str() {
+                                    "video" => true,
+                                    "image" => false,
+                                    other => {
+                                        return Err(bad(format!(
+                                            "{} = {other:?}: expected \"image\" or \"video\"",
+                                            item("video.tie")
+                                        )));
+                                    }
+                                },
+                            }),
+                        },
+                    })
+                })
+                .collect::<Result<_, EngineError>>()?,
         }),
     };
     let profile_run = ProfileRunFacts {

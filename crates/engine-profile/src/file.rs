@@ -272,9 +272,30 @@ pub struct EncoderDecl {
     pub outputs: Vec<TermDecl>,
     /// Its own peak beside its inputs.
     pub peak: Vec<TermDecl>,
-    /// The dummy video, for models that take video as well as images; absent, the engine
-    /// profiles no video (a model whose tower takes video is then refused unless its videos
-    /// are limited to 0).
+    /// Per model class: the terms of a tower whose layers hold other tensors, and its dummy
+    /// video (a folder that extends another keeps the base's entries unless it gives the
+    /// array, which replaces them as any array does).
+    #[serde(default)]
+    pub architecture: Vec<EncoderArchitectureDecl>,
+}
+
+/// A model class's own encoder terms.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EncoderArchitectureDecl {
+    /// The classes (`architectures`) the entry is for.
+    pub names: Vec<String>,
+    /// Replace the base's `held`, when given.
+    #[serde(default)]
+    pub held: Option<Vec<TermDecl>>,
+    /// Replace the base's `outputs`, when given.
+    #[serde(default)]
+    pub outputs: Option<Vec<TermDecl>>,
+    /// Replace the base's `peak`, when given.
+    #[serde(default)]
+    pub peak: Option<Vec<TermDecl>>,
+    /// The dummy video, for a tower that takes video as well as images; absent, the engine
+    /// profiles no video (such a tower is then refused unless its videos are limited to 0).
     #[serde(default)]
     pub video: Option<VideoDecl>,
 }

@@ -397,7 +397,7 @@ impl EngineProfile {
         ) {
             (false, _, _) => None,
             (true, Some(shape), Some(profile))
-                if profile.video.is_some()
+                if profile.for_class(&run.model.architecture).video.is_some()
                     || shape.video.is_none()
                     || run.mm_video_limit_per_prompt == Some(0) =>
             {
