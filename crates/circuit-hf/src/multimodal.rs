@@ -481,6 +481,24 @@ pub(crate) fn unwrap(map: &Map<String, Value>, origin: &str) -> Result<Option<Un
             {
                 keys_ignored.push(key.clone())
             }
+            // A re-saved flat config (transformers keeps the first release's top-level keys
+            // beside the `text_config` it writes): `text_config` wins, as the class reads it
+            // (`Qwen2_5_VLConfig.__getattribute__`); the two must not disagree.
+            k if wrapper.flat_text && text_model.read_as.key(k).is_some() => {
+                if let Some(inner) = text.get(k)
+                    && inner != value
+                {
+                    return Err(HfError::Contradiction {
+                        origin: origin.to_owned(),
+                        message: format!(
+                            "`{k}` {} and `text_config.{k}` {} disagree",
+                            render(value),
+                            render(inner)
+                        ),
+                    });
+                }
+                keys_ignored.push(key.clone())
+            }
             _ => {
                 return Err(HfError::UnknownKey {
                     origin: origin.to_owned(),

@@ -145,6 +145,32 @@ fn derived_qwen2_5_vl_7b_instruct_flat_config() {
     assert_eq!(i.circuit.dim("mrope"), Some(1));
     assert_eq!(i.facts.model_type, "qwen2");
     assert_eq!(i.facts.max_position_embeddings, 128_000);
+    // A re-saved config nests the text under `text_config` (`qwen2_5_vl_text`) and keeps the
+    // top-level copies: the same model; a copy that disagrees is refused.
+    let flat: Value = serde_json::from_str(&config("qwen2.5-vl-7b-instruct")).unwrap();
+    let mut text =
+        serde_json::from_str::<Value>(&text_only(&flat.to_string(), "qwen2_5_vl_text")).unwrap();
+    text.as_object_mut().unwrap().remove("torch_dtype");
+    let mut nested = flat.clone();
+    nested["text_config"] = text;
+    let again = circuit_hf::import(&nested.to_string(), "config.json").unwrap();
+    assert_eq!(again.circuit.weight_bytes(), 2 * params);
+    assert!(
+        again
+            .keys_read
+            .iter()
+            .any(|k| k == "text_config.hidden_size")
+    );
+    assert!(again.keys_ignored.iter().any(|k| k == "hidden_size"));
+    nested["hidden_size"] = 4096.into();
+    let e = circuit_hf::import(&nested.to_string(), "config.json")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`hidden_size` 4096 and `text_config.hidden_size` 3584 disagree"),
+        "{e}"
+    );
 }
 
 #[test]
