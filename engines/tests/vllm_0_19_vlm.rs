@@ -260,7 +260,8 @@ fn qwen3_vl_profiles_an_image_with_its_deepstack_features() {
 
 /// Without the engine file's dummy video, a tower that takes video is refused unless its videos
 /// are limited to 0; skipping the encoder's profile needs no video rule. Every later release
-/// keeps 0.19's per-class encoder entries (none replaces the array), the dummy video included.
+/// keeps 0.19's per-class encoder entries but those it restates by class (0.29: Pixtral's), the
+/// dummy video included.
 #[test]
 fn a_video_tower_needs_the_engine_files_dummy_video() {
     // The engine file without its dummy videos.
@@ -295,11 +296,53 @@ fn a_video_tower_needs_the_engine_files_dummy_video() {
         EncoderBytes::default()
     );
     run.skip_mm_profiling = false;
-    for release in ["vllm==0.20.0", "vllm==0.27.0", "vllm"] {
+    let own = predict(&circuits, &run).workers[0].encoder;
+    assert!(own.video);
+    // 0.25 and 0.26 run every dense model on the V2 runner, whose profile runs no encoder
+    // before 0.27; the others profile the same dummy video with the same terms.
+    for (release, expected) in [
+        ("vllm==0.20.0", own),
+        ("vllm==0.22.0", own),
+        ("vllm==0.25.0", EncoderBytes::default()),
+        ("vllm==0.27.0", own),
+        ("vllm==0.29.0", own),
+        ("vllm", own),
+    ] {
         let later = engines::select(release).unwrap();
         let w = &later.predict_layout(&stages, &run).unwrap().workers[0];
-        assert!(w.encoder.items == 0 || w.encoder.video, "{release}");
+        assert_eq!(w.encoder, expected, "{release}");
     }
+}
+
+/// Pixtral's profile follows the releases whose PixtralHF classes are 0.19's (0.20-0.28 change
+/// only its weight loading); from 0.29 its attention runs MMEncoderAttention without the dense
+/// mask, so its entry is refused there, with the reason, while the other towers' entries stay.
+#[test]
+fn pixtrals_profile_is_refused_from_the_release_that_drops_its_dense_mask() {
+    let (circuits, mut run) = layout("mistral-small-3.1-24b-instruct-2503", 1);
+    let stages = StageCircuit::in_order(&circuits);
+    let own = predict(&circuits, &run).workers[0].encoder;
+    assert_eq!(own.peak, 2_119_145_600);
+    for release in ["vllm==0.20.0", "vllm==0.27.0", "vllm==0.28.0"] {
+        let later = engines::select(release).unwrap();
+        let w = &later.predict_layout(&stages, &run).unwrap().workers[0];
+        assert_eq!(w.encoder, own, "{release}");
+    }
+    for release in ["vllm==0.29.0", "vllm"] {
+        let later = engines::select(release).unwrap();
+        let e = later.predict_layout(&stages, &run).unwrap_err();
+        assert!(
+            matches!(&e, EngineError::EncoderClassRefused { class, .. } if class == "Mistral3ForConditionalGeneration"),
+            "{release}: {e}"
+        );
+        assert!(e.to_string().contains("MMEncoderAttention"), "{e}");
+    }
+    run.skip_mm_profiling = true;
+    let later = engines::select("vllm==0.29.0").unwrap();
+    assert_eq!(
+        later.predict_layout(&stages, &run).unwrap().workers[0].encoder,
+        EncoderBytes::default()
+    );
 }
 
 /// The largest max-model-len that starts, for a model whose dummy video grows with the

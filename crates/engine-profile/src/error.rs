@@ -6,7 +6,8 @@
 //! expressions names the circuit (the user's model) and the values the expression read, so an
 //! input out of range is told apart from a broken engine file; a cache layout or encoder the
 //! profile does not model is an error of its own ([`EngineError::NotModelled`],
-//! [`EngineError::EncoderProfileNotModelled`]), never a default.
+//! [`EngineError::EncoderProfileNotModelled`], [`EngineError::EncoderClassRefused`]), never a
+//! default.
 
 /// What can go wrong reading an engine profile or predicting a start-up.
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +128,22 @@ pub enum EngineError {
         /// The release the profile's facts were read from.
         version: String,
         /// Why (the variant's `refuse`, and the variant's name).
+        why: String,
+    },
+    /// A tower whose profile the engine file models for an earlier release only: the release
+    /// changed its source in a way the terms do not follow (`refuse` of its
+    /// `profile_run.encoder.architecture` entry).
+    #[error(
+        "{circuit}: {engine}'s profile run runs the multimodal encoder of {class}, whose profile is not modelled for this release: {why}; pass --skip-mm-profiling (the engine's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
+    )]
+    EncoderClassRefused {
+        /// The circuit.
+        circuit: String,
+        /// The engine and release.
+        engine: String,
+        /// The model class.
+        class: String,
+        /// Why (the engine file's reason).
         why: String,
     },
     /// A size overflowed u64.

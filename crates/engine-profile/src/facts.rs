@@ -126,6 +126,7 @@ pub(crate) struct EncoderArchitectureFacts {
     pub(crate) outputs: Option<Vec<Term>>,
     pub(crate) peak: Option<Vec<Term>>,
     pub(crate) video: Option<VideoFacts>,
+    pub(crate) refuse: Option<String>,
 }
 
 /// The encoder terms that hold for one model class.
@@ -134,6 +135,8 @@ pub(crate) struct ClassEncoder<'a> {
     pub(crate) outputs: &'a [Term],
     pub(crate) peak: &'a [Term],
     pub(crate) video: Option<&'a VideoFacts>,
+    /// Why the release's profile of the class is not modelled, when it is not.
+    pub(crate) refuse: Option<&'a str>,
 }
 
 impl EncoderFacts {
@@ -151,6 +154,7 @@ impl EncoderFacts {
                 .unwrap_or(&self.outputs),
             peak: entry.and_then(|a| a.peak.as_deref()).unwrap_or(&self.peak),
             video: entry.and_then(|a| a.video.as_ref()),
+            refuse: entry.and_then(|a| a.refuse.as_deref()),
         }
     }
 }
@@ -515,6 +519,7 @@ fn compile_run(
                         held: opt("held", &a.held)?,
                         outputs: opt("outputs", &a.outputs)?,
                         peak: opt("peak", &a.peak)?,
+                        refuse: a.refuse.clone(),
                         video: match &a.video {
                             None => None,
                             Some(v) => Some(VideoFacts {

@@ -273,8 +273,8 @@ pub struct EncoderDecl {
     /// Its own peak beside its inputs.
     pub peak: Vec<TermDecl>,
     /// Per model class: the terms of a tower whose layers hold other tensors, and its dummy
-    /// video (a folder that extends another keeps the base's entries unless it gives the
-    /// array, which replaces them as any array does).
+    /// video. A folder that extends another keeps the base's entries but those whose classes
+    /// an entry of its own names ([`merge_encoder_classes`]).
     #[serde(default)]
     pub architecture: Vec<EncoderArchitectureDecl>,
 }
@@ -298,6 +298,10 @@ pub struct EncoderArchitectureDecl {
     /// profiles no video (such a tower is then refused unless its videos are limited to 0).
     #[serde(default)]
     pub video: Option<VideoDecl>,
+    /// Why the release's profile of this tower is not modelled (its source changed in a way
+    /// the terms do not follow): a run that profiles the tower is refused with this reason.
+    #[serde(default)]
+    pub refuse: Option<String>,
 }
 
 /// How the engine's profile makes and chooses a dummy video.
@@ -547,6 +551,45 @@ pub struct UnsettledDecl {
     pub name: String,
     /// What is left out and its effect on the predicted figures, one line.
     pub effect: String,
+}
+
+/// Takes the `profile_run.encoder.architecture` value out of an engine file's `table`, if it
+/// gives one.
+pub fn take_encoder_classes(table: &mut toml::Table) -> Option<toml::Value> {
+    table
+        .get_mut("profile_run")?
+        .as_table_mut()?
+        .get_mut("encoder")?
+        .as_table_mut()?
+        .remove("architecture")
+}
+
+/// The `profile_run.encoder.architecture` array of a release that states `own` over the
+/// entries it extends (`base`): the base's entries that name none of `own`'s classes, in the
+/// base's order, then `own`'s, so a release restates only the towers whose profile it changes.
+/// Anything that is not an array of tables is left for the parser to refuse.
+pub fn merge_encoder_classes(base: Option<toml::Value>, own: toml::Value) -> toml::Value {
+    let (Some(toml::Value::Array(base)), toml::Value::Array(own_items)) = (base, &own) else {
+        return own;
+    };
+    let names = |v: &toml::Value| -> Vec<String> {
+        v.get("names")
+            .and_then(toml::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(toml::Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let restated: Vec<String> = own_items.iter().flat_map(names).collect();
+    let mut out: Vec<toml::Value> = base
+        .into_iter()
+        .filter(|v| !names(v).iter().any(|n| restated.contains(n)))
+        .collect();
+    out.extend(own_items.iter().cloned());
+    toml::Value::Array(out)
 }
 
 /// Merges `over` into `base`: tables key by key, recursively; every other value of `over`

@@ -157,6 +157,7 @@ impl EngineProfile {
         };
         let mut merged = toml::Table::new();
         let mut variants: Option<toml::Value> = None;
+        let mut classes: Option<toml::Value> = None;
         for &(text, file_origin) in &texts.engine {
             let mut table: toml::Table = toml::from_str(text).map_err(|e| EngineError::Toml {
                 origin: file_origin.to_owned(),
@@ -167,10 +168,22 @@ impl EngineProfile {
             if let Some(own) = table.remove("variant") {
                 variants = Some(variant::inherit(variants.take(), own));
             }
+            // A release's per-class encoder entries replace only the classes they name.
+            if let Some(own) = file::take_encoder_classes(&mut table) {
+                classes = Some(file::merge_encoder_classes(classes.take(), own));
+            }
             file::overlay(&mut merged, table);
         }
         if let Some(v) = variants {
             merged.insert("variant".to_owned(), v);
+        }
+        if let Some(c) = classes
+            && let Some(toml::Value::Table(encoder)) = merged
+                .get_mut("profile_run")
+                .and_then(|p| p.as_table_mut())
+                .and_then(|p| p.get_mut("encoder"))
+        {
+            encoder.insert("architecture".to_owned(), c);
         }
         let variants = variant::Variant::take_all(&mut merged, origin)?;
         let facts = compile(&merged, origin)?;

@@ -390,6 +390,19 @@ impl EngineProfile {
             .as_ref()
             .is_none_or(|e| e.profiled);
         let encoder_runs = run.model.vision_encoder && !run.skip_mm_profiling && profiled;
+        // A tower the release's file marks as not modelled is refused with its reason.
+        if encoder_runs
+            && run.model.encoder.is_some()
+            && let Some(why) = (self.facts.profile_run.encoder.as_ref())
+                .and_then(|p| p.for_class(&run.model.architecture).refuse)
+        {
+            return Err(EngineError::EncoderClassRefused {
+                circuit: stages[0].circuit.name().to_owned(),
+                engine: format!("{} {}", self.facts.engine, self.facts.version),
+                class: run.model.architecture.clone(),
+                why: why.to_owned(),
+            });
+        }
         let encoder = match (
             encoder_runs,
             run.model.encoder,
