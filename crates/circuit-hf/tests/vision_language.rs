@@ -2,9 +2,11 @@
 //! `kimi_vl`, `qwen2_5_vl`, `qwen3_vl`, `qwen3_vl_moe`), each from the representative
 //! config.json under data/models: the checkpoint's weights, its tensor names, each rank's share
 //! of its tower at TP 2 and 4, and the encoder shape of the dummy item vLLM 0.19's profile
-//! makes. Every weight figure is `derived` (counted by hand from the architecture in the
-//! comment; the exact published figure was not at hand), and checked against the headline size
-//! of the model page as recalled, in the manner of tests/public_models.rs.
+//! makes. Every whole-model weight figure is `derived` (counted by hand from the architecture
+//! in the comment; the exact published figure was not at hand), and checked against the
+//! headline size of the model page as recalled, in the manner of tests/public_models.rs; the
+//! language models of four of them are checked against published text checkpoints
+//! ([`language_models_match_published_text_checkpoints`]).
 
 use circuit_hf::{EncoderShape, HfError, ImportOptions, Parallel, VideoShape, import_parallel};
 use serde_json::Value;
@@ -584,5 +586,43 @@ fn bad_vision_language_keys_are_refused() {
             r#""topk_method": 3"#,
         ),
         "topk_method",
+    );
+}
+
+/// The language models of the new types against published text checkpoints (data/models/README.md
+/// and tests/public_models.rs): where the wrapper's language model is a published one, its
+/// bytes are that checkpoint's `total_size`; where it differs by a few rows, by exactly those.
+/// (Qwen3-VL-8B's and Granite Vision's language models and every tower stay derived only.)
+#[test]
+fn language_models_match_published_text_checkpoints() {
+    let text_bytes = |name: &str, read_as: &str| ranks(&text_only(&config(name), read_as), 1)[0];
+    // Qwen2.5-VL-7B's language model is Qwen2.5-7B: total_size 15,231,233,024, the config of
+    // data/models/qwen2.5-7b to the byte.
+    let qwen2_5_7b = import("qwen2.5-7b").circuit.weight_bytes();
+    assert_eq!(qwen2_5_7b, 15_231_233_024);
+    assert_eq!(text_bytes("qwen2.5-vl-7b-instruct", "qwen2"), qwen2_5_7b);
+    // Qwen3-VL-30B-A3B's is Qwen3-30B-A3B's: total_size 61,064,245,248 (experts stored fused
+    // here, per expert there: the same bytes).
+    let qwen3_30b = import("qwen3-30b-a3b").circuit.weight_bytes();
+    assert_eq!(qwen3_30b, 61_064_245_248);
+    assert_eq!(
+        text_bytes("qwen3-vl-30b-a3b-instruct", "qwen3_moe"),
+        qwen3_30b
+    );
+    // llava-v1.6-mistral-7b-hf's is Mistral-7B (total_size 14,483,464,192) with 64 more
+    // vocabulary rows in embed_tokens and lm_head: 2 x 64 x 4,096 x 2 bytes = 1,048,576.
+    assert_eq!(
+        text_bytes("llava-v1.6-mistral-7b-hf", "mistral"),
+        14_483_464_192 + 1_048_576
+    );
+    // Kimi-VL-A3B's is DeepSeek-V2-Lite's shape (total_size 31,412,968,448) with a vocabulary
+    // of 163,840 for 102,400 (2 x 61,440 x 2,048 = 251,658,240 parameters), a dense first
+    // layer of 11,264 for 10,944 (3 x 320 x 2,048 = 1,966,080) and noaux_tc's f32 router bias
+    // (26 x 64 x 4 = 6,656 bytes).
+    let lite = import("deepseek-v2-lite").circuit.weight_bytes();
+    assert_eq!(lite, 31_412_968_448);
+    assert_eq!(
+        text_bytes("kimi-vl-a3b-instruct", "deepseek_v2"),
+        lite + 2 * (251_658_240 + 1_966_080) + 6_656
     );
 }
