@@ -382,8 +382,8 @@ fn the_corpus_covers_every_format_and_the_flags() {
     assert_eq!(count("pack-"), 10);
     assert_eq!(count("bench-"), 2);
     assert_eq!(count("huge-"), 9);
-    assert_eq!(count("engine-"), 5);
-    assert_eq!(cases.len(), 175);
+    assert_eq!(count("engine-"), 6);
+    assert_eq!(cases.len(), 176);
     let flags: BTreeSet<&str> = cases
         .iter()
         .flat_map(|c| c.args.iter())
