@@ -301,6 +301,7 @@ fn a_video_tower_needs_the_engine_files_dummy_video() {
     // 0.25 and 0.26 run every dense model on the V2 runner, whose profile runs no encoder
     // before 0.27; the others profile the same dummy video with the same terms.
     for (release, expected) in [
+        ("vllm==0.18.0", own),
         ("vllm==0.20.0", own),
         ("vllm==0.22.0", own),
         ("vllm==0.25.0", EncoderBytes::default()),
@@ -312,30 +313,49 @@ fn a_video_tower_needs_the_engine_files_dummy_video() {
         let w = &later.predict_layout(&stages, &run).unwrap().workers[0];
         assert_eq!(w.encoder, expected, "{release}");
     }
+    // Before 0.15 the towers' files differ from 0.19's and were not read: refused.
+    let early = engines::select("vllm==0.13.0").unwrap();
+    assert!(matches!(
+        early.predict_layout(&stages, &run),
+        Err(EngineError::EncoderClassRefused { .. })
+    ));
 }
 
-/// Pixtral's profile follows the releases whose PixtralHF classes are 0.19's (0.20-0.28 change
-/// only its weight loading); from 0.29 its attention runs MMEncoderAttention without the dense
-/// mask, so its entry is refused there, with the reason, while the other towers' entries stay.
+/// Pixtral's profile follows the releases whose PixtralHF classes are 0.19's and whose wheel
+/// has no xformers (0.15-0.18; 0.20-0.28 change only its weight loading); from 0.29 its
+/// attention runs MMEncoderAttention without the dense mask, and before 0.15 the classes
+/// differ (with xformers required up to 0.11.2), so its entry is refused there, with the
+/// reason, while the other towers' entries stay.
 #[test]
-fn pixtrals_profile_is_refused_from_the_release_that_drops_its_dense_mask() {
+fn pixtrals_profile_is_refused_where_its_attention_is_not_0_19s() {
     let (circuits, mut run) = layout("mistral-small-3.1-24b-instruct-2503", 1);
     let stages = StageCircuit::in_order(&circuits);
     let own = predict(&circuits, &run).workers[0].encoder;
     assert_eq!(own.peak, 2_119_145_600);
-    for release in ["vllm==0.20.0", "vllm==0.27.0", "vllm==0.28.0"] {
+    for release in [
+        "vllm==0.15.0",
+        "vllm==0.18.0",
+        "vllm==0.20.0",
+        "vllm==0.27.0",
+        "vllm==0.28.0",
+    ] {
         let later = engines::select(release).unwrap();
         let w = &later.predict_layout(&stages, &run).unwrap().workers[0];
         assert_eq!(w.encoder, own, "{release}");
     }
-    for release in ["vllm==0.29.0", "vllm"] {
-        let later = engines::select(release).unwrap();
-        let e = later.predict_layout(&stages, &run).unwrap_err();
+    for (release, why) in [
+        ("vllm==0.29.0", "MMEncoderAttention"),
+        ("vllm", "MMEncoderAttention"),
+        ("vllm==0.14.1", "xformers"),
+        ("vllm==0.10.1.1", "xformers"),
+    ] {
+        let other = engines::select(release).unwrap();
+        let e = other.predict_layout(&stages, &run).unwrap_err();
         assert!(
             matches!(&e, EngineError::EncoderClassRefused { class, .. } if class == "Mistral3ForConditionalGeneration"),
             "{release}: {e}"
         );
-        assert!(e.to_string().contains("MMEncoderAttention"), "{e}");
+        assert!(e.to_string().contains(why), "{e}");
     }
     run.skip_mm_profiling = true;
     let later = engines::select("vllm==0.29.0").unwrap();

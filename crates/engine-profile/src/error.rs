@@ -130,8 +130,8 @@ pub enum EngineError {
         /// Why (the variant's `refuse`, and the variant's name).
         why: String,
     },
-    /// A tower whose profile the engine file models for an earlier release only: the release
-    /// changed its source in a way the terms do not follow (`refuse` of its
+    /// A tower whose profile the engine file models for other releases only: this release's
+    /// source differs in a way the terms do not follow (`refuse` of its
     /// `profile_run.encoder.architecture` entry).
     #[error(
         "{circuit}: {engine}'s profile run runs the multimodal encoder of {class}, whose profile is not modelled for this release: {why}; pass --skip-mm-profiling (the engine's flag) to predict the start-up without it, --language-model-only to load no tower, or plan without --engine"
