@@ -33,6 +33,21 @@ Run (weights are dummies: only the config is read, nothing is downloaded):
         --max-num-seqs 8 [--pp 2] [--dtype float32]
     python docs/experiments/vllm_forward_peak.py analyze profile_run-rank0.pickle
 
+A vision-language model (issue 32, class 1: docs/engines.md, "The towers of issue 32") needs
+its processor's files beside config.json, since the profile run builds its dummy images or
+video with the model's processor: pass the repository's small files as a directory instead
+(every file but the weights is copied; the tokenizer is then loaded too), at the context and
+sequences the prediction assumes, e.g.
+
+    huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct --exclude '*.safetensors' \
+        --local-dir qwen2.5-vl-7b
+    python docs/experiments/vllm_forward_peak.py run qwen2.5-vl-7b --max-num-seqs 1024 \
+        --max-model-len 128000 --gpu-memory-utilization 0.9
+    cargo xtask plan --hf-config data/models/qwen2.5-vl-7b-instruct/config.json \
+        --engine vllm==0.19.0
+
+and the snapshot names what the encoder keeps alive at its peak (the tower's frames).
+
 `run` records torch's allocator history (torch.cuda.memory._record_memory_history) from the
 start of GPUModelRunner.profile_run to its end, in every worker (forked, so the patch reaches
 them), writes `profile_run-rank<R>.pickle` per worker and analyzes each. `analyze` replays a
@@ -183,14 +198,24 @@ def run(config, max_num_seqs, pp, gpu_memory_utilization, max_model_len, max_num
     gpu_model_runner.GPUModelRunner.load_model = load_model
 
     model_dir = tempfile.mkdtemp(prefix="vllm-forward-peak-")
-    shutil.copy(config, os.path.join(model_dir, "config.json"))
+    # A directory: a repository's small files (a multimodal processor needs its own); the
+    # weights are dummies, so none is copied.
+    weights = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+    with_files = os.path.isdir(config)
+    if with_files:
+        for name in os.listdir(config):
+            path = os.path.join(config, name)
+            if os.path.isfile(path) and not name.endswith(weights):
+                shutil.copy(path, os.path.join(model_dir, name))
+    else:
+        shutil.copy(config, os.path.join(model_dir, "config.json"))
     # `LLM()` takes the offline defaults (engine/arg_utils.py get_batch_defaults,
     # UsageContext.LLM_CLASS: 16384 batched tokens on an H100), not `vllm serve`'s 8192, which
     # the logs and the plan's `tokens` are: pass serve's explicitly.
     LLM(
         model=model_dir,
         load_format="dummy",
-        skip_tokenizer_init=True,
+        skip_tokenizer_init=not with_files,
         max_model_len=max_model_len,
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
@@ -205,7 +230,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="start vLLM on dummy weights and snapshot its profile run")
-    r.add_argument("config", help="a Hugging Face config.json")
+    r.add_argument(
+        "config",
+        help="a Hugging Face config.json, or a directory of a repository's files but its weights",
+    )
     r.add_argument("--max-num-seqs", type=int, default=8)
     r.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (GPUs)")
     r.add_argument("--gpu-memory-utilization", type=float, default=0.95)
