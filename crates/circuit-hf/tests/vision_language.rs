@@ -142,9 +142,23 @@ fn derived_qwen2_5_vl_7b_instruct_flat_config() {
             "visual.merger.mlp.2.weight",
         ],
     );
-    // The text keys sit at the top level: reported as read, the M-RoPE rope among them.
+    // The text keys sit at the top level: reported as read, the M-RoPE rope among them: one
+    // rotary configuration, the legacy type `mrope` with its `mrope_section`, over a head of
+    // 3,584 / 28 = 128.
     assert!(i.keys_read.iter().any(|k| k == "hidden_size"));
-    assert_eq!(i.circuit.dim("mrope"), Some(1));
+    assert_eq!(
+        i.facts.rotary,
+        vec![model_facts::Rotary {
+            set: model_facts::RopeSet {
+                rope_type: "mrope".to_owned(),
+                factor: None,
+                factor_null: false,
+                original_max_position_embeddings: None,
+                mrope_section: true,
+            },
+            rotary_dim: 128,
+        }]
+    );
     assert_eq!(i.facts.model_type, "qwen2");
     assert_eq!(i.facts.max_position_embeddings, 128_000);
     // A re-saved config nests the text under `text_config` (`qwen2_5_vl_text`) and keeps the
@@ -206,7 +220,20 @@ fn derived_qwen3_vl_8b_instruct_with_deepstack_mergers() {
         ],
     );
     assert_eq!(i.circuit.dim("deepstack_layers"), Some(3));
-    assert_eq!(i.circuit.dim("mrope"), Some(1));
+    // One M-RoPE rotary configuration (a default set with `mrope_section`), head_dim 128.
+    assert_eq!(
+        i.facts.rotary,
+        vec![model_facts::Rotary {
+            set: model_facts::RopeSet {
+                rope_type: "default".to_owned(),
+                factor: None,
+                factor_null: false,
+                original_max_position_embeddings: None,
+                mrope_section: true,
+            },
+            rotary_dim: 128,
+        }]
+    );
     // Loaded without its tower, the deepstack buffers go too: no dim.
     let mut options = ImportOptions::default();
     options.language_model_only = true;
