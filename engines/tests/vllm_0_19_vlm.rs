@@ -5,6 +5,15 @@
 //! encoder holds and outputs, its own peak, the weights vLLM creates, and a start-up predicted
 //! without refusal. Every figure is derived from vLLM's source by hand in the comments (no log
 //! of these models ran); the terms are engines/vllm-0.19/engine.toml's encoder variants.
+//!
+//! The weights are the caching allocator's blocks (engine-profile's torch_allocator.rs): each
+//! parameter is one request, rounded up to 512 bytes; one of at most 1 MiB comes from 2 MiB
+//! small-pool segments, one under 10 MiB from 20 MiB segments, a larger one from a segment of
+//! its size rounded up to 2 MiB; a free block is taken by best fit and split only when more
+//! than 1 MiB (small pool: 512 bytes) would remain, else handed out whole. So beside the
+//! tensors' bytes: a 512-byte block for each of the 7 f32 scalars per attention layer (4
+//! bytes each, not in the checkpoint), a segment's tail of at most 1 MiB where a large tensor is not a multiple of
+//! 2 MiB, and the rest of a free block a smaller tensor takes when at most 1 MiB would remain.
 
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
@@ -96,8 +105,12 @@ const CUBLAS: u64 = 32 * 1024 * 1024;
 /// unsplit: 1,871,337,600. One image (a budget of 4,096 tokens): R = 12,100 is not a multiple
 /// of 8, so SDPA pads a copy of the mask to 12,104 columns: the attention's point, 4 x 1,024 +
 /// 6 x 1,024 + 12,104 = 22,344 a row, is the layer's: 540,724,800, the mask 292,820,000 and
-/// the rotary 3,097,600: 836,642,400. Weights: the checkpoint, 48,022,722,560, and the rotary
-/// cache 131,072 x 128 x 2 = 33,554,432.
+/// the rotary 3,097,600: 836,642,400. Weights: the checkpoint, 48,022,722,560, the rotary
+/// cache 131,072 x 128 x 2 = 33,554,432 (32 MiB, a segment of its own, no tail), 280 scalars
+/// (40 layers x 7) x 512 = 143,360, and the projector's linear_1: Pixtral's patch_conv
+/// (1,024 x 3 x 14^2 x 2 = 1,204,224) opens a 20 MiB segment, the patch merger's 8,388,608
+/// takes the next 8 MiB of it, and linear_1 (5,120 x 1,024 x 2 = 10,485,760) takes the
+/// 11,378,688 left, whose 892,928 rest is not split: 48,057,313,280.
 #[test]
 fn pixtrals_dense_mask_sets_the_peak() {
     let (circuits, mut run) = layout("mistral-small-3.1-24b-instruct-2503", 1);
@@ -109,7 +122,10 @@ fn pixtrals_dense_mask_sets_the_peak() {
     );
     assert_eq!(w.peak_set_by, PeakSetBy::Encoder);
     assert_eq!(w.activation_peak, CUBLAS + 28_459_200 + 2_119_145_600);
-    assert_eq!(w.weights, 48_022_722_560 + 33_554_432);
+    assert_eq!(
+        w.weights,
+        48_022_722_560 + 33_554_432 + 280 * 512 + (11_378_688 - 10_485_760)
+    );
     assert!(s.kv_cache_tokens > 0);
     run.max_num_batched_tokens = Some(4096);
     let one = predict(&circuits, &run).workers[0].encoder;
@@ -128,8 +144,16 @@ fn pixtrals_dense_mask_sets_the_peak() {
 /// embedding 30,492 x 1,152 x 2 = 70,253,568, freqs_cis 30,492 x 36 x 8 = 8,781,696 and the
 /// rotary's point, 2 x 1,152 + 13 x 1,152 = 17,280 a row (the MLP's 4 x 1,152 + 2 x 4,304 =
 /// 13,216), 1,053,803,520: 1,132,838,784. The 163,840-word vocabulary's sampler sets the peak.
-/// Weights: the checkpoint 32,815,315,424, the rotary cache 131,072 x 64 x 2 = 16,777,216 and
-/// MLA's absorbed W_UK/W_UV 27 x 16 x 256 x 512 x 2 = 113,246,208 (engine.toml's term).
+/// Weights: the checkpoint 32,815,315,424, the rotary cache 131,072 x 64 x 2 = 16,777,216,
+/// MLA's absorbed W_UK/W_UV 27 x 16 x 256 x 512 x 2 = 113,246,208 (engine.toml's term), and the
+/// blocks: 189 scalars (27 layers x 7) x 512 = 96,768; the shared experts' down_proj on 26
+/// layers, 2,816 x 2,048 x 2 = 11,534,336 (11 MiB) in a 12 MiB segment whose 1 MiB tail is
+/// not split: 26 x 1,048,576; the 26 f32 e_score_correction_bias of 256 bytes in 512: 26 x 256;
+/// and the tower, MoonViT's 27 layers of wqkv 7,962,624, wo 2,654,208 and fc0/fc1 9,916,416
+/// bytes, all under 10 MiB, carved from 20 MiB segments, one taking a free block whole when at
+/// most 1 MiB of it would remain: wo 6,713,344, fc0/fc1 5,697,536, wqkv 425,984, the patch
+/// embedding (1,354,752 in a 1,835,008 block) 480,256, and its 2,304-, 6,912- and 8,608-byte
+/// norms and biases in 2,560, 7,168 and 8,704: 52,256; 13,369,376 in all.
 #[test]
 fn kimi_vls_moonvit_keeps_its_rope_cache() {
     let (circuits, run) = layout("kimi-vl-a3b-instruct", 1);
@@ -140,7 +164,16 @@ fn kimi_vls_moonvit_keeps_its_rope_cache() {
         encoder(7, false, 35_858_592 + 75_497_472, 31_223_808, 1_132_838_784)
     );
     assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
-    assert_eq!(w.weights, 32_815_315_424 + 16_777_216 + 113_246_208);
+    assert_eq!(
+        w.weights,
+        32_815_315_424
+            + 16_777_216
+            + 113_246_208
+            + 189 * 512
+            + 26 * 1_048_576
+            + 26 * 256
+            + 13_369_376
+    );
     assert!(s.kv_cache_tokens > 0);
 }
 
@@ -153,8 +186,16 @@ fn kimi_vls_moonvit_keeps_its_rope_cache() {
 /// SigLIP's tanh GELU point 3 x 1,152 + 2 x 4,304 = 12,064: 42,016 a row, 673,852,608. Weights
 /// as vLLM builds the towers (no post LayerNorm, no head, no layer after the deepest feature
 /// layer): llava 15,133,495,296 - 25,192,448 - 4,096 + its rotary 32,768 x 128 x 2 =
-/// 15,116,687,360; Granite 5,950,793,856 - 30,476,704 - 4,608 + 131,072 x 64 x 2 =
-/// 5,937,089,760.
+/// 15,116,687,360 bytes of tensors, and the blocks: 224 scalars (32 x 7) x 512; the embedding
+/// and lm_head, 32,064 x 4,096 x 2 = 262,668,288 (250.5 MiB), each leave a 1.5 MiB tail of
+/// their 252 MiB segment, which CLIP's patch embedding (1,204,224) and position embedding
+/// (1,181,696) take whole: 368,640 + 391,168; 15,117,561,856. Granite 5,950,793,856 -
+/// 30,476,704 - 4,608 + 131,072 x 64 x 2 = 5,937,089,760 bytes of tensors, and the blocks: 280
+/// scalars (40 x 7) x 512; the SigLIP's 27 layers of qkv 7,962,624, out_proj 2,654,208 and
+/// fc1/fc2 9,916,416 bytes carved from 20 MiB segments, a free block taken whole when at most
+/// 1 MiB of it would remain: fc1/fc2 6,135,808, out_proj 5,697,536, the patch embedding
+/// 726,016, its norms, biases and position embedding in 512-byte steps 51,488; 12,610,848:
+/// 5,949,843,968.
 #[test]
 fn llava_next_keeps_its_feature_layers() {
     let (circuits, run) = layout("llava-v1.6-mistral-7b-hf", 1);
@@ -163,14 +204,14 @@ fn llava_next_keeps_its_feature_layers() {
         w.encoder,
         encoder(2, false, 6_773_760, 47_972_352, 189_071_360)
     );
-    assert_eq!(w.weights, 15_116_687_360);
+    assert_eq!(w.weights, 15_116_687_360 + 224 * 512 + 368_640 + 391_168);
     let (circuits, run) = layout("granite-vision-3.2-2b", 1);
     let w = &predict(&circuits, &run).workers[0];
     assert_eq!(
         w.encoder,
         encoder(1, false, 9_732_096, 33_951_744, 673_852_608)
     );
-    assert_eq!(w.weights, 5_937_089_760);
+    assert_eq!(w.weights, 5_937_089_760 + 280 * 512 + 12_610_848);
 }
 
 /// Qwen2.5-VL-7B profiles a video: at max-model-len 128,000 the most frames that fit are 14
@@ -183,7 +224,15 @@ fn llava_next_keeps_its_feature_layers() {
 /// 5 x 1,280 + 3 x 1,710 + 1,280 = 12,810 a row: 11,826,626,560. At max-model-len 32,768:
 /// 4 frames, 2 groups (R = 131,072): 20,971,520 + 131,072 x 16,660 x 2 = 4,388,290,560. With
 /// videos limited to 0 the image is profiled (R = 65,536): 2,194,145,280. Weights: the
-/// checkpoint 16,584,333,312 and M-RoPE's cache, 4 x 128,000 x 128 x 2 = 131,072,000.
+/// checkpoint 16,584,333,312, M-RoPE's cache, 4 x 128,000 x 128 x 2 = 131,072,000, and the
+/// blocks. A large tensor's segment is rounded up to 2 MiB, a tail of at most 1 MiB not split:
+/// M-RoPE's cache (125 MiB in 126) 1 MiB; on 28 layers gate_up_proj 2 x 18,944 x 3,584 x 2
+/// (259 MiB in 260) 1 MiB, qkv_proj 4,608 x 3,584 x 2 (31.5 MiB in 32) and down_proj (129.5 MiB
+/// in 130) 0.5 MiB each: 28 x 2 MiB; the embedding and lm_head, 152,064 x 3,584 x 2 (1,039.5
+/// MiB), 0.5 MiB each; the merger's first linear, 5,120^2 x 2 (25 MiB in 26) 1 MiB. The tower's
+/// attn.proj (1,280^2 x 2 = 3,276,800) opens a 20 MiB segment whose 17,694,720 rest
+/// gate_up_proj (2 x 3,420 x 1,280 x 2 = 17,510,400) takes whole, 184,320 over, on blocks 2 to
+/// 31: 30 x 184,320; its bias, 13,680 in 13,824: 32 x 144. And 196 scalars (28 x 7) x 512.
 #[test]
 fn qwen2_5_vl_profiles_a_video() {
     let (circuits, mut run) = layout("qwen2.5-vl-7b-instruct", 1);
@@ -204,7 +253,15 @@ fn qwen2_5_vl_profiles_a_video() {
         w.activation_peak,
         CUBLAS + 1_078_984_704 + 73_400_320 + 15_359_016_960
     );
-    assert_eq!(w.weights, 16_584_333_312 + 131_072_000);
+    assert_eq!(
+        w.weights,
+        16_584_333_312
+            + 131_072_000
+            + (1 + 28 * 2 + 1 + 1) * 1_048_576
+            + 30 * 184_320
+            + 32 * 144
+            + 196 * 512
+    );
     run.max_model_len = Some(32_768);
     let short = predict(&circuits, &run).workers[0].encoder;
     assert_eq!((short.video, short.peak), (true, 4_388_290_560));
@@ -226,9 +283,16 @@ fn qwen2_5_vl_profiles_a_video() {
 /// 2,224,029,696. With images limited to 0 the video's group (49,152 patches, 12,288 tokens):
 /// 113,246,208 + 7,077,888 + 301,989,888 + 1,245,708,288 = 1,668,022,272. Weights: the
 /// checkpoint 17,534,247,392, M-RoPE's cache 4 x 262,144 x 128 x 2 = 268,435,456 and the
-/// deepstack buffers 3 x 8,192 x 4,096 x 2 = 201,326,592. Qwen3-VL-30B-A3B: the same tower
-/// into 2,048 wide: deepstack 201,326,592, peak 2,022,703,104; weights 62,141,508,064 +
-/// 268,435,456 + 100,663,296. At its 262,144 context it holds fewer KV tokens than one
+/// deepstack buffers 3 x 8,192 x 4,096 x 2 = 201,326,592, and the blocks: the embedding and
+/// lm_head, 151,936 x 4,096 x 2 (1,187 MiB in 1,188), 1 MiB each; 252 scalars (36 x 7) x 512;
+/// the 256-byte q_norm and k_norm in 512: 2 x 36 x 256; the tower (SigLIP-shaped: 27 blocks of
+/// qkv 7,962,624, proj 2,654,208, fc1/fc2 9,916,416 bytes carved from 20 MiB segments, a free
+/// block taken whole when at most 1 MiB of it would remain): proj 5,697,536, fc1/fc2 5,697,536
+/// and its 2,304-, 6,912- and 8,608-byte norms and biases in 2,560, 7,168 and 8,704: 51,744;
+/// 11,446,816. Qwen3-VL-30B-A3B: the same tower into 2,048 wide: deepstack 201,326,592, peak
+/// 2,022,703,104; weights 62,141,508,064 + 268,435,456 + 100,663,296 and the blocks: its
+/// embedding and lm_head (593.5 MiB in 594) 0.5 MiB each, 336 scalars (48 x 7) x 512, q_norm
+/// and k_norm 2 x 48 x 256, and the tower's 11,446,816. At its 262,144 context it holds fewer KV tokens than one
 /// request: a start-up predicted (not refused) that does not start.
 #[test]
 fn qwen3_vl_profiles_an_image_with_its_deepstack_features() {
@@ -240,7 +304,16 @@ fn qwen3_vl_profiles_an_image_with_its_deepstack_features() {
         encoder(1, false, 201_326_592, 536_870_912, 2_224_029_696)
     );
     assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
-    assert_eq!(w.weights, 17_534_247_392 + 268_435_456 + 201_326_592);
+    assert_eq!(
+        w.weights,
+        17_534_247_392
+            + 268_435_456
+            + 201_326_592
+            + 2 * 1_048_576
+            + 252 * 512
+            + 2 * 36 * 256
+            + 11_446_816
+    );
     run.mm_limit_per_prompt = Some(0);
     let video = predict(&circuits, &run).workers[0].encoder;
     assert_eq!(
@@ -251,7 +324,16 @@ fn qwen3_vl_profiles_an_image_with_its_deepstack_features() {
     let s = predict(&circuits, &run);
     let w = &s.workers[0];
     assert_eq!((w.encoder.items, w.encoder.peak), (1, 2_022_703_104));
-    assert_eq!(w.weights, 62_141_508_064 + 268_435_456 + 100_663_296);
+    assert_eq!(
+        w.weights,
+        62_141_508_064
+            + 268_435_456
+            + 100_663_296
+            + 1_048_576
+            + 336 * 512
+            + 2 * 48 * 256
+            + 11_446_816
+    );
     assert!(matches!(
         s.verdict,
         engine_profile::Verdict::MaxModelLenTooLong { .. }
@@ -371,8 +453,9 @@ fn pixtrals_profile_is_refused_where_its_attention_is_not_0_19s() {
 /// 0.4) = 34,013,079,143 bytes. With 5 groups (81,920 to 98,303 tokens, R = 327,680) the
 /// encoder's side is the cuBLAS workspace, the pixels and lru-cached cos/sin (327,680 x 2,512
 /// = 823,132,160) and its peak (327,680 x (160 + 2 x 16,660) = 10,970,726,400):
-/// 11,827,412,992. With the weights 16,715,405,312 and non-torch 268,435,456, 5,201,825,383
-/// bytes remain: 5,669 blocks of 917,504, 90,704 tokens, above 81,920. With 6 groups the peak
+/// 11,827,412,992. With the weights 16,782,905,856 (qwen2_5_vl_profiles_a_video) and non-torch
+/// 268,435,456, 5,134,324,839 bytes remain: 5,595 blocks of 917,504, 89,520 tokens, above
+/// 81,920. With 6 groups the peak
 /// grows by 2,358,771,712 and about 3,100 blocks remain, fewer than 98,304 tokens take.
 #[test]
 fn the_largest_context_of_a_video_model_is_predicted_per_length() {
@@ -381,7 +464,7 @@ fn the_largest_context_of_a_video_model_is_predicted_per_length() {
     let stages = StageCircuit::in_order(&circuits);
     let answers = profile().budget_answers(&stages, &run, 1).unwrap();
     let len = answers.largest_max_model_len.unwrap();
-    assert_eq!(len, 90_704);
+    assert_eq!(len, 89_520);
     let starts = |len: u64| {
         let s = predict(
             &circuits,

@@ -55,7 +55,9 @@ pub(crate) fn cache_rows(set: &RopeSet, model: &ModelFacts) -> Result<u64, Strin
                 .ok_or_else(|| "M-RoPE rows overflow".to_owned())
         };
         return match set.rope_type.as_str() {
-            "mrope" if !set.mrope_section => Err("rope type `mrope` without mrope_section".to_owned()),
+            "mrope" if !set.mrope_section => {
+                Err("rope type `mrope` without mrope_section".to_owned())
+            }
             "default" | "mrope" => four(max_position),
             "yarn" => scaled(four(original()?)?),
             other => Err(format!("rope type `{other}` with mrope_section")),
