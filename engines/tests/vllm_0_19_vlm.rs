@@ -67,6 +67,7 @@ fn layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
         block_size: None,
         enable_prefix_caching: None,
         model,
+        engine_flags: None,
     };
     (
         sharded.imports.into_iter().map(|i| i.circuit).collect(),

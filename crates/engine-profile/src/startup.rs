@@ -393,7 +393,7 @@ impl EngineProfile {
         // A tower the release's file marks as not modelled is refused with its reason.
         if encoder_runs
             && run.model.encoder.is_some()
-            && let Some(why) = (self.facts.profile_run.encoder.as_ref())
+            && let Some(why) = (self.facts.run()?.profile_run.encoder.as_ref())
                 .and_then(|p| p.for_class(&run.model.architecture).refuse)
         {
             return Err(EngineError::EncoderClassRefused {

@@ -383,6 +383,7 @@ mod tests {
             skip_mm_profiling: false,
             enforce_eager: false,
             mm_limit_per_prompt: None,
+            mm_video_limit_per_prompt: None,
             block_size: None,
             enable_prefix_caching: None,
             model,

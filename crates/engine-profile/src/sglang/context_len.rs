@@ -78,6 +78,7 @@ mod tests {
             factor,
             factor_null: false,
             original_max_position_embeddings: original,
+            mrope_section: false,
         }
     }
 
