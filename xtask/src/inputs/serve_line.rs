@@ -390,10 +390,16 @@ fn lookup(
             "`{word}` is not a flag of {} ({last} was the last release with it): it refuses the line (unrecognized arguments); drop it",
             table.release
         ),
-        None => format!(
-            "`{word}` is not a flag of {}: it refuses the line (unrecognized arguments)",
-            table.release
-        ),
+        None => match table.not_yet.get(word) {
+            Some(first) => format!(
+                "`{word}` is not a flag of {} ({first} was the first release with it): it refuses the line (unrecognized arguments); drop it",
+                table.release
+            ),
+            None => format!(
+                "`{word}` is not a flag of {}: it refuses the line (unrecognized arguments)",
+                table.release
+            ),
+        },
     })
 }
 
@@ -1187,8 +1193,12 @@ mod tests {
             "vllm==0.19.0"
         );
         assert_eq!(
-            engine_of(&["--engine", "vllm==0.27.1"]).unwrap_err(),
-            "vLLM 0.27.1's command line is not modelled: engines/vllm-0.19/serve_flags.toml was read from the source of vLLM 0.19.0, 0.19.1 only; choose one of those with --engine vllm==X"
+            engine_of(&["--engine", "vllm==0.27.1"]).unwrap(),
+            "vllm==0.27.1"
+        );
+        assert_eq!(
+            engine_of(&["--engine", "vllm==0.17.1"]).unwrap_err(),
+            "vLLM 0.17.1's command line is not modelled: engines/vllm-0.19/serve_flags.toml + engines/vllm-0.18/serve_flags.toml was read from the source of vLLM 0.18.0, 0.18.1 only; choose one of those with --engine vllm==X"
         );
     }
 

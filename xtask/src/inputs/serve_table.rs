@@ -111,6 +111,12 @@ pub struct Flag {
     pub why: Option<String>,
     /// The engine source that registers it.
     pub at: String,
+    /// The first release of the file's `releases` that has it (a folder whose releases
+    /// differ): an earlier one lacks it.
+    pub since: Option<String>,
+    /// The last release of the file's `releases` that has it: a later one lacks it, as a flag
+    /// under `absent` naming that release.
+    pub until: Option<String>,
 }
 
 /// The words that start the engine.
@@ -164,6 +170,10 @@ struct File {
     flags: BTreeMap<String, Flag>,
     #[serde(default)]
     absent: BTreeMap<String, String>,
+    /// Flags of the later releases a folder extends that this one does not register yet ->
+    /// the first release with it (an earlier folder overlaying a later one's table).
+    #[serde(default)]
+    not_yet: BTreeMap<String, String>,
 }
 
 /// An engine release's flags.
@@ -184,6 +194,8 @@ pub struct ServeTable {
     pub aliases: BTreeMap<String, String>,
     /// Flags of earlier releases this one lacks -> the last release that had it.
     pub absent: BTreeMap<String, String>,
+    /// Flags of later releases this one lacks yet -> the first release that has it.
+    pub not_yet: BTreeMap<String, String>,
 }
 
 /// The engine's name as messages print it.
@@ -280,7 +292,15 @@ impl ServeTable {
                     .map(|t| t.keys().cloned().collect())
                     .unwrap_or_default()
             };
-            for (key, other) in [("absent", "flags"), ("flags", "absent")] {
+            // A flag restated replaces its base's entry whole (an entry is never a mix of
+            // two releases' keys).
+            for (key, other) in [
+                ("absent", "flags"),
+                ("not_yet", "flags"),
+                ("flags", "absent"),
+                ("flags", "not_yet"),
+                ("flags", "flags"),
+            ] {
                 for name in named(key) {
                     if let Some(toml::Value::Table(t)) = merged.get_mut(other) {
                         t.remove(&name);
@@ -304,19 +324,34 @@ impl ServeTable {
             )
             .into());
         }
+        let mut flags = file.flags;
+        let mut absent = file.absent;
+        let wanted = numeric(version);
+        flags.retain(|name, f| {
+            if f.since.as_deref().is_some_and(|s| wanted < numeric(s)) {
+                return false;
+            }
+            match &f.until {
+                Some(u) if wanted > numeric(u) => {
+                    absent.insert(name.clone(), u.clone());
+                    false
+                }
+                _ => true,
+            }
+        });
         let mut aliases = BTreeMap::new();
-        for (name, flag) in &file.flags {
+        for (name, flag) in &flags {
             check_flag(name, flag).map_err(|e| format!("{origin}: flag `{name}`: {e}"))?;
             for short in &flag.short {
                 if aliases.insert(short.clone(), name.clone()).is_some()
-                    || file.flags.contains_key(short)
+                    || flags.contains_key(short)
                 {
                     return Err(format!("{origin}: `{short}` names two flags").into());
                 }
             }
         }
         if let Some(o) = &file.parser.optimization_flag
-            && !file.flags.contains_key(o)
+            && !flags.contains_key(o)
         {
             return Err(format!("{origin}: optimization_flag `{o}` is not a flag").into());
         }
@@ -327,9 +362,10 @@ impl ServeTable {
             launchers: file.launcher,
             parser: file.parser,
             env: file.env,
-            flags: file.flags,
+            flags,
             aliases,
-            absent: file.absent,
+            absent,
+            not_yet: file.not_yet,
         })
     }
 
@@ -759,12 +795,12 @@ mod tests {
 
     #[test]
     fn a_release_whose_flags_were_not_read_is_refused_and_vllm_alone_is_the_newest_read() {
-        // vllm-0.20 extends vllm-0.19 with no serve_flags.toml of its own.
+        // vllm-0.17 extends vllm-0.18 with no serve_flags.toml of its own.
         assert_eq!(
-            ServeTable::of_release("vllm==0.20.0")
+            ServeTable::of_release("vllm==0.17.0")
                 .unwrap_err()
                 .to_string(),
-            "vLLM 0.20.0's command line is not modelled: engines/vllm-0.19/serve_flags.toml was read from the source of vLLM 0.19.0, 0.19.1 only; choose one of those with --engine vllm==X"
+            "vLLM 0.17.0's command line is not modelled: engines/vllm-0.19/serve_flags.toml + engines/vllm-0.18/serve_flags.toml was read from the source of vLLM 0.18.0, 0.18.1 only; choose one of those with --engine vllm==X"
         );
         let t = ServeTable::of_release("vllm==0.19.1").unwrap();
         assert_eq!(
@@ -772,6 +808,96 @@ mod tests {
             ("vLLM 0.19.1", "0.19.1")
         );
         let newest = ServeTable::of_release("vllm").unwrap();
-        assert_eq!(newest.version, "0.19.1");
+        assert_eq!(newest.version, "0.34.0");
+    }
+
+    /// Each release from 0.20 reads its own flags: its folder states what differs from the
+    /// folder it extends (engines/vllm-0.2x/serve_flags.toml, each read from that release's
+    /// engine/arg_utils.py and cli_args.py).
+    #[test]
+    fn each_release_from_0_20_has_the_flags_its_source_registers() {
+        let t = |v: &str| ServeTable::of_release(&format!("vllm=={v}")).unwrap();
+        let class = |v: &str, f: &str| t(v).flag(f).map(|(_, flag)| flag.class);
+        // 0.20.0 adds --numa-bind (engine/arg_utils.py:917), which 0.19.1 lacks.
+        assert_eq!(class("0.19.1", "--numa-bind"), None);
+        assert_eq!(class("0.20.0", "--numa-bind"), Some(Class::Ignored));
+        assert_eq!(class("0.34.0", "--numa-bind"), Some(Class::Ignored));
+        // 0.20.0 widens --kv-cache-dtype's choices (engine/arg_utils.py:1068); fp8 stays the
+        // one-byte cache modelled.
+        let kv = t("0.20.0");
+        let (_, f) = kv.flag("--kv-cache-dtype").unwrap();
+        assert!(f.choices.as_ref().unwrap().iter().any(|c| c == "nvfp4"));
+        assert_eq!(
+            f.values.as_deref().unwrap(),
+            ["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
+        );
+        // 0.33.0 takes any text (`... | str`): no choices.
+        assert!(
+            t("0.33.0")
+                .flag("--kv-cache-dtype")
+                .unwrap()
+                .1
+                .choices
+                .is_none()
+        );
+        // 0.27.0 drops the partial-prefill flags; 0.28.0 drops --calculate-kv-scales.
+        assert_eq!(t("0.27.0").absent["--max-num-partial-prefills"], "0.26.0");
+        assert_eq!(t("0.28.0").absent["--calculate-kv-scales"], "0.27.1");
+        assert_eq!(
+            class("0.27.1", "--calculate-kv-scales"),
+            Some(Class::Refused)
+        );
+        // Within a folder: 0.30.0 has what 0.29.0 lacks (`since`), and 0.29.0 what 0.30.0
+        // dropped (`until`), which later releases name as absent.
+        assert_eq!(class("0.29.0", "--dp-sync-interval"), None);
+        assert_eq!(class("0.30.0", "--dp-sync-interval"), Some(Class::Ignored));
+        assert_eq!(
+            class("0.29.0", "--enable-bf16x3-router-gemm"),
+            Some(Class::Refused)
+        );
+        assert_eq!(t("0.30.0").absent["--enable-bf16x3-router-gemm"], "0.29.0");
+        assert_eq!(t("0.34.0").absent["--enable-bf16x3-router-gemm"], "0.29.0");
+        assert_eq!(class("0.31.0", "--enable-hc-sp"), None);
+        assert_eq!(class("0.32.0", "--enable-hc-sp"), Some(Class::Refused));
+        // 0.31.0 spells --gpu-memory-utilization --device-memory-utilization too; 0.34.0's
+        // default is None (engine/arg_utils.py:1403).
+        let v31 = t("0.31.0");
+        assert_eq!(
+            v31.flag("--device-memory-utilization").unwrap().0,
+            "--gpu-memory-utilization"
+        );
+        assert!(!v31.flag("--gpu-memory-utilization").unwrap().1.none);
+        assert!(t("0.34.0").flag("--gpu-memory-utilization").unwrap().1.none);
+        // 0.18 lacks what 0.19.0 added (`not_yet`) and has what 0.19.0 dropped.
+        let v18 = t("0.18.1");
+        assert_eq!(class("0.18.1", "--renderer-num-workers"), None);
+        assert_eq!(v18.not_yet["--renderer-num-workers"], "0.19.0");
+        assert_eq!(
+            class("0.18.0", "--disable-frontend-multiprocessing"),
+            Some(Class::Ignored)
+        );
+        assert!(
+            !v18.absent
+                .contains_key("--disable-frontend-multiprocessing")
+        );
+        assert_eq!(v18.absent["--swap-space"], "0.17.1");
+        assert!(v18.flag("-sc").is_none());
+        // Every release from 0.18.0 reads its table (each file's flags pass the checks).
+        let mut read = 0;
+        for r in engines::catalogue().unwrap() {
+            for v in &r.releases {
+                if r.engine == "vllm" && numeric(v) >= numeric("0.18.0") {
+                    ServeTable::of_release(&format!("vllm=={v}"))
+                        .unwrap_or_else(|e| panic!("{v}: {e}"));
+                    read += 1;
+                }
+            }
+        }
+        assert_eq!(read, 24);
+        // A flag every release keeps is inherited from 0.19's table.
+        assert_eq!(
+            t("0.34.0").flag("-tp").unwrap().1.to.as_deref(),
+            Some("--tensor-parallel-size")
+        );
     }
 }
