@@ -600,9 +600,10 @@ mod tests {
         }
     }
 
-    /// The shared cases of releases whose log lines are not modelled (data/vllm/
-    /// cases-versions.json: vLLM 0.10.1.1 on an A100) are refused in one line, not read with
-    /// 0.19's lines.
+    /// The shared cases of releases whose command line is not modelled (data/vllm/
+    /// cases-versions.json: vLLM 0.10.1.1 on an A100; its log lines are, engines/vllm-0.10.1/
+    /// log.toml, but its non-default args cannot be read as its flags) are refused in one
+    /// line, not read with 0.19's flags.
     #[test]
     fn a_case_of_a_release_whose_lines_are_not_read_is_one_line() {
         let text = std::fs::read_to_string(data().join("vllm/cases-versions.json")).unwrap();
@@ -615,7 +616,7 @@ mod tests {
                     .unwrap_err()
                     .to_string(),
                 format!(
-                    "{name}: release 0.10.1.1's start-up log is not modelled: engines/vllm-0.19/log.toml lists the lines of 0.19.0, 0.19.1 only"
+                    "{name}: vLLM 0.10.1.1's command line is not modelled: engines/vllm-0.19/serve_flags.toml + engines/vllm-0.18/serve_flags.toml was read from the source of vLLM 0.18.0, 0.18.1 only; choose one of those with --engine vllm==X"
                 )
             );
         }
@@ -653,10 +654,11 @@ mod tests {
             "l.log: the log is vLLM 0.6.3 (line 1), a release the planner does not model"
         );
         assert!(list.split(", ").any(|r| r == "0.19.0"), "{v0}");
-        // A release modelled whose start-up lines were not read.
+        // A release modelled whose command line was not read (its non-default args cannot
+        // be read as flags).
         assert_eq!(
-            e("INFO [utils.py:279] vLLM server version 0.25.0, serving model m"),
-            "l.log: release 0.25.0's start-up log is not modelled: engines/vllm-0.19/log.toml lists the lines of 0.19.0, 0.19.1 only"
+            e("INFO [utils.py:279] vLLM server version 0.17.0, serving model m"),
+            "l.log: vLLM 0.17.0's command line is not modelled: engines/vllm-0.19/serve_flags.toml + engines/vllm-0.18/serve_flags.toml was read from the source of vLLM 0.18.0, 0.18.1 only; choose one of those with --engine vllm==X"
         );
         assert_eq!(
             e("INFO [utils.py:279] vLLM server version 0.19.0, serving model m"),

@@ -784,13 +784,91 @@ mod tests {
             bad("x {weights"),
             "l.toml: pattern `x {weights`: a `{` is not closed"
         );
-        // A folder that extends 0.19's without a log.toml of its own has no lines for its
-        // release: 0.19's are not read as another release's.
+        // A file's lines are read only for the releases it lists.
         assert_eq!(
-            LogFormat::of_folder("vllm-0.20", "0.20.0")
-                .unwrap_err()
-                .to_string(),
-            "release 0.20.0's start-up log is not modelled: engines/vllm-0.19/log.toml lists the lines of 0.19.0, 0.19.1 only"
+            LogFormat::from_text(
+                "schema = 1\nreleases = [\"1.0\"]\n[[line]]\npattern = \"x {weights}\"\nat = \"a\"\n",
+                "l.toml",
+                "1.1"
+            )
+            .unwrap_err()
+            .to_string(),
+            "release 1.1's start-up log is not modelled: l.toml lists the lines of 1.0 only"
         );
+    }
+
+    /// Each release reads its log with its own lines (engines/<folder>/log.toml, read from its
+    /// sources): the lines below are each release's format strings, filled as its logger fills
+    /// them.
+    #[test]
+    fn each_release_reads_the_lines_its_sources_print() {
+        let figures = |folder: &str, version: &str, text: &str| -> Vec<(Figure, String)> {
+            let f = LogFormat::of_folder(folder, version).unwrap();
+            read(text, &f)
+                .printed
+                .into_iter()
+                .map(|p| (p.figure, p.text))
+                .collect()
+        };
+        // vLLM 0.34.0: v1/worker/gpu/model_runner.py:441-443 "Model loading took %s GiB memory
+        // and %.6f seconds"; utils/mem_utils.py:233-241 the profile's repr, which prints the
+        // total consumed where 0.19 printed the non-torch increase; v1/core/kv_cache_utils.py
+        // :1168-1174 the tokens and the concurrency on one line.
+        let v034 = "(EngineCore pid=9) INFO 06-01 10:00:00 [v1/worker/gpu/model_runner.py:441] Model loading took 15.27 GiB memory and 4.210000 seconds\n\
+(EngineCore pid=9) DEBUG 06-01 10:00:09 [v1/worker/gpu_worker.py:794] Memory profiling takes 8.12 seconds. Total non KV cache memory: 17.9GiB; torch peak memory increase: 1.52GiB; total consumed (from mem_get_info): 16.91GiB; weights memory: 15.27GiB.\n\
+(EngineCore pid=9) INFO 06-01 10:00:09 [v1/core/kv_cache_utils.py:1168] GPU KV cache size: 484,352 tokens, Maximum concurrency for 32,768 tokens per request: 14.78x";
+        assert_eq!(
+            figures("vllm-0.34", "0.34.0", v034),
+            [
+                (Figure::Weights, "15.27".to_owned()),
+                (Figure::NonKv, "17.9".to_owned()),
+                (Figure::ActivationPeak, "1.52".to_owned()),
+                (Figure::KvCacheTokens, "484,352".to_owned()),
+                (Figure::MaxModelLen, "32,768".to_owned()),
+                (Figure::MaxConcurrency, "14.78".to_owned()),
+            ]
+        );
+        // vLLM 0.30.0 (folder vllm-0.29): kv_cache_utils.py "%s KV cache size: %s tokens,
+        // Maximum concurrency for %s tokens per request: %.2fx" with "GPU" on CUDA.
+        let v030 = "(EngineCore pid=9) INFO 06-01 10:00:09 [v1/core/kv_cache_utils.py:2391] GPU KV cache size: 1,024 tokens, Maximum concurrency for 512 tokens per request: 2.00x";
+        assert_eq!(
+            figures("vllm-0.29", "0.30.0", v030),
+            [
+                (Figure::KvCacheTokens, "1,024".to_owned()),
+                (Figure::MaxModelLen, "512".to_owned()),
+                (Figure::MaxConcurrency, "2.00".to_owned()),
+            ]
+        );
+        // vLLM 0.10.1.1: engine/arg_utils.py:1714 "Setting max_num_seqs to %d for %s usage
+        // context.", v1/worker/gpu_model_runner.py:2007 "Model loading took %.4f GiB and %.6f
+        // seconds", v1/worker/gpu_worker.py:276 "Available KV cache memory: %.2f GiB".
+        let v0101 = "DEBUG 09-04 01:28:29 [arg_utils.py:1714] Setting max_num_seqs to 256 for UsageContext.OPENAI_API_SERVER usage context.\n\
+(VllmWorker TP0 pid=7) INFO 09-04 01:29:01 [gpu_model_runner.py:2007] Model loading took 7.1557 GiB and 3.102000 seconds\n\
+(VllmWorker TP0 pid=7) INFO 09-04 01:29:20 [gpu_worker.py:276] Available KV cache memory: 61.23 GiB";
+        assert_eq!(
+            figures("vllm-0.10.1", "0.10.1.1", v0101),
+            [
+                (Figure::MaxNumSeqs, "256".to_owned()),
+                (Figure::Weights, "7.1557".to_owned()),
+                (Figure::KvCache, "61.23".to_owned()),
+            ]
+        );
+        // Every release of every vLLM folder reads its own lines.
+        let mut read = 0;
+        for r in engines::catalogue().unwrap() {
+            for v in &r.releases {
+                if r.engine == "vllm" {
+                    let f =
+                        LogFormat::of_folder(r.folder, v).unwrap_or_else(|e| panic!("{v}: {e}"));
+                    assert_eq!(f.origin, format!("engines/{}/log.toml", r.folder));
+                    read += 1;
+                }
+            }
+        }
+        assert_eq!(read, 39);
+        // vLLM 0.34.0 prints no CUDA-graph estimate (gpu/model_runner.py has no such call).
+        let f = LogFormat::of_folder("vllm-0.34", "0.34.0").unwrap();
+        assert!(f.printing(Figure::CudaGraphEstimate).is_none());
+        assert!(f.printing(Figure::NonTorch).is_none());
     }
 }

@@ -1118,6 +1118,7 @@ mod tests {
                 ],
             ),
         ];
+        let mut predicted = 0;
         for (text, config, flags) in lines {
             let argv: Vec<OsString> = ["xtask", "plan", "--format", "json", "--", text]
                 .iter()
@@ -1152,17 +1153,22 @@ mod tests {
                 a.serve_line.clear();
                 format!("{a:?}")
             };
-            // The same arguments, hence the same prediction; shown by making it.
+            // The same arguments, hence the same prediction (or the same refusal: vLLM 0.34
+            // turns prefix caching on for Qwen3-Next's recurrent layers, whose per-block state
+            // is not modelled); shown by making it.
             let predict = |a: &PlanArgs| {
                 let options = crate::inputs::settings::import_options(a).unwrap();
                 let name = a.engine.engine.clone().unwrap();
-                let p = crate::engine::predict_run(a, &a.engine, &name, options)
-                    .unwrap_or_else(|e| panic!("{text}: {e}"));
-                crate::render::engine::json(&p.startup)
+                crate::engine::predict_run(a, &a.engine, &name, options)
+                    .map(|p| crate::render::engine::json(&p.startup))
+                    .map_err(|e| e.to_string())
             };
-            assert_eq!(predict(&read), predict(&expected), "{text}");
+            let (got, want) = (predict(&read), predict(&expected));
+            assert_eq!(got, want, "{text}");
+            predicted += usize::from(got.is_ok());
             assert_eq!(plain(read), plain(expected), "{text}");
         }
+        assert_eq!(predicted, 9);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
