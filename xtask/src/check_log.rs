@@ -622,6 +622,57 @@ mod tests {
         }
     }
 
+    /// The 0.10.1.1 cases print the lines their own release's log.toml reads
+    /// (engines/vllm-0.10.1/log.toml; the logger calls it cites are the ones their prefixes
+    /// name: scheduler.py:222, gpu_model_runner.py:2007, gpu_worker.py:276, kv_cache_utils.py
+    /// :849/:853, gpu_model_runner.py:2708). Their `non-default args` line is cut short, so
+    /// even with that release's command line read, check-log would refuse it in one line.
+    #[test]
+    fn the_0_10_1_1_cases_print_the_lines_their_release_reads() {
+        let text = std::fs::read_to_string(data().join("vllm/cases-versions.json")).unwrap();
+        let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        let format = crate::inputs::log::LogFormat::of_folder("vllm-0.10.1", "0.10.1.1").unwrap();
+        let printed = |case: &serde_json::Value| -> Vec<(Figure, Option<String>, String)> {
+            crate::inputs::log::read(&log_of(case), &format)
+                .printed
+                .into_iter()
+                .filter(|p| p.figure != Figure::Args)
+                .map(|p| (p.figure, p.process, p.text))
+                .collect()
+        };
+        let s = |x: &str| x.to_owned();
+        let api = Some(s("APIServer"));
+        let core = Some(s("EngineCore_0"));
+        assert_eq!(
+            printed(&cases[0]),
+            [
+                (Figure::MaxNumBatchedTokens, api.clone(), s("2048")),
+                (Figure::Weights, core.clone(), s("14.2488")),
+                (Figure::KvCache, core.clone(), s("24.83")),
+                (Figure::KvCacheTokens, core.clone(), s("464,848")),
+                (Figure::MaxModelLen, core.clone(), s("16,384")),
+                (Figure::MaxConcurrency, core.clone(), s("28.37")),
+                (Figure::CudaGraphActual, core.clone(), s("0.50")),
+            ]
+        );
+        let (tp0, tp1) = (Some(s("VllmWorker TP0")), Some(s("VllmWorker TP1")));
+        assert_eq!(
+            printed(&cases[1]),
+            [
+                (Figure::MaxNumBatchedTokens, api, s("2048")),
+                (Figure::Weights, tp1.clone(), s("7.1217")),
+                (Figure::Weights, tp0.clone(), s("7.1217")),
+                (Figure::KvCache, tp1.clone(), s("31.83")),
+                (Figure::KvCache, tp0.clone(), s("31.83")),
+                (Figure::KvCacheTokens, core.clone(), s("1,192,160")),
+                (Figure::MaxModelLen, core.clone(), s("16,384")),
+                (Figure::MaxConcurrency, core, s("72.76")),
+                (Figure::CudaGraphActual, tp1, s("0.65")),
+                (Figure::CudaGraphActual, tp0, s("0.65")),
+            ]
+        );
+    }
+
     #[test]
     fn process_names_give_ranks() {
         assert_eq!(rank_of(Some("Worker_TP1"), 2, 1), Some(1));

@@ -811,9 +811,10 @@ mod tests {
         assert_eq!(newest.version, "0.34.0");
     }
 
-    /// Each release from 0.20 reads its own flags: its folder states what differs from the
-    /// folder it extends (engines/vllm-0.2x/serve_flags.toml, each read from that release's
-    /// engine/arg_utils.py and cli_args.py).
+    /// Each release from 0.18 reads its own flags: its folder states what differs from the
+    /// folder it extends (engines/vllm-0.20/serve_flags.toml and the later folders', and
+    /// engines/vllm-0.18/serve_flags.toml, each read from its release's engine/arg_utils.py
+    /// and cli_args.py).
     #[test]
     fn each_release_from_0_20_has_the_flags_its_source_registers() {
         let t = |v: &str| ServeTable::of_release(&format!("vllm=={v}")).unwrap();
