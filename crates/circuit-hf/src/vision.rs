@@ -1144,6 +1144,31 @@ const CLIP_KEYS: &[(&str, Role)] = &[
 /// biased unless `multimodal_projector_bias` is false. The checkpoint stores every encoder
 /// layer, although the features come from `vision_feature_layer` (-2 by default). Names as
 /// the published checkpoints store them (`vision_tower.vision_model.*`).
+/// A CLIP tower's stem: the class embedding, the patch convolution, `positions` position
+/// embeddings and the pre-norm (`v` the tower's tensor prefix).
+fn clip_stem(v: &str, hidden: u64, channels: u64, patch: u64, positions: u64) -> [Held; 5] {
+    [
+        held(
+            "embed",
+            format!("{v}.embeddings.class_embedding"),
+            &[hidden],
+        ),
+        // A convolution, not a linear: no format quantizes it.
+        held(
+            "conv",
+            format!("{v}.embeddings.patch_embedding.weight"),
+            &[hidden, channels, patch, patch],
+        ),
+        held(
+            "embed",
+            format!("{v}.embeddings.position_embedding.weight"),
+            &[positions, hidden],
+        ),
+        held("layer_norm", format!("{v}.pre_layrnorm.weight"), &[hidden]),
+        held("layer_norm", format!("{v}.pre_layrnorm.bias"), &[hidden]),
+    ]
+}
+
 pub(crate) fn clip_llava(
     origin: &str,
     map: &Map<String, Value>,
@@ -1174,32 +1199,15 @@ pub(crate) fn clip_llava(
         .ok_or_else(too_large)?;
     let v = "vision_tower.vision_model";
     let p = "multi_modal_projector";
-    let mut once = vec![
-        held(
-            "embed",
-            format!("{v}.embeddings.class_embedding"),
-            &[hidden],
-        ),
-        // A convolution, not a linear: no format quantizes it.
-        held(
-            "conv",
-            format!("{v}.embeddings.patch_embedding.weight"),
-            &[hidden, channels, patch, patch],
-        ),
-        held(
-            "embed",
-            format!("{v}.embeddings.position_embedding.weight"),
-            &[positions, hidden],
-        ),
-        held("layer_norm", format!("{v}.pre_layrnorm.weight"), &[hidden]),
-        held("layer_norm", format!("{v}.pre_layrnorm.bias"), &[hidden]),
+    let mut once = clip_stem(v, hidden, channels, patch, positions).to_vec();
+    once.extend([
         held(
             "layer_norm",
             format!("{v}.post_layernorm.weight"),
             &[hidden],
         ),
         held("layer_norm", format!("{v}.post_layernorm.bias"), &[hidden]),
-    ];
+    ]);
     once.extend(projector.linears(p, text_hidden, features));
     // LlavaConfig's vision_feature_layer is -2 (transformers 5.25.0).
     let read_layers = projector.read_layers(origin, layers, -2)?;
@@ -1452,26 +1460,7 @@ pub(crate) fn clip_or_siglip_llava_next(
             once.extend(head);
         }
     } else {
-        once.extend([
-            held(
-                "embed",
-                format!("{v}.embeddings.class_embedding"),
-                &[hidden],
-            ),
-            // A convolution, not a linear: no format quantizes it.
-            held(
-                "conv",
-                format!("{v}.embeddings.patch_embedding.weight"),
-                &[hidden, channels, patch, patch],
-            ),
-            held(
-                "embed",
-                format!("{v}.embeddings.position_embedding.weight"),
-                &[rows, hidden],
-            ),
-            held("layer_norm", format!("{v}.pre_layrnorm.weight"), &[hidden]),
-            held("layer_norm", format!("{v}.pre_layrnorm.bias"), &[hidden]),
-        ]);
+        once.extend(clip_stem(v, hidden, channels, patch, rows));
     }
     once.extend([
         held(
