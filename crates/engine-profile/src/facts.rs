@@ -301,24 +301,7 @@ impl Facts {
             ));
         }
         let formula = |item: &str, text: &str| Formula::compile(origin, item, text);
-        let terms = |section: &str, decls: &[TermDecl]| -> Result<Vec<Term>, EngineError> {
-            decls
-                .iter()
-                .map(|t| {
-                    Ok(Term {
-                        formula: formula(&format!("{section}.{}", t.name), &t.bytes)?,
-                        count: match &t.count {
-                            Some(c) => Some(formula(&format!("{section}.{}.count", t.name), c)?),
-                            None => None,
-                        },
-                        when_dim: t.when_dim.clone(),
-                        stage: t.stage,
-                        execution: t.execution,
-                        from_forward: t.from_forward,
-                    })
-                })
-                .collect()
-        };
+        let terms = |section: &str, decls: &[TermDecl]| compile_terms(origin, section, decls);
         let flow = crate::mechanisms::compile_startup(&file.startup, origin)?;
         let run = match (
             &flow,
@@ -391,6 +374,32 @@ impl Facts {
 }
 
 /// Compiles the profile-run flow's tables.
+/// The terms `decls` of `section` compiled once (items named `section.name`, and
+/// `section.name.count` for a count).
+fn compile_terms(
+    origin: &str,
+    section: &str,
+    decls: &[TermDecl],
+) -> Result<Vec<Term>, EngineError> {
+    let formula = |item: &str, text: &str| Formula::compile(origin, item, text);
+    decls
+        .iter()
+        .map(|t| {
+            Ok(Term {
+                formula: formula(&format!("{section}.{}", t.name), &t.bytes)?,
+                count: match &t.count {
+                    Some(c) => Some(formula(&format!("{section}.{}.count", t.name), c)?),
+                    None => None,
+                },
+                when_dim: t.when_dim.clone(),
+                stage: t.stage,
+                execution: t.execution,
+                from_forward: t.from_forward,
+            })
+        })
+        .collect()
+}
+
 fn compile_run(
     kv_decl: crate::file::KvCacheDecl,
     profile_run: crate::file::ProfileRunDecl,
@@ -424,24 +433,7 @@ fn compile_run(
         )));
     }
     let formula = |item: &str, text: &str| Formula::compile(origin, item, text);
-    let terms = |section: &str, decls: &[TermDecl]| -> Result<Vec<Term>, EngineError> {
-        decls
-            .iter()
-            .map(|t| {
-                Ok(Term {
-                    formula: formula(&format!("{section}.{}", t.name), &t.bytes)?,
-                    count: match &t.count {
-                        Some(c) => Some(formula(&format!("{section}.{}.count", t.name), c)?),
-                        None => None,
-                    },
-                    when_dim: t.when_dim.clone(),
-                    stage: t.stage,
-                    execution: t.execution,
-                    from_forward: t.from_forward,
-                })
-            })
-            .collect()
-    };
+    let terms = |section: &str, decls: &[TermDecl]| compile_terms(origin, section, decls);
     let kv = &kv_decl;
     let per = &kv.blocks_per_request;
     let util = kv.default_gpu_memory_utilization;
