@@ -278,19 +278,7 @@ pub fn print_budget(b: &Budget) -> Result<(), CliError> {
         }
     }
     if let Some(tp) = &b.smallest_tp {
-        let tried = tp
-            .tried
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
-        match &tp.found {
-            Some((n, s)) => outln!(
-                "smallest tensor_parallel_size that starts: {n} ({} KV tokens; tried {tried})",
-                s.kv_cache_tokens
-            ),
-            None => outln!("smallest tensor_parallel_size that starts: none of {tried}"),
-        }
+        print_smallest_tp("tensor_parallel_size", tp)?;
     }
     if let Some((tokens, util)) = b.target {
         match util {
@@ -303,6 +291,24 @@ pub fn print_budget(b: &Budget) -> Result<(), CliError> {
                 "gpu_memory_utilization for {tokens} KV tokens: none (more than the whole device)"
             ),
         }
+    }
+    Ok(())
+}
+
+/// The smallest-TP answer, under the engine's own name for the flag (`flag`).
+pub(crate) fn print_smallest_tp(flag: &str, tp: &SmallestTp) -> Result<(), CliError> {
+    let tried = tp
+        .tried
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match &tp.found {
+        Some((n, s)) => outln!(
+            "smallest {flag} that starts: {n} ({} KV tokens; tried {tried})",
+            s.kv_cache_tokens
+        ),
+        None => outln!("smallest {flag} that starts: none of {tried}"),
     }
     Ok(())
 }

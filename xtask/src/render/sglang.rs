@@ -10,7 +10,7 @@ use engine_profile::{EngineDetail, Startup, Verdict};
 use crate::CliError;
 use crate::inputs::flags::{OutputFormat, PlanArgs};
 use crate::out::outln;
-use crate::render::engine::{Budget, distinct_rows, gib};
+use crate::render::engine::{Budget, distinct_rows, gib, print_smallest_tp};
 
 /// SGLang's "GB", which is GiB (`utils/common.py`: `/ (1 << 30)`).
 fn gb(bytes: u64) -> String {
@@ -148,19 +148,7 @@ pub fn print_budget(b: &Budget) -> Result<(), CliError> {
         }
     }
     if let Some(tp) = &b.smallest_tp {
-        let tried = tp
-            .tried
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
-        match &tp.found {
-            Some((n, s)) => outln!(
-                "smallest tp_size that starts: {n} ({} KV tokens; tried {tried})",
-                s.kv_cache_tokens
-            ),
-            None => outln!("smallest tp_size that starts: none of {tried}"),
-        }
+        print_smallest_tp("tp_size", tp)?;
     }
     if let Some((tokens, fraction)) = b.target {
         match fraction {
