@@ -20,7 +20,9 @@ use clap::{CommandFactory, FromArgMatches};
 use crate::CliError;
 use crate::inputs::flags::PlanArgs;
 use crate::inputs::model::{ModelSources, resolve};
-use crate::inputs::serve_table::{Class, Flag, Role, ServeTable, Takes, Value, parse_value};
+use crate::inputs::serve_table::{
+    Class, Flag, Launcher, Role, ServeTable, Takes, Value, parse_value,
+};
 
 /// What a serve line says, for the planner.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -136,7 +138,7 @@ fn assignment(word: &str) -> Option<(String, String)> {
 /// The launcher `table` knows that `words` (after environment assignments) start with, and
 /// how many words it takes: the first word by its file name (`/usr/bin/vllm`; any
 /// `python3.12` for `python`), the others as written.
-pub fn launcher_of(words: &[String], table: &ServeTable) -> Option<(usize, bool)> {
+pub fn launcher_of<'t>(words: &[String], table: &'t ServeTable) -> Option<(usize, &'t Launcher)> {
     table.launchers.iter().find_map(|l| {
         let n = l.words.len();
         if words.len() < n {
@@ -148,7 +150,7 @@ pub fn launcher_of(words: &[String], table: &ServeTable) -> Option<(usize, bool)
                 && first
                     .strip_prefix("python")
                     .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.')));
-        (first_matches && words[1..n] == l.words[1..]).then_some((n, l.positional_model))
+        (first_matches && words[1..n] == l.words[1..]).then_some((n, l))
     })
 }
 
@@ -239,12 +241,24 @@ fn flexible(tokens: &[String], table: &ServeTable) -> Result<Vec<String>, String
                 Some(v) => format!("{k}={v}"),
                 None => k,
             });
+        } else if let Some(to) = &rules.optimization_dotted
+            && let Some(key) = t.strip_prefix("-O.")
+        {
+            // vLLM 0.12.0: `-O.key` is `-cc.key`; before it, `-O.key` itself.
+            out.push(format!("{to}.{key}"));
         } else if let Some(flag) = &rules.optimization_flag
             && let Some(level) = t.strip_prefix("-O")
             && !level.is_empty()
         {
-            out.push(flag.clone());
-            out.push(level.strip_prefix('=').unwrap_or(level).to_owned());
+            let level = level.strip_prefix('=').unwrap_or(level);
+            if flag.contains('.') {
+                // Before 0.12: `-O3` is `-O.level=3` (0.11.1: `-O.mode=3`), the dotted JSON of
+                // --compilation-config, gathered below.
+                out.push(format!("{flag}={level}"));
+            } else {
+                out.push(flag.clone());
+                out.push(level.to_owned());
+            }
         } else if let Some(flag) = &rules.optimization_flag
             && t == "-O"
             && tokens
@@ -516,7 +530,13 @@ fn value_of(g: &Given, v: &str, flag: &Flag, table: &ServeTable) -> Result<Value
         .expect("a flag with a value has a type (checked on load)");
     let value = parse_value(v, ty, flag.none)
         .map_err(|e| format!("`{}`: {e}, so {} refuses the line", g.text, table.release))?;
-    if let (Some(choices), Value::Text(t)) = (&flag.choices, &value)
+    let text = match &value {
+        Value::Text(t) => Some(t.clone()),
+        // argparse checks an int flag's choices after int(): `--block-size 016` is 16.
+        Value::Int(i) => Some(i.to_string()),
+        _ => None,
+    };
+    if let (Some(choices), Some(t)) = (&flag.choices, &text)
         && !choices.contains(t)
     {
         return Err(format!(
@@ -670,7 +690,7 @@ pub fn read_flags(
 pub fn parse(words: &[String], tables: &[ServeTable]) -> Result<ServeLine, String> {
     let (env, at) = command_start(words);
     let command = &words[at..];
-    let Some((table, (n, positional))) = tables
+    let Some((table, (n, launcher))) = tables
         .iter()
         .find_map(|t| launcher_of(command, t).map(|l| (t, l)))
     else {
@@ -713,7 +733,16 @@ pub fn parse(words: &[String], tables: &[ServeTable]) -> Result<ServeLine, Strin
             ));
         }
     }
-    read_flags(&command[n..], positional, table, &mut line)?;
+    if !launcher.model_flag
+        && let Some(w) = command[n..].iter().find(|w| *w == "--model")
+    {
+        return Err(format!(
+            "`{w}` as its own word: {}'s `{}` refuses the line (ValueError: give the model as the positional word, or `--model=M`)",
+            table.release,
+            launcher.words.join(" ")
+        ));
+    }
+    read_flags(&command[n..], launcher.positional_model, table, &mut line)?;
     Ok(line)
 }
 

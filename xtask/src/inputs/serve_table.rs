@@ -61,6 +61,9 @@ pub enum ValueType {
     DictOrStr,
     /// vLLM's `human_readable_int` (`1k` = 1000, `1K` = 1024).
     HumanInt,
+    /// `human_readable_int` as vLLM 0.10.1-0.12.0 wrote it: k, m, g (K, M, G) only; `1T` is
+    /// Python's `int("1T")`, an error.
+    HumanIntKmg,
     /// `human_readable_int`, or `-1` / `auto` for the model's own (`human_readable_int_or_auto`).
     HumanIntOrAuto,
 }
@@ -126,6 +129,14 @@ pub struct Launcher {
     pub words: Vec<String>,
     /// Whether the first positional word is the model.
     pub positional_model: bool,
+    /// Whether `--model M` (the flag as its own word) may be given: vLLM 0.10.1-0.11.0's
+    /// `vllm serve` raises before argparse reads it (`--model=M` passes).
+    #[serde(default = "yes")]
+    pub model_flag: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The engine's own rewriting of the line before argparse sees it.
@@ -138,8 +149,12 @@ pub struct ParserRules {
     /// `--flag.key value` builds the JSON of `--flag`.
     #[serde(default)]
     pub dotted_json: bool,
-    /// `-O3` is this flag with `3`.
+    /// `-O3` is this flag with `3`; a dotted key (`-O.level`) takes it as `-O.level=3`, that
+    /// flag's JSON (vLLM before 0.12: `-O` was --compilation-config).
     pub optimization_flag: Option<String>,
+    /// What `-O.key` is (vLLM 0.12.0: `-cc.key`; before: `-O.key` itself); none: `-O.key` is
+    /// `-O` followed by `.key`, an optimization level like any other.
+    pub optimization_dotted: Option<String>,
     /// A unique prefix of a long flag is that flag.
     #[serde(default)]
     pub abbreviations: bool,
@@ -174,6 +189,10 @@ struct File {
     /// the first release with it (an earlier folder overlaying a later one's table).
     #[serde(default)]
     not_yet: BTreeMap<String, String>,
+    /// Where this folder's release registers a flag it inherits unchanged (`file:line`), so
+    /// that each release's flags are cited in that release's sources.
+    #[serde(default)]
+    at: BTreeMap<String, String>,
 }
 
 /// An engine release's flags.
@@ -300,6 +319,10 @@ impl ServeTable {
                 ("flags", "absent"),
                 ("flags", "not_yet"),
                 ("flags", "flags"),
+                // A flag restated cites its own `at`, not an `[at]` of a later release's file.
+                ("flags", "at"),
+                ("absent", "at"),
+                ("not_yet", "at"),
             ] {
                 for name in named(key) {
                     if let Some(toml::Value::Table(t)) = merged.get_mut(other) {
@@ -326,9 +349,19 @@ impl ServeTable {
         }
         let mut flags = file.flags;
         let mut absent = file.absent;
+        let mut not_yet = file.not_yet;
+        for (name, at) in file.at {
+            match flags.get_mut(&name) {
+                Some(f) => f.at = at,
+                None => return Err(format!("{origin}: `[at]` names `{name}`, not a flag").into()),
+            }
+        }
         let wanted = numeric(version);
         flags.retain(|name, f| {
-            if f.since.as_deref().is_some_and(|s| wanted < numeric(s)) {
+            if let Some(s) = f.since.as_deref()
+                && wanted < numeric(s)
+            {
+                not_yet.insert(name.clone(), s.to_owned());
                 return false;
             }
             match &f.until {
@@ -350,10 +383,18 @@ impl ServeTable {
                 }
             }
         }
-        if let Some(o) = &file.parser.optimization_flag
-            && !flags.contains_key(o)
+        // `-O.level` names the flag before its first dot (`-O`, another spelling of a flag).
+        for o in [
+            &file.parser.optimization_flag,
+            &file.parser.optimization_dotted,
+        ]
+        .into_iter()
+        .flatten()
         {
-            return Err(format!("{origin}: optimization_flag `{o}` is not a flag").into());
+            let name = o.split('.').next().unwrap_or_default();
+            if !flags.contains_key(name) && !aliases.contains_key(name) {
+                return Err(format!("{origin}: `-O` is read as `{o}`, not a flag").into());
+            }
         }
         Ok(ServeTable {
             release: format!("{title} {version}"),
@@ -365,7 +406,7 @@ impl ServeTable {
             flags,
             aliases,
             absent,
-            not_yet: file.not_yet,
+            not_yet,
         })
     }
 
@@ -477,6 +518,14 @@ pub fn parse_value(text: &str, ty: ValueType, none: bool) -> Result<Value, Strin
             }
         }
         ValueType::HumanInt => human_int(text).map(Value::Int),
+        ValueType::HumanIntKmg => {
+            let t = py_strip(text);
+            if t.ends_with(['t', 'T']) {
+                // The regex matches, the suffix is in neither table: `int(value)` refuses it.
+                return py_int(text).map(Value::Int);
+            }
+            human_int(text).map(Value::Int)
+        }
         ValueType::HumanIntOrAuto => {
             let t = text.trim();
             if t == "-1" || t.eq_ignore_ascii_case("auto") {
