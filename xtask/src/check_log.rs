@@ -600,12 +600,12 @@ mod tests {
         }
     }
 
-    /// The shared cases of releases whose command line is not modelled (data/vllm/
-    /// cases-versions.json: vLLM 0.10.1.1 on an A100; its log lines are, engines/vllm-0.10.1/
-    /// log.toml, but its non-default args cannot be read as its flags) are refused in one
-    /// line, not read with 0.19's flags.
+    /// The shared cases of vLLM 0.10.1.1 on an A100 (data/vllm/cases-versions.json): its log
+    /// lines are read (engines/vllm-0.10.1/log.toml) and so is its command line
+    /// (engines/vllm-0.10.1/serve_flags.toml), but the cases' `non-default args` line is cut
+    /// short, so they are refused in one line saying so.
     #[test]
-    fn a_case_of_a_release_whose_lines_are_not_read_is_one_line() {
+    fn a_case_whose_args_line_is_cut_short_is_one_line() {
         let text = std::fs::read_to_string(data().join("vllm/cases-versions.json")).unwrap();
         let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
         assert_eq!(cases.len(), 2);
@@ -616,7 +616,7 @@ mod tests {
                     .unwrap_err()
                     .to_string(),
                 format!(
-                    "{name}: vLLM 0.10.1.1's command line is not modelled: engines/vllm-0.19/serve_flags.toml + engines/vllm-0.18/serve_flags.toml was read from the source of vLLM 0.18.0, 0.18.1 only; choose one of those with --engine vllm==X"
+                    "{name} line 2: the non-default args: a string is not closed (a line cut short?)"
                 )
             );
         }
@@ -705,11 +705,10 @@ mod tests {
             "l.log: the log is vLLM 0.6.3 (line 1), a release the planner does not model"
         );
         assert!(list.split(", ").any(|r| r == "0.19.0"), "{v0}");
-        // A release modelled whose command line was not read (its non-default args cannot
-        // be read as flags).
+        // A release before 0.18 is read by its own folder (its command line too).
         assert_eq!(
             e("INFO [utils.py:279] vLLM server version 0.17.0, serving model m"),
-            "l.log: vLLM 0.17.0's command line is not modelled: engines/vllm-0.19/serve_flags.toml + engines/vllm-0.18/serve_flags.toml was read from the source of vLLM 0.18.0, 0.18.1 only; choose one of those with --engine vllm==X"
+            "l.log: none of the start-up lines engines/vllm-0.17/log.toml lists (a log cut before the model loaded, or another engine's?)"
         );
         assert_eq!(
             e("INFO [utils.py:279] vLLM server version 0.19.0, serving model m"),

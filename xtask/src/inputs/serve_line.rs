@@ -1232,8 +1232,12 @@ mod tests {
             "vllm==0.27.1"
         );
         assert_eq!(
-            engine_of(&["--engine", "vllm==0.17.1"]).unwrap_err(),
-            "vLLM 0.17.1's command line is not modelled: engines/vllm-0.19/serve_flags.toml + engines/vllm-0.18/serve_flags.toml was read from the source of vLLM 0.18.0, 0.18.1 only; choose one of those with --engine vllm==X"
+            engine_of(&["--engine", "vllm==0.17.1"]).unwrap(),
+            "vllm==0.17.1"
+        );
+        assert_eq!(
+            engine_of(&["--engine", "vllm==0.10.1.1"]).unwrap(),
+            "vllm==0.10.1.1"
         );
     }
 
@@ -1304,5 +1308,184 @@ mod tests {
             e("vllm serve m --config c.yaml"),
             "`--config c.yaml` is refused: a YAML config file is not read; give its flags on the line (vLLM 0.19.0, entrypoints/openai/cli_args.py:342)"
         );
+    }
+
+    /// A line read by a release before 0.18, by that release's own parser and flags.
+    fn old(version: &str, text: &str) -> Result<ServeLine, String> {
+        let t = ServeTable::of_release(&format!("vllm=={version}")).unwrap();
+        parse(&split_words(text).unwrap(), &[t])
+    }
+
+    #[test]
+    fn a_release_before_0_18_reads_a_line_as_its_parser_does() {
+        // -O3: the compilation level (0.10.1-0.11.0), mode (0.11.1-0.11.2), as the dotted JSON
+        // of --compilation-config; refused, since with --enforce-eager it is not the default.
+        assert_eq!(
+            old("0.10.1.1", "vllm serve m -O3").unwrap_err(),
+            r#"`-O '{"level":3}'` is refused: the compilation settings are vLLM's defaults; others are not modelled (`-O3` is the compilation level 3 in this release: without --enforce-eager it is the default: drop it) (vLLM 0.10.1.1, engine/arg_utils.py:850)"#
+        );
+        assert_eq!(
+            old("0.11.2", "vllm serve m -O 3").unwrap_err(),
+            r#"`-O '{"mode":3}'` is refused: the compilation settings are vLLM's defaults; others are not modelled (`-O3` is the compilation mode 3 in this release: without --enforce-eager it is the default: drop it) (vLLM 0.11.2, engine/arg_utils.py:1148)"#
+        );
+        // From 0.12.0 -O3 is --optimization-level 3, which is -O2's settings (no byte); in
+        // 0.12.0 alone -O.key is -cc.key.
+        assert_eq!(
+            old("0.12.0", "vllm serve m -O3").unwrap().ignored,
+            ["--optimization-level 3"]
+        );
+        assert_eq!(
+            old("0.12.0", "vllm serve m -O.backend=eager").unwrap_err(),
+            r#"`-cc '{"backend":"eager"}'` is refused: the compilation settings are vLLM's defaults; others (modes, sizes, passes) are not modelled (vLLM 0.12.0, engine/arg_utils.py:1127)"#
+        );
+        // `vllm serve --model m` raises before 0.11.1; `--model=m` passes.
+        assert_eq!(
+            old("0.11.0", "vllm serve --model m -tp 2").unwrap_err(),
+            "`--model` as its own word: vLLM 0.11.0's `vllm serve` refuses the line (ValueError: give the model as the positional word, or `--model=M`)"
+        );
+        assert_eq!(old("0.11.0", "vllm serve --model=m").unwrap().model, "m");
+        assert_eq!(old("0.11.1", "vllm serve --model m").unwrap().model, "m");
+        assert_eq!(
+            old(
+                "0.10.1",
+                "python -m vllm.entrypoints.openai.api_server --model m"
+            )
+            .unwrap()
+            .model,
+            "m"
+        );
+        // human_readable_int: no T before 0.13.0, no `auto` before 0.14.0.
+        assert_eq!(
+            old("0.12.0", "vllm serve m --max-model-len 1T").unwrap_err(),
+            "`--max-model-len 1T`: `1T` is not a whole number, so vLLM 0.12.0 refuses the line"
+        );
+        assert_eq!(
+            old("0.13.0", "vllm serve m --max-model-len 1T")
+                .unwrap()
+                .flags,
+            ["--max-model-len", "1099511627776"]
+        );
+        assert_eq!(
+            old("0.13.0", "vllm serve m --max-model-len auto").unwrap_err(),
+            "`--max-model-len auto`: `auto` is not a whole number, so vLLM 0.13.0 refuses the line"
+        );
+        assert!(
+            old("0.14.0", "vllm serve m --max-model-len auto")
+                .unwrap()
+                .flags
+                .is_empty()
+        );
+        // Choices per release, int ones after int(): 256 from 0.11.1.
+        assert_eq!(
+            old("0.11.0", "vllm serve m --block-size 256").unwrap_err(),
+            "`--block-size 256`: vLLM 0.11.0 takes one of 1, 8, 16, 32, 64, 128 and refuses the line"
+        );
+        assert_eq!(
+            old("0.11.1", "vllm serve m --block-size 0256")
+                .unwrap()
+                .flags,
+            ["--block-size", "256"]
+        );
+        assert_eq!(
+            old("0.10.2", "vllm serve m --kv-cache-dtype bfloat16").unwrap_err(),
+            "`--kv-cache-dtype bfloat16`: vLLM 0.10.2 takes one of auto, fp8, fp8_e4m3, fp8_e5m2, fp8_inc and refuses the line"
+        );
+        // A flag the release lacks names the first release with it; one it had and 0.19
+        // dropped is classified.
+        assert_eq!(
+            old("0.10.1.1", "vllm serve m --kv-cache-memory-bytes 8G").unwrap_err(),
+            "`--kv-cache-memory-bytes` is not a flag of vLLM 0.10.1.1 (0.10.2 was the first release with it): it refuses the line (unrecognized arguments); drop it"
+        );
+        assert_eq!(
+            old("0.15.0", "vllm serve m --kernel-config {}").unwrap_err(),
+            "`--kernel-config` is not a flag of vLLM 0.15.0 (0.16.0 was the first release with it): it refuses the line (unrecognized arguments); drop it"
+        );
+        let l = old(
+            "0.10.1.1",
+            "vllm serve m --swap-space 16 --disable-log-requests --task generate --guided-decoding-backend xgrammar",
+        )
+        .unwrap();
+        assert_eq!(
+            l.ignored,
+            [
+                "--swap-space 16",
+                "--disable-log-requests",
+                "--task generate",
+                "--guided-decoding-backend xgrammar"
+            ]
+        );
+        assert_eq!(
+            old("0.10.1.1", "vllm serve m --rope-theta 1e6").unwrap_err(),
+            "`--rope-theta 1e6` is refused: overrides of the model's config; edit the config.json given to --hf-config instead (vLLM 0.10.1.1, engine/arg_utils.py:494)"
+        );
+        assert_eq!(
+            old("0.18.0", "vllm serve m --swap-space 16").unwrap_err(),
+            "`--swap-space` is not a flag of vLLM 0.18.0 (0.17.1 was the last release with it): it refuses the line (unrecognized arguments); drop it"
+        );
+    }
+
+    /// The 0.10.1.1 A100 start-ups' line (data/vllm/cases-versions.json), and each old
+    /// release's reading of it, predict what the same flags written by hand predict.
+    #[test]
+    fn an_old_releases_serve_line_predicts_what_its_flags_predict() {
+        let sources = ModelSources {
+            cwd: std::env::temp_dir(),
+            hub: None,
+            data: crate::inputs::model::repository_data(),
+        };
+        let config = sources.data.join("models/qwen2-7b-instruct/config.json");
+        let text = "vllm serve Qwen/Qwen2-7B-Instruct --port 8081 --gpu-memory-utilization 0.5 --max-model-len 16384 --tensor-parallel-size 2";
+        let predict = |a: &PlanArgs| {
+            let options = crate::inputs::settings::import_options(a).unwrap();
+            let name = a.engine.engine.clone().unwrap();
+            crate::engine::predict_run(a, &a.engine, &name, options)
+                .map(|p| crate::render::engine::json(&p.startup))
+                .map_err(|e| e.to_string())
+        };
+        for version in ["0.10.1.1", "0.12.0", "0.17.1"] {
+            let engine = format!("vllm=={version}");
+            let argv: Vec<OsString> = [
+                "xtask",
+                "plan",
+                "--engine",
+                &engine,
+                "--device",
+                "a100-sxm-80gb",
+                "--",
+                text,
+            ]
+            .iter()
+            .map(OsString::from)
+            .collect();
+            let given = PlanCommand::try_parse_from(&argv[1..]).unwrap().args;
+            let read = apply(given, &argv, &sources).unwrap();
+            let note = read.serve.clone().unwrap();
+            assert_eq!(note.line.release, format!("vLLM {version}"));
+            assert_eq!(note.config, config.display().to_string());
+            assert_eq!(note.line.ignored, ["--port 8081"]);
+            let by_hand = [
+                "plan",
+                "--engine",
+                &engine,
+                "--device",
+                "a100-sxm-80gb",
+                "--hf-config",
+                &config.display().to_string(),
+                "--gpu-memory-utilization",
+                "0.5",
+                "--max-model-len",
+                "16384",
+                "--tensor-parallel-size",
+                "2",
+            ];
+            let matches = PlanCommand::command()
+                .try_get_matches_from(by_hand)
+                .unwrap();
+            let mut expected = PlanCommand::from_arg_matches(&matches).unwrap().args;
+            expected.given = crate::inputs::modes::given(&matches);
+            let (got, want) = (predict(&read), predict(&expected));
+            assert!(got.is_ok(), "{version}: {got:?}");
+            assert_eq!(got, want, "{version}");
+        }
     }
 }

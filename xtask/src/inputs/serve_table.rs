@@ -747,6 +747,15 @@ mod tests {
             parse_value("32k", ValueType::HumanIntOrAuto, false),
             Ok(Value::Int(32_000))
         );
+        // Before 0.13.0 (engine/arg_utils.py:1788-1823 in 0.10.1) no T: int("1T") fails.
+        assert_eq!(
+            parse_value("1T", ValueType::HumanIntKmg, false),
+            Err("`1T` is not a whole number".into())
+        );
+        assert_eq!(
+            parse_value(" 2G", ValueType::HumanIntKmg, false),
+            Ok(Value::Int(2 << 30))
+        );
         assert_eq!(
             parse_value("None", ValueType::Int, true),
             Ok(Value::Default)
@@ -844,12 +853,12 @@ mod tests {
 
     #[test]
     fn a_release_whose_flags_were_not_read_is_refused_and_vllm_alone_is_the_newest_read() {
-        // vllm-0.17 extends vllm-0.18 with no serve_flags.toml of its own.
+        // SGLang's folders have no serve_flags.toml (its launcher line is not read yet).
         assert_eq!(
-            ServeTable::of_release("vllm==0.17.0")
+            ServeTable::of_release("sglang==0.5.23")
                 .unwrap_err()
                 .to_string(),
-            "vLLM 0.17.0's command line is not modelled: engines/vllm-0.19/serve_flags.toml + engines/vllm-0.18/serve_flags.toml was read from the source of vLLM 0.18.0, 0.18.1 only; choose one of those with --engine vllm==X"
+            "engines/sglang-0.5.23 has no serve_flags.toml: its command line is not known"
         );
         let t = ServeTable::of_release("vllm==0.19.1").unwrap();
         assert_eq!(
@@ -944,10 +953,170 @@ mod tests {
             }
         }
         assert_eq!(read, 24);
+        // And every earlier release (engines/vllm-0.10.1 ... vllm-0.17): all 39 vLLM releases.
+        let every = engines::catalogue()
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.engine == "vllm")
+            .flat_map(|r| r.releases)
+            .inspect(|v| {
+                ServeTable::of_release(&format!("vllm=={v}"))
+                    .unwrap_or_else(|e| panic!("{v}: {e}"));
+            })
+            .count();
+        assert_eq!(every, 39);
         // A flag every release keeps is inherited from 0.19's table.
         assert_eq!(
             t("0.34.0").flag("-tp").unwrap().1.to.as_deref(),
             Some("--tensor-parallel-size")
+        );
+    }
+
+    /// The releases before 0.18 (engines/vllm-0.10.1 ... vllm-0.17/serve_flags.toml), each read
+    /// from that release's engine/arg_utils.py and cli_args.py.
+    #[test]
+    fn each_release_from_0_10_1_has_the_flags_its_source_registers() {
+        let t = |v: &str| ServeTable::of_release(&format!("vllm=={v}")).unwrap();
+        let class = |v: &str, f: &str| t(v).flag(f).map(|(_, flag)| flag.class);
+        // As many flags as each release's parser registers (flags3.py's count of its
+        // add_argument calls and frontend fields).
+        assert_eq!(t("0.10.1").flags.len(), 169);
+        assert_eq!(t("0.10.1.1").flags.len(), 171);
+        assert_eq!(t("0.12.0").flags.len(), 194);
+        assert_eq!(t("0.17.1").flags.len(), 222);
+        // Within a folder: 0.10.1.1 adds the h11 limits (entrypoints/openai/cli_args.py:180).
+        assert_eq!(class("0.10.1", "--h11-max-header-count"), None);
+        assert_eq!(t("0.10.1").not_yet["--h11-max-header-count"], "0.10.1.1");
+        assert_eq!(
+            class("0.10.1.1", "--h11-max-header-count"),
+            Some(Class::Ignored)
+        );
+        // 0.16.0 adds --kernel-config; 0.15.1, in the same folder, names it not yet.
+        assert_eq!(t("0.15.1").not_yet["--kernel-config"], "0.16.0");
+        assert_eq!(class("0.16.0", "--kernel-config"), Some(Class::Refused));
+        // A flag of a later folder: the first release with it.
+        assert_eq!(t("0.10.1.1").not_yet["--kv-cache-memory-bytes"], "0.10.2");
+        assert_eq!(t("0.11.2").not_yet["--optimization-level"], "0.12.0");
+        // A flag a later release dropped: the last release with it.
+        assert_eq!(class("0.17.1", "--swap-space"), Some(Class::Ignored));
+        assert_eq!(t("0.18.0").absent["--swap-space"], "0.17.1");
+        assert_eq!(t("0.13.0").absent["--task"], "0.12.0");
+        // -O spells --compilation-config up to 0.11.2, -cc from 0.12.0.
+        assert_eq!(t("0.11.2").flag("-O").unwrap().0, "--compilation-config");
+        assert!(t("0.11.2").flag("-cc").is_none());
+        assert_eq!(t("0.12.0").flag("-cc").unwrap().0, "--compilation-config");
+        // Choices follow each release: bfloat16 caches from 0.11.0, fp8_ds_mla from 0.11.1,
+        // block size 256 from 0.11.1 and any size from 0.18.0.
+        let choices = |v: &str, f: &str| t(v).flags[f].choices.clone().unwrap_or_default();
+        assert_eq!(
+            choices("0.10.2", "--kv-cache-dtype"),
+            ["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"]
+        );
+        assert!(choices("0.11.0", "--kv-cache-dtype").contains(&"bfloat16".to_owned()));
+        assert!(!choices("0.11.0", "--kv-cache-dtype").contains(&"fp8_ds_mla".to_owned()));
+        assert_eq!(
+            choices("0.11.0", "--block-size"),
+            ["1", "8", "16", "32", "64", "128"]
+        );
+        assert_eq!(
+            choices("0.17.1", "--block-size"),
+            ["1", "8", "16", "32", "64", "128", "256"]
+        );
+        assert!(choices("0.18.0", "--block-size").is_empty());
+        // Each flag cites its own release's sources: 0.10.1's --max-model-len is
+        // engine/arg_utils.py:497 there, 0.17.1's :689 there, 0.19.0's :714.
+        assert_eq!(
+            t("0.10.1.1").flags["--max-model-len"].at,
+            "engine/arg_utils.py:497"
+        );
+        assert_eq!(
+            t("0.17.1").flags["--max-model-len"].at,
+            "engine/arg_utils.py:689"
+        );
+        assert_eq!(
+            t("0.19.0").flags["--max-model-len"].at,
+            "engine/arg_utils.py:714"
+        );
+        // ... and every flag of every release before 0.18 is named by its own folder's file
+        // (under [flags] or [at]), none cited from a later release's sources.
+        for r in engines::catalogue().unwrap() {
+            let old = r.releases.iter().all(|v| numeric(v) < numeric("0.18.0"));
+            if r.engine != "vllm" || !old {
+                continue;
+            }
+            let texts = engines::serve_flags(r.folder).unwrap();
+            let own: toml::Table = toml::from_str(texts.last().unwrap().0).unwrap();
+            let named = |k: &str| {
+                own.get(k)
+                    .and_then(toml::Value::as_table)
+                    .map(|t| t.keys().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default()
+            };
+            let mut cited = named("flags");
+            cited.extend(named("at"));
+            for v in &r.releases {
+                for f in t(v).flags.keys() {
+                    assert!(cited.contains(f), "{v}: {f} not cited by {}", r.folder);
+                }
+            }
+        }
+    }
+
+    /// The flags vLLM 0.10.1-0.18.1 had and 0.19.0 dropped (its [absent]), each classified in
+    /// the last release that had it.
+    #[test]
+    fn the_flags_0_19_dropped_are_classified_by_the_releases_that_had_them() {
+        use Class::{Ignored, Refused};
+        let expected: [(&str, Class); 29] = [
+            ("--cuda-graph-sizes", Refused),
+            ("--disable-async-output-proc", Ignored),
+            ("--disable-frontend-multiprocessing", Ignored),
+            ("--disable-log-requests", Ignored),
+            ("--disable-mm-preprocessor-cache", Ignored),
+            ("--enable-lora-bias", Ignored),
+            ("--enable-multimodal-encoder-data-parallel", Refused),
+            ("--enable-prompt-adapter", Ignored),
+            ("--eplb-log-balancedness", Ignored),
+            ("--eplb-step-interval", Ignored),
+            ("--eplb-window-size", Ignored),
+            ("--guided-decoding-backend", Ignored),
+            ("--guided-decoding-disable-additional-properties", Ignored),
+            ("--guided-decoding-disable-any-whitespace", Ignored),
+            ("--guided-decoding-disable-fallback", Ignored),
+            ("--logits-processor-pattern", Ignored),
+            ("--lora-extra-vocab-size", Ignored),
+            ("--max-seq-len-to-capture", Ignored),
+            ("--num-lookahead-slots", Ignored),
+            ("--num-redundant-experts", Refused),
+            ("--override-neuron-config", Ignored),
+            ("--override-pooler-config", Refused),
+            ("--preemption-mode", Ignored),
+            ("--rope-scaling", Refused),
+            ("--rope-theta", Refused),
+            ("--scheduler-delay-factor", Ignored),
+            ("--swap-space", Ignored),
+            ("--task", Refused),
+            ("--use-gpu-for-pooling-score", Ignored),
+        ];
+        let v19 = ServeTable::of_release("vllm==0.19.0").unwrap();
+        assert_eq!(
+            v19.absent.keys().collect::<Vec<_>>(),
+            expected.iter().map(|(f, _)| f).collect::<Vec<_>>()
+        );
+        for (flag, class) in expected {
+            let last = &v19.absent[flag];
+            let t = ServeTable::of_release(&format!("vllm=={last}")).unwrap();
+            assert_eq!(
+                t.flag(flag).map(|(_, f)| f.class),
+                Some(class),
+                "{flag} in {last}"
+            );
+        }
+        // A refused one is refused unless its value is vLLM's default.
+        let v12 = ServeTable::of_release("vllm==0.12.0").unwrap();
+        assert_eq!(
+            v12.flags["--task"].no_byte,
+            [toml::Value::from("auto"), toml::Value::from("generate")]
         );
     }
 }
