@@ -625,7 +625,12 @@ pub fn read_flags(
                     (_, [v]) => flag.no_byte.iter().any(|nb| v.is(nb)),
                     _ => false,
                 };
-                if !no_byte {
+                // A value that is the default only without another flag the line gives.
+                let unless = flag
+                    .no_byte_unless
+                    .as_deref()
+                    .is_some_and(|u| last.get(u).is_some_and(|o| !o.negated));
+                if !no_byte || unless {
                     return Err(refused(flag.why.as_deref().unwrap_or("not modelled")));
                 }
                 line.ignored.push(g.text.clone());
@@ -1319,14 +1324,28 @@ mod tests {
     #[test]
     fn a_release_before_0_18_reads_a_line_as_its_parser_does() {
         // -O3: the compilation level (0.10.1-0.11.0), mode (0.11.1-0.11.2), as the dotted JSON
-        // of --compilation-config; refused, since with --enforce-eager it is not the default.
+        // of --compilation-config: the default, unless --enforce-eager is given.
         assert_eq!(
-            old("0.10.1.1", "vllm serve m -O3").unwrap_err(),
-            r#"`-O '{"level":3}'` is refused: the compilation settings are vLLM's defaults; others are not modelled (`-O3` is the compilation level 3 in this release: without --enforce-eager it is the default: drop it) (vLLM 0.10.1.1, engine/arg_utils.py:850)"#
+            old("0.10.1.1", "vllm serve m -O3").unwrap().ignored,
+            [r#"-O '{"level":3}'"#]
         );
         assert_eq!(
-            old("0.11.2", "vllm serve m -O 3").unwrap_err(),
-            r#"`-O '{"mode":3}'` is refused: the compilation settings are vLLM's defaults; others are not modelled (`-O3` is the compilation mode 3 in this release: without --enforce-eager it is the default: drop it) (vLLM 0.11.2, engine/arg_utils.py:1148)"#
+            old("0.10.1.1", "vllm serve m -O3 --enforce-eager").unwrap_err(),
+            r#"`-O '{"level":3}'` is refused: the compilation settings are vLLM's defaults; others are not modelled (`-O3`, the compilation level 3, is the default only without --enforce-eager) (vLLM 0.10.1.1, engine/arg_utils.py:850)"#
+        );
+        assert_eq!(
+            old("0.10.1.1", "vllm serve m -O3 --no-enforce-eager")
+                .unwrap()
+                .flags,
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            old("0.11.2", "vllm serve m -O 3").unwrap().ignored,
+            [r#"-O '{"mode":3}'"#]
+        );
+        assert_eq!(
+            old("0.11.2", "vllm serve m -O.mode=0").unwrap_err(),
+            r#"`-O '{"mode":0}'` is refused: the compilation settings are vLLM's defaults; others are not modelled (`-O3`, the compilation mode 3, is the default only without --enforce-eager) (vLLM 0.11.2, engine/arg_utils.py:1148)"#
         );
         // From 0.12.0 -O3 is --optimization-level 3, which is -O2's settings (no byte); in
         // 0.12.0 alone -O.key is -cc.key.

@@ -107,6 +107,10 @@ pub struct Flag {
     /// `refused`: the values that leave the engine's default memory unchanged.
     #[serde(default)]
     pub no_byte: Vec<toml::Value>,
+    /// `refused`: a flag (without a value) whose being given makes the `no_byte` values
+    /// change memory after all (before 0.12, `-O3` is the default compilation level unless
+    /// `--enforce-eager` is given).
+    pub no_byte_unless: Option<String>,
     /// The text `None` (or an empty text) gives the default.
     #[serde(default)]
     pub none: bool,
@@ -375,6 +379,16 @@ impl ServeTable {
         let mut aliases = BTreeMap::new();
         for (name, flag) in &flags {
             check_flag(name, flag).map_err(|e| format!("{origin}: flag `{name}`: {e}"))?;
+            if let Some(u) = &flag.no_byte_unless
+                && flags
+                    .get(u)
+                    .is_none_or(|f| !matches!(f.takes, Takes::None | Takes::Bool))
+            {
+                return Err(format!(
+                    "{origin}: flag `{name}`: `no_byte_unless` names `{u}`, not a flag without a value"
+                )
+                .into());
+            }
             for short in &flag.short {
                 if aliases.insert(short.clone(), name.clone()).is_some()
                     || flags.contains_key(short)
@@ -438,6 +452,9 @@ fn check_flag(name: &str, f: &Flag) -> Result<(), String> {
     }
     if f.values.is_some() && f.why.is_none() {
         return Err("`values` needs `why` (said of the others)".into());
+    }
+    if f.no_byte_unless.is_some() && f.no_byte.is_empty() {
+        return Err("`no_byte_unless` needs `no_byte`".into());
     }
     if f.to_no.is_some() && f.takes != Takes::Bool {
         return Err("`to_no` is for a `bool` flag".into());
@@ -818,6 +835,18 @@ mod tests {
                 r#""--x" = { class = "refused", takes = "bool", no_byte = [1], why = "w", at = "a" }"#
             ),
             "t.toml: flag `--x`: `no_byte` value 1 does not fit the flag"
+        );
+        assert_eq!(
+            bad(
+                r#""--x" = { class = "refused", takes = "one", type = "json", no_byte_unless = "--y", why = "w", at = "a" }"#
+            ),
+            "t.toml: flag `--x`: `no_byte_unless` needs `no_byte`"
+        );
+        assert_eq!(
+            bad(
+                r#""--x" = { class = "refused", takes = "one", type = "json", no_byte = ["{}"], no_byte_unless = "--y", why = "w", at = "a" }"#
+            ),
+            "t.toml: flag `--x`: `no_byte_unless` names `--y`, not a flag without a value"
         );
         assert!(
             bad(r#""--x" = { class = "kept", takes = "bool", at = "a" }"#)
