@@ -729,6 +729,15 @@ pub fn parse(words: &[String], tables: &[ServeTable]) -> Result<ServeLine, Strin
         let text = format!("{name}={value}");
         if ["HF_HOME", "HF_HUB_CACHE"].contains(&name.as_str()) {
             line.env.push((name, value));
+        } else if let Some(values) = table.env.no_byte.get(&name) {
+            if !values.contains(&value) {
+                return Err(format!(
+                    "`{text}`: {} reads it and only {} leaves its default memory; run without it",
+                    table.release,
+                    values.join(", ")
+                ));
+            }
+            line.ignored.push(text);
         } else if table.env.ignored.contains(&name) {
             line.ignored.push(text);
         } else {
@@ -1372,6 +1381,22 @@ mod tests {
             .unwrap()
             .model,
             "m"
+        );
+        // VLLM_USE_V1 picks the engine up to 0.11.0 (1, the default, is the V1 engine
+        // modelled); later releases do not read it.
+        assert_eq!(
+            old("0.10.1.1", "VLLM_USE_V1=1 vllm serve m")
+                .unwrap()
+                .ignored,
+            ["VLLM_USE_V1=1"]
+        );
+        assert_eq!(
+            old("0.11.0", "VLLM_USE_V1=0 vllm serve m").unwrap_err(),
+            "`VLLM_USE_V1=0`: vLLM 0.11.0 reads it and only 1 leaves its default memory; run without it"
+        );
+        assert_eq!(
+            old("0.11.1", "VLLM_USE_V1=0 vllm serve m").unwrap().ignored,
+            ["VLLM_USE_V1=0"]
         );
         // human_readable_int: no T before 0.13.0, no `auto` before 0.14.0.
         assert_eq!(

@@ -172,6 +172,10 @@ pub struct ParserRules {
 pub struct EnvRules {
     #[serde(default)]
     pub ignored: Vec<String>,
+    /// Variables the release reads that change no byte at these values only (the release's
+    /// default): another value is refused. Takes precedence over `ignored`.
+    #[serde(default)]
+    pub no_byte: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
