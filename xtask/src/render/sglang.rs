@@ -44,7 +44,14 @@ pub fn print_table(
         d.chunked_prefill_size,
         d.page_size
     );
-    if d.mem_fraction_static_default {
+    if d.mem_fraction_static_default && d.reserved_kib == 0 {
+        // Releases 0.4.6 to 0.4.7 read a table on the parallel size, not a reserve.
+        outln!(
+            "mem_fraction_static {} (SGLang's default for {} MiB and this parallel size)",
+            d.mem_fraction_static,
+            d.gpu_mib
+        );
+    } else if d.mem_fraction_static_default {
         outln!(
             "mem_fraction_static {} (SGLang's default: {} MB reserved of {} MiB)",
             d.mem_fraction_static,

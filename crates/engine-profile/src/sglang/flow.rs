@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::EngineError;
 use crate::file::SizeRange;
-use crate::formula::Formula;
+use crate::formula::{Env, Formula};
 
 /// `[startup.sglang]` as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -89,7 +89,7 @@ pub struct TierValuesDecl {
 }
 
 /// `mem_fraction_static`'s default: round((gpu_mib x 1024 - reserved_kib) / (gpu_mib x 1024),
-/// decimals).
+/// decimals), or, when `table` is given, that table.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemFractionDecl {
@@ -100,6 +100,188 @@ pub struct MemFractionDecl {
     pub decimals: u32,
     /// The value when nvidia-smi's memory is not known.
     pub unknown_memory: f64,
+    /// The default as a table on the parallel size (SGLang 0.4.6 to 0.4.7); when given it is
+    /// the default, and `reserved_kib`, `decimals` and `unknown_memory` (which a folder
+    /// extending a newer one inherits) are not read.
+    #[serde(default)]
+    pub table: Option<FractionTableDecl>,
+}
+
+/// `mem_fraction_static`'s default as a table: the fraction of the first row whose `at_least`
+/// the parallel size reaches, then each rule of `large` whose `above_mib` the device exceeds,
+/// in order, over the value before it. Every fraction is unrounded.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FractionTableDecl {
+    /// The size the rows read: an expression over `tp` and `pp`.
+    pub parallel: String,
+    /// The rows, `at_least` falling, the last at 1.
+    pub rows: Vec<FractionRowDecl>,
+    /// Rules for larger devices, applied in order, each that holds.
+    #[serde(default)]
+    pub large: Vec<LargeRuleDecl>,
+    /// Without nvidia-smi's memory: the fraction, or the error the release raises comparing
+    /// the missing memory.
+    pub unknown_memory: UnknownMemoryDecl,
+}
+
+/// The default without nvidia-smi's memory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum UnknownMemoryDecl {
+    /// The fraction taken.
+    Fraction(f64),
+    /// SGLang's error, as it prints it.
+    Error(String),
+}
+
+/// A row of the table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FractionRowDecl {
+    /// Holds when the parallel size is at least this.
+    pub at_least: u64,
+    /// The fraction.
+    pub fraction: f64,
+}
+
+/// A rule for devices above a size: with `g` their MiB and `m` the value before the rule,
+/// `fraction`, or `(g - reserved_mib) / g`, or with `grow_mib` `min(m + grow_mib x (1 - m) /
+/// g, (g - reserved_mib) / g)`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LargeRuleDecl {
+    /// Holds on devices of more than this many MiB.
+    pub above_mib: u64,
+    /// A fixed fraction.
+    #[serde(default)]
+    pub fraction: Option<f64>,
+    /// MiB kept out of the device.
+    #[serde(default)]
+    pub reserved_mib: Option<u64>,
+    /// MiB of growth over the value before the rule (with `reserved_mib` only).
+    #[serde(default)]
+    pub grow_mib: Option<u64>,
+}
+
+/// A rule, compiled.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FractionRule {
+    Fixed(f64),
+    Reserve { reserved_mib: u64 },
+    Grow { reserved_mib: u64, grow_mib: u64 },
+}
+
+impl FractionRule {
+    fn compile(l: &LargeRuleDecl, item: &str) -> Result<FractionRule, String> {
+        match (l.fraction, l.reserved_mib, l.grow_mib) {
+            (Some(f), None, None) if f > 0.0 && f <= 1.0 => Ok(FractionRule::Fixed(f)),
+            (Some(f), None, None) => Err(format!("{item}: fraction {f} must be in (0, 1]")),
+            (None, Some(r), None) if r < l.above_mib => {
+                Ok(FractionRule::Reserve { reserved_mib: r })
+            }
+            (None, Some(r), Some(grow_mib)) if r < l.above_mib => Ok(FractionRule::Grow {
+                reserved_mib: r,
+                grow_mib,
+            }),
+            (None, Some(r), _) => Err(format!(
+                "{item}: reserved_mib {r} must be below above_mib, or the fraction is not positive"
+            )),
+            _ => Err(format!(
+                "{item}: give fraction, or reserved_mib (with grow_mib or without)"
+            )),
+        }
+    }
+
+    /// The fraction on a device of `g` MiB (g > 0) over the value `m` before the rule, in
+    /// SGLang's order of float operations (0.4.6.post2 server_args.py:240-245).
+    fn apply(self, g: u64, m: f64) -> f64 {
+        let g = g as f64;
+        match self {
+            FractionRule::Fixed(f) => f,
+            FractionRule::Reserve { reserved_mib } => (g - reserved_mib as f64) / g,
+            FractionRule::Grow {
+                reserved_mib,
+                grow_mib,
+            } => (m + grow_mib as f64 * (1.0 - m) / g).min((g - reserved_mib as f64) / g),
+        }
+    }
+}
+
+/// The table, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct FractionTable {
+    parallel: Formula,
+    rows: Vec<(u64, f64)>,
+    last: f64,
+    large: Vec<(u64, FractionRule)>,
+    pub(crate) unknown_memory: UnknownMemoryDecl,
+}
+
+impl FractionTable {
+    fn compile(decl: &FractionTableDecl, origin: &str) -> Result<FractionTable, EngineError> {
+        let item = "startup.sglang.mem_fraction_static.table";
+        let bad = |message: String| EngineError::Toml {
+            origin: origin.to_owned(),
+            message,
+        };
+        let falling = decl.rows.windows(2).all(|w| w[0].at_least > w[1].at_least);
+        let Some(last) = decl.rows.last().filter(|r| falling && r.at_least == 1) else {
+            return Err(bad(format!(
+                "{item}.rows: at_least must fall from row to row and the last be 1"
+            )));
+        };
+        if let Some(r) = decl
+            .rows
+            .iter()
+            .find(|r| !(r.fraction > 0.0 && r.fraction <= 1.0))
+        {
+            return Err(bad(format!(
+                "{item}.rows: fraction {} at at_least {}: must be in (0, 1]",
+                r.fraction, r.at_least
+            )));
+        }
+        if let UnknownMemoryDecl::Fraction(f) = decl.unknown_memory
+            && !(f > 0.0 && f <= 1.0)
+        {
+            return Err(bad(format!(
+                "{item}.unknown_memory = {f}: must be in (0, 1] (or SGLang's error)"
+            )));
+        }
+        let large = decl
+            .large
+            .iter()
+            .map(|l| {
+                FractionRule::compile(l, &format!("{item}.large above_mib = {}", l.above_mib))
+                    .map(|r| (l.above_mib, r))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        Ok(FractionTable {
+            parallel: Formula::compile(origin, &format!("{item}.parallel"), &decl.parallel)?,
+            rows: decl.rows.iter().map(|r| (r.at_least, r.fraction)).collect(),
+            last: last.fraction,
+            large,
+            unknown_memory: decl.unknown_memory.clone(),
+        })
+    }
+
+    /// The default on a device of `gpu_mib` MiB (> 0); `env` binds `tp` and `pp`.
+    pub(crate) fn fraction(&self, gpu_mib: u64, env: &Env<'_>) -> Result<f64, EngineError> {
+        let parallel = self.parallel.eval(env)?;
+        // The last row is at 1, so only a parallel size of 0 (refused before) misses them all.
+        let mut m = self
+            .rows
+            .iter()
+            .find(|(at_least, _)| parallel >= *at_least)
+            .map_or(self.last, |r| r.1);
+        for (above, rule) in &self.large {
+            if gpu_mib > *above {
+                m = rule.apply(gpu_mib, m);
+            }
+        }
+        Ok(m)
+    }
 }
 
 /// CUDA graphs.
@@ -218,6 +400,8 @@ pub(crate) struct FlowFacts {
     pub(crate) reserved_kib: Formula,
     pub(crate) decimals: u32,
     pub(crate) unknown_mem_fraction: f64,
+    /// The default as a table (SGLang 0.4.6 to 0.4.7), which replaces the reserve.
+    pub(crate) fraction_table: Option<FractionTable>,
     pub(crate) decode_sizes: Vec<SizeRange>,
     pub(crate) decode_append_max: bool,
     pub(crate) prefill_default: bool,
@@ -315,6 +499,12 @@ impl FlowFacts {
             )?,
             decimals: decl.mem_fraction_static.decimals,
             unknown_mem_fraction: decl.mem_fraction_static.unknown_memory,
+            fraction_table: decl
+                .mem_fraction_static
+                .table
+                .as_ref()
+                .map(|t| FractionTable::compile(t, origin))
+                .transpose()?,
             decode_sizes: g.decode_sizes.clone(),
             decode_append_max: g.decode_append_max,
             prefill_default: g.prefill_default,

@@ -48,7 +48,8 @@ pub struct SglangStartup {
     pub mem_fraction_static: f64,
     /// Whether it is SGLang's default (not `--mem-fraction-static`).
     pub mem_fraction_static_default: bool,
-    /// The reserve the default leaves outside the static pool, KiB (0 when given).
+    /// The reserve the default leaves outside the static pool, KiB (0 when given, and when the
+    /// release's default is a table on the parallel size rather than a reserve).
     pub reserved_kib: u64,
     /// F: free memory before loading as SGLang reads it (the minimum over the world), bytes.
     pub free_before_load: u64,

@@ -8,7 +8,7 @@
 //! tokens integer divisions; every byte count is checked u64; a refusal is a verdict with
 //! SGLang's message, not an error, so the budget questions can ask around it.
 
-use super::flow::{FlowFacts, sizes_up_to};
+use super::flow::{FlowFacts, UnknownMemoryDecl, sizes_up_to};
 use super::{SglangFlags, SglangStartup, SglangWorker};
 use crate::facts::{Where, sum};
 use crate::formula::Env;
@@ -589,30 +589,51 @@ fn settle(
                 why: "must be in (0, 1]",
             });
         }
-        None if gpu_mib == 0 => (flow.unknown_mem_fraction, true, 0),
-        None => {
-            let env = Env::names_only(
-                vec![
-                    ("gpu_mib", gpu_mib),
-                    ("chunked", chunked),
-                    ("tp", tp),
-                    ("pp", pp),
-                    ("decode_graph", u64::from(graphs)),
-                    ("decode_max_bs", decode_max_bs),
-                    ("prefill_graph", u64::from(prefill_graph)),
-                    ("prefill_graph_sizes", prefill_sizes.len() as u64),
-                    ("mla", u64::from(mla)),
-                ],
-                named,
-            );
-            let reserved = flow.reserved_kib.eval(&env)?;
-            let kib = (gpu_mib as f64) * 1024.0;
-            (
-                round_to((kib - reserved as f64) / kib, flow.decimals),
-                true,
-                reserved,
-            )
-        }
+        None => match &flow.fraction_table {
+            // A release whose default is a table on the parallel size (0.4.6 to 0.4.7): no
+            // reserve is computed.
+            Some(table) if gpu_mib == 0 => match &table.unknown_memory {
+                UnknownMemoryDecl::Fraction(m) => (*m, true, 0),
+                UnknownMemoryDecl::Error(e) => {
+                    return Err(EngineError::DeviceNotModelled {
+                        device: run.device.name.clone(),
+                        why: format!(
+                            "nvidia-smi's memory is not known, and {} {} fails on it: {e}",
+                            profile.engine(),
+                            profile.version()
+                        ),
+                    });
+                }
+            },
+            Some(table) => {
+                let env = Env::names_only(vec![("tp", tp), ("pp", pp)], named);
+                (table.fraction(gpu_mib, &env)?, true, 0)
+            }
+            None if gpu_mib == 0 => (flow.unknown_mem_fraction, true, 0),
+            None => {
+                let env = Env::names_only(
+                    vec![
+                        ("gpu_mib", gpu_mib),
+                        ("chunked", chunked),
+                        ("tp", tp),
+                        ("pp", pp),
+                        ("decode_graph", u64::from(graphs)),
+                        ("decode_max_bs", decode_max_bs),
+                        ("prefill_graph", u64::from(prefill_graph)),
+                        ("prefill_graph_sizes", prefill_sizes.len() as u64),
+                        ("mla", u64::from(mla)),
+                    ],
+                    named,
+                );
+                let reserved = flow.reserved_kib.eval(&env)?;
+                let kib = (gpu_mib as f64) * 1024.0;
+                (
+                    round_to((kib - reserved as f64) / kib, flow.decimals),
+                    true,
+                    reserved,
+                )
+            }
+        },
     };
     let model_len = profile.model_len(&run.model);
     Ok(Settled {

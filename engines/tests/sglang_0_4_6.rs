@@ -1,0 +1,290 @@
+//! SGLang 0.4.6 to 0.4.7 (`engines/sglang-0.4.6*`, `engines/sglang-0.4.7/`), each figure derived
+//! by hand from their sources (docs/engines.md, "SGLang"; the arithmetic in each test's
+//! comments): `mem_fraction_static` as a table on the parallel size with unrounded rules for
+//! larger devices, the request pool's extra row before 0.4.7, the device tiers, and the TP > 1
+//! refusal of the releases that read the free memory through torch's NCCL group. No SGLang log is
+//! in the repository: these check the derivation.
+
+use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
+use circuit_ir::Circuit;
+use engine_profile::detail::{SglangFlags, SglangStartup};
+use engine_profile::{
+    EngineDetail, EngineError, EngineFlags, EngineProfile, ModelFacts, RunSettings, StageCircuit,
+    Startup, Verdict,
+};
+
+/// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
+const F_TP1: u64 = 85_032_697_856 - 547_608_330;
+/// Llama-3.1-8B's weights at TP 1 with the float32 rope cache (sglang_0_5_23.rs derives it).
+const LLAMA_W_TP1: u64 = 16_127_631_360;
+
+fn release(spec: &str) -> EngineProfile {
+    engines::select(spec).unwrap()
+}
+
+fn device(name: &str) -> kernel_families::Device {
+    kernel_families::Devices::builtin()
+        .unwrap()
+        .get(name)
+        .unwrap()
+        .clone()
+}
+
+/// Llama-3.1-8B at TP `tp` on `dev` with SGLang's defaults, imported under `spec`'s load rules.
+fn llama(spec: &str, tp: u64, dev: &str) -> (Vec<Circuit>, RunSettings) {
+    let mut options = ImportOptions::default();
+    options.load = release(spec).load_rules();
+    options.kv_cache_dtype = KvCacheDtype::Auto;
+    options.parallel = Parallel {
+        tp,
+        pp: 1,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let config = include_str!("../../data/models/llama-3.1-8b/config.json");
+    let sharded =
+        circuit_hf::import_parallel(config, "llama-3.1-8b/config.json", &options, &[]).unwrap();
+    let model: ModelFacts = sharded.imports[0].facts.clone();
+    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let run = RunSettings {
+        device: device(dev),
+        tensor_parallel_size: tp,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: None,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: None,
+        skip_mm_profiling: false,
+        enforce_eager: false,
+        mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
+        block_size: None,
+        enable_prefix_caching: None,
+        model,
+        engine_flags: None,
+    };
+    (circuits, run)
+}
+
+fn predict(spec: &str, circuits: &[Circuit], run: &RunSettings) -> Result<Startup, EngineError> {
+    release(spec).predict_layout(&StageCircuit::in_order(circuits), run)
+}
+
+fn detail(s: &Startup) -> &SglangStartup {
+    match &s.detail {
+        Some(EngineDetail::Sglang(d)) => d,
+        None => panic!("an SGLang start-up without its detail"),
+    }
+}
+
+/// mem_fraction_static's default for Llama-3.1-8B under `spec` at TP `tp` on `dev`.
+fn default_fraction(spec: &str, tp: u64, dev: &str) -> f64 {
+    let (circuits, run) = llama(spec, tp, dev);
+    let s = predict(spec, &circuits, &run).unwrap();
+    let d = detail(&s);
+    assert!(d.mem_fraction_static_default);
+    assert_eq!(d.reserved_kib, 0, "a table, not a reserve");
+    d.mem_fraction_static
+}
+
+#[test]
+fn the_releases_select_their_folders() {
+    for (spec, folder) in [
+        ("sglang==0.4.7", "0.4.7"),
+        ("sglang==0.4.6.post5", "0.4.6.post5"),
+        ("sglang==0.4.6.post4", "0.4.6.post4"),
+        ("sglang==0.4.6.post3", "0.4.6.post3"),
+        ("sglang==0.4.6.post2", "0.4.6.post3"),
+        ("sglang==0.4.6.post1", "0.4.6"),
+        ("sglang==0.4.6", "0.4.6"),
+    ] {
+        assert_eq!(release(spec).version(), folder, "{spec}");
+    }
+    assert_eq!(
+        release("sglang==0.4.6.post2").releases(),
+        ["0.4.6.post2", "0.4.6.post3"]
+    );
+}
+
+#[test]
+fn release_0_4_7_llama_3_1_8b_tp1_on_an_h100() {
+    let spec = "sglang==0.4.7";
+    let (circuits, run) = llama(spec, 1, "h100-sxm");
+    let s = predict(spec, &circuits, &run).unwrap();
+    let d = detail(&s);
+    // nvidia-smi 81,559 MiB <= 81,920 and TP x PP = 1: mfs 0.88 (server_args.py:253-266), no
+    // rule above (81,559 is not above 81,920).
+    assert_eq!(d.gpu_mib, 81_559);
+    assert_eq!(d.mem_fraction_static, 0.88);
+    // Tiers: 8192 tokens (not below 25,000 MiB, not above 180,000, server_args.py:286-294); the
+    // capture list [1, 2, 4, 8] + range(16, 161, 8): 4 + 19 = 23 sizes up to 160
+    // (cuda_graph_runner.py:138; 256 only above 96 GiB).
+    assert_eq!(d.chunked_prefill_size, 8192);
+    assert_eq!(d.decode_graph_sizes.len(), 23);
+    assert_eq!(d.decode_graph_sizes.last(), Some(&160));
+    assert!(d.prefill_graph_sizes.is_empty());
+    // Weights as 0.5.23's (the rope cache float32 on CUDA, layers/rotary_embedding.py:80-92),
+    // no growth after the print.
+    assert_eq!(s.workers[0].weights, LLAMA_W_TP1);
+    assert_eq!(d.workers[0].after_load, 0);
+    // F = 84,485,089,526 B = 78.682871 GiB; A = F - W = 68,357,458,166 B = 63.662844 GiB;
+    // rest = 63.662844 - 78.682871 x (1 - 0.88) = 54.220899 GiB; int(rest x 2^30) =
+    // 58,219,247,422 B; // 131,072 = 444,177 tokens (model_runner.py:832-835).
+    assert_eq!(d.free_before_load, F_TP1);
+    assert_eq!(d.pool_budget, 58_219_247_422);
+    assert_eq!(s.kv_cache_tokens, 444_177);
+    // The estimate clamp(int(444177 / 131072 x 512), 2048, 4096) = clamp(1735) = 2048 rows
+    // (model_runner.py:862-871, 925-937); printed min(444177 // 2, 2048) = 2048
+    // (managers/tp_worker.py:119-127); req_to_token 2048 x (131072 + 4) x 4 B.
+    assert_eq!(d.max_running_requests, 2048);
+    assert_eq!(d.workers[0].req_to_token, 2048 * 131_076 * 4);
+    // K = V = 32 x (444,177 + 1) x 8 x 128 x 2 B.
+    assert_eq!(d.workers[0].k_bytes, 29_109_649_408);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+#[test]
+fn release_0_4_6_post5_holds_one_request_row_more() {
+    let spec = "sglang==0.4.6.post5";
+    let (circuits, run) = llama(spec, 1, "h100-sxm");
+    let s = predict(spec, &circuits, &run).unwrap();
+    let d = detail(&s);
+    // The same pool as 0.4.7 (mfs 0.88, 444,177 tokens), but the request pool holds
+    // max_num_reqs + 1 = 2049 rows (model_runner.py:901-907), and the printed value is
+    // min(444177 // 2, 2049) = 2049 (managers/tp_worker.py:119-127).
+    assert_eq!(d.mem_fraction_static, 0.88);
+    assert_eq!(s.kv_cache_tokens, 444_177);
+    assert_eq!(d.max_running_requests, 2049);
+    assert_eq!(d.workers[0].req_to_token, 2049 * 131_076 * 4);
+    // A given --max-running-requests 100: 101 rows, printed min(444177 // 2, 100... as given)
+    // = 100.
+    let mut given = run.clone();
+    given.max_num_seqs = Some(100);
+    let g = predict(spec, &circuits, &given).unwrap();
+    assert_eq!(detail(&g).max_running_requests, 100);
+    assert_eq!(detail(&g).workers[0].req_to_token, 101 * 131_076 * 4);
+    // 0.4.7 holds exactly the rows given.
+    let g7 = predict("sglang==0.4.7", &circuits, &given).unwrap();
+    assert_eq!(detail(&g7).workers[0].req_to_token, 100 * 131_076 * 4);
+}
+
+#[test]
+fn the_fraction_tables_per_device_and_release() {
+    // An H100 NVL (95,830 MiB): 0.4.6 takes (95830 - 13312) / 95830 = 0.8610873421684232 above
+    // 81,920 MiB (server_args.py:236-238; at any TP, but it is refused at TP > 1); 0.4.6.post2
+    // on take 0.88 there (the 96 GiB rule needs more than 98,304 MiB).
+    assert_eq!(
+        default_fraction("sglang==0.4.6", 1, "h100-nvl"),
+        0.861_087_342_168_423_2
+    );
+    assert_eq!(default_fraction("sglang==0.4.6.post3", 1, "h100-nvl"), 0.88);
+    assert_eq!(default_fraction("sglang==0.4.7", 2, "h100-nvl"), 0.88);
+    // An H200 (143,771 MiB): 0.4.6 (143771 - 13312) / 143771 = 0.9074083090470262; 0.4.6.post2
+    // on min(0.88 + 49152 x 0.12 / 143771, (143771 - 18432) / 143771) = min(0.92102...,
+    // 0.8717961202189594) (0.4.6.post5 server_args.py:262-268).
+    assert_eq!(
+        default_fraction("sglang==0.4.6", 1, "h200"),
+        0.907_408_309_047_026_2
+    );
+    assert_eq!(
+        default_fraction("sglang==0.4.6.post5", 1, "h200"),
+        0.871_796_120_218_959_4
+    );
+    assert_eq!(
+        default_fraction("sglang==0.4.7", 1, "h200"),
+        0.871_796_120_218_959_4
+    );
+    // A B200 (183,359 MiB): 0.4.7 takes 0.79 above 180,000 MiB on CUDA (server_args.py:
+    // 269-270), 0.4.6.post5 the 96 GiB rule: min(0.88 + 49152 x 0.12 / 183359, (183359 -
+    // 18432) / 183359) = 0.8994758915570003.
+    assert_eq!(default_fraction("sglang==0.4.7", 1, "b200"), 0.79);
+    assert_eq!(
+        default_fraction("sglang==0.4.6.post5", 1, "b200"),
+        0.899_475_891_557_000_3
+    );
+    // An A100 80GB reports 81,920 MiB, inside the rows: 0.88 at TP 1, 0.85 at TP 4, 0.81 at TP
+    // 8 (the rows read TP alone in 0.4.6 and TP x PP after; PP > 1 is refused by all of them,
+    // TP > 1 by 0.4.6 to 0.4.6.post3).
+    assert_eq!(default_fraction("sglang==0.4.6", 1, "a100-80gb"), 0.88);
+    for spec in ["sglang==0.4.6.post4", "sglang==0.4.7"] {
+        assert_eq!(default_fraction(spec, 4, "a100-80gb"), 0.85, "{spec}");
+        assert_eq!(default_fraction(spec, 8, "a100-80gb"), 0.81, "{spec}");
+    }
+}
+
+#[test]
+fn the_device_tiers_per_release() {
+    // A B200: 0.4.7 chunks 16,384 tokens and captures up to 512 (server_args.py:287-288,
+    // cuda_graph_runner.py:150-153: 23 + 12 (168..256 by 8) + 16 (272..512 by 16) = 51
+    // sizes); 0.4.6.post5 8192 and up to 256 (35 sizes).
+    let at = |spec: &str, dev: &str| {
+        let (circuits, run) = llama(spec, 1, dev);
+        let s = predict(spec, &circuits, &run).unwrap();
+        let d = detail(&s);
+        (
+            d.chunked_prefill_size,
+            d.decode_graph_sizes.len(),
+            d.decode_graph_sizes.last().copied(),
+        )
+    };
+    assert_eq!(at("sglang==0.4.7", "b200"), (16_384, 51, Some(512)));
+    assert_eq!(at("sglang==0.4.6.post5", "b200"), (8192, 35, Some(256)));
+    // An H100 NVL (95,830 MiB): 0.4.6 captures up to 256 above 81,920 MiB
+    // (cuda_graph_runner.py:137-139), 0.4.6.post2 on only above 96 GiB.
+    assert_eq!(at("sglang==0.4.6", "h100-nvl"), (8192, 35, Some(256)));
+    assert_eq!(at("sglang==0.4.6.post3", "h100-nvl"), (8192, 23, Some(160)));
+    // An L4 (23,034 MiB, below 25,000): 2048 tokens and graphs up to 8 at TP < 4
+    // (server_args.py:260-266): [1, 2, 4, 8].
+    assert_eq!(at("sglang==0.4.6", "l4"), (2048, 4, Some(8)));
+}
+
+#[test]
+fn tp2_reads_the_world_through_gloo_from_0_4_6_post4_and_is_refused_before() {
+    // 0.4.7 at TP 2: mfs 0.87 (TP x PP = 2). Per rank 8,097,636,352 B of weights
+    // (sglang_0_5_23.rs). F = 83,389,872,866 B through float32 = 77.662872 GiB; A through
+    // float32 = 70.121361 GiB; rest = 70.121361 - 77.662872 x 0.13 = 60.025187 GiB: //
+    // 65,536 B (4 KV heads x 128 x 32 x 2 x 2 B) = 983,452 tokens.
+    let spec = "sglang==0.4.7";
+    let (circuits, run) = llama(spec, 2, "h100-sxm");
+    let s = predict(spec, &circuits, &run).unwrap();
+    assert_eq!(detail(&s).mem_fraction_static, 0.87);
+    assert_eq!(s.workers[0].weights, 8_097_636_352);
+    assert_eq!(detail(&s).cell_bytes, vec![65_536]);
+    assert_eq!(s.kv_cache_tokens, 983_452);
+    assert_eq!(
+        predict("sglang==0.4.6.post4", &circuits, &run)
+            .unwrap()
+            .kv_cache_tokens,
+        983_452
+    );
+    // 0.4.6 to 0.4.6.post3: F and A through an all-reduce on torch's NCCL group, whose
+    // communicator is created between the reads: refused.
+    for spec in ["sglang==0.4.6.post3", "sglang==0.4.6"] {
+        let e = predict(spec, &circuits, &run).unwrap_err().to_string();
+        assert!(e.contains("torch's NCCL group"), "{spec}: {e}");
+    }
+}
+
+#[test]
+fn the_capture_flag_is_refused_with_each_release_s_reason() {
+    let (circuits, run) = llama("sglang==0.4.6", 1, "h100-sxm");
+    let mut run = run;
+    run.engine_flags = Some(EngineFlags::Sglang(SglangFlags {
+        cuda_graph_max_bs: Some(64),
+        ..SglangFlags::default()
+    }));
+    let e = predict("sglang==0.4.6", &circuits, &run)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--cuda-graph-max-bs: SGLang 0.4.6 to 0.4.6.post3 only filter"),
+        "{e}"
+    );
+    let e = predict("sglang==0.4.7", &circuits, &run)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--cuda-graph-max-bs: SGLang 0.4.6.post4 to 0.4.7 extend"),
+        "{e}"
+    );
+}
