@@ -288,3 +288,28 @@ fn the_capture_flag_is_refused_with_each_release_s_reason() {
         "{e}"
     );
 }
+
+#[test]
+fn classes_a_release_lacks_are_refused() {
+    // The refusal reads the model's class alone: Llama-3.1-8B's layout under another class's
+    // name. models/ gains phi.py in 0.4.9.post3 and glm4_moe.py in 0.4.9.post5.
+    let (circuits, run) = llama("sglang==0.4.7", 1, "h100-sxm");
+    let named = |class: &str| {
+        let mut r = run.clone();
+        r.model.architecture = class.to_owned();
+        r
+    };
+    let refused = |spec: &str, class: &str| {
+        predict(spec, &circuits, &named(class))
+            .err()
+            .map(|e| e.to_string())
+    };
+    for spec in ["sglang==0.4.6", "sglang==0.4.7", "sglang==0.4.9.post2"] {
+        let e = refused(spec, "PhiForCausalLM").unwrap();
+        assert!(e.contains("PhiForCausalLM under sglang"), "{spec}: {e}");
+        assert!(refused(spec, "Glm4MoeForCausalLM").is_some(), "{spec}");
+    }
+    assert_eq!(refused("sglang==0.4.9.post3", "PhiForCausalLM"), None);
+    assert!(refused("sglang==0.4.9.post4", "Glm4MoeForCausalLM").is_some());
+    assert_eq!(refused("sglang==0.4.9.post5", "Glm4MoeForCausalLM"), None);
+}

@@ -430,7 +430,8 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
         ("sglang==0.5.1.post3", "0.5.1"),
         ("sglang==0.4.10.post2", "0.4.10.post2"),
         ("sglang==0.4.10.post1", "0.4.10"),
-        ("sglang==0.4.9.post3", "0.4.10"),
+        ("sglang==0.4.9.post3", "0.4.9.post4"),
+        ("sglang==0.4.9.post5", "0.4.10"),
         ("sglang==0.4.9.post2", "0.4.9"),
         ("sglang==0.4.7.post1", "0.4.9"),
     ] {
@@ -955,7 +956,7 @@ fn every_release_refuses_rocm() {
     let sglang = engines::folders()
         .iter()
         .filter(|f| f.name.starts_with("sglang-"));
-    assert_eq!(sglang.clone().count(), 30);
+    assert_eq!(sglang.clone().count(), 31);
     for folder in sglang {
         let e = engines::profile(folder.name)
             .unwrap()
