@@ -141,6 +141,11 @@ fn release_0_4_7_llama_3_1_8b_tp1_on_an_h100() {
     // K = V = 32 x (444,177 + 1) x 8 x 128 x 2 B.
     assert_eq!(d.workers[0].k_bytes, 29_109_649_408);
     assert_eq!(s.verdict, Verdict::Starts);
+    // 0.4.7.post1 rounds a reserve instead: round((81559 - (9.5 + 1 / 2) x 1024) / 81559, 3) =
+    // 0.874; rest = 63.662844 - 78.682871 x 0.126 = 53.748802 GiB: 440,310 tokens.
+    let next = predict("sglang==0.4.7.post1", &circuits, &run).unwrap();
+    assert_eq!(detail(&next).mem_fraction_static, 0.874);
+    assert_eq!(next.kv_cache_tokens, 440_310);
 }
 
 #[test]
