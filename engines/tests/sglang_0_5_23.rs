@@ -901,18 +901,22 @@ fn releases_0_4_7_post1_to_0_5_1_take_a_longer_context_and_size_each_stage_alone
         answers.largest_max_model_len,
         Some(at_derived.kv_cache_tokens)
     );
-    // Gemma 3's windows: hybrid pools in 0.4.9.post3-0.4.10.post2 (refused), a full cache in
-    // 0.4.9.post2 and 0.5.1 (forced off).
+    // Gemma 3's windows: hybrid pools in 0.4.9.post3-0.4.10.post2 (sglang_0_4.rs derives
+    // them), a full cache in 0.4.9.post2 and 0.5.1 (forced off).
     let (circuits, run) = layout("gemma-3-1b-it", 1, KvCacheDtype::Auto);
     let stages = StageCircuit::in_order(&circuits);
     let gemma = |spec: &str| release(spec).predict_layout(&stages, &run);
     assert!(
-        gemma("sglang==0.4.10.post2")
-            .unwrap_err()
-            .to_string()
-            .contains("hybrid sliding-window pool")
+        detail(&gemma("sglang==0.4.10.post2").unwrap())
+            .swa_tokens
+            .is_some()
     );
-    assert!(gemma("sglang==0.4.9.post3").is_err());
+    assert!(
+        detail(&gemma("sglang==0.4.9.post3").unwrap())
+            .swa_tokens
+            .is_some()
+    );
+    assert_eq!(detail(&gemma("sglang==0.5.1").unwrap()).swa_tokens, None);
     assert_eq!(
         gemma("sglang==0.4.9").unwrap().kv_cache_tokens,
         gemma("sglang==0.5.1").unwrap().kv_cache_tokens

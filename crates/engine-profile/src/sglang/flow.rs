@@ -34,8 +34,13 @@ pub struct FlowDecl {
     pub pool: PoolDecl,
     /// `max_running_requests`.
     pub max_running_requests: RunningDecl,
-    /// Model classes SGLang gives a hybrid sliding-window pool (not modelled: refused).
+    /// Model classes SGLang gives a hybrid sliding-window pool: sized by `hybrid_swa_split`
+    /// when the release gives it, else refused.
     pub hybrid_swa_architectures: Vec<String>,
+    /// How those classes' pool is split into full and sliding-window tokens (SGLang
+    /// 0.4.9.post3 to 0.5.6: from the all-layer token count); none: refused.
+    #[serde(default)]
+    pub hybrid_swa_split: Option<HybridSplitDecl>,
     /// Whether a `--context-length` above the derived one is taken (with a warning, SGLang
     /// before 0.5.1) rather than refused.
     pub longer_context_allowed: bool,
@@ -348,6 +353,33 @@ pub struct RunningDecl {
     pub user: String,
 }
 
+/// The split of a hybrid sliding-window pool from the token count `T` an all-layer cell gives
+/// (`set_num_token_hybrid`): `full = int(T x L / (ratio x L_swa + L_full))`, `swa = int(full
+/// x ratio)`, the layers counted by kind; the sliding layers' pool holds `swa` tokens, the full
+/// layers' `full`, which is the printed `max_total_num_tokens`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HybridSplitDecl {
+    /// `--swa-full-tokens-ratio`'s default.
+    pub swa_full_tokens_ratio: f64,
+    /// Rows each of the two pools holds beyond its tokens: an expression over `page_size`.
+    pub extra_rows: String,
+    /// Bytes the allocator's full-to-SWA index map takes after the pool is sized: an
+    /// expression over `full_tokens` and `swa_tokens`.
+    pub index_map_bytes: String,
+    /// The page size the two pools are built with; another `--page-size` is refused.
+    pub page_size: u64,
+}
+
+/// The split, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct HybridSplit {
+    pub(crate) ratio: f64,
+    pub(crate) extra_rows: Formula,
+    pub(crate) index_map: Formula,
+    pub(crate) page_size: u64,
+}
+
 /// A refused model class.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -421,6 +453,7 @@ pub(crate) struct FlowFacts {
     pub(crate) running_default: Formula,
     pub(crate) running_user: Formula,
     pub(crate) hybrid_swa: Vec<String>,
+    pub(crate) hybrid_split: Option<HybridSplit>,
     pub(crate) longer_context_allowed: bool,
     pub(crate) refuse: Vec<RefuseDecl>,
     /// None: `--cuda-graph-max-bs` sets the decode max batch size; else why it is refused.
@@ -530,6 +563,29 @@ impl FlowFacts {
             )?,
             running_user: f("max_running_requests.user", &decl.max_running_requests.user)?,
             hybrid_swa: decl.hybrid_swa_architectures.clone(),
+            hybrid_split: match &decl.hybrid_swa_split {
+                None => None,
+                Some(h) => {
+                    if !(h.swa_full_tokens_ratio > 0.0 && h.swa_full_tokens_ratio <= 1.0) {
+                        return Err(bad(format!(
+                            "startup.sglang.hybrid_swa_split.swa_full_tokens_ratio = {}: must be in (0, 1]",
+                            h.swa_full_tokens_ratio
+                        )));
+                    }
+                    if h.page_size == 0 {
+                        return Err(bad(
+                            "startup.sglang.hybrid_swa_split.page_size = 0: must be positive"
+                                .to_owned(),
+                        ));
+                    }
+                    Some(HybridSplit {
+                        ratio: h.swa_full_tokens_ratio,
+                        extra_rows: f("hybrid_swa_split.extra_rows", &h.extra_rows)?,
+                        index_map: f("hybrid_swa_split.index_map_bytes", &h.index_map_bytes)?,
+                        page_size: h.page_size,
+                    })
+                }
+            },
             longer_context_allowed: decl.longer_context_allowed,
             refuse: decl.refuse.clone(),
             cuda_graph_max_bs_refused: refused,

@@ -13,8 +13,8 @@
 //! (circuit weights and `weights.created`, `kv_layout::cache_layers`, `formula`); the two
 //! runtime figures the source cannot give (the CUDA context and the communicators' memory
 //! before F) are the engine file's stated assumptions, never fitted to a log; a layout SGLang
-//! sizes in a way not modelled here (hybrid sliding-window or recurrent pools, multimodal
-//! models) is refused naming the model; every size is checked u64.
+//! sizes in a way not modelled here (a hybrid sliding-window pool without the release's split,
+//! recurrent pools, multimodal models) is refused naming the model; every size is checked u64.
 
 mod context_len;
 mod flow;
@@ -65,6 +65,9 @@ pub struct SglangStartup {
     pub page_size: u64,
     /// `max_total_num_tokens` as printed (0 when none fit).
     pub max_total_num_tokens: u64,
+    /// A hybrid sliding-window pool's SWA tokens ("Use Sliding window memory pool.
+    /// full_layer_tokens=max_total_num_tokens, swa_layer_tokens=this"); none without one.
+    pub swa_tokens: Option<u64>,
     /// `max_running_requests` as printed.
     pub max_running_requests: u64,
     /// `context_len` as printed.
@@ -107,6 +110,8 @@ pub struct SglangWorker {
     pub v_bytes: u64,
     /// The request-to-token table, bytes.
     pub req_to_token: u64,
+    /// A hybrid pool's full-to-SWA index map, allocated with the pool, bytes (0 without one).
+    pub swa_index_map: u64,
     /// Left for activations and CUDA graphs after the pool ("Memory pool end. avail mem").
     pub left_for_activations: u64,
 }

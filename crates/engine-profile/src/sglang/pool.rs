@@ -1,7 +1,8 @@
 //! SGLang's start-up predicted (docs/engines.md, "SGLang", the flow): the defaults from the
 //! nvidia-smi tier, `mem_fraction_static`, the free memory F before loading and A before the
-//! pool, the static pool's tokens per stage, `max_running_requests`, the context checks and
-//! SGLang's errors; and the budget answers the pool gives directly.
+//! pool, the static pool's tokens per stage (split into full and sliding-window tokens for a
+//! hybrid pool), `max_running_requests`, the context checks and SGLang's errors; and the budget
+//! answers the pool gives directly.
 //!
 //! Invariants: the arithmetic follows SGLang's own types: F and A are GiB floats (through a
 //! float32 tensor when the world's minimum is taken), the pool's bytes `int(rest x 2^30)`, the
@@ -49,6 +50,18 @@ struct Stage {
     weights: u64,
     after_load: u64,
     cell: u64,
+    /// Per-token bytes and count of the full-attention and of the sliding-window layers.
+    full: (u64, u64),
+    sliding: (u64, u64),
+    /// The sliding layers' window (the first one's), tokens.
+    window: Option<u64>,
+}
+
+/// A hybrid pool's two token counts.
+#[derive(Debug, Clone, Copy)]
+struct Split {
+    full: u64,
+    swa: u64,
 }
 
 /// The run's settings, settled against the device and the engine file.
@@ -80,6 +93,26 @@ pub(crate) fn predict(
     refuse_unmodelled(profile, flow, stages, run)?;
     let settled = settle(profile, flow, stages, run, &flags)?;
     let stage_facts = stage_facts(profile, flow, stages, run, &settled)?;
+    // A class of `hybrid_swa_architectures` reaches here only when the release's split is
+    // given (refuse_unmodelled).
+    let hybrid = flow
+        .hybrid_split
+        .as_ref()
+        .filter(|_| flow.hybrid_swa.contains(&run.model.architecture));
+    if let Some(h) = hybrid
+        && settled.page != h.page_size
+    {
+        return Err(EngineError::FlagRefused {
+            flag: "--page-size".to_owned(),
+            why: format!(
+                "{} {} builds a hybrid sliding-window pool with a page of {} token(s) while its allocator pages by --page-size {}, which is not modelled",
+                profile.engine(),
+                profile.version(),
+                h.page_size,
+                settled.page
+            ),
+        });
+    }
     let world = settled
         .tp
         .checked_mul(settled.pp)
@@ -154,6 +187,23 @@ pub(crate) fn predict(
     if let Some(cap) = flags.max_total_tokens {
         tokens = tokens.min(cap / page * page);
     }
+    // The estimate of the request pool reads the all-layer count, before any split.
+    let all_layer_tokens = tokens;
+    let split = match (hybrid, stage_facts.first()) {
+        (Some(h), Some(s)) => {
+            let layers = s.full.1 + s.sliding.1;
+            let total = tokens
+                .checked_mul(layers)
+                .ok_or_else(|| overflow("tokens across layers"))?;
+            // full = int(total / (r x L_swa + L_full)), swa = int(full x r), in floats.
+            let denominator = h.ratio * s.sliding.1 as f64 + s.full.1 as f64;
+            let full = (total as f64 / denominator).floor() as u64;
+            let swa = (full as f64 * h.ratio).floor() as u64;
+            tokens = full;
+            Some(Split { full, swa })
+        }
+        _ => None,
+    };
     if refusal.is_none() && tokens == 0 {
         let cell = stage_facts.iter().map(|s| s.cell).max().unwrap_or(0);
         short_by = cell.saturating_mul(page).saturating_sub(pool_budget).max(1);
@@ -164,10 +214,10 @@ pub(crate) fn predict(
         );
     }
     let ctx = settled.context_len;
-    let names = |requested: u64| {
+    let names_at = |kv_tokens: u64, requested: u64| {
         Env::names_only(
             vec![
-                ("kv_tokens", tokens),
+                ("kv_tokens", kv_tokens),
                 ("context_len", ctx),
                 ("requested", requested),
                 ("page_size", page),
@@ -175,7 +225,8 @@ pub(crate) fn predict(
             stages[0].circuit.name(),
         )
     };
-    let estimate = flow.estimate.eval(&names(0))?;
+    let names = |requested: u64| names_at(tokens, requested);
+    let estimate = flow.estimate.eval(&names_at(all_layer_tokens, 0))?;
     let running = match run.max_num_seqs {
         Some(r) => flow
             .running_user
@@ -197,12 +248,37 @@ pub(crate) fn predict(
     let rows = tokens
         .checked_add(extra_rows)
         .ok_or_else(|| overflow("KV rows"))?;
+    // A hybrid pool: the full layers hold full + extra rows, the sliding layers swa + extra,
+    // and the allocator's index map follows.
+    let hybrid_rows = match (hybrid, split) {
+        (Some(h), Some(sp)) => {
+            let env = names(run.max_num_seqs.unwrap_or(0))
+                .with("full_tokens", sp.full)
+                .with("swa_tokens", sp.swa);
+            let extra = h.extra_rows.eval(&env)?;
+            let rows_of = |t: u64| t.checked_add(extra).ok_or_else(|| overflow("KV rows"));
+            Some((rows_of(sp.full)?, rows_of(sp.swa)?, h.index_map.eval(&env)?))
+        }
+        _ => None,
+    };
     let mut workers = Vec::new();
     let mut details = Vec::new();
     for s in &stage_facts {
-        let kv = rows
-            .checked_mul(s.cell)
-            .ok_or_else(|| overflow("KV pool bytes"))?;
+        let (kv, index_map) = match hybrid_rows {
+            Some((full_rows, swa_rows, map)) => (
+                full_rows
+                    .checked_mul(s.full.0)
+                    .zip(swa_rows.checked_mul(s.sliding.0))
+                    .and_then(|(a, b)| a.checked_add(b))
+                    .ok_or_else(|| overflow("KV pool bytes"))?,
+                map,
+            ),
+            None => (
+                rows.checked_mul(s.cell)
+                    .ok_or_else(|| overflow("KV pool bytes"))?,
+                0,
+            ),
+        };
         let (k, v) = if settled.mla {
             (kv, 0)
         } else {
@@ -213,6 +289,7 @@ pub(crate) fn predict(
             .checked_add(s.after_load)
             .and_then(|u| u.checked_add(kv))
             .and_then(|u| u.checked_add(req_to_token))
+            .and_then(|u| u.checked_add(index_map))
             .ok_or_else(|| overflow("bytes of a rank"))?;
         for tp_rank in 0..settled.tp {
             let rank = s
@@ -250,6 +327,7 @@ pub(crate) fn predict(
                 k_bytes: k,
                 v_bytes: v,
                 req_to_token,
+                swa_index_map: index_map,
                 left_for_activations: free_bytes.saturating_sub(used),
             });
         }
@@ -277,13 +355,33 @@ pub(crate) fn predict(
         .map(|(i, s)| cache_layers(s.circuit, i, &run.model).map(|l| l.len() as u64))
         .sum::<Result<u64, _>>()?;
     let per_request = ctx.div_ceil(page);
-    let kv_layout = KvLayout {
-        groups: vec![KvGroup {
+    let groups = match (split, stage_facts.first()) {
+        (Some(_), Some(s)) => {
+            let window = s.window.unwrap_or(0);
+            vec![
+                KvGroup {
+                    kind: LayerKind::Full,
+                    block_size: page,
+                    layers: s.full.1,
+                    blocks_per_request: per_request,
+                },
+                KvGroup {
+                    kind: LayerKind::Sliding { window },
+                    block_size: page,
+                    layers: s.sliding.1,
+                    blocks_per_request: per_request.min(window.div_ceil(page)),
+                },
+            ]
+        }
+        _ => vec![KvGroup {
             kind: LayerKind::Full,
             block_size: page,
             layers,
             blocks_per_request: per_request,
         }],
+    };
+    let kv_layout = KvLayout {
+        groups,
         stage_block_bytes: stage_facts
             .iter()
             .map(|s| s.cell.saturating_mul(page))
@@ -292,9 +390,19 @@ pub(crate) fn predict(
         blocks_per_request: per_request,
         // One request of context_len on each stage's cells (SGLang checks none at start-up:
         // a shorter pool caps requests instead).
+        // With a hybrid pool the sliding layers hold a window of a request, not all of it.
         stage_request_bytes: stage_facts
             .iter()
-            .map(|s| s.cell.saturating_mul(per_request.saturating_mul(page)))
+            .map(|s| match split {
+                Some(_) => {
+                    let window = s.window.unwrap_or(0).div_ceil(page).min(per_request);
+                    s.full
+                        .0
+                        .saturating_mul(per_request.saturating_mul(page))
+                        .saturating_add(s.sliding.0.saturating_mul(window.saturating_mul(page)))
+                }
+                None => s.cell.saturating_mul(per_request.saturating_mul(page)),
+            })
             .collect(),
     };
     let detail = SglangStartup {
@@ -309,6 +417,7 @@ pub(crate) fn predict(
         cell_bytes: stage_facts.iter().map(|s| s.cell).collect(),
         page_size: page,
         max_total_num_tokens: tokens,
+        swa_tokens: split.map(|sp| sp.swa),
         max_running_requests: running,
         context_len: ctx,
         max_req_len,
@@ -427,7 +536,17 @@ fn refuse_unmodelled(
             format!("{} under {who}: {}", r.architecture, r.why),
         ));
     }
-    if flow.hybrid_swa.contains(&model.architecture) {
+    let hybrid = flow.hybrid_swa.contains(&model.architecture);
+    if hybrid && flow.hybrid_split.is_some() && stages.len() > 1 {
+        return Err(not_modelled(
+            named,
+            format!(
+                "{}: {who} splits a hybrid sliding-window pool over the whole model's layers, and at more than one pipeline stage that is not modelled",
+                model.architecture
+            ),
+        ));
+    }
+    if hybrid && flow.hybrid_split.is_none() {
         return Err(not_modelled(
             named,
             format!(
@@ -708,10 +827,39 @@ fn stage_facts(
             .checked_add(created)
             .ok_or_else(|| overflow("weights"))?;
         let after_load = flow.after_load.eval(&env)?;
-        let cell = cache_layers(circuit, i, model)?
+        let layers = cache_layers(circuit, i, model)?;
+        let cell = layers
             .iter()
             .try_fold(0u64, |acc, l| acc.checked_add(l.bytes))
             .ok_or_else(|| overflow("cell bytes"))?;
+        let mut full = (0u64, 0u64);
+        let mut sliding = (0u64, 0u64);
+        let mut window = None;
+        for l in &layers {
+            let (bytes, count) = match l.kind {
+                LayerKind::Full => (&mut full.0, &mut full.1),
+                LayerKind::Sliding { window: w } => {
+                    window.get_or_insert(w);
+                    (&mut sliding.0, &mut sliding.1)
+                }
+                // Chunked layers (Llama 4) and recurrent states are refused for a hybrid
+                // pool below; they are not counted in either part.
+                LayerKind::Chunked { .. } | LayerKind::Recurrent => continue,
+            };
+            *bytes = bytes
+                .checked_add(l.bytes)
+                .ok_or_else(|| overflow("cell bytes"))?;
+            *count += 1;
+        }
+        if flow.hybrid_split.is_some()
+            && flow.hybrid_swa.contains(&model.architecture)
+            && full.1 + sliding.1 != layers.len() as u64
+        {
+            return Err(not_modelled(
+                circuit,
+                "a hybrid sliding-window pool over layers that are neither full attention nor a sliding window".to_owned(),
+            ));
+        }
         if cell == 0 {
             return Err(not_modelled(
                 circuit,
@@ -723,6 +871,9 @@ fn stage_facts(
             weights,
             after_load,
             cell,
+            full,
+            sliding,
+            window,
         });
     }
     Ok(out)
@@ -765,7 +916,32 @@ pub(crate) fn budget_answers(
     // rest >= ceil(target / page) x page x the largest cell, with rest = A - F x (1 - m).
     let page = d.page_size;
     let cell = d.cell_bytes.iter().copied().max().unwrap_or(0);
-    let needed = target_kv_tokens
+    // A hybrid pool prints its full tokens: the all-layer count T whose split reaches the
+    // target, the least T with int(T x L / (r x L_swa + L_full)) >= target.
+    let target_all = match (d.swa_tokens, flow.hybrid_split.as_ref()) {
+        (Some(_), Some(h)) => {
+            let count = |full: bool| -> u64 {
+                startup
+                    .kv_layout
+                    .groups
+                    .iter()
+                    .filter(|g| (g.kind == LayerKind::Full) == full)
+                    .map(|g| g.layers)
+                    .sum()
+            };
+            let (l_full, l_swa) = (count(true), count(false));
+            let denominator = h.ratio * l_swa as f64 + l_full as f64;
+            let layers = (l_full + l_swa).max(1) as f64;
+            let full_of = |t: u64| (t as f64 * layers / denominator).floor() as u64;
+            let mut t = (target_kv_tokens as f64 * denominator / layers).ceil() as u64;
+            while full_of(t) < target_kv_tokens {
+                t = t.saturating_add(1);
+            }
+            t
+        }
+        _ => target_kv_tokens,
+    };
+    let needed = target_all
         .div_ceil(page)
         .checked_mul(page)
         .and_then(|t| t.checked_mul(cell))

@@ -1,9 +1,10 @@
-//! SGLang 0.4.6 to 0.4.7 (`engines/sglang-0.4.6*`, `engines/sglang-0.4.7/`), each figure derived
-//! by hand from their sources (docs/engines.md, "SGLang"; the arithmetic in each test's
-//! comments): `mem_fraction_static` as a table on the parallel size with unrounded rules for
-//! larger devices, the request pool's extra row before 0.4.7, the device tiers, and the TP > 1
-//! refusal of the releases that read the free memory through torch's NCCL group. No SGLang log is
-//! in the repository: these check the derivation.
+//! SGLang 0.4.x (`engines/sglang-0.4.*`), each figure derived by hand from their sources
+//! (docs/engines.md, "SGLang"; the arithmetic in each test's comments): 0.4.6 to 0.4.7's
+//! `mem_fraction_static` as a table on the parallel size with unrounded rules for larger
+//! devices, the request pool's extra row before 0.4.7, the device tiers, the TP > 1 refusal of
+//! the releases that read the free memory through torch's NCCL group, the model classes a release
+//! lacks, and 0.4.9.post3 to 0.4.10.post2's hybrid sliding-window pool for Gemma 3. No SGLang log
+//! is in the repository: these check the derivation.
 
 use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
 use circuit_ir::Circuit;
@@ -317,4 +318,104 @@ fn classes_a_release_lacks_are_refused() {
     assert_eq!(refused("sglang==0.4.9.post3", "PhiForCausalLM"), None);
     assert!(refused("sglang==0.4.9.post4", "Glm4MoeForCausalLM").is_some());
     assert_eq!(refused("sglang==0.4.9.post5", "Glm4MoeForCausalLM"), None);
+}
+
+/// Gemma-3-1B-it (data/checkpoints) on an H100 at TP 1 under `spec`, with `flags`.
+fn gemma(spec: &str, flags: SglangFlags, page: Option<u64>) -> (Vec<Circuit>, RunSettings) {
+    let mut options = ImportOptions::default();
+    options.load = release(spec).load_rules();
+    let config = include_str!("../../data/checkpoints/gemma-3-1b-it/config.json");
+    let sharded =
+        circuit_hf::import_parallel(config, "gemma-3-1b-it/config.json", &options, &[]).unwrap();
+    let model: ModelFacts = sharded.imports[0].facts.clone();
+    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let (_, mut run) = llama(spec, 1, "h100-sxm");
+    run.model = model;
+    run.block_size = page;
+    run.engine_flags = Some(EngineFlags::Sglang(flags));
+    (circuits, run)
+}
+
+#[test]
+fn releases_0_4_9_post3_to_0_4_10_post2_split_gemma_3_s_pool() {
+    let spec = "sglang==0.4.10.post2";
+    let (circuits, run) = gemma(spec, SglangFlags::default(), None);
+    let s = predict(spec, &circuits, &run).unwrap();
+    let d = detail(&s);
+    // Weights: 1,999,771,904 B of parameters and one float32 rope cache [32768, 256] x 4 B =
+    // 33,554,432 B: 2,033,326,336 B; mfs 0.874 (0.4.10.post2's reserve at TP 1 on 81,559 MiB).
+    assert_eq!(circuits[0].weight_bytes(), 1_999_771_904);
+    assert_eq!(s.workers[0].weights, 2_033_326_336);
+    assert_eq!(d.mem_fraction_static, 0.874);
+    // rest = (F - W) / 2^30 - F / 2^30 x 0.126 GiB = 71,806,641,909 B; the all-layer cell 1 KV
+    // head x 256 x 26 layers x 2 x 2 B = 26,624 B: T = 2,697,064 (model_runner.py:955-990).
+    assert_eq!(d.cell_bytes, vec![26_624]);
+    assert_eq!(d.pool_budget, 71_806_641_909);
+    // Layers 5, 11, 17, 23 full (layer_types: every sixth), 22 sliding (window 511 in SGLang,
+    // 512 as the config gives it): full = int(2,697,064 x 26 / (0.8 x 22 + 4)) = 3,246,465,
+    // swa = int(3,246,465 x 0.8) = 2,597,172 (model_runner.py:1047-1067).
+    assert_eq!(s.kv_layout.groups.len(), 2);
+    assert_eq!(s.kv_layout.groups[0].layers, 4);
+    assert_eq!(s.kv_layout.groups[1].layers, 22);
+    assert_eq!(d.max_total_num_tokens, 3_246_465);
+    assert_eq!(s.kv_cache_tokens, 3_246_465);
+    assert_eq!(d.swa_tokens, Some(2_597_172));
+    // K = V = 512 B a layer and token x (4 x (3,246,465 + 1) + 22 x (2,597,172 + 1)) rows
+    // (SWAKVPool's page of 1, mem_cache/memory_pool.py:441): 35,903,319,040 B each, 10,240 B
+    // below one pool of T + 1 rows over every layer.
+    assert_eq!(d.workers[0].k_bytes, 35_903_319_040);
+    assert_eq!(d.workers[0].v_bytes, 35_903_319_040);
+    assert_eq!((2_697_064 + 1) * 26 * 512 - 35_903_319_040_u64, 10_240);
+    // The index map: (3,246,465 + 2,597,172 + 1) x 8 B (mem_cache/allocator.py:190-193).
+    assert_eq!(d.workers[0].swa_index_map, 46_749_104);
+    // The estimate reads T: clamp(int(2,697,064 / 32768 x 512) = 42,141, 2048, 4096) = 4096
+    // rows; printed min(3,246,465 // 2, 4096) = 4096.
+    assert_eq!(d.max_running_requests, 4096);
+    assert_eq!(d.workers[0].req_to_token, 4096 * (32_768 + 4) * 4);
+    // left = F - W - K - V - req_to_token - the map.
+    assert_eq!(
+        d.workers[0].left_for_activations,
+        F_TP1 - 2_033_326_336 - 2 * 35_903_319_040 - 536_936_448 - 46_749_104
+    );
+    assert_eq!(s.verdict, Verdict::Starts);
+    // 0.4.10 and 0.4.9.post3 (Gemma 2 hybrid too) split the same way.
+    for older in ["sglang==0.4.10", "sglang==0.4.9.post3"] {
+        let o = predict(older, &circuits, &run).unwrap();
+        assert_eq!(detail(&o).swa_tokens, Some(2_597_172), "{older}");
+        assert_eq!(o.kv_cache_tokens, 3_246_465, "{older}");
+    }
+    // 0.4.9.post2 has no hybrid pool: one pool of T over every layer.
+    let whole = predict("sglang==0.4.9.post2", &circuits, &run).unwrap();
+    assert_eq!(whole.kv_cache_tokens, 2_697_064);
+    assert_eq!(detail(&whole).swa_tokens, None);
+}
+
+#[test]
+fn a_hybrid_pool_under_a_token_cap_a_page_and_a_target() {
+    let spec = "sglang==0.4.10.post2";
+    // --max-total-tokens 1,000,000 caps T before the split: full = int(1,000,000 x 26 / 21.6)
+    // = 1,203,703, more than the cap, swa = int(1,203,703 x 0.8) = 962,962, as SGLang prints.
+    let capped = SglangFlags {
+        max_total_tokens: Some(1_000_000),
+        ..SglangFlags::default()
+    };
+    let (circuits, run) = gemma(spec, capped, None);
+    let s = predict(spec, &circuits, &run).unwrap();
+    assert_eq!(s.kv_cache_tokens, 1_203_703);
+    assert_eq!(detail(&s).swa_tokens, Some(962_962));
+    // --page-size 16: SWAKVPool pages by 1 while the allocator would page by 16: refused.
+    let (circuits, run) = gemma(spec, SglangFlags::default(), Some(16));
+    let e = predict(spec, &circuits, &run).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--page-size: sglang 0.4.10.post2 builds a hybrid"),
+        "{e}"
+    );
+    // The mem_fraction_static for 3,246,465 full tokens: the least T whose split reaches it is
+    // 2,697,064 (2,697,063 gives 3,246,464), 71,806,631,936 B: 1 - (A - that) / F =
+    // 0.873999..., 0.874 to SGLang's 3 decimals.
+    let (circuits, run) = gemma(spec, SglangFlags::default(), None);
+    let answers = release(spec)
+        .budget_answers(&StageCircuit::in_order(&circuits), &run, 3_246_465)
+        .unwrap();
+    assert_eq!(answers.utilization_for_target, Some(0.874));
 }
