@@ -619,3 +619,80 @@ pub(crate) fn sizes_up_to(ranges: &[SizeRange], max: u64) -> Option<Vec<u64>> {
     sizes.dedup();
     Some(sizes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Result<FractionTable, EngineError> {
+        let decl: FractionTableDecl = toml::from_str(text).unwrap();
+        FractionTable::compile(&decl, "test.toml")
+    }
+
+    /// SGLang 0.4.7's table (server_args.py:253-283).
+    const RELEASE_0_4_7: &str = r#"
+        parallel = "tp * pp"
+        rows = [
+          { at_least = 16, fraction = 0.79 },
+          { at_least = 8, fraction = 0.81 },
+          { at_least = 4, fraction = 0.85 },
+          { at_least = 2, fraction = 0.87 },
+          { at_least = 1, fraction = 0.88 },
+        ]
+        large = [
+          { above_mib = 81920, fraction = 0.88 },
+          { above_mib = 98304, reserved_mib = 18432, grow_mib = 49152 },
+          { above_mib = 180000, fraction = 0.79 },
+        ]
+        unknown_memory = 0.88
+    "#;
+
+    #[test]
+    fn the_table_reads_rows_then_each_large_rule_in_order() {
+        let t = table(RELEASE_0_4_7).unwrap();
+        let at = |gpu_mib: u64, tp: u64, pp: u64| {
+            t.fraction(
+                gpu_mib,
+                &Env::names_only(vec![("tp", tp), ("pp", pp)], "test"),
+            )
+            .unwrap()
+        };
+        // Rows: TP x PP = 8 reads 0.81, 3 reads 0.87 (at least 2), 20 reads 0.79.
+        assert_eq!(at(81_920, 4, 2), 0.81);
+        assert_eq!(at(81_920, 3, 1), 0.87);
+        assert_eq!(at(81_920, 20, 1), 0.79);
+        // 95,830 MiB: above 81,920 only: 0.88 at any size.
+        assert_eq!(at(95_830, 8, 1), 0.88);
+        // 143,771 MiB: min(0.88 + 49152 x 0.12 / 143771, 125339 / 143771) = 0.8717961202189594.
+        assert_eq!(at(143_771, 1, 1), 0.871_796_120_218_959_4);
+        // 183,359 MiB: the last rule wins, 0.79.
+        assert_eq!(at(183_359, 1, 1), 0.79);
+    }
+
+    #[test]
+    fn a_table_no_run_could_read_is_refused_naming_the_item() {
+        let e = |text: &str| table(text).err().map(|e| e.to_string()).unwrap_or_default();
+        let rows_not_falling = RELEASE_0_4_7.replace("at_least = 8,", "at_least = 20,");
+        assert!(e(&rows_not_falling).contains("table.rows: at_least must fall"));
+        let no_last_row = RELEASE_0_4_7.replace("at_least = 1,", "at_least = 2,");
+        assert!(e(&no_last_row).contains("the last be 1"));
+        let both = RELEASE_0_4_7.replace(
+            "{ above_mib = 180000, fraction = 0.79 }",
+            "{ above_mib = 180000, fraction = 0.79, reserved_mib = 1 }",
+        );
+        assert!(e(&both).contains("large above_mib = 180000: give fraction, or reserved_mib"));
+        let grow_alone = RELEASE_0_4_7.replace("reserved_mib = 18432, ", "");
+        assert!(e(&grow_alone).contains("large above_mib = 98304"));
+        let reserve_above = RELEASE_0_4_7.replace("reserved_mib = 18432", "reserved_mib = 98304");
+        assert!(e(&reserve_above).contains("must be below above_mib"));
+        let bad_unknown = RELEASE_0_4_7.replace("unknown_memory = 0.88", "unknown_memory = 1.5");
+        assert!(e(&bad_unknown).contains("unknown_memory = 1.5"));
+        // The release's error in place of a fraction is taken as written.
+        let error =
+            RELEASE_0_4_7.replace("unknown_memory = 0.88", "unknown_memory = \"TypeError\"");
+        assert!(matches!(
+            table(&error).unwrap().unknown_memory,
+            UnknownMemoryDecl::Error(ref m) if m == "TypeError"
+        ));
+    }
+}
