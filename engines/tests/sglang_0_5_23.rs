@@ -351,10 +351,68 @@ fn refusals_carry_sglang_messages() {
 }
 
 #[test]
-fn hybrid_and_recurrent_pools_are_refused() {
-    // Qwen3-Next's Gated DeltaNet state: SGLang sizes a mamba pool beside the KV cache.
+fn qwen3_next_tp4_sizes_its_state_pool_beside_the_kv_cache() {
     let (circuits, run) = layout("qwen3-next", 4, KvCacheDtype::Auto);
-    let e = predict(&circuits, &run).unwrap_err().to_string();
+    let s = predict(&circuits, &run).unwrap();
+    let d = detail(&s);
+    // Weights per rank 40,753,613,952 B of parameters and the float32 rope cache [262144, 64]
+    // (rotary_dim = 256 x partial_rotary_factor 0.25) x 4 B = 67,108,864 B; the cache grows by
+    // 256 rows after the print: 65,536 B.
+    assert_eq!(s.workers[0].weights, 40_820_722_816);
+    assert_eq!(d.workers[0].after_load, 65_536);
+    // Reserve at TP 4: 512 + 8192 x 1.5 + 4 / 8 x 1024 + 512 x 2 + 58 x 8 = 14,800 MB:
+    // mfs = round((81559 - 14800) / 81559, 3) = 0.819.
+    assert_eq!(d.mem_fraction_static, 0.819);
+    // F and A through float32 (world 4): 77.662873 GiB and 39.645487 GiB; rest = 39.645487 -
+    // 77.662873 x 0.181 = 25.588570 GiB. A slot: 36 Gated DeltaNet layers x (conv 2048 x 3 x
+    // 2 B + temporal 8 x 128 x 128 x 4 B) = 19,316,736 B; budget = rest x 0.9 / 1.9 GiB;
+    // K = int((budget - slot) // slot) = 672; the pool 673 slots = 13,000,163,328 B.
+    assert_eq!(d.mamba_slots, Some(672));
+    assert_eq!(d.workers[0].recurrent_state, 673 * 19_316_736);
+    // What is left: int((25.588570 - 13,000,163,328 / 2^30) x 2^30) = 14,475,354,374 B over
+    // the 12 attention layers' cell, 1 KV head (2 // 4 -> 1) x (256 + 256) x 12 x 2 B =
+    // 12,288 B: 1,178,007 tokens.
+    assert_eq!(d.cell_bytes, vec![12_288]);
+    assert_eq!(d.pool_budget, 14_475_354_374);
+    assert_eq!(s.kv_cache_tokens, 1_178_007);
+    assert_eq!(s.kv_layout.groups[0].layers, 12);
+    // Requests: min(clamp(int(1,178,007 / 262144 x 512) = 2300), T // 2) = 2300, capped at
+    // K // 5 = 134 (3 slots a request + 2 tracking slots).
+    assert_eq!(d.max_running_requests, 134);
+    assert_eq!(d.workers[0].req_to_token, 135 * (262_144 + 4) * 4);
+    assert_eq!(d.workers[0].k_bytes, (1_178_007 + 1) * 12 * 256 * 2);
+    assert_eq!(s.verdict, Verdict::Starts);
+    // The mem_fraction_static for these 1,178,007 tokens: 0.819 itself (0.818 keeps 0.001 x
+    // 77.66 GiB less, of which about 1 / 1.9 would have gone to the cache: ~3,500 tokens).
+    let answers = profile()
+        .budget_answers(&StageCircuit::in_order(&circuits), &run, 1_178_007)
+        .unwrap();
+    assert_eq!(answers.utilization_for_target, Some(0.819));
+    // At TP 2 the weights (81,443,672,320 B with the rope cache) leave A = 1.812479 GiB, rest =
+    // 1.812479 - 77.662873 x 0.172 = -11.545535 GiB; a slot is 36 x (4096 x 3 x 2 + 16 x 128 x
+    // 128 x 4) = 38,633,472 B: K = floor((rest x 0.9 / 1.9 GiB - slot) / slot) = -153, and
+    // SGLang raises its state-cache error before the rest's own check.
+    let (circuits, run) = layout("qwen3-next", 2, KvCacheDtype::Auto);
+    let s = predict(&circuits, &run).unwrap();
+    let why = detail(&s).refusal.clone().unwrap();
+    assert!(
+        why.starts_with(
+            "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size=-153"
+        ),
+        "{why}"
+    );
+    assert!(matches!(s.verdict, Verdict::NoKvMemory { .. }));
+}
+
+#[test]
+fn hybrid_and_recurrent_pools_are_refused() {
+    // Qwen3-Next's state pool is read from 0.5.23 only: 0.5.22 refuses it.
+    let (circuits, run) = layout("qwen3-next", 4, KvCacheDtype::Auto);
+    let e = engines::select("sglang==0.5.22")
+        .unwrap()
+        .predict_layout(&StageCircuit::in_order(&circuits), &run)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("per-sequence recurrent state"), "{e}");
     // gpt-oss is one of the hybrid sliding-window classes.
     let (circuits, run) = layout("gpt-oss-20b", 1, KvCacheDtype::Auto);

@@ -102,6 +102,12 @@ pub fn print_table(
     outln!();
     if let Some(w) = d.workers.first() {
         outln!("Load weight end. ... mem usage={}.", gb(w.weights));
+        if let Some(slots) = d.mamba_slots {
+            outln!(
+                "max_mamba_cache_size={slots} (recurrent-state pool {})",
+                gb(w.recurrent_state)
+            );
+        }
         if let Some(swa) = d.swa_tokens {
             outln!(
                 "Use Sliding window memory pool. full_layer_tokens={}, swa_layer_tokens={swa}",
@@ -193,6 +199,7 @@ pub fn json(s: &Startup, d: &SglangStartup) -> serde_json::Value {
                     "v_size": o.v_bytes,
                     "req_to_token": o.req_to_token,
                     "swa_index_map": o.swa_index_map,
+                    "recurrent_state": o.recurrent_state,
                     "left_for_activations_and_graphs": o.left_for_activations,
                 },
             })).collect::<Vec<_>>(),
@@ -214,6 +221,7 @@ pub fn json(s: &Startup, d: &SglangStartup) -> serde_json::Value {
                 "page_size": d.page_size,
                 "max_total_num_tokens": d.max_total_num_tokens,
                 "swa_layer_tokens": d.swa_tokens,
+                "max_mamba_cache_size": d.mamba_slots,
                 "max_running_requests": d.max_running_requests,
                 "context_len": d.context_len,
                 "max_req_len": d.max_req_len,

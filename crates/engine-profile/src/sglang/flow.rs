@@ -41,6 +41,10 @@ pub struct FlowDecl {
     /// 0.4.9.post3 to 0.5.6: from the all-layer token count); none: refused.
     #[serde(default)]
     pub hybrid_swa_split: Option<HybridSplitDecl>,
+    /// How the state pool of a model with per-sequence recurrent state (Gated DeltaNet) is
+    /// sized beside the KV cache; none, or a class it does not list: refused.
+    #[serde(default)]
+    pub mamba: Option<MambaDecl>,
     /// Whether a `--context-length` above the derived one is taken (with a warning, SGLang
     /// before 0.5.1) rather than refused.
     pub longer_context_allowed: bool,
@@ -380,6 +384,41 @@ pub(crate) struct HybridSplit {
     pub(crate) page_size: u64,
 }
 
+/// The recurrent-state pool (`_handle_max_mamba_cache`): `budget = rest x r / (1 + r)`, `K =
+/// int((budget - slot) // slot)` slots, the pool holding `K + padding_slots`, the KV cache
+/// sized from what is left over the attention layers alone, and `max_running_requests` at most
+/// `K // slots_per_request`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MambaDecl {
+    /// The classes sized this way (the expression below reads their dims).
+    pub architectures: Vec<String>,
+    /// One recurrent layer's state of one slot, bytes: an expression over the circuit's dims.
+    pub state_bytes_per_layer: String,
+    /// `--mamba-full-memory-ratio`'s default.
+    pub full_memory_ratio: f64,
+    /// Slots the pool holds beyond `K`.
+    pub padding_slots: u64,
+    /// State slots a running request takes (the radix cache's ratio).
+    pub slots_per_request: u64,
+    /// SGLang's error when no slot fits ({slots}, {rest}, {per_slot_mb} filled in).
+    pub no_slots: String,
+    /// SGLang's error when no request fits the slots ({slots}, {ratio}, {requests}).
+    pub no_requests: String,
+}
+
+/// The recurrent-state pool, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct Mamba {
+    pub(crate) architectures: Vec<String>,
+    pub(crate) state_bytes_per_layer: Formula,
+    pub(crate) ratio: f64,
+    pub(crate) padding_slots: u64,
+    pub(crate) slots_per_request: u64,
+    pub(crate) no_slots: String,
+    pub(crate) no_requests: String,
+}
+
 /// A refused model class.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -454,6 +493,7 @@ pub(crate) struct FlowFacts {
     pub(crate) running_user: Formula,
     pub(crate) hybrid_swa: Vec<String>,
     pub(crate) hybrid_split: Option<HybridSplit>,
+    pub(crate) mamba: Option<Mamba>,
     pub(crate) longer_context_allowed: bool,
     pub(crate) refuse: Vec<RefuseDecl>,
     /// None: `--cuda-graph-max-bs` sets the decode max batch size; else why it is refused.
@@ -583,6 +623,35 @@ impl FlowFacts {
                         extra_rows: f("hybrid_swa_split.extra_rows", &h.extra_rows)?,
                         index_map: f("hybrid_swa_split.index_map_bytes", &h.index_map_bytes)?,
                         page_size: h.page_size,
+                    })
+                }
+            },
+            mamba: match &decl.mamba {
+                None => None,
+                Some(m) => {
+                    if !(m.full_memory_ratio > 0.0 && m.full_memory_ratio.is_finite()) {
+                        return Err(bad(format!(
+                            "startup.sglang.mamba.full_memory_ratio = {}: must be positive",
+                            m.full_memory_ratio
+                        )));
+                    }
+                    if m.slots_per_request == 0 {
+                        return Err(bad(
+                            "startup.sglang.mamba.slots_per_request = 0: must be positive"
+                                .to_owned(),
+                        ));
+                    }
+                    Some(Mamba {
+                        architectures: m.architectures.clone(),
+                        state_bytes_per_layer: f(
+                            "mamba.state_bytes_per_layer",
+                            &m.state_bytes_per_layer,
+                        )?,
+                        ratio: m.full_memory_ratio,
+                        padding_slots: m.padding_slots,
+                        slots_per_request: m.slots_per_request,
+                        no_slots: m.no_slots.clone(),
+                        no_requests: m.no_requests.clone(),
                     })
                 }
             },

@@ -68,6 +68,8 @@ pub struct SglangStartup {
     /// A hybrid sliding-window pool's SWA tokens ("Use Sliding window memory pool.
     /// full_layer_tokens=max_total_num_tokens, swa_layer_tokens=this"); none without one.
     pub swa_tokens: Option<u64>,
+    /// The recurrent-state pool's slots (`max_mamba_cache_size`), none without one.
+    pub mamba_slots: Option<u64>,
     /// `max_running_requests` as printed.
     pub max_running_requests: u64,
     /// `context_len` as printed.
@@ -112,6 +114,8 @@ pub struct SglangWorker {
     pub req_to_token: u64,
     /// A hybrid pool's full-to-SWA index map, allocated with the pool, bytes (0 without one).
     pub swa_index_map: u64,
+    /// The recurrent-state pool, bytes (0 without one).
+    pub recurrent_state: u64,
     /// Left for activations and CUDA graphs after the pool ("Memory pool end. avail mem").
     pub left_for_activations: u64,
 }

@@ -55,6 +55,8 @@ struct Stage {
     sliding: (u64, u64),
     /// The sliding layers' window (the first one's), tokens.
     window: Option<u64>,
+    /// One slot's state over the recurrent layers as the engine file sizes it, bytes.
+    state_slot: u64,
 }
 
 /// A hybrid pool's two token counts.
@@ -157,8 +159,43 @@ pub(crate) fn predict(
     };
     let available_gib = read_gib(available_bytes, reduce);
     let outside_gib = free_gib * (1.0 - settled.mem_fraction);
-    let rest_gib = available_gib - outside_gib;
+    let mut rest_gib = available_gib - outside_gib;
     let messages = &flow.messages;
+    // The recurrent-state pool comes out of the rest first (kv_cache_configurator.py
+    // _handle_max_mamba_cache, before the rest is checked).
+    let state_slot = stage_facts.first().map_or(0, |s| s.state_slot);
+    let mamba = flow.mamba.as_ref().filter(|_| state_slot > 0);
+    let mut state_slots = None;
+    let mut state_bytes = 0u64;
+    if let Some(m) = mamba {
+        let slot = state_slot as f64;
+        let budget = rest_gib * m.ratio / (1.0 + m.ratio) * GIB;
+        // int((budget - slot) // slot): a float floor, then an integer.
+        let k = ((budget - slot) / slot).floor();
+        if k <= 0.0 {
+            if refusal.is_none() {
+                short_by = (2.0 * slot - budget).ceil().max(1.0) as u64;
+                refusal = Some(
+                    m.no_slots
+                        .replace("{slots}", &format!("{k}"))
+                        .replace("{rest}", &format!("{rest_gib:.2}"))
+                        .replace(
+                            "{per_slot_mb}",
+                            &format!("{:.2}", slot / (1u64 << 20) as f64),
+                        ),
+                );
+            }
+            state_slots = Some(0);
+        } else {
+            let k = k as u64;
+            state_bytes = k
+                .checked_add(m.padding_slots)
+                .and_then(|n| n.checked_mul(state_slot))
+                .ok_or_else(|| overflow("recurrent state pool"))?;
+            rest_gib -= state_bytes as f64 / GIB;
+            state_slots = Some(k);
+        }
+    }
     if refusal.is_none() && rest_gib <= 0.0 && flow.refuse_nonpositive_rest {
         let minimum = 1.0 - available_gib / free_gib;
         let suggested = (minimum * 1000.0).ceil() / 1000.0;
@@ -235,6 +272,23 @@ pub(crate) fn predict(
             .running_default
             .eval(&names(0).with("estimate", estimate))?,
     };
+    // The state pool caps the requests (resolve_max_num_reqs).
+    let running = match (mamba, state_slots) {
+        (Some(m), Some(k)) if refusal.is_none() => {
+            let capped = running.min(k / m.slots_per_request);
+            if capped == 0 {
+                short_by = 1;
+                refusal = Some(
+                    m.no_requests
+                        .replace("{slots}", &k.to_string())
+                        .replace("{ratio}", &m.slots_per_request.to_string())
+                        .replace("{requests}", &capped.to_string()),
+                );
+            }
+            capped
+        }
+        _ => running,
+    };
     let max_req_len = ctx.min(tokens).saturating_sub(1);
     if refusal.is_none() && (running == 0 || max_req_len == 0) {
         short_by = 1;
@@ -290,6 +344,7 @@ pub(crate) fn predict(
             .and_then(|u| u.checked_add(kv))
             .and_then(|u| u.checked_add(req_to_token))
             .and_then(|u| u.checked_add(index_map))
+            .and_then(|u| u.checked_add(state_bytes))
             .ok_or_else(|| overflow("bytes of a rank"))?;
         for tp_rank in 0..settled.tp {
             let rank = s
@@ -328,6 +383,7 @@ pub(crate) fn predict(
                 v_bytes: v,
                 req_to_token,
                 swa_index_map: index_map,
+                recurrent_state: state_bytes,
                 left_for_activations: free_bytes.saturating_sub(used),
             });
         }
@@ -352,7 +408,10 @@ pub(crate) fn predict(
     let layers: u64 = stages
         .iter()
         .enumerate()
-        .map(|(i, s)| cache_layers(s.circuit, i, &run.model).map(|l| l.len() as u64))
+        .map(|(i, s)| {
+            cache_layers(s.circuit, i, &run.model)
+                .map(|l| l.iter().filter(|l| l.kind != LayerKind::Recurrent).count() as u64)
+        })
         .sum::<Result<u64, _>>()?;
     let per_request = ctx.div_ceil(page);
     let groups = match (split, stage_facts.first()) {
@@ -418,6 +477,7 @@ pub(crate) fn predict(
         page_size: page,
         max_total_num_tokens: tokens,
         swa_tokens: split.map(|sp| sp.swa),
+        mamba_slots: state_slots,
         max_running_requests: running,
         context_len: ctx,
         max_req_len,
@@ -564,9 +624,22 @@ fn refuse_unmodelled(
             ),
         ));
     }
+    let sized = flow
+        .mamba
+        .as_ref()
+        .is_some_and(|m| m.architectures.contains(&model.architecture));
+    if sized && stages.len() > 1 {
+        return Err(not_modelled(
+            named,
+            format!(
+                "{}: {who} charges each pipeline stage its share of the recurrent layers' state, which is not modelled",
+                model.architecture
+            ),
+        ));
+    }
     for (i, s) in stages.iter().enumerate() {
         for layer in cache_layers(s.circuit, i, model)? {
-            if layer.kind == LayerKind::Recurrent {
+            if layer.kind == LayerKind::Recurrent && !sized {
                 return Err(not_modelled(
                     s.circuit,
                     format!(
@@ -802,9 +875,15 @@ fn stage_facts(
         let env = Env::new(
             vec![
                 ("max_position_embeddings", model.max_position_embeddings),
+                // The width the rope rotates (head_dim x partial_rotary_factor; MLA's
+                // qk_rope_head_dim), which sizes SGLang's cos/sin cache
+                // (layers/rotary_embedding/base.py:114-121).
                 (
                     "rotary_dim",
-                    circuit.dim("qk_rope_head_dim").unwrap_or(head_dim),
+                    model.rotary.first().map_or_else(
+                        || circuit.dim("qk_rope_head_dim").unwrap_or(head_dim),
+                        |r| r.rotary_dim,
+                    ),
                 ),
                 ("dtype_bytes", dtype_bytes),
                 ("context_len", settled.context_len),
@@ -828,10 +907,25 @@ fn stage_facts(
             .ok_or_else(|| overflow("weights"))?;
         let after_load = flow.after_load.eval(&env)?;
         let layers = cache_layers(circuit, i, model)?;
+        // A recurrent layer's bytes are per sequence: SGLang's cell reads the attention layers
+        // alone (pool_configurator.py:229-236); its state goes to the state pool.
         let cell = layers
             .iter()
+            .filter(|l| l.kind != LayerKind::Recurrent)
             .try_fold(0u64, |acc, l| acc.checked_add(l.bytes))
             .ok_or_else(|| overflow("cell bytes"))?;
+        let recurrent = layers
+            .iter()
+            .filter(|l| l.kind == LayerKind::Recurrent)
+            .count() as u64;
+        let state_slot = match &flow.mamba {
+            Some(m) if recurrent > 0 && m.architectures.contains(&model.architecture) => m
+                .state_bytes_per_layer
+                .eval(&env)?
+                .checked_mul(recurrent)
+                .ok_or_else(|| overflow("recurrent state of a slot"))?,
+            _ => 0,
+        };
         let mut full = (0u64, 0u64);
         let mut sliding = (0u64, 0u64);
         let mut window = None;
@@ -874,6 +968,7 @@ fn stage_facts(
             full,
             sliding,
             window,
+            state_slot,
         });
     }
     Ok(out)
@@ -956,6 +1051,43 @@ pub(crate) fn budget_answers(
     let scale = 10f64.powi(flow.decimals as i32);
     let fraction = (fraction * scale).ceil() / scale;
     let fits = !capped && d.free_before_pool > 0 && fraction <= 1.0;
+    if d.mamba_slots.is_some() {
+        // The state pool takes its share of the rest first, in whole slots: no closed form;
+        // the least fraction (in SGLang's decimals) whose start-up holds the target.
+        let steps = 10u64.pow(flow.decimals);
+        let tokens_at = |k: u64| -> Result<u64, EngineError> {
+            let mut f = flags.clone();
+            f.mem_fraction_static = Some(k as f64 / steps as f64);
+            let at = RunSettings {
+                engine_flags: Some(EngineFlags::Sglang(f)),
+                ..run.clone()
+            };
+            let s = predict(profile, flow, stages, &at)?;
+            Ok(if s.verdict == Verdict::Starts {
+                s.kv_cache_tokens
+            } else {
+                0
+            })
+        };
+        let least = if capped || tokens_at(steps)? < target_kv_tokens {
+            None
+        } else {
+            let (mut lo, mut hi) = (1u64, steps);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if tokens_at(mid)? >= target_kv_tokens {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            Some(lo as f64 / steps as f64)
+        };
+        return Ok(BudgetAnswers {
+            largest_max_model_len: largest,
+            utilization_for_target: least,
+        });
+    }
     Ok(BudgetAnswers {
         largest_max_model_len: largest,
         utilization_for_target: fits.then_some(fraction.max(1.0 / scale)),
