@@ -502,7 +502,7 @@ fn releases_select_their_folder_and_differ_where_the_source_does() {
     ] {
         assert_eq!(release(spec).version(), folder);
     }
-    // 0.4.6 to 0.4.7 are folders of their own (engines/tests/sglang_0_4_6.rs); an older
+    // 0.4.6 to 0.4.7 are folders of their own (engines/tests/sglang_0_4.rs); an older
     // release is refused with the list, which starts at 0.4.6.
     let e = engines::select("sglang==0.4.5").unwrap_err().to_string();
     assert!(
