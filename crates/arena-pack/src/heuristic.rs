@@ -308,7 +308,7 @@ fn best_fit(
     stop: Option<&(dyn Fn() -> bool + Sync)>,
 ) -> Option<Placement> {
     let mut offsets = vec![UNPLACED; buffers.len()];
-    let height = best_fit_onto(buffers, order, fit, &mut offsets, stop)?;
+    let height = best_fit_onto(buffers, order, fit, &mut offsets, &[], stop)?;
     for offset in offsets.iter_mut().filter(|o| **o == UNPLACED) {
         *offset = 0;
     }
@@ -323,14 +323,17 @@ const POLL_WORK: usize = 1 << 14;
 pub(crate) const UNPLACED: u64 = u64::MAX;
 
 /// Places the buffers of `order` around those already placed (`offsets[i] != UNPLACED`, kept
-/// where they are); returns the height of the buffers it placed, or `None` when `stop` fired
-/// or a top would exceed `u64::MAX`
-/// (polled before the first buffer and after every [`POLL_WORK`] neighbours visited).
+/// where they are), each at or above its entry of `floors` when there is one (the top of a
+/// buffer below it that is not in `buffers`, so offsets stay ends of buffers below); returns
+/// the height of the buffers it placed, or `None` when `stop` fired or a top would exceed
+/// `u64::MAX` (polled before the first buffer and after every [`POLL_WORK`] neighbours
+/// visited).
 pub(crate) fn best_fit_onto(
     buffers: &[Buffer],
     order: &[u32],
     fit: Fit,
     offsets: &mut [u64],
+    floors: &[u64],
     stop: Option<&(dyn Fn() -> bool + Sync)>,
 ) -> Option<u64> {
     let mut index = TimeIndex::new(buffers);
@@ -356,6 +359,9 @@ pub(crate) fn best_fit_onto(
             let n = n as usize;
             below.push((offsets[n], offsets[n].saturating_add(buffers[n].size)));
         });
+        if let Some(&floor) = floors.get(i).filter(|&&f| f > 0) {
+            below.push((0, floor));
+        }
         below.sort_unstable();
         work += below.len() + 1;
         let offset = pick_gap(&below, b.size, fit);

@@ -9,9 +9,10 @@
 //! are live in it are pinned at their offsets (the search fills around them: see `Part` pins).
 //! Pinned buffers live over the whole window that touch in address are one pin: a staircase of
 //! thousands of kept buffers is one obstacle, so a window's search stays small however many
-//! buffers cross it. When a window cannot be fitted within the target (the pins left by the
-//! previous windows may make it impossible, and the budget of one window is small), it is
-//! merged with the window before it and both are solved again, so a skip connection placed
+//! buffers cross it. A window is placed by its greedy placement in its own instance when that
+//! fits within the target: after its search fails (its nodes are few), or, in a *quick* run,
+//! before any search. When neither fits it (the pins left by the previous windows may make it
+//! impossible, and the budget of one window is small), it is merged with the window before it and both are solved again, so a skip connection placed
 //! badly a few layers back is moved; a merge stops at `max_merged` free buffers. A window that
 //! still fails gets more room: the lowest that a few searches of the window alone find between
 //! the room and the height of its greedy placement around its pins, else that greedy placement
@@ -33,6 +34,7 @@ use crate::heuristic::{self, Fit, Order, UNPLACED};
 use crate::interval::TimeIndex;
 use crate::part::{FREE, Part};
 use crate::race::{Interrupt, Outcome, race};
+use crate::scale::Attempt;
 use crate::search::{Branch, Search};
 use crate::{Buffer, Params};
 
@@ -52,6 +54,21 @@ pub(crate) struct LargeRun {
     /// The offset of each buffer of `ids`, in that order: within the capacity on `Found`;
     /// otherwise a complete placement above it, or empty.
     pub(crate) offsets: Vec<u64>,
+    /// The windowed run ran out of nodes before its last window (the windows left were placed
+    /// greedily): a looser target does not help it, more nodes do.
+    pub(crate) out_of_nodes: bool,
+}
+
+impl LargeRun {
+    /// No placement (stopped, or nothing placed): the caller keeps its best one.
+    pub(crate) fn empty(steps: u64) -> LargeRun {
+        LargeRun {
+            outcome: Outcome::Aborted,
+            steps,
+            offsets: Vec::new(),
+            out_of_nodes: false,
+        }
+    }
 }
 
 /// Places the buffers `ids` (live, sorted by start) window by window within `capacity`,
@@ -61,20 +78,21 @@ pub(crate) struct LargeRun {
 pub(crate) fn windowed(
     buffers: &[Buffer],
     ids: &[u32],
-    capacity: u64,
-    budget: u64,
-    scale: u64,
+    attempt: &Attempt,
     interrupt: &Interrupt<'_>,
     params: &Params,
 ) -> LargeRun {
+    let Attempt {
+        capacity,
+        budget,
+        scale,
+        quick,
+        ..
+    } = *attempt;
     let base = BaseLayer::new(buffers, ids, params);
     // The base layer and the cuts cost O(n log n) each before the first window's poll.
     if base.exceeds(buffers, capacity) || interrupt.fired() {
-        return LargeRun {
-            outcome: Outcome::Aborted,
-            steps: 0,
-            offsets: Vec::new(),
-        };
+        return LargeRun::empty(0);
     }
     let free = &base.rest;
     let cuts = cut_points(buffers, free, params.window);
@@ -115,6 +133,7 @@ pub(crate) fn windowed(
         fits: true,
         room: capacity,
     };
+    let mut out_of_nodes = false;
     let mut k = 0;
     while k < windows {
         if run.out_of_time() {
@@ -123,13 +142,10 @@ pub(crate) fn windowed(
             // whose failing windows spent the budget on merges, every attempt ended so).
             // Stopped: the caller keeps its best placement.
             if interrupt.fired() || !complete(buffers, ids, &free[first[k]..], &mut at, interrupt) {
-                return LargeRun {
-                    outcome: Outcome::Aborted,
-                    steps: run.steps.min(budget),
-                    offsets: Vec::new(),
-                };
+                return LargeRun::empty(run.steps.min(budget));
             }
             run.fits = false;
+            out_of_nodes = true;
             break;
         }
         let mut a = k;
@@ -140,8 +156,27 @@ pub(crate) fn windowed(
                 free: &free[first[a]..first[k + 1]],
                 carried: &carried[a],
             };
-            if run.solve(&window, &mut at) {
-                break;
+            // The window alone: its greedy placement in its own instance is taken when it
+            // fits the room, before the search in a quick run, after it otherwise. Before,
+            // a window that the search could not place within its nodes was merged with the
+            // windows before it, one more at a time up to `max_merged` free buffers, each
+            // merge a larger search: on a 20,000-buffer compiler-shaped set the search failed
+            // on windows whose pins end 36% below the room, and the merges took the run's
+            // nodes by its 98th window of 380.
+            let fitted = if a == k && quick {
+                run.greedy_within(&window, &mut at)
+            } else {
+                Some(false)
+            };
+            let fitted = match fitted {
+                Some(false) if run.solve(&window, &mut at) => Some(true),
+                Some(false) if a == k && !quick => run.greedy_within(&window, &mut at),
+                other => other,
+            };
+            match fitted {
+                None => return LargeRun::empty(run.steps.min(budget)),
+                Some(true) => break,
+                Some(false) => {}
             }
             let merged = first[k + 1] - first[a.saturating_sub(1)];
             if a > 0 && merged <= params.max_merged && !run.out_of_time() {
@@ -160,11 +195,7 @@ pub(crate) fn windowed(
             let merge = (a < k).then_some(&window);
             match run.raise(&single, merge, &mut at) {
                 None => {
-                    return LargeRun {
-                        outcome: Outcome::Aborted,
-                        steps: run.steps.min(budget),
-                        offsets: Vec::new(),
-                    };
+                    return LargeRun::empty(run.steps.min(budget));
                 }
                 Some(true) => {}
                 Some(false) => a = k,
@@ -206,6 +237,7 @@ pub(crate) fn windowed(
         },
         steps: run.steps.min(budget),
         offsets,
+        out_of_nodes,
     }
 }
 
@@ -238,7 +270,9 @@ fn complete(
         .filter_map(|&i| position(i).ok().map(|p| p as u32))
         .collect();
     let stop = move || interrupt.fired();
-    if heuristic::best_fit_onto(&whole, &order, Fit::Lowest, &mut offsets, Some(&stop)).is_none() {
+    if heuristic::best_fit_onto(&whole, &order, Fit::Lowest, &mut offsets, &[], Some(&stop))
+        .is_none()
+    {
         return false;
     }
     for &p in &order {
@@ -567,6 +601,63 @@ impl Run<'_> {
         Some(merged)
     }
 
+    /// The window's free buffers placed greedily (lowest gap, longest and largest first) in
+    /// the window's own instance, the one its search sees (pins, free buffers clipped at its
+    /// end, each above the base buffers live after the window's end over its lifetime: those
+    /// in the window are pins; the same argument as the search's makes it valid), and written to `at` when every one ends within the room:
+    /// `Some(true)` then, `Some(false)` when not (nothing is written), `None` when the
+    /// interrupt fired first. Its cost is that of the instance, a few hundred buffers, where
+    /// [`Run::greedy`] meets every placed buffer the free buffers' whole lifetimes meet.
+    fn greedy_within(&mut self, window: &Window<'_>, at: &mut [u64]) -> Option<bool> {
+        let instance = self.instance(window, at);
+        let mut offsets: Vec<u64> = instance
+            .pins
+            .iter()
+            .map(|&p| if p == FREE { UNPLACED } else { p })
+            .collect();
+        let floors: Vec<u64> = instance
+            .global
+            .iter()
+            .map(|&g| {
+                if g == u32::MAX {
+                    0
+                } else {
+                    // The base buffers live in the window are pins of the instance; those
+                    // after its end, where the buffer is clipped, are below this floor.
+                    let b = &self.buffers[g as usize];
+                    if b.end > window.end {
+                        self.base.least(window.end, b.end)
+                    } else {
+                        0
+                    }
+                }
+            })
+            .collect();
+        let congestion = heuristic::congestion(&instance.clipped).unwrap_or_default();
+        let order: Vec<u32> = heuristic::rank(&instance.clipped, Order::Lifetime, &congestion)
+            .into_iter()
+            .filter(|&k| instance.global[k as usize] != u32::MAX)
+            .collect();
+        self.steps = self.steps.saturating_add(instance.clipped.len() as u64);
+        let interrupt = self.interrupt;
+        let stop = move || interrupt.fired();
+        let height = heuristic::best_fit_onto(
+            &instance.clipped,
+            &order,
+            Fit::Lowest,
+            &mut offsets,
+            &floors,
+            Some(&stop),
+        )?;
+        let within = height <= self.room;
+        if within {
+            for &k in &order {
+                at[instance.global[k as usize] as usize] = offsets[k as usize];
+            }
+        }
+        Some(within)
+    }
+
     /// The window's free buffers placed greedily (lowest gap, longest and largest first)
     /// around every placed buffer their whole lifetimes meet: the base buffers there and the
     /// buffers carried into the window; nothing is written. `None` when the interrupt fired
@@ -606,7 +697,7 @@ impl Run<'_> {
             .saturating_add(placed.len() as u64);
         let interrupt = self.interrupt;
         let stop = move || interrupt.fired();
-        heuristic::best_fit_onto(&whole, &order, Fit::Lowest, &mut offsets, Some(&stop))?;
+        heuristic::best_fit_onto(&whole, &order, Fit::Lowest, &mut offsets, &[], Some(&stop))?;
         let skip = placed.len();
         Some(Greedy {
             global: global[skip..].to_vec(),
