@@ -397,3 +397,35 @@ fn pick_gap(below: &[(u64, u64)], size: u64, fit: Fit) -> u64 {
     }
     best.map_or(floor, |(_, offset)| offset)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A floor is a buffer below that the pass does not see (a window's greedy placement
+    /// keeps each buffer above the base buffers after the window's end): the buffer goes to
+    /// the lowest gap at or above it, and a buffer with no floor still takes the gap below.
+    #[test]
+    fn floors_keep_buffers_above_them() {
+        let buffers = [
+            Buffer::new(0, 10, 4),
+            Buffer::new(0, 10, 2),
+            Buffer::new(2, 8, 1),
+        ];
+        let mut offsets = vec![0, UNPLACED, UNPLACED];
+        let height = best_fit_onto(
+            &buffers,
+            &[1, 2],
+            Fit::Lowest,
+            &mut offsets,
+            &[0, 6, 0],
+            None,
+        );
+        assert_eq!(offsets, [0, 6, 4]);
+        assert_eq!(height, Some(8));
+        // Without the floor, the second buffer rests on the first.
+        let mut offsets = vec![0, UNPLACED, UNPLACED];
+        best_fit_onto(&buffers, &[1, 2], Fit::Lowest, &mut offsets, &[], None);
+        assert_eq!(offsets, [0, 4, 6]);
+    }
+}
