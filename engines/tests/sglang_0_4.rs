@@ -150,6 +150,70 @@ fn release_0_4_7_llama_3_1_8b_tp1_on_an_h100() {
 }
 
 #[test]
+fn the_request_estimate_reads_the_tokens_before_the_cap_until_0_5_10() {
+    // 0.4.7, --context-length 8192 --max-total-tokens 20000: the estimate reads the profiled
+    // T = 444,177 (model_runner.py:859-871, the cap at :905): clamp(int(444177 / 8192 x 512) =
+    // 27,761, 2048, 4096) = 4096 rows; printed min(20000 // 2, 4096) = 4096.
+    let spec = "sglang==0.4.7";
+    let (circuits, mut run) = llama(spec, 1, "h100-sxm");
+    run.max_model_len = Some(8192);
+    run.engine_flags = Some(EngineFlags::Sglang(SglangFlags {
+        max_total_tokens: Some(20_000),
+        ..SglangFlags::default()
+    }));
+    let s = predict(spec, &circuits, &run).unwrap();
+    let d = detail(&s);
+    assert_eq!(s.kv_cache_tokens, 20_000);
+    assert_eq!(d.max_running_requests, 4096);
+    assert_eq!(d.workers[0].req_to_token, 4096 * (8192 + 4) * 4);
+    // 0.5.10 reads the capped 20,000 (model_runner_kv_cache_mixin.py:875-887):
+    // clamp(int(20000 / 8192 x 512) = 1250, 2048, 4096) = 2048; printed min(10000, 2048).
+    let s = predict("sglang==0.5.10", &circuits, &run).unwrap();
+    assert_eq!(s.kv_cache_tokens, 20_000);
+    assert_eq!(detail(&s).max_running_requests, 2048);
+}
+
+#[test]
+fn no_request_and_no_request_length_raise_their_own_assertions() {
+    // 0.4.7, --max-total-tokens 1: T = 1, max_running_requests = min(1 // 2, 4096) = 0, which
+    // managers/tp_worker.py:131 asserts first.
+    let spec = "sglang==0.4.7";
+    let (circuits, mut run) = llama(spec, 1, "h100-sxm");
+    let flags = |cap: u64| {
+        Some(EngineFlags::Sglang(SglangFlags {
+            max_total_tokens: Some(cap),
+            ..SglangFlags::default()
+        }))
+    };
+    run.engine_flags = flags(1);
+    let s = predict(spec, &circuits, &run).unwrap();
+    assert_eq!(detail(&s).max_running_requests, 0);
+    assert_eq!(s.verdict, Verdict::NoKvMemory { short_by: 1 });
+    assert_eq!(
+        detail(&s).refusal.as_deref(),
+        Some("AssertionError: max_running_request is zero")
+    );
+    // --max-total-tokens 6: 3 requests, but the longest input, min(131072, 6) - 1 - 5 = 0, is
+    // asserted positive (tp_worker.py:129-136); 7 tokens start.
+    run.engine_flags = flags(6);
+    let s = predict(spec, &circuits, &run).unwrap();
+    assert_eq!(detail(&s).max_running_requests, 3);
+    assert_eq!(
+        detail(&s).refusal.as_deref(),
+        Some("AssertionError: Memory pool size is too small")
+    );
+    run.engine_flags = flags(7);
+    let s = predict(spec, &circuits, &run).unwrap();
+    assert_eq!(s.verdict, Verdict::Starts);
+    // 0.5.14 asserts only the longest request, min(131072, 2) - 1 = 1 > 0 (0.5.23
+    // tp_worker.py:421-425): 2 tokens start.
+    run.engine_flags = flags(2);
+    let s = predict("sglang==0.5.23", &circuits, &run).unwrap();
+    assert_eq!(detail(&s).max_running_requests, 1);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+#[test]
 fn release_0_4_6_post5_holds_one_request_row_more() {
     let spec = "sglang==0.4.6.post5";
     let (circuits, run) = llama(spec, 1, "h100-sxm");
@@ -342,51 +406,54 @@ fn releases_0_4_9_post3_to_0_4_10_post2_split_gemma_3_s_pool() {
     let (circuits, run) = gemma(spec, SglangFlags::default(), None);
     let s = predict(spec, &circuits, &run).unwrap();
     let d = detail(&s);
-    // Weights: 1,999,771,904 B of parameters and one float32 rope cache [32768, 256] x 4 B =
-    // 33,554,432 B: 2,033,326,336 B; mfs 0.874 (0.4.10.post2's reserve at TP 1 on 81,559 MiB).
+    // Weights: 1,999,771,904 B of parameters; no rope cache, as no layer calls get_rope
+    // (models/gemma3_causal.py:270 commented out): the two Gemma3RotaryEmbedding modules
+    // (:491, :498) hold inv_freq, 256 / 2 float32 each (:371-388): 2 x 512 B; 1,999,772,928 B.
+    // mfs 0.874 (0.4.10.post2's reserve at TP 1 on 81,559 MiB).
     assert_eq!(circuits[0].weight_bytes(), 1_999_771_904);
-    assert_eq!(s.workers[0].weights, 2_033_326_336);
+    assert_eq!(s.workers[0].weights, 1_999_772_928);
+    assert_eq!(d.workers[0].after_load, 0);
     assert_eq!(d.mem_fraction_static, 0.874);
-    // rest = (F - W) / 2^30 - F / 2^30 x 0.126 GiB = 71,806,641,909 B; the all-layer cell 1 KV
-    // head x 256 x 26 layers x 2 x 2 B = 26,624 B: T = 2,697,064 (model_runner.py:955-990).
+    // rest = (F - W) / 2^30 - F / 2^30 x 0.126 GiB = 71,840,195,317 B; the all-layer cell 1 KV
+    // head x 256 x 26 layers x 2 x 2 B = 26,624 B: T = 2,698,324 (model_runner.py:955-990).
     assert_eq!(d.cell_bytes, vec![26_624]);
-    assert_eq!(d.pool_budget, 71_806_641_909);
+    assert_eq!(d.pool_budget, 71_840_195_317);
     // Layers 5, 11, 17, 23 full (layer_types: every sixth), 22 sliding (window 511 in SGLang,
-    // 512 as the config gives it): full = int(2,697,064 x 26 / (0.8 x 22 + 4)) = 3,246,465,
-    // swa = int(3,246,465 x 0.8) = 2,597,172 (model_runner.py:1047-1067).
+    // 512 as the config gives it): full = int(2,698,324 x 26 / (0.8 x 22 + 4)) = 3,247,982,
+    // swa = int(3,247,982 x 0.8) = 2,598,385 (model_runner.py:1047-1067).
     assert_eq!(s.kv_layout.groups.len(), 2);
     assert_eq!(s.kv_layout.groups[0].layers, 4);
     assert_eq!(s.kv_layout.groups[1].layers, 22);
-    assert_eq!(d.max_total_num_tokens, 3_246_465);
-    assert_eq!(s.kv_cache_tokens, 3_246_465);
-    assert_eq!(d.swa_tokens, Some(2_597_172));
-    // K = V = 512 B a layer and token x (4 x (3,246,465 + 1) + 22 x (2,597,172 + 1)) rows
-    // (SWAKVPool's page of 1, mem_cache/memory_pool.py:441): 35,903,319,040 B each, 10,240 B
+    assert_eq!(d.max_total_num_tokens, 3_247_982);
+    assert_eq!(s.kv_cache_tokens, 3_247_982);
+    assert_eq!(d.swa_tokens, Some(2_598_385));
+    // K = V = 512 B a layer and token x (4 x (3,247,982 + 1) + 22 x (2,598,385 + 1)) rows
+    // (SWAKVPool's page of 1, mem_cache/memory_pool.py:441): 35,920,089,088 B each, 13,312 B
     // below one pool of T + 1 rows over every layer.
-    assert_eq!(d.workers[0].k_bytes, 35_903_319_040);
-    assert_eq!(d.workers[0].v_bytes, 35_903_319_040);
-    assert_eq!((2_697_064 + 1) * 26 * 512 - 35_903_319_040_u64, 10_240);
-    // The index map: (3,246,465 + 2,597,172 + 1) x 8 B (mem_cache/allocator.py:190-193).
-    assert_eq!(d.workers[0].swa_index_map, 46_749_104);
-    // The estimate reads T: clamp(int(2,697,064 / 32768 x 512) = 42,141, 2048, 4096) = 4096
-    // rows; printed min(3,246,465 // 2, 4096) = 4096.
+    assert_eq!(d.workers[0].k_bytes, 35_920_089_088);
+    assert_eq!(d.workers[0].v_bytes, 35_920_089_088);
+    assert_eq!((2_698_324 + 1) * 26 * 512 - 35_920_089_088_u64, 13_312);
+    // The index map: (3,247,982 + 2,598,385 + 1) x 8 B (mem_cache/allocator.py:190-193).
+    assert_eq!(d.workers[0].swa_index_map, 46_770_944);
+    // The estimate reads T: clamp(int(2,698,324 / 32768 x 512) = 42,161, 2048, 4096) = 4096
+    // rows; printed min(3,247,982 // 2, 4096) = 4096.
     assert_eq!(d.max_running_requests, 4096);
     assert_eq!(d.workers[0].req_to_token, 4096 * (32_768 + 4) * 4);
     // left = F - W - K - V - req_to_token - the map.
     assert_eq!(
         d.workers[0].left_for_activations,
-        F_TP1 - 2_033_326_336 - 2 * 35_903_319_040 - 536_936_448 - 46_749_104
+        F_TP1 - 1_999_772_928 - 2 * 35_920_089_088 - 536_936_448 - 46_770_944
     );
     assert_eq!(s.verdict, Verdict::Starts);
     // 0.4.10 and 0.4.9.post3 (Gemma 2 hybrid too) split the same way.
     for older in ["sglang==0.4.10", "sglang==0.4.9.post3"] {
         let o = predict(older, &circuits, &run).unwrap();
-        assert_eq!(detail(&o).swa_tokens, Some(2_597_172), "{older}");
-        assert_eq!(o.kv_cache_tokens, 3_246_465, "{older}");
+        assert_eq!(detail(&o).swa_tokens, Some(2_598_385), "{older}");
+        assert_eq!(o.kv_cache_tokens, 3_247_982, "{older}");
     }
     // 0.4.9.post2 has no hybrid pool: one pool of T over every layer.
     let whole = predict("sglang==0.4.9.post2", &circuits, &run).unwrap();
-    assert_eq!(whole.kv_cache_tokens, 2_697_064);
+    assert_eq!(whole.kv_cache_tokens, 2_698_324);
     assert_eq!(detail(&whole).swa_tokens, None);
 }
 
@@ -410,12 +477,12 @@ fn a_hybrid_pool_under_a_token_cap_a_page_and_a_target() {
         e.starts_with("--page-size: sglang 0.4.10.post2 builds a hybrid"),
         "{e}"
     );
-    // The mem_fraction_static for 3,246,465 full tokens: the least T whose split reaches it is
-    // 2,697,064 (2,697,063 gives 3,246,464), 71,806,631,936 B: 1 - (A - that) / F =
-    // 0.873999..., 0.874 to SGLang's 3 decimals.
+    // The mem_fraction_static for 3,247,982 full tokens: the least T whose split reaches it is
+    // 2,698,324 (2,698,323 gives 3,247,981), 71,840,178,176 B: 1 - (A - that) / F =
+    // 0.8739997..., 0.874 to SGLang's 3 decimals.
     let (circuits, run) = gemma(spec, SglangFlags::default(), None);
     let answers = release(spec)
-        .budget_answers(&StageCircuit::in_order(&circuits), &run, 3_246_465)
+        .budget_answers(&StageCircuit::in_order(&circuits), &run, 3_247_982)
         .unwrap();
     assert_eq!(answers.utilization_for_target, Some(0.874));
 }

@@ -238,6 +238,15 @@ fn gemma_3_sliding_windows_get_a_full_cache() {
     // The pool: the same rest formula over that cell, at mfs 0.830 (the reserve is Llama's:
     // it reads no model size), the weights and the rope growth as loaded.
     assert_eq!(d.mem_fraction_static, 0.830);
+    // Weights: 1,999,771,904 B of parameters; two float32 rope caches, as every layer asks
+    // get_rope for an unscaled rope at its type's base (rope_theta 1,000,000 on the global
+    // layers, rope_local_base_freq 10,000 on the sliding ones; models/gemma3_causal.py:190-224),
+    // 32,768 x 256 x 4 = 33,554,432 B each; the two Gemma3RotaryEmbedding's inv_freq, 2 x 128
+    // x 4 B: 2,066,881,792 B. Each cache grows to ceil((32,768 + 256) / 128) x 128 = 33,024
+    // rows after the print: 2 x 256 x 256 x 4 B.
+    assert_eq!(circuits[0].weight_bytes(), 1_999_771_904);
+    assert_eq!(s.workers[0].weights, 2_066_881_792);
+    assert_eq!(d.workers[0].after_load, 524_288);
     let loaded = s.workers[0].weights + d.workers[0].after_load;
     let t = tokens(F_TP1, loaded, 0.830, 26_624, false);
     assert_eq!(s.kv_cache_tokens, t);

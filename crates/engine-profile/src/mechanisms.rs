@@ -279,6 +279,8 @@ pub(crate) fn cuda_graph_total(
 pub enum RotaryMechanism {
     /// vLLM's `get_rope` classes (`vllm/rotary.rs`).
     Vllm,
+    /// SGLang's `get_rope` classes (`sglang/rotary.rs`).
+    Sglang,
 }
 
 /// The rows of the cos/sin cache `mechanism` builds for `set` of `model` (`Err`: what is not
@@ -290,6 +292,7 @@ pub(crate) fn rotary_cache_rows(
 ) -> Result<u64, String> {
     match mechanism {
         RotaryMechanism::Vllm => vllm::cache_rows(set, model),
+        RotaryMechanism::Sglang => sglang::cache_rows(set, model),
     }
 }
 

@@ -34,6 +34,8 @@ pub struct FlowDecl {
     pub pool: PoolDecl,
     /// `max_running_requests`.
     pub max_running_requests: RunningDecl,
+    /// The rotary caches' format and the classes that build theirs otherwise.
+    pub rope: RopeDecl,
     /// Model classes SGLang gives a hybrid sliding-window pool: sized by `hybrid_swa_split`
     /// when the release gives it, else refused.
     pub hybrid_swa_architectures: Vec<String>,
@@ -332,10 +334,13 @@ pub struct PoolDecl {
     /// Bytes the request-to-token table takes: over `max_running_requests` (as printed),
     /// `requested` (`--max-running-requests`, 0 when not given), `estimate` and `context_len`.
     pub req_to_token_bytes: String,
-    /// Bytes allocated after the weights print and before the pool is sized (the RoPE cache
-    /// grown to the context): an expression over `context_len`, `max_position_embeddings`,
-    /// `rotary_dim` and the circuit's dims.
-    pub after_load_bytes: String,
+    /// Bytes one rotary cos/sin cache grows by after the weights print and before the pool
+    /// is sized (grown to the context), summed over the caches: an expression over
+    /// `context_len`, that cache's `rotary_rows` and `rotary_dim`, and the circuit's dims.
+    pub rope_growth_bytes: String,
+    /// The longest request, `min(context_len, tokens) - 1`, must exceed this (SGLang 0.5.13
+    /// and older also assert the longest input, 5 tokens shorter, is positive; 0 after).
+    pub request_len_margin: u64,
     /// Whether a free-memory rest at or below 0 is refused before the tokens are counted
     /// (SGLang 0.5.14 on), rather than by the token count.
     pub refuse_nonpositive_rest: bool,
@@ -351,10 +356,66 @@ pub struct PoolDecl {
 pub struct RunningDecl {
     /// The estimate.
     pub estimate: String,
+    /// Which token count the estimate's `kv_tokens` is.
+    pub estimate_reads: EstimateReads,
     /// Without `--max-running-requests`.
     pub default: String,
     /// With it (`requested`).
     pub user: String,
+}
+
+/// The rotary cos/sin caches `get_rope` builds (their rows: `weights.rotary_caches`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RopeDecl {
+    /// Bytes of one element of a cache.
+    pub cache_element_bytes: u64,
+    /// Model classes whose layers do not pass the config's rope to `get_rope`.
+    #[serde(default)]
+    pub class: Vec<RopeClassDecl>,
+}
+
+/// A model class's own rotary embedding.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RopeClassDecl {
+    /// The classes (`architectures`).
+    pub architectures: Vec<String>,
+    /// What its layers ask `get_rope` for.
+    pub get_rope: GetRope,
+    /// Bytes of the rotary modules the class builds itself: an expression over `rotary_dim`
+    /// (the first configuration's) and the circuit's dims.
+    pub own_bytes: String,
+}
+
+/// What a class's layers ask `get_rope` for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GetRope {
+    /// Nothing: the class's own module computes cos and sin, no cache is built.
+    None,
+    /// An unscaled rope (`{"rope_type": "default"}`) for each configuration, whatever the
+    /// config's scaling.
+    Unscaled,
+}
+
+/// A class's rotary embedding, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct RopeClass {
+    pub(crate) architectures: Vec<String>,
+    pub(crate) get_rope: GetRope,
+    pub(crate) own_bytes: Formula,
+}
+
+/// The token count the request-pool estimate reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EstimateReads {
+    /// The profiled count, `int(rest x 2^30) // cell`, before `--max-total-tokens` caps it
+    /// and before the page rounding and any split (SGLang 0.4.6 to 0.5.9).
+    Profiled,
+    /// The count after the cap and the page rounding (SGLang 0.5.10 on).
+    Capped,
 }
 
 /// The split of a hybrid sliding-window pool from the token count `T` an all-layer cell gives
@@ -448,7 +509,9 @@ pub struct MessagesDecl {
     pub no_tokens: String,
     /// A context above the derived one.
     pub context_above: String,
-    /// No request fits.
+    /// `max_running_requests` is 0.
+    pub running_zero: String,
+    /// No request fits: the longest request, `min(context, tokens) - 1`, is 0.
     pub pool_too_small: String,
 }
 
@@ -485,10 +548,14 @@ pub(crate) struct FlowFacts {
     pub(crate) page_size: u64,
     pub(crate) extra_rows: Formula,
     pub(crate) req_to_token: Formula,
-    pub(crate) after_load: Formula,
+    pub(crate) rope_growth: Formula,
+    pub(crate) rope_element_bytes: u64,
+    pub(crate) rope_classes: Vec<RopeClass>,
+    pub(crate) request_len_margin: u64,
     pub(crate) refuse_nonpositive_rest: bool,
     pub(crate) pipeline_min: bool,
     pub(crate) estimate: Formula,
+    pub(crate) estimate_reads: EstimateReads,
     pub(crate) running_default: Formula,
     pub(crate) running_user: Formula,
     pub(crate) hybrid_swa: Vec<String>,
@@ -590,13 +657,28 @@ impl FlowFacts {
             page_size: decl.pool.page_size,
             extra_rows: f("pool.extra_rows", &decl.pool.extra_rows)?,
             req_to_token: f("pool.req_to_token_bytes", &decl.pool.req_to_token_bytes)?,
-            after_load: f("pool.after_load_bytes", &decl.pool.after_load_bytes)?,
+            rope_growth: f("pool.rope_growth_bytes", &decl.pool.rope_growth_bytes)?,
+            rope_element_bytes: decl.rope.cache_element_bytes,
+            rope_classes: decl
+                .rope
+                .class
+                .iter()
+                .map(|c| {
+                    Ok(RopeClass {
+                        architectures: c.architectures.clone(),
+                        get_rope: c.get_rope,
+                        own_bytes: f("rope.class.own_bytes", &c.own_bytes)?,
+                    })
+                })
+                .collect::<Result<_, EngineError>>()?,
+            request_len_margin: decl.pool.request_len_margin,
             refuse_nonpositive_rest: decl.pool.refuse_nonpositive_rest,
             pipeline_min: decl.pool.pipeline_min,
             estimate: f(
                 "max_running_requests.estimate",
                 &decl.max_running_requests.estimate,
             )?,
+            estimate_reads: decl.max_running_requests.estimate_reads,
             running_default: f(
                 "max_running_requests.default",
                 &decl.max_running_requests.default,

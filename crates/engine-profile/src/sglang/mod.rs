@@ -19,10 +19,12 @@
 mod context_len;
 mod flow;
 mod pool;
+mod rotary;
 
 pub(crate) use context_len::context_len;
 pub(crate) use flow::{FlowDecl, FlowFacts};
 pub(crate) use pool::{budget_answers, predict};
+pub(crate) use rotary::cache_rows;
 
 /// SGLang's own flags (`python -m sglang.launch_server`), beside the generic settings: the
 /// generic `RunSettings` carries `--tp-size`, `--pp-size`, `--chunked-prefill-size`

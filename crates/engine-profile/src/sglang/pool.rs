@@ -9,10 +9,11 @@
 //! tokens integer divisions; every byte count is checked u64; a refusal is a verdict with
 //! SGLang's message, not an error, so the budget questions can ask around it.
 
-use super::flow::{FlowFacts, UnknownMemoryDecl, sizes_up_to};
+use super::flow::{EstimateReads, FlowFacts, GetRope, UnknownMemoryDecl, sizes_up_to};
 use super::{SglangFlags, SglangStartup, SglangWorker};
 use crate::facts::{Where, sum};
 use crate::formula::Env;
+use model_facts::{ModelFacts, RopeSet};
 use crate::kv_layout::{KvGroup, KvLayout, LayerKind, cache_layers, not_modelled};
 use crate::{
     BudgetAnswers, CudaGraphEstimate, EncoderBytes, EngineDetail, EngineError, EngineFlags,
@@ -263,7 +264,30 @@ pub(crate) fn predict(
         )
     };
     let names = |requested: u64| names_at(tokens, requested);
-    let estimate = flow.estimate.eval(&names_at(all_layer_tokens, 0))?;
+    let estimate_at = |kv_tokens: u64| flow.estimate.eval(&names_at(kv_tokens, 0));
+    let estimate = match flow.estimate_reads {
+        EstimateReads::Capped => estimate_at(all_layer_tokens)?,
+        // Each stage reads its own profiled count, int(rest x 2^30) // cell, before the cap,
+        // the page rounding and the stages agreeing on the smallest: stages whose estimates
+        // differ hold request pools of different rows, which is not modelled.
+        EstimateReads::Profiled => {
+            let mut first = None;
+            for s in &stage_facts {
+                let e = estimate_at(pool_budget / s.cell)?;
+                match first {
+                    None => first = Some(e),
+                    Some(f) if f != e => {
+                        return Err(not_modelled(
+                            stages[0].circuit,
+                            "pipeline stages whose request-pool estimates differ (each reads its own profiled token count)".to_owned(),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+            first.map_or_else(|| estimate_at(all_layer_tokens), Ok)?
+        }
+    };
     let running = match run.max_num_seqs {
         Some(r) => flow
             .running_user
@@ -290,7 +314,11 @@ pub(crate) fn predict(
         _ => running,
     };
     let max_req_len = ctx.min(tokens).saturating_sub(1);
-    if refusal.is_none() && (running == 0 || max_req_len == 0) {
+    // tp_worker.py asserts the request count first, then the longest request.
+    if refusal.is_none() && running == 0 {
+        short_by = 1;
+        refusal = Some(messages.running_zero.clone());
+    } else if refusal.is_none() && max_req_len <= flow.request_len_margin {
         short_by = 1;
         refusal = Some(messages.pool_too_small.clone());
     }
@@ -865,26 +893,9 @@ fn stage_facts(
     let mut out = Vec::new();
     for (i, s) in stages.iter().enumerate() {
         let circuit = s.circuit;
-        let head_dim = circuit
-            .dim("head_dim")
-            .ok_or_else(|| EngineError::MissingDim {
-                circuit: circuit.name().to_owned(),
-                dim: "head_dim",
-                why: "the rotary cache",
-            })?;
         let env = Env::new(
             vec![
                 ("max_position_embeddings", model.max_position_embeddings),
-                // The width the rope rotates (head_dim x partial_rotary_factor; MLA's
-                // qk_rope_head_dim), which sizes SGLang's cos/sin cache
-                // (layers/rotary_embedding/base.py:114-121).
-                (
-                    "rotary_dim",
-                    model.rotary.first().map_or_else(
-                        || circuit.dim("qk_rope_head_dim").unwrap_or(head_dim),
-                        |r| r.rotary_dim,
-                    ),
-                ),
                 ("dtype_bytes", dtype_bytes),
                 ("context_len", settled.context_len),
                 ("vocab_size", model.vocab_size),
@@ -901,11 +912,12 @@ fn stage_facts(
             },
         };
         let created = sum("weights.created", &profile.facts.created, &env, circuit, at)?;
+        let (rope, after_load) = rope_caches(profile, flow, circuit, model, settled)?;
         let weights = circuit
             .weight_bytes()
             .checked_add(created)
+            .and_then(|w| w.checked_add(rope))
             .ok_or_else(|| overflow("weights"))?;
-        let after_load = flow.after_load.eval(&env)?;
         let layers = cache_layers(circuit, i, model)?;
         // A recurrent layer's bytes are per sequence: SGLang's cell reads the attention layers
         // alone (pool_configurator.py:229-236); its state goes to the state pool.
@@ -972,6 +984,70 @@ fn stage_facts(
         });
     }
     Ok(out)
+}
+
+/// The bytes of the rotary caches and modules a stage's weights hold, and what the caches grow
+/// by after the weights print: one `get_rope` cache per distinct rotary configuration of the
+/// model (its rows by `weights.rotary_caches`, `cache_element_bytes` each of rotary_dim), as
+/// the class asks for them, and the class's own modules.
+fn rope_caches(
+    profile: &EngineProfile,
+    flow: &FlowFacts,
+    circuit: &circuit_ir::Circuit,
+    model: &ModelFacts,
+    settled: &Settled,
+) -> Result<(u64, u64), EngineError> {
+    let class = flow
+        .rope_classes
+        .iter()
+        .find(|c| c.architectures.contains(&model.architecture));
+    let dims = |rotary_dim: u64, rows: u64| {
+        Env::new(
+            vec![
+                ("context_len", settled.context_len),
+                ("rotary_dim", rotary_dim),
+                ("rotary_rows", rows),
+            ],
+            circuit,
+        )
+    };
+    let mut bytes = match (class, model.rotary.first()) {
+        (Some(c), Some(r)) => c.own_bytes.eval(&dims(r.rotary_dim, 0))?,
+        _ => 0,
+    };
+    let mut growth = 0u64;
+    let Some(mechanism) = profile.facts.rotary_caches else {
+        return Ok((bytes, growth));
+    };
+    let unscaled = match class.map(|c| c.get_rope) {
+        Some(GetRope::None) => return Ok((bytes, growth)),
+        Some(GetRope::Unscaled) => true,
+        None => false,
+    };
+    let default_set = RopeSet {
+        rope_type: "default".to_owned(),
+        factor: None,
+        factor_null: false,
+        original_max_position_embeddings: None,
+        mrope_section: false,
+    };
+    for r in &model.rotary {
+        let set = if unscaled { &default_set } else { &r.set };
+        let rows = crate::mechanisms::rotary_cache_rows(mechanism, set, model)
+            .map_err(|what| not_modelled(circuit, format!("the rotary cache of {what}")))?;
+        let cache = rows
+            .checked_mul(r.rotary_dim)
+            .and_then(|b| b.checked_mul(flow.rope_element_bytes))
+            .ok_or_else(|| overflow("the rotary cache"))?;
+        let grown = flow.rope_growth.eval(&dims(r.rotary_dim, rows))?;
+        bytes = bytes
+            .checked_add(cache)
+            .ok_or_else(|| overflow("the rotary caches"))?;
+        growth = growth
+            .checked_add(grown)
+            .ok_or_else(|| overflow("the rotary caches' growth"))?;
+    }
+    Ok((bytes, growth))
 }
 
 /// The budget answers from one prediction: the longest context a request fills whole
