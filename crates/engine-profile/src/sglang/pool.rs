@@ -13,12 +13,12 @@ use super::flow::{EstimateReads, FlowFacts, GetRope, UnknownMemoryDecl, sizes_up
 use super::{SglangFlags, SglangStartup, SglangWorker};
 use crate::facts::{Where, sum};
 use crate::formula::Env;
-use model_facts::{ModelFacts, RopeSet};
 use crate::kv_layout::{KvGroup, KvLayout, LayerKind, cache_layers, not_modelled};
 use crate::{
     BudgetAnswers, CudaGraphEstimate, EncoderBytes, EngineDetail, EngineError, EngineFlags,
     EngineProfile, Execution, PeakSetBy, RunSettings, StageCircuit, Startup, Verdict, Worker,
 };
+use model_facts::{ModelFacts, RopeSet};
 
 const GIB: f64 = (1u64 << 30) as f64;
 

@@ -29,7 +29,10 @@ pub(crate) fn cache_rows(set: &RopeSet, model: &ModelFacts) -> Result<u64, Strin
         if rows.is_finite() && rows >= 1.0 && rows < u64::MAX as f64 {
             Ok(rows as u64)
         } else {
-            Err(format!("rope type `{}`: {base} x factor {f} rows", set.rope_type))
+            Err(format!(
+                "rope type `{}`: {base} x factor {f} rows",
+                set.rope_type
+            ))
         }
     };
     // Read from the rope_scaling dict alone (a top-level key is not consulted).
