@@ -312,7 +312,7 @@ fn gpt_oss_is_refused_off_hopper() {
     };
     assert_eq!(
         refusal("a100-80gb"),
-        "device a100-80gb: gpt-oss's MXFP4 experts run in vLLM 0.19's MARLIN layout below compute capability 9.0 (fused_moe/oracle/mxfp4.py), which is not modelled (the engine file's variant `mxfp4-below-sm90`); the engine prediction is refused rather than guessed"
+        "device a100-80gb: gpt-oss's MXFP4 experts run in vLLM's MARLIN layout below compute capability 9.0 (fused_moe/oracle/mxfp4.py), which is not modelled (the engine file's variant `mxfp4-below-sm90`); the engine prediction is refused rather than guessed"
     );
     assert_eq!(
         refusal("b200"),
