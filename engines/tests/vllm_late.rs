@@ -11,7 +11,9 @@ use std::sync::{Mutex, OnceLock};
 
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
-use engine_profile::{EngineError, ModelFacts, RunSettings, StageCircuit, Startup, Worker};
+use engine_profile::{
+    EngineError, ModelFacts, PeakSetBy, RunSettings, StageCircuit, Startup, Worker,
+};
 
 /// The folders after 0.19, oldest first, with the releases each stands for.
 const FOLDERS: &[(&str, &[&str])] = &[
@@ -33,6 +35,7 @@ const FOLDERS: &[(&str, &[&str])] = &[
 const LLAMA: &str = "llama-3.1-8b";
 const QWEN3_MOE: &str = "qwen3-30b-a3b";
 const QWEN3_NEXT: &str = "qwen3-next-80b-a3b";
+const GPT_OSS: &str = "gpt-oss-20b";
 
 /// The H100's CUDA total (crates/kernel-families/devices.toml).
 const H100_TOTAL: u64 = 85_032_697_856;
@@ -64,6 +67,10 @@ fn import(name: &str) -> Model {
         QWEN3_NEXT => (
             include_str!("../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json"),
             4,
+        ),
+        GPT_OSS => (
+            include_str!("../../data/checkpoints/gpt-oss-20b/config.json"),
+            1,
         ),
         other => panic!("no model {other}"),
     };
@@ -331,11 +338,7 @@ fn the_sampler_warm_up_per_runner_and_release() {
     // On V2 the forward sets Llama's peak: the sampler is below its 0.92 GiB forward.
     for folder in ["vllm-0.23", "vllm-0.27", "vllm-0.34"] {
         let w = first(folder, LLAMA);
-        assert_eq!(
-            w.peak_set_by,
-            engine_profile::PeakSetBy::Forward,
-            "{folder}"
-        );
+        assert_eq!(w.peak_set_by, PeakSetBy::Forward, "{folder}");
         assert_eq!(
             w.activation_peak,
             w.persistent + w.forward_live + w.forward_held
@@ -848,4 +851,112 @@ fn the_whole_figures_are_pinned() {
         }
     }
     assert_eq!(got, FIGURES);
+}
+
+/// gpt-oss-20b (hidden 2,880, 4 experts per token, an expert FFN of 2,880, a multiple of 64 so
+/// unpadded, vocabulary 201,088, bf16) at TP 1 on the H100, 8,192 tokens in 1,024 requests.
+/// Its MXFP4 experts run OAITritonMxfp4ExpertsMonolithic in every release after 0.19 as in
+/// 0.19 (engines/vllm-0.20 and vllm-0.29, variant `mxfp4-moe-triton-monolithic`): no
+/// TritonExperts workspace persists, only the 32 MiB cuBLAS workspace, where the base lists
+/// would add 8,192 x 4 x (5,760 + 2,880) x 2 = 566,231,040 B.
+/// - 0.20: the peak is 0.19's (vllm_0_19.rs, gpt_oss_alternating_layers_make_two_groups),
+///   3,081,508,864 B: the cuBLAS workspace and 0.19's sampler, hidden states 8,192 x 2,880 x 2 =
+///   47,185,920 + last-token rows 2 x 1,024 x 2,880 x 2 = 11,796,480 + logits 1,024 x 201,088
+///   x 2 = 411,828,224 + three f32 temporaries 3 x 823,656,448 + the top-k/top-p buffer 132 x
+///   201,088 x 4 = 106,174,464 = 3,047,954,432.
+/// - 0.34: the V2 runner's sampler, which keeps one row copy (-5,898,240), one f32 copy of the
+///   logits, not three (-1,647,312,896), no top-k/top-p buffer (-106,174,464) and the gumbel
+///   partials 1,024 x 197 x 12 = 2,420,736 (+): 1,756,964,864 B below 0.19's, 1,324,544,000 B.
+///   The forward (613,679,104 live + 166,723,584 held + the cuBLAS workspace) stays below it.
+/// Without the variant both peaks would be 566,231,040 B higher (3,647,739,904 and
+/// 1,890,775,040).
+#[test]
+fn gpt_oss_mxfp4_experts_hold_no_moe_workspace_after_0_19() {
+    let cublas = 33_554_432;
+    let moe_pair = 8192 * 4 * (5760 + 2880) * 2;
+    assert_eq!(moe_pair, 566_231_040);
+    let m = model(GPT_OSS);
+    assert_eq!(m.facts.model_type, "gpt_oss");
+    for &(folder, _) in FOLDERS {
+        let variants = engines::profile(folder)
+            .unwrap()
+            .variants_applied(&StageCircuit::in_order(&m.circuits), &run(m, None))
+            .unwrap();
+        assert_eq!(
+            variants,
+            ["cublas-sm90", "mxfp4-moe-triton-monolithic"],
+            "{folder}"
+        );
+        assert_eq!(first(folder, GPT_OSS).persistent, cublas, "{folder}");
+    }
+
+    let old = first("vllm-0.19", GPT_OSS);
+    let w = first("vllm-0.20", GPT_OSS);
+    let sampler_0_19 = 47_185_920 + 11_796_480 + 411_828_224 + 3 * 823_656_448 + 106_174_464;
+    assert_eq!(sampler_0_19, 3_047_954_432);
+    assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
+    assert_eq!(w.sampler_live, sampler_0_19);
+    assert_eq!(w.activation_peak, cublas + sampler_0_19);
+    assert_eq!(w.activation_peak, old.activation_peak);
+    assert_eq!(w.activation_peak, 3_081_508_864);
+
+    let w = first("vllm-0.34", GPT_OSS);
+    let sampler_0_34 = sampler_0_19 - 5_898_240 - 2 * 823_656_448 - 106_174_464 + 1024 * 197 * 12;
+    assert_eq!(sampler_0_34, 1_290_989_568);
+    assert_eq!(w.peak_set_by, PeakSetBy::Sampler);
+    assert_eq!(w.sampler_live, sampler_0_34);
+    assert_eq!((w.forward_live, w.forward_held), (613_679_104, 166_723_584));
+    assert_eq!(old.activation_peak - w.activation_peak, 1_756_964_864);
+    assert_eq!(w.activation_peak, 1_324_544_000);
+}
+
+/// gpt-oss-20b at PP 2: the second stage receives the first's hidden states and residual, 2 x
+/// 8,192 x 2,880 x 2 = 94,371,840 B. The V1 runner allocates them inside the profile run, so
+/// 0.20-0.28's variant keeps them among the persistent terms beside the cuBLAS workspace; the
+/// V2 runner (0.29 on) allocates them when it loads the model (resident), and 0.29's variant,
+/// restated by name, lists the cuBLAS workspace alone, so they are counted once.
+#[test]
+fn gpt_oss_receive_buffers_follow_the_runner_at_pp_2() {
+    let text = include_str!("../../data/checkpoints/gpt-oss-20b/config.json");
+    let mut options = ImportOptions::default();
+    options.load = engines::profile("vllm-0.19").unwrap().load_rules();
+    options.parallel = Parallel {
+        tp: 1,
+        pp: 2,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded = circuit_hf::import_parallel(text, GPT_OSS, &options, &[]).unwrap();
+    let facts = sharded.imports[0].facts.clone();
+    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let m = Model {
+        circuits,
+        facts,
+        tp: 1,
+    };
+    let settings = RunSettings {
+        pipeline_parallel_size: 2,
+        ..run(&m, None)
+    };
+    let stage = |folder: &str| {
+        let s = engines::profile(folder)
+            .unwrap()
+            .predict_layout(&StageCircuit::in_order(&m.circuits), &settings)
+            .unwrap();
+        let w = &s.workers[1];
+        assert_eq!(w.pp_stage, 1);
+        (w.persistent, w.resident)
+    };
+    let cublas = 33_554_432;
+    let receive = 2 * 8192 * 2880 * 2;
+    assert_eq!(receive, 94_371_840);
+    assert_eq!(stage("vllm-0.20"), (cublas + receive, 0));
+    assert_eq!(stage("vllm-0.28").0, cublas + receive);
+    for folder in ["vllm-0.29", "vllm-0.34"] {
+        let (persistent, resident) = stage(folder);
+        assert_eq!(persistent, cublas, "{folder}");
+        // The last stage's sampler state: penalty counts 1,024 x 201,088 x 4 = 823,656,448,
+        // the prompt mask and the grammar bitmask 1,024 x 6,284 x 4 = 25,739,264 each.
+        assert_eq!(resident, 823_656_448 + 2 * 25_739_264 + receive, "{folder}");
+    }
 }
