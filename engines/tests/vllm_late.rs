@@ -910,6 +910,39 @@ fn gpt_oss_mxfp4_experts_hold_no_moe_workspace_after_0_19() {
     assert_eq!(w.activation_peak, 1_324_544_000);
 }
 
+/// Off Hopper every release after 0.19 refuses gpt-oss with 0.19's device rules, which every
+/// folder inherits: below 9.0 MarlinExperts runs (neither TRITON nor FlashInfer's CUTLASS
+/// backend holds there), on 10.0 FlashInfer's TRT-LLM backend comes first, on 12.0 FlashInfer's
+/// CUTLASS backend or Marlin (TRITON's gate ends below 11.0 until 0.31; 0.32-0.34 order it
+/// after Marlin on 12.x): no layout the importer gives (engines/vllm-0.19, the comment of
+/// `mxfp4-below-sm90`).
+#[test]
+fn gpt_oss_is_refused_off_hopper_in_every_release() {
+    let m = model(GPT_OSS);
+    let devices = kernel_families::Devices::builtin().unwrap();
+    for &(folder, _) in FOLDERS {
+        let profile = engines::profile(folder).unwrap();
+        for (device, variant) in [
+            ("a100-80gb", "mxfp4-below-sm90"),
+            ("b200", "mxfp4-sm100"),
+            ("rtx5090", "mxfp4-sm100"),
+        ] {
+            let settings = RunSettings {
+                device: devices.get(device).unwrap().clone(),
+                ..run(m, None)
+            };
+            let e = profile
+                .predict_layout(&StageCircuit::in_order(&m.circuits), &settings)
+                .unwrap_err();
+            assert!(
+                matches!(&e, EngineError::DeviceNotModelled { device: d, why } if d == device
+                    && why.contains(&format!("(the engine file's variant `{variant}`)"))),
+                "{folder} {device}: {e}"
+            );
+        }
+    }
+}
+
 /// gpt-oss-20b at PP 2: the second stage receives the first's hidden states and residual, 2 x
 /// 8,192 x 2,880 x 2 = 94,371,840 B. The V1 runner allocates them inside the profile run, so
 /// 0.20-0.28's variant keeps them among the persistent terms beside the cuBLAS workspace; the
