@@ -868,6 +868,7 @@ fn the_whole_figures_are_pinned() {
 ///   logits, not three (-1,647,312,896), no top-k/top-p buffer (-106,174,464) and the gumbel
 ///   partials 1,024 x 197 x 12 = 2,420,736 (+): 1,756,964,864 B below 0.19's, 1,324,544,000 B.
 ///   The forward (613,679,104 live + 166,723,584 held + the cuBLAS workspace) stays below it.
+///
 /// Without the variant both peaks would be 566,231,040 B higher (3,647,739,904 and
 /// 1,890,775,040).
 #[test]
