@@ -901,6 +901,20 @@ fn gpt_oss_mxfp4_experts_hold_no_moe_workspace_after_0_19() {
     assert_eq!(w.activation_peak, old.activation_peak);
     assert_eq!(w.activation_peak, 3_081_508_864);
 
+    // 0.29-0.32: V2's sampler before the second pass (1,024 x 201,088 x 2 logits, no f32
+    // copy) stays below the forward, 613,679,104 live + 166,723,584 held + the cuBLAS
+    // workspace.
+    for folder in ["vllm-0.29", "vllm-0.31"] {
+        let w = first(folder, GPT_OSS);
+        assert_eq!(w.peak_set_by, PeakSetBy::Forward, "{folder}");
+        assert_eq!(
+            w.activation_peak,
+            613_679_104 + 166_723_584 + cublas,
+            "{folder}"
+        );
+        assert_eq!(w.activation_peak, 813_957_120, "{folder}");
+    }
+
     let w = first("vllm-0.34", GPT_OSS);
     let sampler_0_34 = sampler_0_19 - 5_898_240 - 2 * 823_656_448 - 106_174_464 + 1024 * 197 * 12;
     assert_eq!(sampler_0_34, 1_290_989_568);
