@@ -116,12 +116,18 @@ fn print_one(args: &PlanArgs, p: &Prepared, budget: &Budget) -> Result<(), CliEr
     let d = detail(s)?;
     match args.format {
         OutputFormat::Table => {
+            if let Some(serve) = &args.serve {
+                crate::render::serve_line::print(serve)?;
+            }
             print_table(&p.files.origin, &p.quantization, s, d)?;
             print_budget(budget)?;
         }
         OutputFormat::Json => {
             let mut j = json(s, d);
             add_budget(&mut j["engine"], budget);
+            if let Some(serve) = &args.serve {
+                j["serve_line"] = crate::render::serve_line::json(serve);
+            }
             outln!("{}", serde_json::to_string_pretty(&j)?)
         }
         OutputFormat::Jsonl | OutputFormat::Csv => {

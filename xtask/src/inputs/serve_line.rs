@@ -477,6 +477,15 @@ fn read_args(tokens: &[String], table: &ServeTable) -> Result<(Vec<Given>, Vec<S
                     }
                 }
             },
+            Takes::Any => match explicit {
+                Some(v) => values.push(v),
+                None => {
+                    while let Some(v) = tokens.get(i).filter(|v| value(v)) {
+                        values.push(v.clone());
+                        i += 1;
+                    }
+                }
+            },
             Takes::List => match explicit {
                 Some(v) => values.push(v),
                 None => {

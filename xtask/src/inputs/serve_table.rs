@@ -43,6 +43,8 @@ pub enum Takes {
     Optional,
     /// nargs "+": one or more values.
     List,
+    /// nargs "*": any number of values, none included.
+    Any,
 }
 
 /// How a value is parsed.
@@ -66,6 +68,10 @@ pub enum ValueType {
     HumanIntKmg,
     /// `human_readable_int`, or `-1` / `auto` for the model's own (`human_readable_int_or_auto`).
     HumanIntOrAuto,
+    /// A whole number with a case-sensitive SI (`k`, `M`, `G`, `T`: decimals allowed, exact
+    /// decimal arithmetic) or IEC (`Ki`, `Mi`, `Gi`, `Ti`: whole numbers only) suffix (SGLang's
+    /// `human_readable_int`).
+    SiIecInt,
 }
 
 /// What a `model` flag says.
@@ -547,6 +553,7 @@ pub fn parse_value(text: &str, ty: ValueType, none: bool) -> Result<Value, Strin
             }
             human_int(text).map(Value::Int)
         }
+        ValueType::SiIecInt => si_iec_int(text).map(Value::Int),
         ValueType::HumanIntOrAuto => {
             let t = text.trim();
             if t == "-1" || t.eq_ignore_ascii_case("auto") {
@@ -696,9 +703,85 @@ pub fn human_int(text: &str) -> Result<i128, String> {
     py_int(text)
 }
 
+/// A whole number with an SI or IEC suffix, case-sensitive (SGLang 0.5.23's
+/// `human_readable_int`, srt/utils/common.py:3394-3429): the regex
+/// `(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)` over the stripped text; `25.6k` is
+/// int(Decimal("25.6") x 1000) = 25,600 (exact decimal arithmetic, truncated), `1Ki` 1,024 (a
+/// decimal before an IEC suffix is refused), anything else Python's `int()`.
+pub fn si_iec_int(text: &str) -> Result<i128, String> {
+    let t = py_strip(text);
+    let suffixes: [(&str, u32, bool); 8] = [
+        ("Ki", 1, true),
+        ("Mi", 2, true),
+        ("Gi", 3, true),
+        ("Ti", 4, true),
+        ("k", 1, false),
+        ("M", 2, false),
+        ("G", 3, false),
+        ("T", 4, false),
+    ];
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    for (suffix, power, iec) in suffixes {
+        let Some(number) = t.strip_suffix(suffix) else {
+            continue;
+        };
+        let (whole, frac) = match number.split_once('.') {
+            Some((w, f)) => (w, Some(f)),
+            None => (number, None),
+        };
+        if !(digits(whole) && frac.is_none_or(digits)) {
+            break;
+        }
+        let out_of_range = || format!("`{text}` is out of range");
+        if iec {
+            if frac.is_some() {
+                return Err(format!(
+                    "`{text}`: decimals are not allowed with IEC suffixes like '{suffix}'"
+                ));
+            }
+            let n: i128 = whole.parse().map_err(|_| out_of_range())?;
+            return n
+                .checked_mul(1i128 << (10 * power))
+                .ok_or_else(out_of_range);
+        }
+        // Decimal(number) x 10^(3 power), truncated: the fraction's digits beyond 3 x power
+        // are dropped, the others shift into the whole part.
+        let places = (3 * power) as usize;
+        let frac = frac.unwrap_or("");
+        let kept: String = frac.chars().take(places).collect();
+        let shifted = format!("{whole}{kept:0<places$}");
+        return shifted.parse::<i128>().map_err(|_| out_of_range());
+    }
+    py_int(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The examples of SGLang's docstring (srt/utils/common.py:3395-3403), case included.
+    #[test]
+    fn si_and_iec_sizes_parse_as_sglang_parses_them() {
+        assert_eq!(si_iec_int("1k"), Ok(1000));
+        assert_eq!(si_iec_int("1M"), Ok(1_000_000));
+        assert_eq!(si_iec_int("25.6k"), Ok(25_600));
+        assert_eq!(si_iec_int("1Ki"), Ok(1024));
+        assert_eq!(si_iec_int("1Mi"), Ok(1_048_576));
+        assert_eq!(si_iec_int("128Ki"), Ok(131_072));
+        assert_eq!(si_iec_int(" 131072 "), Ok(131_072));
+        // Exact decimals, where vLLM's float arithmetic gives 1004.
+        assert_eq!(si_iec_int("1.005k"), Ok(1005));
+        assert_eq!(si_iec_int("1.0005k"), Ok(1000));
+        // Case-sensitive: `1K` and `1m` are no suffix, so int() refuses them.
+        assert_eq!(si_iec_int("1K"), Err("`1K` is not a whole number".into()));
+        assert_eq!(si_iec_int("1m"), Err("`1m` is not a whole number".into()));
+        assert_eq!(
+            si_iec_int("1.5Ki"),
+            Err("`1.5Ki`: decimals are not allowed with IEC suffixes like 'Ki'".into())
+        );
+        assert_eq!(si_iec_int("k"), Err("`k` is not a whole number".into()));
+        assert!(si_iec_int("99999999999999999999999999999999999T").is_err());
+    }
 
     #[test]
     fn numbers_parse_as_python_parses_them() {
