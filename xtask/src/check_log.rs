@@ -26,7 +26,7 @@ use crate::render::check_log::{Predicted, Report, Row};
 /// Arguments of `cargo xtask check-log`.
 #[derive(Debug, clap::Args)]
 pub struct CheckLogArgs {
-    /// A vLLM start-up log (DEBUG or INFO level; its first 64 MiB are read).
+    /// A vLLM or SGLang start-up log (DEBUG or INFO level; its first 64 MiB are read).
     ///
     /// Example: check-log vllm.log
     #[arg(value_name = "LOG")]
@@ -40,13 +40,14 @@ pub struct CheckLogArgs {
     pub hf_config: Option<PathBuf>,
 
     /// The device [default: the one the log names: its CUDA total (DEBUG) or the fused-MoE
-    /// config's device name].
+    /// config's device name; an SGLang log names none].
     ///
     /// Example: --device h100-sxm
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
 
-    /// The engine release [default: the one the log's banner names].
+    /// The engine release [default: the one the log's banner names; an SGLang log names none:
+    /// give sglang==X].
     ///
     /// Example: --engine vllm==0.19.0
     #[arg(long, value_name = "NAME")]
@@ -85,7 +86,11 @@ pub fn run(args: &CheckLogArgs) -> Result<(), CliError> {
         engine: args.engine.clone(),
     };
     let shown = args.log.display().to_string();
-    let mut report = check(&text, &shown, &overrides, &ModelSources::from_env(&[]))?;
+    let sources = ModelSources::from_env(&[]);
+    let mut report = match crate::sglang_log::check_if_sglang(&text, &shown, &overrides, &sources) {
+        Some(sglang) => sglang?,
+        None => check(&text, &shown, &overrides, &sources)?,
+    };
     report.truncated = truncated;
     match args.format {
         CheckFormat::Table => crate::render::check_log::print(&report),
@@ -354,7 +359,7 @@ fn device_of(
 
 /// The rank a process name gives (`Worker_PP1_TP0` is stage 1, TP rank 0; vLLM 0.19
 /// v1/executor/multiproc_executor.py:978-993), or rank 0 for a world of one worker.
-fn rank_of(process: Option<&str>, tp: u64, pp: u64) -> Option<u64> {
+pub(crate) fn rank_of(process: Option<&str>, tp: u64, pp: u64) -> Option<u64> {
     let name = process?;
     let part = |prefix: &str| {
         name.split(['_', ' '])
@@ -420,7 +425,7 @@ fn compare(
         }
         let predicted = match (p.figure, worker) {
             (Args | DeviceName, _) => continue,
-            (CudaGraphActual, _) => {
+            (CudaGraphActual | AvailableMemory | KCache | VCache, _) => {
                 report.printed_only.push(p.clone());
                 continue;
             }

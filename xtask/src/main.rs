@@ -12,6 +12,7 @@ mod parallel;
 mod plan;
 mod render;
 mod sglang;
+mod sglang_log;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

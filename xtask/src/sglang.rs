@@ -100,7 +100,7 @@ fn devices(
     )
 }
 
-fn prepare_sglang(
+pub(crate) fn prepare_sglang(
     args: &PlanArgs,
     name: &str,
     options: circuit_hf::ImportOptions,

@@ -44,6 +44,12 @@ pub enum Figure {
     CudaGraphActual,
     KvCacheTokens,
     MaxConcurrency,
+    /// The K half of a KV cache printed in two (GiB).
+    KCache,
+    /// The V half (GiB).
+    VCache,
+    /// The free memory after start-up (GiB): printed only.
+    AvailableMemory,
 }
 
 impl Figure {
@@ -57,7 +63,9 @@ impl Figure {
             MaxNumBatchedTokens | MaxNumSeqs | MaxModelLen | KvCacheTokens => Kind::Count,
             MaxConcurrency => Kind::Number,
             DeviceTotal | Requested | Weights | NonKv | ActivationPeak | NonTorch | KvCache
-            | CudaGraphEstimate | CudaGraphActual => Kind::Number,
+            | CudaGraphEstimate | CudaGraphActual | KCache | VCache | AvailableMemory => {
+                Kind::Number
+            }
         }
     }
 
@@ -83,6 +91,9 @@ impl Figure {
             CudaGraphActual => "cuda_graph_actual",
             KvCacheTokens => "kv_cache_tokens",
             MaxConcurrency => "max_concurrency",
+            KCache => "k_cache",
+            VCache => "v_cache",
+            AvailableMemory => "available_memory",
         }
     }
 }
@@ -269,9 +280,22 @@ fn match_pattern(parts: &[Part], text: &str) -> Option<Vec<(Figure, String)>> {
                     Kind::Number => rest
                         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+')))
                         .unwrap_or(rest.len()),
-                    Kind::Count => rest
-                        .find(|c: char| !(c.is_ascii_digit() || c == ','))
-                        .unwrap_or(rest.len()),
+                    // Digits, and a comma only as a thousands separator (three digits
+                    // follow): `476,016` whole, `400000, chunked...` up to its comma.
+                    Kind::Count => {
+                        let b = rest.as_bytes();
+                        let mut n = 0;
+                        while n < b.len()
+                            && (b[n].is_ascii_digit()
+                                || (b[n] == b','
+                                    && n > 0
+                                    && b.len() > n + 3
+                                    && b[n + 1..n + 4].iter().all(u8::is_ascii_digit)))
+                        {
+                            n += 1;
+                        }
+                        n
+                    }
                     Kind::Word => rest
                         .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-')))
                         .unwrap_or(rest.len()),
@@ -342,8 +366,26 @@ fn strip_colours(line: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// The process a line's prefix names: `(Worker_TP0 pid=444)` is `Worker_TP0`.
+/// The process a line's prefix names: `(Worker_TP0 pid=444)` is `Worker_TP0`; a bracketed
+/// prefix that ends in rank tags (`[2026-01-01 10:00:00 PP0 TP1]`) is those tags (`PP0 TP1`).
 fn process_of(line: &str) -> Option<String> {
+    if line.starts_with('[')
+        && let Some(end) = line.find(']')
+    {
+        let tags: Vec<&str> = line[1..end]
+            .split(' ')
+            .rev()
+            .take_while(|w| {
+                let letters = w.trim_end_matches(|c: char| c.is_ascii_digit());
+                letters.len() < w.len()
+                    && !letters.is_empty()
+                    && letters.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+            })
+            .collect();
+        if !tags.is_empty() {
+            return Some(tags.into_iter().rev().collect::<Vec<_>>().join(" "));
+        }
+    }
     let end = line.find(" pid=")?;
     let start = line[..end].rfind('(')?;
     let name = &line[start + 1..end];

@@ -409,4 +409,150 @@ mod tests {
             "--dp-size 2: SGLang runs 2 replicas, each a TP group of its own; give --dp-size 1 to predict one replica"
         );
     }
+
+    /// SGLang's launcher lines (engines/sglang-0.5.23/serve_flags.toml): each spelling gives
+    /// the same plan arguments, hence the same prediction, as the flags written by hand.
+    #[test]
+    fn sglang_launcher_lines_predict_what_their_flags_predict() {
+        use crate::inputs::serve_line::{PlanCommand, apply};
+        use clap::{CommandFactory, FromArgMatches};
+        use std::ffi::OsString;
+        let data = crate::inputs::model::repository_data();
+        let sources = crate::inputs::model::ModelSources {
+            cwd: std::env::temp_dir(),
+            hub: None,
+            data: data.clone(),
+        };
+        let config = data.join("models/llama-3.1-8b/config.json");
+        let read = |text: &str| {
+            let argv: Vec<OsString> = ["xtask", "plan", "--format", "json", "--", text]
+                .iter()
+                .map(OsString::from)
+                .collect();
+            let given = PlanCommand::try_parse_from(&argv[1..]).unwrap().args;
+            apply(given, &argv, &sources).map_err(|e| e.to_string())
+        };
+        let by_hand = |flags: &[&str]| {
+            let mut words: Vec<String> = ["plan", "--format", "json", "--engine", "sglang==0.5.23"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            words.push("--hf-config".into());
+            words.push(config.display().to_string());
+            words.extend(flags.iter().map(|s| s.to_string()));
+            let matches = PlanCommand::command().try_get_matches_from(&words).unwrap();
+            let mut a = PlanCommand::from_arg_matches(&matches).unwrap().args;
+            a.given = crate::inputs::modes::given(&matches);
+            a
+        };
+        let plain = |mut a: PlanArgs| {
+            a.serve = None;
+            a.serve_line.clear();
+            format!("{a:?}")
+        };
+        let issue = [
+            "--tp-size",
+            "4",
+            "--mem-fraction-static",
+            "0.85",
+            "--context-length",
+            "131072",
+        ];
+        for text in [
+            // The issue's line: `--tp` is argparse's unique prefix of --tp-size.
+            "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 4 --mem-fraction-static 0.85 --context-length 131072 --port 30000",
+            "python3 -m sglang.launch_server --model meta-llama/Llama-3.1-8B-Instruct --tp-size=4 --mem-fraction-static=0.85 --context-length 128Ki --host 0.0.0.0 --trust-remote-code --enable-metrics",
+            "sglang serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4 --mem-fraction-static 0.85 --context-length 131072 --json-model-override-args '{}' --log-level warning",
+        ] {
+            let got = read(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(
+                got.serve.as_ref().unwrap().config,
+                config.display().to_string()
+            );
+            assert_eq!(plain(got), plain(by_hand(&issue)), "{text}");
+        }
+        let note =
+            read("sglang serve meta-llama/Llama-3.1-8B-Instruct --port 30000 --trust-remote-code")
+                .unwrap()
+                .serve
+                .unwrap();
+        assert_eq!(note.line.release, "SGLang 0.5.23");
+        assert_eq!(note.line.ignored, ["--port 30000", "--trust-remote-code"]);
+        // What SGLang refuses, or the prediction cannot follow, is one line.
+        let e = |text: &str| read(text).unwrap_err();
+        assert_eq!(
+            e("python -m sglang.launch_server --model-path m --speculative-algorithm EAGLE"),
+            "the serve line: `--speculative-algorithm EAGLE` is refused: speculative decoding's draft model and its KV cache are not modelled (SGLang 0.5.23, arg_groups/fields/spec.py:31)"
+        );
+        assert_eq!(
+            e("python -m sglang.launch_server --model-path m --kv-cache-dtype nvfp4"),
+            "the serve line: `--kv-cache-dtype nvfp4` is refused: only auto and the one-byte fp8 caches are modelled (SGLang 0.5.23, arg_groups/fields/model.py:197)"
+        );
+        assert_eq!(
+            e("python -m sglang.launch_server --model-path m --cuda-graph-max-bs 8"),
+            "the serve line: `--cuda-graph-max-bs` is ambiguous: SGLang 0.5.23 reads it as the start of --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill and refuses the line; write the flag in full"
+        );
+        assert_eq!(
+            e("python -m sglang.launch_server --model-path m --context-length 1.5Ki"),
+            "the serve line: `--context-length 1.5Ki`: `1.5Ki`: decimals are not allowed with IEC suffixes like 'Ki', so SGLang 0.5.23 refuses the line"
+        );
+        assert_eq!(
+            e("python -m sglang.launch_server --port 30000"),
+            "the serve line: the line names no model and SGLang 0.5.23 has no default"
+        );
+        assert_eq!(
+            read("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --dp-size 2")
+                .map(|a| check(&a).and_then(|()| apply_layout_check(&a)))
+                .unwrap()
+                .unwrap_err()
+                .to_string(),
+            "--dp-size 2: SGLang runs 2 replicas, each a TP group of its own; give --dp-size 1 to predict one replica"
+        );
+        // The release is named as for vLLM, before `--`; one whose command line was not read
+        // is refused in one line.
+        let argv: Vec<OsString> = [
+            "xtask",
+            "plan",
+            "--engine",
+            "sglang==0.5.22",
+            "--",
+            "sglang serve m",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let given = PlanCommand::try_parse_from(&argv[1..]).unwrap().args;
+        assert_eq!(
+            apply(given, &argv, &sources).unwrap_err().to_string(),
+            "SGLang 0.5.22's command line is not modelled: engines/sglang-0.5.23/serve_flags.toml was read from the source of SGLang 0.5.23 only; choose one of those with --engine sglang==X"
+        );
+    }
+
+    /// `apply`'s refusals of a layout, on a generic run.
+    fn apply_layout_check(args: &PlanArgs) -> Result<(), CliError> {
+        let model = circuit_hf::import(
+            include_str!("../../../data/models/llama-3.1-8b/config.json"),
+            "config.json",
+        )
+        .unwrap()
+        .facts;
+        let run = engine_profile::RunSettings {
+            device: crate::inputs::settings::device(args).unwrap(),
+            tensor_parallel_size: 1,
+            pipeline_parallel_size: 1,
+            gpu_memory_utilization: None,
+            max_num_batched_tokens: None,
+            max_num_seqs: None,
+            max_model_len: None,
+            skip_mm_profiling: false,
+            enforce_eager: false,
+            mm_limit_per_prompt: None,
+            mm_video_limit_per_prompt: None,
+            block_size: None,
+            enable_prefix_caching: None,
+            model,
+            engine_flags: None,
+        };
+        apply(args, run).map(|_| ())
+    }
 }

@@ -1,0 +1,460 @@
+//! `cargo xtask check-log --engine sglang==X LOG`: an SGLang start-up log beside its
+//! prediction. SGLang prints its settings as `server_args={...}` (every field, resolved), no
+//! release and no GPU name, so the release comes from `--engine` and the device from
+//! `--device`; the figures are read with the release folder's `log.toml` (`inputs/log.rs`),
+//! the settings through its `serve_flags.toml` (`inputs/serve_line.rs`), and the prediction is
+//! the one `cargo xtask plan --engine sglang==X` makes (`sglang.rs`). Rendered as vLLM's
+//! check-log is (`render/check_log.rs`).
+//!
+//! Invariants: the lines and flags are the folder's data; a setting the log gives that the
+//! prediction does not follow is named in a note, never dropped silently; an error is
+//! (predicted - printed) / printed from the unrounded prediction.
+
+use clap::Parser;
+
+use crate::CliError;
+use crate::check_log::{Overrides, error_percent, rank_of};
+use crate::inputs::log::{self, Figure, LogFormat, Py, StartupLog};
+use crate::inputs::model::{ModelSources, resolve};
+use crate::inputs::serve_line::{PlanCommand, ServeLine, read_flags};
+use crate::inputs::serve_table::{Class, ServeTable, Takes};
+use crate::inputs::sglang::is_sglang;
+use crate::render::check_log::{Predicted, Report, Row};
+use crate::render::sglang::detail;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// Checks `text` as an SGLang log when `--engine` names SGLang, or when the log prints
+/// SGLang's `server_args=` line (then without `--engine` it is one line asking for the
+/// release); None: not SGLang's (the caller reads it as vLLM's).
+pub fn check_if_sglang(
+    text: &str,
+    shown: &str,
+    overrides: &Overrides,
+    sources: &ModelSources,
+) -> Option<Result<Report, CliError>> {
+    match overrides.engine.as_deref() {
+        Some(e) if is_sglang(e) => Some(check(text, shown, e, overrides, sources)),
+        Some(_) => None,
+        None => text.lines().any(|l| l.contains("] server_args=")).then(|| {
+            Err(format!(
+                "{shown}: an SGLang log (its `server_args=` line), and SGLang prints no release: give --engine sglang==X"
+            )
+            .into())
+        }),
+    }
+}
+
+fn check(
+    text: &str,
+    shown: &str,
+    spec: &str,
+    overrides: &Overrides,
+    sources: &ModelSources,
+) -> Result<Report, CliError> {
+    let release = engines::resolve(spec).map_err(|e| format!("{shown}: {e}"))?;
+    let version = spec
+        .split_once("==")
+        .map_or(release.version.clone(), |(_, v)| v.trim().to_owned());
+    let format =
+        LogFormat::of_folder(release.folder, &version).map_err(|e| format!("{shown}: {e}"))?;
+    let table =
+        ServeTable::of_folder(release.folder, &version).map_err(|e| format!("{shown}: {e}"))?;
+    let printed = log::read(text, &format);
+    if !printed.printed.iter().any(|p| p.figure != Figure::Args) {
+        return Err(format!(
+            "{shown}: none of the start-up lines {} lists (a log cut before the model loaded, or another engine's?)",
+            format.origin
+        )
+        .into());
+    }
+    let args_line = printed.first(Figure::Args).ok_or_else(|| {
+        format!(
+            "{shown}: no `server_args=` line ({}), so the run's settings are unknown",
+            format.printing(Figure::Args).map_or("", |p| p.at.as_str())
+        )
+    })?;
+    let (tokens, notes) = arg_words(&args_line.text, &table)
+        .map_err(|e| format!("{shown} line {}: server_args: {e}", args_line.line))?;
+    let mut line = ServeLine {
+        engine: table.engine.clone(),
+        release: table.release.clone(),
+        version: table.version.clone(),
+        ..ServeLine::default()
+    };
+    read_flags(&tokens, false, &table, &mut line)
+        .map_err(|e| format!("{shown} line {}: server_args: {e}", args_line.line))?;
+    let (config, place) = match &overrides.hf_config {
+        Some(path) => (path.clone(), "--hf-config".to_owned()),
+        None => {
+            let found = resolve(
+                &line.model,
+                line.revision.as_deref(),
+                line.download_dir.as_deref(),
+                sources,
+            )
+            .map_err(|e| format!("{shown}: {e}"))?;
+            (found.config, found.place)
+        }
+    };
+    let device = overrides.device.clone().ok_or_else(|| {
+        format!("{shown}: SGLang's log names no GPU (nor its memory): give --device NAME")
+    })?;
+    let device = kernel_families::Devices::builtin()?
+        .get(&device)?
+        .name
+        .clone();
+    let mut words: Vec<String> = vec![
+        "plan".into(),
+        "--hf-config".into(),
+        config.display().to_string(),
+        "--engine".into(),
+        format!("{}=={version}", release.engine),
+        "--device".into(),
+        device.clone(),
+    ];
+    words.extend(line.flags.iter().cloned());
+    let plan = PlanCommand::try_parse_from(&words)
+        .map_err(|e| {
+            let text = e.to_string();
+            format!(
+                "{shown}: the run's settings: {}",
+                text.lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: ")
+            )
+        })?
+        .args;
+    crate::inputs::sglang::check(&plan).map_err(|e| format!("{shown}: {e}"))?;
+    let name = plan.engine.engine.clone().unwrap_or_default();
+    let options = crate::inputs::settings::import_options(&plan)?;
+    let prepared = crate::sglang::prepare_sglang(&plan, &name, options)?;
+    let layout = crate::inputs::sglang::layout(&plan);
+    let mut report = Report {
+        log: shown.to_owned(),
+        lines: printed.lines,
+        truncated: false,
+        engine: release.engine.clone(),
+        release: version,
+        folder: release.folder.to_owned(),
+        banner_line: None,
+        line,
+        config: config.display().to_string(),
+        place,
+        device,
+        device_from: "--device".to_owned(),
+        rows: Vec::new(),
+        printed_only: Vec::new(),
+        not_printed: Vec::new(),
+        notes,
+        startup: prepared.startup,
+    };
+    compare(&printed, &format, (layout.tp, layout.pp), &mut report)?;
+    Ok(report)
+}
+
+/// The words of the settings `server_args={...}` prints that the prediction reads (the flags
+/// `serve_flags.toml` models, and the model), and a note for each other setting that is not
+/// its default and may change memory (a `refused` flag whose value is none of its `no_byte`
+/// values): SGLang prints every field resolved, so such a value may be SGLang's own choice.
+fn arg_words(text: &str, table: &ServeTable) -> Result<(Vec<String>, Vec<String>), String> {
+    let Py::Dict(pairs) = log::parse_py(text)? else {
+        return Err("not a dict".into());
+    };
+    let mut words = Vec::new();
+    let mut notes = Vec::new();
+    for (key, value) in pairs {
+        let Py::Str(key) = key else {
+            return Err(format!("a key {key:?} that is not a name"));
+        };
+        let Some((long, flag)) = table.flag(&format!("--{}", key.replace('_', "-"))) else {
+            // A field without a flag (no_cli): set by SGLang, not by the command line.
+            continue;
+        };
+        let is_default = match (&value, flag.takes) {
+            (Py::None, _) | (Py::Bool(false), Takes::None) => true,
+            (Py::List(l), _) if l.is_empty() => true,
+            (Py::Dict(d), _) if d.is_empty() => true,
+            (Py::Bool(b), _) => flag.no_byte.contains(&toml::Value::Boolean(*b)),
+            (v, _) => {
+                let words = v.words();
+                flag.no_byte.iter().any(|nb| match nb {
+                    toml::Value::String(s) => words == [s.clone()],
+                    toml::Value::Integer(i) => words == [i.to_string()],
+                    toml::Value::Float(x) => {
+                        words.len() == 1 && words[0].parse::<f64>().ok() == Some(*x)
+                    }
+                    _ => false,
+                })
+            }
+        };
+        match flag.class {
+            Class::Ignored => {}
+            Class::Refused if is_default => {}
+            Class::Refused => notes.push(format!(
+                "server_args sets {key}={} (SGLang's choice or the run's), which the prediction does not follow: {}",
+                value.words().join(" "),
+                flag.why.as_deref().unwrap_or("not modelled")
+            )),
+            Class::Model | Class::Modelled => match (flag.takes, &value) {
+                (_, Py::None) => {}
+                (Takes::None, Py::Bool(true)) => words.push(long.to_owned()),
+                (Takes::None, Py::Bool(false)) => {}
+                (_, v) => {
+                    words.push(long.to_owned());
+                    words.extend(v.words());
+                }
+            },
+        }
+    }
+    Ok((words, notes))
+}
+
+/// Each printed figure beside SGLang's prediction of it.
+fn compare(
+    log: &StartupLog,
+    format: &LogFormat,
+    (tp, pp): (u64, u64),
+    report: &mut Report,
+) -> Result<(), CliError> {
+    use Figure::*;
+    let s = &report.startup;
+    let d = detail(s)?;
+    let mut rows = Vec::new();
+    for p in &log.printed {
+        let engine_wide = matches!(
+            p.figure,
+            Args | KvCacheTokens | MaxNumBatchedTokens | MaxNumSeqs | MaxModelLen
+        );
+        let rank = if engine_wide {
+            None
+        } else {
+            match rank_of(p.process.as_deref(), tp, pp) {
+                Some(r) => Some(r),
+                None => {
+                    report.notes.push(format!(
+                        "{} on line {} is set aside: its line names no rank",
+                        p.figure.name(),
+                        p.line
+                    ));
+                    continue;
+                }
+            }
+        };
+        let own = rank.and_then(|r| d.workers.iter().find(|w| w.rank == r));
+        if rank.is_some() && own.is_none() {
+            report.notes.push(format!(
+                "{} on line {} is set aside: rank {} is not in the layout",
+                p.figure.name(),
+                p.line,
+                rank.unwrap_or_default()
+            ));
+            continue;
+        }
+        let predicted = match (p.figure, own) {
+            (Args, _) => continue,
+            (KvCacheTokens, _) => Predicted::Count(d.max_total_num_tokens),
+            (MaxNumBatchedTokens, _) => Predicted::Count(d.chunked_prefill_size),
+            (MaxNumSeqs, _) => Predicted::Count(d.max_running_requests),
+            (MaxModelLen, _) => Predicted::Count(d.context_len),
+            (Weights, Some(w)) => Predicted::Bytes(w.weights),
+            (KCache, Some(w)) => Predicted::Bytes(w.k_bytes),
+            (VCache, Some(w)) => Predicted::Bytes(w.v_bytes),
+            // MLA's one pool is printed as the K size (render/sglang.rs).
+            (KvCache, Some(w)) => Predicted::Bytes(w.k_bytes),
+            _ => {
+                report.printed_only.push(p.clone());
+                continue;
+            }
+        };
+        let number = |t: &str| t.replace(',', "").parse::<f64>().ok();
+        let error = match &predicted {
+            Predicted::Bytes(b) => number(&p.text).map(|q| error_percent(*b as f64 / GIB, q)),
+            Predicted::Count(n) => number(&p.text).map(|q| error_percent(*n as f64, q)),
+            Predicted::Ratio(_) | Predicted::Text(_) => None,
+        }
+        .filter(|e| e.is_finite());
+        rows.push(Row {
+            figure: p.figure,
+            rank,
+            printed: p.clone(),
+            predicted,
+            error,
+        });
+    }
+    report.rows = rows;
+    for figure in [Weights, KvCacheTokens, MaxNumSeqs, MaxModelLen] {
+        if log.first(figure).is_none() {
+            report.not_printed.push((
+                figure,
+                format.printing(figure).and_then(|p| p.level.clone()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A SYNTHETIC SGLang 0.5.23 log: each line is a format string of engines/sglang-0.5.23/
+    /// log.toml filled by hand (no real SGLang start-up exists on this machine). Its printed
+    /// figures are invented: the test checks the parsing and the prediction, and no error it
+    /// computes is a measured one.
+    const SYNTHETIC: &str = "[2026-12-01 10:00:00] server_args={'model_path': 'meta-llama/Llama-3.1-8B-Instruct', 'trust_remote_code': False, 'context_length': None, 'dtype': 'auto', 'kv_cache_dtype': 'auto', 'mem_fraction_static': 0.83, 'max_running_requests': None, 'chunked_prefill_size': 8192, 'page_size': 1, 'tp_size': 1, 'port': 30000, 'disable_radix_cache': False, 'attention_backend': 'fa3', 'lora_paths': None, 'json_model_override_args': '{}'}\n\
+[2026-12-01 10:00:20 TP0] Load weight end. elapsed=14.20 s, type=LlamaForCausalLM, avail mem=63.40 GB, mem usage=15.10 GB.\n\
+[2026-12-01 10:00:21 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB\n\
+[2026-12-01 10:00:40 TP0] Capture cuda graph end. bs=[1, 2, 4, 8], elapsed=18.50 s, mem usage=0.42 GB, avail mem=13.48 GB.\n\
+[2026-12-01 10:00:41 TP0] max_total_num_tokens=400000, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=2048, context_len=131072, available_gpu_mem=13.40 GB";
+
+    fn overrides(engine: Option<&str>, device: Option<&str>) -> Overrides {
+        Overrides {
+            hf_config: None,
+            device: device.map(str::to_owned),
+            engine: engine.map(str::to_owned),
+        }
+    }
+
+    fn sources() -> ModelSources {
+        ModelSources {
+            cwd: std::env::temp_dir(),
+            hub: None,
+            data: crate::inputs::model::repository_data(),
+        }
+    }
+
+    #[test]
+    fn a_synthetic_sglang_log_reads_its_figures_and_predicts_them() {
+        let o = overrides(Some("sglang==0.5.23"), Some("h100-sxm"));
+        let report = check_if_sglang(SYNTHETIC, "s.log", &o, &sources())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            report.line.flags,
+            [
+                "--dtype",
+                "auto",
+                "--kv-cache-dtype",
+                "auto",
+                "--mem-fraction-static",
+                "0.83",
+                "--chunked-prefill-size",
+                "8192",
+                "--page-size",
+                "1",
+                "--tp-size",
+                "1"
+            ]
+        );
+        let rows: Vec<(Figure, Option<u64>, &str, Predicted)> = report
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.figure,
+                    r.rank,
+                    r.printed.text.as_str(),
+                    r.predicted.clone(),
+                )
+            })
+            .collect();
+        let w = &detail(&report.startup).unwrap().workers[0];
+        assert_eq!(
+            rows,
+            [
+                (
+                    Figure::Weights,
+                    Some(0),
+                    "15.10",
+                    Predicted::Bytes(w.weights)
+                ),
+                (
+                    Figure::KCache,
+                    Some(0),
+                    "24.41",
+                    Predicted::Bytes(w.k_bytes)
+                ),
+                (
+                    Figure::VCache,
+                    Some(0),
+                    "24.41",
+                    Predicted::Bytes(w.v_bytes)
+                ),
+                (
+                    Figure::KvCacheTokens,
+                    None,
+                    "400000",
+                    Predicted::Count(411_948)
+                ),
+                (
+                    Figure::MaxNumBatchedTokens,
+                    None,
+                    "8192",
+                    Predicted::Count(8192)
+                ),
+                (Figure::MaxNumSeqs, None, "2048", Predicted::Count(2048)),
+                (
+                    Figure::MaxModelLen,
+                    None,
+                    "131072",
+                    Predicted::Count(131_072)
+                ),
+            ]
+        );
+        // Llama-3.1-8B's K half: 32 layers x 8 heads x 128 x 2 B a token, over the 411,948
+        // tokens and the one padding page (page_size 1) the pool allocates beside them.
+        assert_eq!(w.k_bytes, (411_948 + 1) * 32 * 8 * 128 * 2);
+        let printed_only: Vec<(Figure, &str)> = report
+            .printed_only
+            .iter()
+            .map(|p| (p.figure, p.text.as_str()))
+            .collect();
+        assert_eq!(
+            printed_only,
+            [
+                (Figure::CudaGraphActual, "0.42"),
+                (Figure::AvailableMemory, "13.40")
+            ]
+        );
+        assert_eq!(
+            report.notes,
+            [
+                "server_args sets attention_backend=fa3 (SGLang's choice or the run's), which the prediction does not follow: the attention backend is chosen as SGLang chooses it by default; another one's workspaces are not modelled"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_an_sglang_log_does_not_say_is_asked_for_in_one_line() {
+        let e = |engine: Option<&str>, device: Option<&str>, text: &str| {
+            check_if_sglang(text, "s.log", &overrides(engine, device), &sources())
+                .unwrap()
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            e(None, None, SYNTHETIC),
+            "s.log: an SGLang log (its `server_args=` line), and SGLang prints no release: give --engine sglang==X"
+        );
+        assert_eq!(
+            e(Some("sglang==0.5.23"), None, SYNTHETIC),
+            "s.log: SGLang's log names no GPU (nor its memory): give --device NAME"
+        );
+        assert_eq!(
+            e(Some("sglang==0.5.22"), Some("h100-sxm"), SYNTHETIC),
+            "s.log: release 0.5.22's start-up log is not modelled: engines/sglang-0.5.23/log.toml lists the lines of 0.5.23 only"
+        );
+        // A vLLM log without --engine is not SGLang's.
+        assert!(
+            check_if_sglang(
+                "vLLM server version 0.19.0",
+                "v.log",
+                &overrides(None, None),
+                &sources()
+            )
+            .is_none()
+        );
+    }
+}
