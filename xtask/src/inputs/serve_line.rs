@@ -573,10 +573,23 @@ pub fn read_flags(
         ([], _) => {}
         ([m], true) => model = Some(m.clone()),
         ([m], false) => {
-            return Err(format!(
-                "`{m}`: this launcher reads the model from --model only; {} would ignore the word and serve its default model: write --model {m}",
-                table.release
-            ));
+            let flag = table
+                .flags
+                .iter()
+                .find(|(_, f)| f.role == Some(Role::Name))
+                .map_or("--model", |(name, _)| name.as_str());
+            // An engine with a default model parses the word and serves its default; one
+            // without lets argparse refuse the word.
+            return Err(match table.parser.default_model {
+                Some(_) => format!(
+                    "`{m}`: this launcher reads the model from --model only; {} would ignore the word and serve its default model: write --model {m}",
+                    table.release
+                ),
+                None => format!(
+                    "`{m}`: this launcher reads the model from {flag} only; {} refuses the line (unrecognized arguments): write {flag} {m}",
+                    table.release
+                ),
+            });
         }
         ([_, extra, ..], _) => {
             return Err(format!(

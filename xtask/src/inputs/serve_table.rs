@@ -143,6 +143,8 @@ pub struct Launcher {
     /// `vllm serve` raises before argparse reads it (`--model=M` passes).
     #[serde(default = "yes")]
     pub model_flag: bool,
+    /// The first release of the file's `releases` that has it (an earlier one lacks it).
+    pub since: Option<String>,
 }
 
 fn yes() -> bool {
@@ -240,10 +242,13 @@ pub fn engine_title(engine: &str) -> String {
     }
 }
 
-/// A release's numbers (`0.10.1.1` -> [0, 10, 1, 1]) for ordering; a part that is not a
-/// number orders first.
+/// A release's numbers (`0.10.1.1` -> [0, 10, 1, 1], `0.4.9.post3` -> [0, 4, 9, 3]: a
+/// post-release after its release) for ordering; a part that is not a number orders first.
 fn numeric(version: &str) -> Vec<u64> {
-    version.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+    version
+        .split('.')
+        .map(|p| p.strip_prefix("post").unwrap_or(p).parse().unwrap_or(0))
+        .collect()
 }
 
 /// Whether the serve table `folder` has (its own or inherited; none: false) lists `version`
@@ -420,11 +425,13 @@ impl ServeTable {
                 return Err(format!("{origin}: `-O` is read as `{o}`, not a flag").into());
             }
         }
+        let mut launchers = file.launcher;
+        launchers.retain(|l| l.since.as_deref().is_none_or(|s| wanted >= numeric(s)));
         Ok(ServeTable {
             release: format!("{title} {version}"),
             version: version.to_owned(),
             engine: file.engine,
-            launchers: file.launcher,
+            launchers,
             parser: file.parser,
             env: file.env,
             flags,

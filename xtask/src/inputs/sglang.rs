@@ -508,24 +508,98 @@ mod tests {
                 .to_string(),
             "--dp-size 2: SGLang runs 2 replicas, each a TP group of its own; give --dp-size 1 to predict one replica"
         );
-        // The release is named as for vLLM, before `--`; one whose command line was not read
-        // is refused in one line.
-        let argv: Vec<OsString> = [
-            "xtask",
-            "plan",
-            "--engine",
-            "sglang==0.5.22",
-            "--",
-            "sglang serve m",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
-        let given = PlanCommand::try_parse_from(&argv[1..]).unwrap().args;
+        // The release is named as for vLLM, before `--` (a line names none: the newest reads
+        // it, as above); that release reads the line and predicts it.
+        let engine_of = |before: &[&str]| {
+            let mut argv: Vec<OsString> = vec!["xtask".into(), "plan".into()];
+            argv.extend(before.iter().map(OsString::from));
+            argv.extend([
+                "--".into(),
+                "sglang serve --model-path meta-llama/Llama-3.1-8B-Instruct".into(),
+            ]);
+            let given = PlanCommand::try_parse_from(&argv[1..]).unwrap().args;
+            apply(given, &argv, &sources)
+                .map(|a| a.engine.engine.unwrap())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(engine_of(&[]).unwrap(), "sglang==0.5.23");
         assert_eq!(
-            apply(given, &argv, &sources).unwrap_err().to_string(),
-            "SGLang 0.5.22's command line is not modelled: engines/sglang-0.5.23/serve_flags.toml was read from the source of SGLang 0.5.23 only; choose one of those with --engine sglang==X"
+            engine_of(&["--engine", "sglang"]).unwrap(),
+            "sglang==0.5.23"
         );
+        assert_eq!(
+            engine_of(&["--engine", "sglang==0.5.9"]).unwrap(),
+            "sglang==0.5.9"
+        );
+        assert_eq!(
+            engine_of(&["--engine", "sglang==0.5.4.post1"]).unwrap_err(),
+            "the serve line: the serve line starts with `sglang serve --model-path`, not a launcher the planner knows (`python -m sglang.launch_server`)"
+        );
+    }
+
+    /// Every SGLang release modelled reads its own launcher line: each older folder's
+    /// serve_flags.toml states what its releases' parsers (dumped from their own
+    /// ServerArgs.add_cli_args) register differently from the folder it extends.
+    #[test]
+    fn each_sglang_release_reads_the_flags_its_parser_registers() {
+        use crate::inputs::serve_line::{parse, split_words};
+        use crate::inputs::serve_table::{Class, ServeTable};
+        let mut read = 0;
+        for r in engines::catalogue().unwrap() {
+            for v in r.releases.iter().filter(|_| r.engine == "sglang") {
+                ServeTable::of_release(&format!("sglang=={v}"))
+                    .unwrap_or_else(|e| panic!("{v}: {e}"));
+                read += 1;
+            }
+        }
+        assert_eq!(read, 55);
+        let line = |v: &str, text: &str| {
+            let t = ServeTable::of_release(&format!("sglang=={v}")).unwrap();
+            parse(&split_words(text).unwrap(), &[t])
+        };
+        // The `sglang` console script arrives with 0.5.5 (sglang/cli/ in the wheel); its
+        // `serve` takes a first positional word as the model from 0.5.16 (cli/serve.py:63-67
+        // in 0.5.23).
+        assert_eq!(
+            line("0.5.4.post1", "sglang serve --model-path m").unwrap_err(),
+            "the serve line starts with `sglang serve --model-path`, not a launcher the planner knows (`python -m sglang.launch_server`)"
+        );
+        assert_eq!(
+            line("0.5.5", "sglang serve --model-path m").unwrap().model,
+            "m"
+        );
+        assert_eq!(
+            line("0.5.15", "sglang serve m").unwrap_err(),
+            "`m`: this launcher reads the model from --model-path only; SGLang 0.5.15 refuses the line (unrecognized arguments): write --model-path m"
+        );
+        assert_eq!(line("0.5.16", "sglang serve m").unwrap().model, "m");
+        // --cuda-graph-max-bs: modelled where it is a flag (0.5.9), a prefix of two flags
+        // from 0.5.20 (refused as ambiguous, above).
+        let t = ServeTable::of_release("sglang==0.5.9").unwrap();
+        assert_eq!(
+            t.flag("--cuda-graph-max-bs").map(|(_, f)| f.class),
+            Some(Class::Modelled)
+        );
+        assert_eq!(
+            line(
+                "0.5.9",
+                "python -m sglang.launch_server --model-path m --cuda-graph-max-bs 64"
+            )
+            .unwrap()
+            .flags,
+            ["--cuda-graph-max-bs", "64"]
+        );
+        // A flag of a later release, on an earlier one; one an earlier release had.
+        assert_eq!(
+            line(
+                "0.4.9",
+                "python -m sglang.launch_server --model-path m --attn-cp-size 2"
+            )
+            .unwrap_err(),
+            "`--attn-cp-size` is not a flag of SGLang 0.4.9 (0.5.9 was the first release with it): it refuses the line (unrecognized arguments); drop it"
+        );
+        let t = ServeTable::of_release("sglang==0.5.23").unwrap();
+        assert_eq!(t.absent["--cuda-graph-max-bs"], "0.5.19");
     }
 
     /// `apply`'s refusals of a layout, on a generic run.
