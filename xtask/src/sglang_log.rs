@@ -159,7 +159,7 @@ fn check(
 /// its default and may change memory (a `refused` flag whose value is none of its `no_byte`
 /// values): SGLang prints every field resolved, so such a value may be SGLang's own choice.
 fn arg_words(text: &str, table: &ServeTable) -> Result<(Vec<String>, Vec<String>), String> {
-    let Py::Dict(pairs) = log::parse_py(text)? else {
+    let Py::Dict(pairs) = log::parse_py(&as_dict(text)?)? else {
         return Err("not a dict".into());
     };
     let mut words = Vec::new();
@@ -209,6 +209,49 @@ fn arg_words(text: &str, table: &ServeTable) -> Result<(Vec<String>, Vec<String>
         }
     }
     Ok((words, notes))
+}
+
+/// The settings as a dict literal: a dict as printed (0.5.19 on, `resolved_dict()`), or the
+/// dataclass's repr `ServerArgs(model_path='m', tp_size=1, ...)` (before 0.5.19,
+/// `f"{server_args=}"`) rewritten key by key (`'model_path': 'm', ...`).
+fn as_dict(text: &str) -> Result<String, String> {
+    let Some(open) = text.trim().strip_prefix("ServerArgs(") else {
+        return Ok(text.to_owned());
+    };
+    let inner = open
+        .strip_suffix(')')
+        .ok_or("ServerArgs(...) is not closed (a line cut short?)")?;
+    // The fields, split at the commas outside quotes and brackets.
+    let mut fields = Vec::new();
+    let (mut depth, mut quote, mut escaped, mut start) = (0usize, None, false, 0);
+    for (i, c) in inner.char_indices() {
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(' | '[' | '{' | '<') => depth += 1,
+            (None, ')' | ']' | '}' | '>') => depth = depth.saturating_sub(1),
+            (None, ',') if depth == 0 => {
+                fields.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if quote.is_some() || depth > 0 {
+        return Err("ServerArgs(...) is not closed (a line cut short?)".into());
+    }
+    fields.push(&inner[start..]);
+    let mut out = Vec::new();
+    for f in fields.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
+        let (key, value) = f
+            .split_once('=')
+            .ok_or_else(|| format!("`{f}` is not a field=value"))?;
+        out.push(format!("'{}': {}", key.trim(), value.trim()));
+    }
+    Ok(format!("{{{}}}", out.join(", ")))
 }
 
 /// Each printed figure beside SGLang's prediction of it.
@@ -426,6 +469,70 @@ mod tests {
         );
     }
 
+    /// A SYNTHETIC SGLang 0.5.9 log: `server_args=` is the dataclass's repr before 0.5.19
+    /// (engines/sglang-0.5.9/log.toml); the other lines are 0.5.23's format strings, which
+    /// 0.5.9 prints alike (without the K/V line's `dtype:`).
+    #[test]
+    fn a_synthetic_0_5_9_log_reads_its_settings_from_the_dataclass_repr() {
+        let text = "[2026-12-01 10:00:00] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B-Instruct', tokenizer_path='meta-llama/Llama-3.1-8B-Instruct', context_length=None, mem_fraction_static=0.85, chunked_prefill_size=4096, tp_size=2, cuda_graph_max_bs=64, host='0.0.0.0', port=30000, api_key=None, disable_radix_cache=False, speculative_algorithm=None, lora_paths=None, json_model_override_args='{}', random_seed=12345)\n\
+[2026-12-01 10:00:20 TP1] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=70.00 GB, mem usage=7.51 GB.\n\
+[2026-12-01 10:00:21 TP1] KV Cache is allocated. #tokens: 900000, K size: 27.47 GB, V size: 27.47 GB\n\
+[2026-12-01 10:00:41 TP0] max_total_num_tokens=900000, chunked_prefill_size=4096, max_prefill_tokens=16384, max_running_requests=4096, context_len=131072, available_gpu_mem=10.00 GB";
+        let o = overrides(Some("sglang==0.5.9"), Some("h100-sxm"));
+        let report = check_if_sglang(text, "s.log", &o, &sources())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            report.line.flags,
+            [
+                "--mem-fraction-static",
+                "0.85",
+                "--chunked-prefill-size",
+                "4096",
+                "--tp-size",
+                "2",
+                "--cuda-graph-max-bs",
+                "64"
+            ]
+        );
+        assert!(report.notes.is_empty(), "{:?}", report.notes);
+        let d = detail(&report.startup).unwrap();
+        let got: Vec<(Figure, Option<u64>, Predicted)> = report
+            .rows
+            .iter()
+            .map(|r| (r.figure, r.rank, r.predicted.clone()))
+            .collect();
+        let w1 = d.workers.iter().find(|w| w.rank == 1).unwrap();
+        assert_eq!(
+            got,
+            [
+                (Figure::Weights, Some(1), Predicted::Bytes(w1.weights)),
+                (Figure::KCache, Some(1), Predicted::Bytes(w1.k_bytes)),
+                (Figure::VCache, Some(1), Predicted::Bytes(w1.v_bytes)),
+                (
+                    Figure::KvCacheTokens,
+                    None,
+                    Predicted::Count(d.max_total_num_tokens)
+                ),
+                (Figure::MaxNumBatchedTokens, None, Predicted::Count(4096)),
+                (
+                    Figure::MaxNumSeqs,
+                    None,
+                    Predicted::Count(d.max_running_requests)
+                ),
+                (Figure::MaxModelLen, None, Predicted::Count(131_072)),
+            ]
+        );
+        assert_eq!(
+            as_dict("ServerArgs(a='x, y)', b=[1, 2], c=Cfg(d=1, e='f'))").unwrap(),
+            "{'a': 'x, y)', 'b': [1, 2], 'c': Cfg(d=1, e='f')}"
+        );
+        assert_eq!(
+            as_dict("ServerArgs(a='x").unwrap_err(),
+            "ServerArgs(...) is not closed (a line cut short?)"
+        );
+    }
+
     #[test]
     fn what_an_sglang_log_does_not_say_is_asked_for_in_one_line() {
         let e = |engine: Option<&str>, device: Option<&str>, text: &str| {
@@ -442,9 +549,11 @@ mod tests {
             e(Some("sglang==0.5.23"), None, SYNTHETIC),
             "s.log: SGLang's log names no GPU (nor its memory): give --device NAME"
         );
-        assert_eq!(
-            e(Some("sglang==0.5.22"), Some("h100-sxm"), SYNTHETIC),
-            "s.log: release 0.5.22's start-up log is not modelled: engines/sglang-0.5.23/log.toml lists the lines of 0.5.23 only"
+        // A release no folder claims: the list is the catalogue's.
+        assert!(
+            e(Some("sglang==0.3.0"), Some("h100-sxm"), SYNTHETIC).starts_with(
+                "s.log: --engine sglang==0.3.0: release 0.3.0 is not modelled; the releases modelled are "
+            )
         );
         // A vLLM log without --engine is not SGLang's.
         assert!(
