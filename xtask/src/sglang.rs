@@ -131,7 +131,16 @@ fn print_one(args: &PlanArgs, p: &Prepared, budget: &Budget) -> Result<(), CliEr
             outln!("{}", serde_json::to_string_pretty(&j)?)
         }
         OutputFormat::Jsonl | OutputFormat::Csv => {
-            return Err(crate::render::sglang::table_or_json(args.format));
+            let settings = crate::render::sglang::inputs(args, d, s);
+            crate::render::sglang::print_rows(
+                args.format,
+                &p.files.origin,
+                s,
+                d,
+                budget,
+                &settings,
+                args.serve.as_ref(),
+            )?;
         }
     }
     Ok(())

@@ -1375,3 +1375,55 @@ fn sglang_prints_its_start_up_side_by_side_and_across_devices() {
         "error: --devices with --engine vllm,sglang: ask the cross-device table of one engine at a time"
     );
 }
+
+/// Issue 31 item 3: SGLang's start-up in CSV (a line per worker) and JSON lines (`run`,
+/// `worker`, `summary`), vLLM's shapes, with vLLM's column names where the quantity is the
+/// same; read from a pasted launcher line.
+#[test]
+fn sglang_prints_its_start_up_as_csv_and_json_lines() {
+    let line = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 2 --port 30000";
+    let o = xtask(&["plan", "--format", "csv", "--", line]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "engine,device,tp_size,pp_size,mem_fraction_static,context_length,chunked_prefill_size,max_running_requests,max_total_tokens,page_size,cuda_graph_max_bs,kv_cache_dtype,dtype,rank,tp_rank,pp_stage,weights,kv_cache,kv_blocks,kv_block_bytes,k_size,v_size,req_to_token,left_for_activations_and_graphs,kv_cache_tokens,max_concurrency,starts,reason,max_total_num_tokens,max_running_requests,context_len,chunked_prefill_size,largest_context_length,smallest_tp,mem_fraction_static_for_target"
+    );
+    assert_eq!(lines.len(), 3);
+    let row: Vec<&str> = lines[2].split(',').collect();
+    let col = |name: &str| {
+        let at = lines[0].split(',').position(|c| c == name).unwrap();
+        row[at]
+    };
+    assert_eq!(
+        (col("engine"), col("tp_size"), col("rank"), col("tp_rank")),
+        ("sglang==0.5.23", "2", "1", "1")
+    );
+    assert_eq!(
+        (
+            col("kv_cache_tokens"),
+            col("max_total_num_tokens"),
+            col("starts")
+        ),
+        ("930008", "930008", "true")
+    );
+    // 930,008 tokens and one padding page, 32 layers x 4 KV heads a rank x 128 x 2 B.
+    assert_eq!(col("k_size"), (930_009u64 * 32 * 4 * 128 * 2).to_string());
+    let o = xtask(&["plan", "--format", "jsonl", "--", line]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let records: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let kinds: Vec<&str> = records
+        .iter()
+        .map(|r| r["record"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["run", "worker", "worker", "summary"]);
+    assert_eq!(records[0]["inputs"]["tp_size"]["source"], "--tp-size");
+    assert_eq!(records[0]["serve_line"]["ignored"][0], "--port 30000");
+    assert_eq!(records[2]["kv_blocks"], 930_008);
+    assert_eq!(records[3]["kv_cache_tokens"], 930_008);
+    assert_eq!(records[3]["verdict"]["starts"], true);
+}

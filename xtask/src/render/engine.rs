@@ -54,7 +54,7 @@ pub struct Prediction<'a> {
 }
 
 /// The verdict as keys: `starts`, and when it does not, `reason` and the figures of it.
-fn verdict_json(v: &Verdict) -> serde_json::Value {
+pub(crate) fn verdict_json(v: &Verdict) -> serde_json::Value {
     match v {
         Verdict::Starts => serde_json::json!({ "starts": true }),
         Verdict::NoKvMemory { short_by } => serde_json::json!({
@@ -84,7 +84,7 @@ fn verdict_json(v: &Verdict) -> serde_json::Value {
 }
 
 /// The reason's key (empty when it starts).
-fn reason(v: &Verdict) -> &'static str {
+pub(crate) fn reason(v: &Verdict) -> &'static str {
     match v {
         Verdict::Starts => "",
         Verdict::NoKvMemory { .. } => "no_kv_memory",
@@ -127,7 +127,7 @@ const ANSWER_COLUMNS: &str = "requested,kv_cache_tokens,max_concurrency,starts,r
 
 /// A value as a CSV field: a number or word as is, text with a comma or quote quoted, null
 /// blank.
-fn csv_value(v: &serde_json::Value) -> String {
+pub(crate) fn csv_value(v: &serde_json::Value) -> String {
     let text = match v {
         serde_json::Value::Null => return String::new(),
         serde_json::Value::String(s) => s.clone(),

@@ -4,13 +4,16 @@
 //! Invariants: imports no command; reads the start-ups it is handed and the output format, and
 //! writes through `out`.
 
-use engine_profile::detail::SglangStartup;
-use engine_profile::{EngineDetail, Startup, Verdict};
+use engine_profile::detail::{SglangStartup, SglangWorker};
+use engine_profile::{EngineDetail, Startup, Verdict, Worker};
 
 use crate::CliError;
 use crate::inputs::flags::{OutputFormat, PlanArgs};
 use crate::out::outln;
-use crate::render::engine::{Budget, distinct_rows, gib, print_smallest_tp};
+use crate::render::engine::{
+    Budget, Setting, add_budget, csv_value, distinct_rows, gib, print_smallest_tp, reason,
+    verdict_json,
+};
 
 /// SGLang's "GB", which is GiB (`utils/common.py`: `/ (1 << 30)`).
 fn gb(bytes: u64) -> String {
@@ -326,8 +329,8 @@ pub fn print_side_by_side(args: &PlanArgs, columns: &[Startup]) -> Result<(), Cl
     Ok(())
 }
 
-/// The refusal of a format SGLang's printout does not have: its start-up (and the side-by-side
-/// columns) print as a table or JSON; vLLM's capacity-script rows are not written for it yet.
+/// The refusal of a format the side-by-side columns do not have: two engines' start-ups are
+/// one table or one JSON object (each engine's rows are its own prediction's).
 pub fn table_or_json(format: OutputFormat) -> CliError {
     let name = match format {
         OutputFormat::Jsonl => "jsonl",
@@ -336,7 +339,210 @@ pub fn table_or_json(format: OutputFormat) -> CliError {
         OutputFormat::Json => "json",
     };
     format!(
-        "--format {name}: an SGLang start-up prints as a table or JSON (the CSV and JSON-lines rows are vLLM's so far); give --format table or json"
+        "--format {name} with two engines: the side-by-side columns print as a table or JSON; give --format table or json, or one engine for its rows"
     )
     .into()
+}
+
+/// A worker's figures: the keys vLLM's worker rows have where the quantity is the same
+/// (`rank`, `tp_rank`, `pp_stage`, `weights`, `kv_cache`, `kv_blocks`, `kv_block_bytes`),
+/// then SGLang's own.
+fn worker_record(w: &Worker, o: &SglangWorker) -> serde_json::Value {
+    serde_json::json!({
+        "rank": w.rank,
+        "tp_rank": w.tp_rank,
+        "pp_stage": w.pp_stage,
+        "weights": w.weights,
+        "kv_cache": w.kv_cache,
+        "kv_blocks": w.blocks,
+        "kv_block_bytes": w.block_bytes,
+        "k_size": o.k_bytes,
+        "v_size": o.v_bytes,
+        "req_to_token": o.req_to_token,
+        "left_for_activations_and_graphs": o.left_for_activations,
+    })
+}
+
+/// The CSV columns of a worker's figures (after the inputs').
+const WORKER_COLUMNS: &str = "rank,tp_rank,pp_stage,weights,kv_cache,kv_blocks,kv_block_bytes,k_size,v_size,req_to_token,left_for_activations_and_graphs";
+
+/// The CSV columns of the start-up's answers (after the worker's): vLLM's names where the
+/// quantity is the same, then SGLang's.
+const ANSWER_COLUMNS: &str = "kv_cache_tokens,max_concurrency,starts,reason,max_total_num_tokens,max_running_requests,context_len,chunked_prefill_size,largest_context_length,smallest_tp,mem_fraction_static_for_target";
+
+/// The settings the prediction used, SGLang's names, each with where it came from (the flag
+/// given, or the release's default on the device, or the model's).
+pub fn inputs(args: &PlanArgs, d: &SglangStartup, s: &Startup) -> Vec<Setting> {
+    let on_device = format!("default of {} {} on {}", s.engine, s.version, s.device);
+    let given = |ids: &[&str]| {
+        ids.iter()
+            .find(|id| args.was_given(id))
+            .map(|id| crate::inputs::modes::flag(id))
+    };
+    let from = |ids: &[&str]| given(ids).unwrap_or_else(|| on_device.clone());
+    let a = &args.sglang;
+    let tp = s.workers.iter().filter(|w| w.pp_stage == 0).count();
+    let pp = s.workers.iter().map(|w| w.pp_stage).max().unwrap_or(0) + 1;
+    let one = |name, value, source| Setting::new(name, value, source);
+    vec![
+        one(
+            "engine",
+            serde_json::json!(format!("{}=={}", s.engine, s.version)),
+            from(&["engine"]),
+        ),
+        one(
+            "device",
+            serde_json::json!(s.device),
+            given(&["device"]).unwrap_or_else(|| "the planner's default".into()),
+        ),
+        one(
+            "tp_size",
+            serde_json::json!(tp),
+            from(&["tp_size", "tensor_parallel_size"]),
+        ),
+        one(
+            "pp_size",
+            serde_json::json!(pp),
+            from(&["pp_size", "pipeline_parallel_size"]),
+        ),
+        one(
+            "mem_fraction_static",
+            serde_json::json!(d.mem_fraction_static),
+            from(&["mem_fraction_static"]),
+        ),
+        one(
+            "context_length",
+            serde_json::json!(d.context_len),
+            given(&["context_length"])
+                .unwrap_or_else(|| "the model's, as SGLang derives it".into()),
+        ),
+        one(
+            "chunked_prefill_size",
+            serde_json::json!(d.chunked_prefill_size),
+            from(&["chunked_prefill_size"]),
+        ),
+        one(
+            "max_running_requests",
+            serde_json::json!(d.max_running_requests),
+            given(&["max_running_requests"])
+                .unwrap_or_else(|| "derived from the pool, as SGLang derives it".into()),
+        ),
+        one(
+            "max_total_tokens",
+            serde_json::json!(a.max_total_tokens),
+            from(&["max_total_tokens"]),
+        ),
+        one(
+            "page_size",
+            serde_json::json!(d.page_size),
+            from(&["page_size"]),
+        ),
+        one(
+            "cuda_graph_max_bs",
+            serde_json::json!(d.decode_graph_sizes.last()),
+            from(&["cuda_graph_max_bs", "disable_cuda_graph"]),
+        ),
+        one(
+            "kv_cache_dtype",
+            serde_json::json!(args.kv_cache_dtype),
+            from(&["kv_cache_dtype"]),
+        ),
+        one(
+            "dtype",
+            serde_json::json!(args.dtype),
+            given(&["dtype"]).unwrap_or_else(|| "the config's torch_dtype".into()),
+        ),
+    ]
+}
+
+/// SGLang's start-up as JSON lines (a `run` record with the inputs, a `worker` record per
+/// worker, a `summary`) or CSV (a line per worker), the shapes vLLM's have.
+pub fn print_rows(
+    format: OutputFormat,
+    origin: &str,
+    s: &Startup,
+    d: &SglangStartup,
+    budget: &Budget,
+    settings: &[Setting],
+    serve: Option<&crate::inputs::serve_line::ServeNote>,
+) -> Result<(), CliError> {
+    let answers = [
+        serde_json::json!(budget.largest_max_model_len.flatten()),
+        serde_json::json!(
+            budget
+                .smallest_tp
+                .as_ref()
+                .and_then(|t| t.found.as_ref().map(|(n, _)| *n))
+        ),
+        serde_json::json!(budget.target.and_then(|(_, m)| m)),
+    ];
+    match format {
+        OutputFormat::Jsonl => {
+            let map: serde_json::Map<String, serde_json::Value> = settings
+                .iter()
+                .map(|i| {
+                    (
+                        i.name.to_owned(),
+                        serde_json::json!({ "value": i.value, "source": i.source }),
+                    )
+                })
+                .collect();
+            let mut run = serde_json::json!({
+                "record": "run",
+                "engine": s.engine,
+                "version": s.version,
+                "releases": s.releases,
+                "config": origin,
+                "inputs": map,
+            });
+            if let Some(serve) = serve {
+                run["serve_line"] = crate::render::serve_line::json(serve);
+            }
+            outln!("{run}");
+            for (w, o) in s.workers.iter().zip(&d.workers) {
+                let mut record = worker_record(w, o);
+                record["record"] = serde_json::json!("worker");
+                outln!("{record}");
+            }
+            let mut summary = json(s, d)["engine"].clone();
+            if let Some(map) = summary.as_object_mut() {
+                for key in ["name", "version", "workers"] {
+                    map.remove(key);
+                }
+            }
+            add_budget(&mut summary, budget);
+            summary["verdict"] = verdict_json(&s.verdict);
+            summary["record"] = serde_json::json!("summary");
+            outln!("{summary}");
+        }
+        OutputFormat::Csv => {
+            let names: Vec<&str> = settings.iter().map(|i| i.name).collect();
+            outln!("{},{WORKER_COLUMNS},{ANSWER_COLUMNS}", names.join(","));
+            let inputs: Vec<String> = settings.iter().map(|i| csv_value(&i.value)).collect();
+            let answers: Vec<String> = answers.iter().map(csv_value).collect();
+            for (w, o) in s.workers.iter().zip(&d.workers) {
+                let j = worker_record(w, o);
+                let worker: Vec<String> = WORKER_COLUMNS
+                    .split(',')
+                    .map(|k| csv_value(&j[k]))
+                    .collect();
+                outln!(
+                    "{},{},{},{},{},{},{},{},{},{},{}",
+                    inputs.join(","),
+                    worker.join(","),
+                    s.kv_cache_tokens,
+                    s.max_concurrency,
+                    s.verdict == Verdict::Starts,
+                    reason(&s.verdict),
+                    d.max_total_num_tokens,
+                    d.max_running_requests,
+                    d.context_len,
+                    d.chunked_prefill_size,
+                    answers.join(",")
+                );
+            }
+        }
+        OutputFormat::Table | OutputFormat::Json => {}
+    }
+    Ok(())
 }
