@@ -232,6 +232,7 @@ pub fn check(
         not_printed: Vec::new(),
         notes: Vec::new(),
         startup: prediction.startup,
+        labels: Vec::new(),
     };
     compare(
         &printed,

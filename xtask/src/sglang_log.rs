@@ -149,6 +149,18 @@ fn check(
         not_printed: Vec::new(),
         notes,
         startup: prepared.startup,
+        // SGLang's names of the figures (managers/scheduler.py's line, model_runner.py's
+        // `mem usage`).
+        labels: vec![
+            (Figure::KvCacheTokens, "max_total_num_tokens"),
+            (Figure::MaxNumBatchedTokens, "chunked_prefill_size"),
+            (Figure::MaxNumSeqs, "max_running_requests"),
+            (Figure::MaxModelLen, "context_len"),
+            (Figure::KCache, "k_size"),
+            (Figure::VCache, "v_size"),
+            (Figure::KvCache, "kv_size"),
+            (Figure::AvailableMemory, "available_gpu_mem"),
+        ],
     };
     compare(&printed, &format, (layout.tp, layout.pp), &mut report)?;
     Ok(report)

@@ -64,6 +64,19 @@ pub struct Report {
     /// Printed figures set aside, and why.
     pub notes: Vec<String>,
     pub startup: Startup,
+    /// The engine's own name of a figure where it prints it under another (SGLang's
+    /// `max_total_num_tokens` is the KV tokens): the table shows it, the JSON adds it.
+    pub labels: Vec<(Figure, &'static str)>,
+}
+
+impl Report {
+    /// A figure's name as the engine prints it.
+    pub fn label(&self, figure: Figure) -> &'static str {
+        self.labels
+            .iter()
+            .find(|(f, _)| *f == figure)
+            .map_or(figure.name(), |(_, l)| l)
+    }
 }
 
 /// The bounds docs/engines.md checks the logs of data/vllm against (issue 16), in percent.
@@ -193,7 +206,7 @@ pub fn print(report: &Report) -> Result<(), CliError> {
     for r in &report.rows {
         outln!(
             "{:<24} {:>6} {:>22} {:>22} {:>9} {:>6}",
-            r.figure.name(),
+            report.label(r.figure),
             worker(r.rank),
             predicted_text(&r.predicted),
             printed_text(r),
@@ -202,13 +215,22 @@ pub fn print(report: &Report) -> Result<(), CliError> {
         );
     }
     outln!();
+    let estimated = report
+        .rows
+        .iter()
+        .any(|r| r.figure == Figure::CudaGraphEstimate);
     for p in &report.printed_only {
         outln!(
-            "printed   {} {} GiB ({}, line {}): not predicted (the prediction is the estimate)",
-            p.figure.name(),
+            "printed   {} {} GiB ({}, line {}): not predicted{}",
+            report.label(p.figure),
             p.text,
             p.process.as_deref().unwrap_or("?"),
-            p.line
+            p.line,
+            if p.figure == Figure::CudaGraphActual && estimated {
+                " (the prediction is the estimate)"
+            } else {
+                ""
+            }
         );
     }
     if !report.not_printed.is_empty() {
@@ -236,7 +258,7 @@ pub fn print(report: &Report) -> Result<(), CliError> {
             .map(|r| {
                 format!(
                     "{} of worker {} {:+.2}% (bound {}%)",
-                    r.figure.name(),
+                    report.label(r.figure),
                     worker(r.rank),
                     r.error.unwrap_or(f64::NAN),
                     bound(r.figure).unwrap_or(f64::NAN)
@@ -275,6 +297,7 @@ pub fn json(report: &Report) -> serde_json::Value {
             };
             serde_json::json!({
                 "figure": r.figure.name(),
+                "label": report.label(r.figure),
                 "worker": r.rank,
                 "process": r.printed.process,
                 "line": r.printed.line,
