@@ -778,7 +778,13 @@ pub fn parse(words: &[String], tables: &[ServeTable]) -> Result<ServeLine, Strin
             launcher.words.join(" ")
         ));
     }
-    read_flags(&command[n..], launcher.positional_model, table, &mut line)?;
+    let mut tokens = command[n..].to_vec();
+    if let Some(flag) = &launcher.first_word_flag
+        && tokens.first().is_some_and(|w| !w.starts_with('-'))
+    {
+        tokens.insert(0, flag.clone());
+    }
+    read_flags(&tokens, launcher.positional_model, table, &mut line)?;
     Ok(line)
 }
 

@@ -145,6 +145,9 @@ pub struct Launcher {
     pub model_flag: bool,
     /// The first release of the file's `releases` that has it (an earlier one lacks it).
     pub since: Option<String>,
+    /// The flag a first word that is not a flag becomes (`sglang serve M ...` is
+    /// `--model-path M ...`); a positional word anywhere else is then refused.
+    pub first_word_flag: Option<String>,
 }
 
 fn yes() -> bool {

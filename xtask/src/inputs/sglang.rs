@@ -573,6 +573,11 @@ mod tests {
             "`m`: this launcher reads the model from --model-path only; SGLang 0.5.15 refuses the line (unrecognized arguments): write --model-path m"
         );
         assert_eq!(line("0.5.16", "sglang serve m").unwrap().model, "m");
+        // Only a first word is the model: elsewhere argparse meets it and refuses the line.
+        assert_eq!(
+            line("0.5.23", "sglang serve --tp 2 m").unwrap_err(),
+            "`m`: this launcher reads the model from --model-path only; SGLang 0.5.23 refuses the line (unrecognized arguments): write --model-path m"
+        );
         // --cuda-graph-max-bs: modelled where it is a flag (0.5.9), a prefix of two flags
         // from 0.5.20 (refused as ambiguous, above).
         let t = ServeTable::of_release("sglang==0.5.9").unwrap();
