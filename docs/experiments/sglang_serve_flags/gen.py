@@ -76,20 +76,23 @@ IGNORED_RE = [
     r"^--mlx-enable-sampling$", r"^--model-checksum$", r"^--sampling-backend$",
     r"^--kv-canary-sweep-interval$", r"^--asr-max-", r"^--prefill-delayer-.*-buckets$",
     r"^--disable-fast-image-processor$", r"^--image-processor-backend$", r"^--mm-processor-worker-num$",
-    r"^--mm-io-worker-num$", r"^--engine-info-bootstrap-port$", r"^--decrypted-config-file$",
-    r"^--enable-memory-saver$", r"^--debug-tensor-dump-", r"^--msprobe-dump-config$",
-    r"^--enable-return-hidden-states$", r"^--return-hidden-states-mode$",
-    r"^--enable-return-routed-experts$", r"^--enable-return-indexer-topk$",
-    r"^--enable-deterministic-inference$", r"^--rl-on-policy-target$",
+    r"^--mm-io-worker-num$", r"^--engine-info-bootstrap-port$", 
+    r"^--debug-tensor-dump-", r"^--msprobe-dump-config$",
+    
+    
+    
     r"^--enable-layerwise-nvtx-marker$", r"^--enable-profile-cuda-graph$", r"^--debug-cuda-graph$",
     r"^--weight-loader-disable-mmap$", r"^--weight-loader-prefetch-", r"^--weight-loader-drop-cache-after-load$",
     r"^--delete-ckpt-after-loading$", r"^--checkpoint-engine-wait-weights-before-ready$",
-    r"^--startup-weight-load-mode$", r"^--load-balance-method$", r"^--enable-p2p-check$",
-    r"^--config$", r"^--enable-cache-report$", r"^--sidecar", r"^--watermark-config$",
+    r"^--load-balance-method$", r"^--enable-p2p-check$",
+    r"^--config$", r"^--enable-cache-report$", r"^--watermark-config$",
     r"^--enable-watermark$", r"^--smg-grpc-mode$", r"^--grpc-mode$", r"^--use-ray$",
 ]
 # Refused: memory depends on them and they are not modelled. (pattern, why), first match wins.
 REFUSED = [
+    (r"^--enable-memory-saver$|^--enable-deterministic-inference$|^--rl-on-policy-target$|^--startup-weight-load-mode$|^--sidecar", "it changes how SGLang allocates, loads or which kernels it runs; not modelled"),
+    (r"^--enable-return-hidden-states$|^--return-hidden-states-mode$|^--enable-return-routed-experts$|^--enable-return-indexer-topk$", "the buffers that capture hidden states, routed experts or indexer picks are not modelled"),
+    (r"^--decrypted-config-file$", "the model's config then comes from the decrypted file; give that config with --hf-config and drop the flag"),
     (r"^--disable-radix-cache$", "without the radix cache SGLang sizes the pool otherwise (mem_cache/kv_cache_configurator.py:3063-3080 in 0.5.23), not modelled"),
     (r"^--disable-overlap-schedule$", "the overlap scheduler's setting changes how SGLang sizes the pool and the requests (mem_cache/kv_cache_configurator.py:3073-3080 in 0.5.23), not modelled"),
     (r"^--device$", "only CUDA GPUs are modelled (the GPU itself is named by the planner's --device before `--`)"),

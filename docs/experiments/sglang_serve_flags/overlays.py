@@ -6,7 +6,7 @@ sys.argv = ["gen.py", "0.5.23"]
 import importlib.util
 spec = importlib.util.spec_from_file_location("gen", "gen.py")
 
-WT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../engines")
+WT = os.environ.get("ENGINES_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../engines"))
 def vkey(v): return [int(x) if x.isdigit() else -1 for x in re.split(r"[.]|post", v) if x != ""]
 def vkey(v):
     parts = []

@@ -1,6 +1,6 @@
 import json, os, re
 d = json.load(open("overlays.json"))
-WT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../engines")
+WT = os.environ.get("ENGINES_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../engines"))
 def vkey(v):
     base, _, post = v.partition(".post")
     return [int(x) for x in base.split(".")] + [int(post) if post else -1]
