@@ -978,13 +978,13 @@ mod tests {
     }
 
     #[test]
-    fn a_release_whose_flags_were_not_read_is_refused_and_vllm_alone_is_the_newest_read() {
-        // SGLang's folders have no serve_flags.toml (its launcher line is not read yet).
+    fn a_named_release_reads_its_own_flags_and_an_engine_alone_is_its_newest_read() {
+        // Every SGLang folder has a serve_flags.toml (engines/sglang-0.5.23's and the older
+        // folders' overlays): `sglang` alone is 0.5.23.
+        let t = ServeTable::of_release("sglang").unwrap();
         assert_eq!(
-            ServeTable::of_release("sglang==0.5.23")
-                .unwrap_err()
-                .to_string(),
-            "engines/sglang-0.5.23 has no serve_flags.toml: its command line is not known"
+            (t.release.as_str(), t.version.as_str()),
+            ("SGLang 0.5.23", "0.5.23")
         );
         let t = ServeTable::of_release("vllm==0.19.1").unwrap();
         assert_eq!(
