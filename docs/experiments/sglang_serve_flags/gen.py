@@ -10,20 +10,34 @@ SRC = os.environ.get("SGLANG_SOURCES", ".") + f"/sglang-{V}/sglang/srt"
 flags = json.load(open(f"p-{V}.json"))
 
 def locate(opt, dest):
-    # A dataclass field (0.5.15 on: arg_groups/fields/*.py, or server_args.py's own fields).
-    files = sorted(glob.glob(f"{SRC}/arg_groups/fields/*.py")) + [f"{SRC}/server_args.py"]
-    for f in files:
-        for i, line in enumerate(open(f), 1):
-            if re.match(rf"\s+{re.escape(dest)}\s*:", line):
-                rel = os.path.relpath(f, SRC)
-                # A manual add_argument in server_args.py wins below when the field has no_cli.
-                if "no_cli=True" in line:
-                    break
-                return f"{rel}:{i}"
-    for f in [f"{SRC}/server_args.py"] + files:
-        for i, line in enumerate(open(f), 1):
-            if f'"{opt}"' in line:
-                return f"{os.path.relpath(f, SRC)}:{i}"
+    """The line that registers `opt`: its add_argument call in server_args.py's add_cli_args,
+    or from 0.5.15 (add_cli_args_from_dataclass registers the rest) the dataclass field of its
+    destination (arg_groups/fields/*.py, or ServerArgs's own in server_args.py)."""
+    sa = f"{SRC}/server_args.py"
+    text = open(sa).read()
+    lines = text.split("\n")
+    start = next(i for i, l in enumerate(lines) if "def add_cli_args" in l)
+    def field():
+        for f in sorted(glob.glob(f"{SRC}/arg_groups/fields/*.py")) + [sa]:
+            for i, line in enumerate(open(f), 1):
+                if re.match(rf"\s+{re.escape(dest)}\s*:", line):
+                    if "no_cli=True" in line:
+                        return None
+                    return f"{os.path.relpath(f, SRC)}:{i}"
+        return None
+    # An option string of an add_argument call: `"--x",` on its own line or the call's first
+    # argument (not a `new_flag="--x"` or a help text naming it).
+    option = re.compile(rf'^\s*(parser\.add_argument\(\s*)?"{re.escape(opt)}"\s*[,)]')
+    def call():
+        for i in range(start, len(lines)):
+            if option.search(lines[i]):
+                return f"server_args.py:{i + 1}"
+        return None
+    order = (call, field)
+    for find in order:
+        at = find()
+        if at:
+            return at
     raise SystemExit(f"no source line for {opt}")
 
 # ---- the classification ----------------------------------------------------------------

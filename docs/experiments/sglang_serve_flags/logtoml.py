@@ -20,7 +20,7 @@ LINES = [
     ("max_total_num_tokens={kv_cache_tokens}, chunked_prefill_size={max_num_batched_tokens}, max_prefill_tokens={}, max_running_requests={max_num_seqs}, context_len={max_model_len}, available_gpu_mem={available_memory} GB", ["managers/scheduler.py"], 'f"max_total_num_tokens={self.max_total_num_tokens}, "'),
     ("Capture {} end. {}mem usage={cuda_graph_actual} GB", ["model_executor/model_runner.py", "model_executor/model_runner_components/cuda_graph_setup.py"], "mem usage={"),
 ]
-for folder, (rels, _, _) in d.items():
+for folder, (rels, *_) in d.items():
     newest = max(rels, key=vkey)
     out = [f"# What SGLang {', '.join(rels)} prints at start-up: the lines `cargo xtask check-log --engine",
            f"# sglang==X` reads, as engines/sglang-0.5.23/log.toml (format, prefix, units); `at` is the",

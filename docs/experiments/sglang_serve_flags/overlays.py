@@ -87,10 +87,18 @@ for d in order[1:]:
         if k not in union:
             first = next(v for v in all_versions if vkey(v) > vkey(rels[-1]) and k in E[v])
             not_yet[k] = first
-    outputs[d] = (rels, restated, not_yet)
+    # Where these releases register each flag they share with the newer folders unchanged
+    # (the newest of them that has it): the file's [at].
+    ats = {}
+    for k in union:
+        if k in restated:
+            continue
+        newest = max((v for v in rels if k in E[v]), key=vkey)
+        ats[k] = re.search(r'at = "([^"]*)"', E[newest][k]).group(1)
+    outputs[d] = (rels, restated, not_yet, ats)
     for k in not_yet: merged.pop(k)
     for k, e in restated.items(): merged[k] = strip_at(e)
-json.dump({"absent": absent, "outputs": {d: [r, s, n] for d, (r, s, n) in outputs.items()}}, open("overlays.json", "w"), indent=1)
-for d, (r, s, n) in outputs.items():
+json.dump({"absent": absent, "outputs": {d: list(o) for d, o in outputs.items()}}, open("overlays.json", "w"), indent=1)
+for d, (r, s, n, _) in outputs.items():
     print(d, len(r), "restated", len(s), "not_yet", len(n))
 print("absent", len(absent))

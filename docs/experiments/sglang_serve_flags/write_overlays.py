@@ -5,7 +5,7 @@ def vkey(v):
     base, _, post = v.partition(".post")
     return [int(x) for x in base.split(".")] + [int(post) if post else -1]
 PY = '[[launcher]]\nwords = ["python", "-m", "sglang.launch_server"]\npositional_model = false\n'
-for folder, (rels, restated, not_yet) in d["outputs"].items():
+for folder, (rels, restated, not_yet, ats) in d["outputs"].items():
     newest = max(rels, key=vkey)
     first = min(rels, key=vkey)
     base = open(f"{WT}/{folder}/engine.toml").read()
@@ -15,7 +15,7 @@ for folder, (rels, restated, not_yet) in d["outputs"].items():
            f"# named here). Format and rules: engines/sglang-0.5.23/serve_flags.toml and docs/engines.md,",
            f"# \"A serve line\". Each release's parser was dumped by running its own ServerArgs.add_cli_args",
            f"# (sglang/srt/server_args.py); a flag restated here cites the newest of these releases that",
-           f"# has it; one not named keeps the `at` of the newer folder's sources.",
+           f"# has it, and `[at]` cites every other flag where that release registers it.",
            f"releases = [{', '.join(json.dumps(r) for r in rels)}]", ""]
     nk = vkey(newest); fk = vkey(first)
     # Launchers (the wheel's console script `sglang = sglang.cli.main:main` from 0.5.5, its
@@ -36,6 +36,12 @@ for folder, (rels, restated, not_yet) in d["outputs"].items():
         out.append("# first release with each.")
         out.append("[not_yet]")
         out += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(not_yet.items())]
+        out.append("")
+    if ats:
+        out.append("# Where the newest of these releases registers each flag it shares unchanged with the")
+        out.append("# newer folders (paths under sglang/srt/).")
+        out.append("[at]")
+        out += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(ats.items())]
         out.append("")
     open(f"{WT}/{folder}/serve_flags.toml", "w").write("\n".join(out).rstrip() + "\n")
 # The base's [absent].

@@ -605,6 +605,11 @@ mod tests {
         );
         let t = ServeTable::of_release("sglang==0.5.23").unwrap();
         assert_eq!(t.absent["--cuda-graph-max-bs"], "0.5.19");
+        // Each flag is cited in its own release's sources (a folder's `[at]`): 0.5.23
+        // registers --tp-size from a dataclass field, 0.5.9 by an add_argument call.
+        assert_eq!(t.flags["--tp-size"].at, "arg_groups/fields/parallel.py:45");
+        let t = ServeTable::of_release("sglang==0.5.9").unwrap();
+        assert_eq!(t.flags["--tp-size"].at, "server_args.py:3303");
     }
 
     /// `apply`'s refusals of a layout, on a generic run.
