@@ -552,7 +552,7 @@ mod tests {
                 read += 1;
             }
         }
-        assert_eq!(read, 55);
+        assert_eq!(read, 62);
         let line = |v: &str, text: &str| {
             let t = ServeTable::of_release(&format!("sglang=={v}")).unwrap();
             parse(&split_words(text).unwrap(), &[t])
@@ -571,6 +571,16 @@ mod tests {
         assert_eq!(
             line("0.5.15", "sglang serve m").unwrap_err(),
             "`m`: this launcher reads the model from --model-path only; SGLang 0.5.15 refuses the line (unrecognized arguments): write --model-path m"
+        );
+        // 0.4.6 (engines/sglang-0.4.6): the launcher module only, its own flags.
+        assert_eq!(
+            line(
+                "0.4.6",
+                "python -m sglang.launch_server --model-path m --tp 2 --port 1"
+            )
+            .unwrap()
+            .flags,
+            ["--tp-size", "2"]
         );
         assert_eq!(line("0.5.16", "sglang serve m").unwrap().model, "m");
         // Only a first word is the model: elsewhere argparse meets it and refuses the line.

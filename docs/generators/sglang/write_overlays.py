@@ -47,6 +47,6 @@ for folder, (rels, restated, not_yet, ats) in d["outputs"].items():
 # The base's [absent].
 p = f"{WT}/sglang-0.5.23/serve_flags.toml"
 t = open(p).read().split("\n# Flags of earlier releases")[0].rstrip() + "\n"
-t += "\n# Flags of earlier releases (0.4.7.post1 to 0.5.22) that SGLang 0.5.23 no longer has, with the\n# last release that had each: 0.5.23 refuses them.\n[absent]\n"
+t += "\n# Flags of earlier releases (0.4.6 to 0.5.22) that SGLang 0.5.23 no longer has, with the\n# last release that had each: 0.5.23 refuses them.\n[absent]\n"
 t += "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in sorted(d["absent"].items(), key=lambda kv: kv[0]))
 open(p, "w").write(t)

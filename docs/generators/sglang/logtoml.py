@@ -28,7 +28,12 @@ for folder, (rels, *_) in d.items():
            f"# dataclass's repr, `ServerArgs(model_path=..., ...)`, before 0.5.19 (entrypoints/engine.py,",
            f"# `logger.info(f\"{{server_args=}}\")`), a dict of every resolved field from 0.5.19.",
            "schema = 1", f"releases = [{', '.join(json.dumps(r) for r in rels)}]", ""]
+    sched = open(os.environ.get("SGLANG_SOURCES", ".") + f"/sglang-{newest}/sglang/srt/managers/scheduler.py").read()
+    block = sched[sched.index('f"max_total_num_tokens={self.max_total_num_tokens}, "'):][:600]
     for pattern, globs, needle in LINES:
+        if pattern.startswith("max_total_num_tokens=") and "available_gpu_mem" not in block.split(")")[0]:
+            # Before 0.4.6.post4 the line ends at context_len.
+            pattern = pattern[: pattern.index(", available_gpu_mem=")]
         if "mem usage={" == needle:
             # The capture line: the `mem usage=` a few lines after "graph end".
             root = os.environ.get("SGLANG_SOURCES", ".") + f"/sglang-{newest}/sglang/srt"
