@@ -4,12 +4,24 @@
 //! predicts that start-up (`engine.rs`) and sets every figure the log printed beside the
 //! prediction with its error (`render/check_log.rs`).
 //!
-//! Invariants: the settings come from the log alone (or the flags that stand in for what it
-//! does not print: `--hf-config`, `--device`, `--engine`); the prediction is the one `cargo
-//! xtask plan` makes with those settings; an error is computed as `cargo xtask bench engine`
-//! computes it, (predicted - printed) / printed, from the unrounded prediction; a log the
-//! command cannot read, or a release, model or device it does not model, is one line.
+//! A log may lack what the prediction needs: a non-default args line cut short (a shared or
+//! pasted log), no such line, a release that prints no device. The args read whole are every
+//! setting the run changed; from a cut line only the pairs before the cut are known, and the
+//! settings come from the log's other lines (the max model len, the chunked-prefill batch, the
+//! layout the worker names give) and from the flags the user gives (`plan`'s names).
+//!
+//! Invariants: every setting comes from the log or from a flag given, and the report says
+//! which (a cut line is said, with the keys it gave); a flag that contradicts what the log
+//! printed (its banner, a value its args or lines give, args read whole that leave the setting
+//! at its default, the device it names) is refused in one line; a setting the check needs
+//! that neither gives (the model, the device, the layout, the memory fraction) is one line
+//! naming the flag to pass; the settings a cut line hides that are not needed are the
+//! release's defaults, said in a note. The prediction is the one `cargo xtask plan` makes with
+//! those settings; an error is computed as `cargo xtask bench engine` computes it,
+//! (predicted - printed) / printed, from the unrounded prediction; a log the command cannot
+//! read, or a release, model or device it does not model, is one line.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Parser;
@@ -19,9 +31,9 @@ use crate::inputs::files::{self, Input};
 use crate::inputs::log::{self, Figure, LogFormat, Py, StartupLog};
 use crate::inputs::model::{ModelSources, resolve};
 use crate::inputs::serve_line::{PlanCommand, ServeLine, read_flags};
-use crate::inputs::serve_table::{ServeTable, Takes};
+use crate::inputs::serve_table::{ServeTable, Takes, engine_title};
 use crate::inputs::settings::import_options;
-use crate::render::check_log::{Predicted, Report, Row};
+use crate::render::check_log::{ArgsRead, Predicted, Report, Row, Setting};
 
 /// Arguments of `cargo xtask check-log`.
 #[derive(Debug, clap::Args)]
@@ -39,19 +51,97 @@ pub struct CheckLogArgs {
     #[arg(long, value_name = "FILE")]
     pub hf_config: Option<PathBuf>,
 
-    /// The device [default: the one the log names: its CUDA total (DEBUG) or the fused-MoE
-    /// config's device name; an SGLang log names none].
+    /// The device, for a log that names none (refused when it contradicts the device the log
+    /// names: its CUDA total (DEBUG) or the fused-MoE config's device name; an SGLang log
+    /// names none).
     ///
-    /// Example: --device h100-sxm
+    /// Example: --device a100-80gb
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
 
-    /// The engine release [default: the one the log's banner names; an SGLang log names none:
-    /// give sglang==X].
+    /// The engine release, for a log without its banner (refused when it contradicts the
+    /// banner; an SGLang log names none: give sglang==X).
     ///
     /// Example: --engine vllm==0.19.0
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
+
+    /// As `plan`'s, for a log whose non-default args are cut short or missing: the fraction
+    /// of the device the run was given (refused when the log's args give it or, read whole,
+    /// leave it at the release's default).
+    ///
+    /// Example: --gpu-memory-utilization 0.5
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
+    pub gpu_memory_utilization: Option<f64>,
+
+    /// As `plan`'s (aliases --tp, -tp), for a log that shows no layout: no worker named by its
+    /// rank and no args giving it (refused when it contradicts them).
+    ///
+    /// Example: --tensor-parallel-size 2
+    #[arg(
+        long,
+        visible_alias = "tp",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    pub tensor_parallel_size: Option<u64>,
+
+    /// As `plan`'s (aliases --pp, -pp), like --tensor-parallel-size.
+    ///
+    /// Example: --pipeline-parallel-size 2
+    #[arg(
+        long,
+        visible_alias = "pp",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    pub pipeline_parallel_size: Option<u64>,
+
+    /// As `plan`'s, for a log that prints no max model len (refused when it contradicts one).
+    ///
+    /// Example: --max-model-len 16384
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
+    pub max_model_len: Option<u64>,
+
+    /// As `plan`'s, for a log that prints no batch size (refused when it contradicts one).
+    ///
+    /// Example: --max-num-batched-tokens 2048
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
+    pub max_num_batched_tokens: Option<u64>,
+
+    /// As `plan`'s, for a log that does not show it (refused when it contradicts the log).
+    ///
+    /// Example: --max-num-seqs 256
+    #[arg(long, value_name = "SEQS", allow_negative_numbers = true)]
+    pub max_num_seqs: Option<u64>,
+
+    /// As `plan`'s, for a log whose args are cut before it (refused when it contradicts them).
+    ///
+    /// Example: --dtype bfloat16
+    #[arg(long, value_name = "DTYPE")]
+    pub dtype: Option<String>,
+
+    /// As `plan`'s, like --dtype.
+    ///
+    /// Example: --kv-cache-dtype fp8
+    #[arg(long, value_name = "DTYPE")]
+    pub kv_cache_dtype: Option<String>,
+
+    /// As `plan`'s, like --dtype.
+    ///
+    /// Example: --quantization fp8
+    #[arg(long, value_name = "METHOD")]
+    pub quantization: Option<String>,
+
+    /// As `plan`'s, like --dtype.
+    ///
+    /// Example: --block-size 32
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
+    pub block_size: Option<u64>,
+
+    /// As `plan`'s, like --dtype.
+    #[arg(long)]
+    pub enforce_eager: bool,
 
     /// Output: a table, or one JSON object (docs/output.md).
     ///
@@ -69,12 +159,53 @@ pub enum CheckFormat {
     Json,
 }
 
-/// What the settings and the device do not come from the log alone.
+/// What the user gives beside the log.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub hf_config: Option<PathBuf>,
     pub device: Option<String>,
     pub engine: Option<String>,
+    /// The run's settings as `plan`'s flags (`--gpu-memory-utilization 0.5`), in order.
+    pub run: Vec<String>,
+}
+
+impl CheckLogArgs {
+    /// The run's settings given, as `plan`'s words.
+    fn run_words(&self) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut push = |flag: &str, value: Option<String>| {
+            if let Some(v) = value {
+                words.push(flag.to_owned());
+                words.push(v);
+            }
+        };
+        push(
+            "--gpu-memory-utilization",
+            self.gpu_memory_utilization.map(|x| x.to_string()),
+        );
+        push(
+            "--tensor-parallel-size",
+            self.tensor_parallel_size.map(|x| x.to_string()),
+        );
+        push(
+            "--pipeline-parallel-size",
+            self.pipeline_parallel_size.map(|x| x.to_string()),
+        );
+        push("--max-model-len", self.max_model_len.map(|x| x.to_string()));
+        push(
+            "--max-num-batched-tokens",
+            self.max_num_batched_tokens.map(|x| x.to_string()),
+        );
+        push("--max-num-seqs", self.max_num_seqs.map(|x| x.to_string()));
+        push("--dtype", self.dtype.clone());
+        push("--kv-cache-dtype", self.kv_cache_dtype.clone());
+        push("--quantization", self.quantization.clone());
+        push("--block-size", self.block_size.map(|x| x.to_string()));
+        if self.enforce_eager {
+            words.push("--enforce-eager".to_owned());
+        }
+        words
+    }
 }
 
 /// `cargo xtask check-log`.
@@ -84,10 +215,19 @@ pub fn run(args: &CheckLogArgs) -> Result<(), CliError> {
         hf_config: args.hf_config.clone(),
         device: args.device.clone(),
         engine: args.engine.clone(),
+        run: args.run_words(),
     };
     let shown = args.log.display().to_string();
     let sources = ModelSources::from_env(&[]);
     let mut report = match crate::sglang_log::check_if_sglang(&text, &shown, &overrides, &sources) {
+        // The run's flags stand in for what a vLLM log lacks; SGLang's server_args is whole.
+        Some(_) if !overrides.run.is_empty() => {
+            return Err(format!(
+                "{shown}: {}: an SGLang log's settings are its server_args, printed whole; these flags are for a vLLM log that lacks them",
+                overrides.run.join(" ")
+            )
+            .into());
+        }
         Some(sglang) => sglang?,
         None => check(&text, &shown, &overrides, &sources)?,
     };
@@ -106,6 +246,60 @@ pub fn error_percent(predicted: f64, printed: f64) -> f64 {
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// The settings a vLLM log's other lines give when its args do not (the figure, `plan`'s flag).
+const PRINTED_SETTINGS: [(Figure, &str); 3] = [
+    (Figure::MaxModelLen, "--max-model-len"),
+    (Figure::MaxNumBatchedTokens, "--max-num-batched-tokens"),
+    (Figure::MaxNumSeqs, "--max-num-seqs"),
+];
+
+/// The settings a check of a vLLM start-up cannot take as the release's default when the args
+/// do not give them: the layout shards every figure, and the memory fraction sets the KV
+/// budget the figures measure (a wrong default would be reported as the model's error).
+const NEEDED_SETTINGS: [(&str, &str, &str); 2] = [
+    ("--tensor-parallel-size", "N", "layout"),
+    (
+        "--gpu-memory-utilization",
+        "FRACTION",
+        "gpu_memory_utilization",
+    ),
+];
+
+/// The settings a cut line may hide that the check takes as the release's defaults (said in
+/// a note, each a flag the user may give).
+const DEFAULTED_SETTINGS: [&str; 7] = [
+    "--dtype",
+    "--kv-cache-dtype",
+    "--quantization",
+    "--max-num-seqs",
+    "--max-num-batched-tokens",
+    "--block-size",
+    "--enforce-eager",
+];
+
+/// A flag's words as (flag, values): each `--flag` with the words after it up to the next.
+fn groups(words: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for w in words {
+        match out.last_mut() {
+            Some((_, values)) if !w.starts_with("--") => values.push(w.clone()),
+            _ => out.push((w.clone(), Vec::new())),
+        }
+    }
+    out
+}
+
+/// Whether two values of a flag say the same (numbers by value: `0.5` is `0.50`).
+fn same_values(a: &[String], b: &[String]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x == y || matches!((x.parse::<f64>(), y.parse::<f64>()), (Ok(p), Ok(q)) if p == q)
+        })
+}
+
+/// A setting as stated: its values and where they come from.
+type Stated = BTreeMap<String, (Vec<String>, String)>;
+
 /// Checks the log `text` (named `shown` in messages).
 pub fn check(
     text: &str,
@@ -113,10 +307,19 @@ pub fn check(
     overrides: &Overrides,
     sources: &ModelSources,
 ) -> Result<Report, CliError> {
-    // The release: the banner's, or --engine's.
+    // The release: the banner's, or --engine's for a log without one.
     let banner = log::banner_release(text);
     let (spec, banner_line) = match (&overrides.engine, &banner) {
-        (Some(e), _) => (e.clone(), None),
+        (Some(e), Some((v, line))) => {
+            if e.split_once("==").map(|(_, g)| g.trim()) != Some(v.as_str()) {
+                return Err(format!(
+                    "{shown}: --engine {e} contradicts the log: line {line} is the banner of vLLM {v}; leave --engine out"
+                )
+                .into());
+            }
+            (e.clone(), Some(*line))
+        }
+        (Some(e), None) => (e.clone(), None),
         (None, Some((v, line))) => (format!("vllm=={v}"), Some(*line)),
         (None, None) => {
             return Err(format!(
@@ -126,9 +329,7 @@ pub fn check(
         }
     };
     let release = engines::resolve(&spec).map_err(|e| match (&e, &banner) {
-        (engines::EnginesError::UnknownRelease { known, .. }, Some((v, line)))
-            if overrides.engine.is_none() =>
-        {
+        (engines::EnginesError::UnknownRelease { known, .. }, Some((v, line))) => {
             format!(
                 "{shown}: the log is vLLM {v} (line {line}), a release the planner does not model; the releases modelled are {known}"
             )
@@ -139,10 +340,9 @@ pub fn check(
     let version = spec
         .split_once("==")
         .map_or(release.version.clone(), |(_, v)| v.trim().to_owned());
+    let title = format!("{} {version}", engine_title(&release.engine));
     let format =
         LogFormat::of_folder(release.folder, &version).map_err(|e| format!("{shown}: {e}"))?;
-    let table =
-        ServeTable::of_folder(release.folder, &version).map_err(|e| format!("{shown}: {e}"))?;
     let printed = log::read(text, &format);
     let figures = printed
         .printed
@@ -156,23 +356,218 @@ pub fn check(
         )
         .into());
     }
-    // The run's flags, from the non-default args, read as a serve line is.
-    let args_line = printed.first(Figure::Args).ok_or_else(|| {
-        format!(
-            "{shown}: no `non-default args:` line ({}), so the run's flags are unknown",
-            format.printing(Figure::Args).map_or("", |p| p.at.as_str())
-        )
-    })?;
-    let tokens = arg_words(&args_line.text, &table)
-        .map_err(|e| format!("{shown} line {}: the non-default args: {e}", args_line.line))?;
+    let args_at = format.printing(Figure::Args).map_or("", |p| p.at.as_str());
     let mut line = ServeLine {
-        engine: table.engine.clone(),
-        release: table.release.clone(),
-        version: table.version.clone(),
+        engine: release.engine.clone(),
+        release: title.clone(),
+        version: version.clone(),
         ..ServeLine::default()
     };
-    read_flags(&tokens, false, &table, &mut line)
-        .map_err(|e| format!("{shown} line {}: the non-default args: {e}", args_line.line))?;
+    let mut notes = Vec::new();
+    // The run's flags, from the non-default args, read as a serve line is.
+    let args_line = printed.first(Figure::Args);
+    let args = match args_line {
+        Some(p) => Some((
+            p.line,
+            log::parse_args(&p.text)
+                .map_err(|e| format!("{shown} line {}: the non-default args: {e}", p.line))?,
+        )),
+        None => None,
+    };
+    let whole = args.as_ref().is_some_and(|(_, a)| a.cut.is_none());
+    let mut model_named = false;
+    if let Some((at, a)) = &args {
+        let name = |k: &str| match a.get(k) {
+            Some(Py::Str(s)) => Some(s.clone()),
+            _ => None,
+        };
+        if let Some(cut) = &a.cut {
+            let keys: Vec<String> = a
+                .pairs
+                .iter()
+                .map(|(k, _)| match k {
+                    Py::Str(s) => format!("`{s}`"),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            notes.push(format!(
+                "the non-default args (line {at}) are cut short: read {}{}; the rest is unknown",
+                if keys.is_empty() {
+                    "no key whole".to_owned()
+                } else {
+                    keys.join(", ")
+                },
+                cut.as_ref()
+                    .map(|k| format!(", `{k}` with its value cut"))
+                    .unwrap_or_default()
+            ));
+        }
+        match ServeTable::of_folder(release.folder, &version) {
+            Ok(table) => {
+                let mut tokens = arg_words(&a.pairs, &table)
+                    .map_err(|e| format!("{shown} line {at}: the non-default args: {e}"))?;
+                // A cut line may hold the positional model (`model_tag`) and not `model`.
+                if a.get("model").is_none()
+                    && let Some(tag) = name("model_tag")
+                {
+                    tokens.extend(["--model".to_owned(), tag]);
+                }
+                read_flags(&tokens, false, &table, &mut line)
+                    .map_err(|e| format!("{shown} line {at}: the non-default args: {e}"))?;
+                model_named = whole || !line.default_model;
+            }
+            Err(e) if whole => {
+                return Err(format!(
+                    "{shown} line {at}: the non-default args cannot be read as the run's flags: {e}"
+                )
+                .into());
+            }
+            Err(_) => {
+                // A cut line of a release whose flags are not classified: only the model is
+                // read from it, the rest is unknown like the part cut off.
+                if let Some(m) = name("model").or_else(|| name("model_tag")) {
+                    line.model = m;
+                    model_named = true;
+                }
+                let others: Vec<String> = a
+                    .pairs
+                    .iter()
+                    .filter_map(|(k, _)| match k {
+                        Py::Str(s) if s != "model" && s != "model_tag" => Some(format!("`{s}`")),
+                        _ => None,
+                    })
+                    .collect();
+                if !others.is_empty() {
+                    notes.push(format!(
+                        "the non-default args (line {at}) give {}, not read: engines/{} has no flag table read from {title}'s source, so what they do to memory is unknown",
+                        others.join(", "),
+                        release.folder
+                    ));
+                }
+            }
+        }
+    } else {
+        notes.push(format!(
+            "the log has no `non-default args:` line ({args_at}): the run's flags are unknown"
+        ));
+    }
+    // Each setting the run had, with where it comes from.
+    let from_args = args
+        .as_ref()
+        .map(|(at, _)| format!("the non-default args (line {at})"))
+        .unwrap_or_default();
+    let mut stated: Stated = groups(&line.flags)
+        .into_iter()
+        .map(|(flag, values)| (flag, (values, from_args.clone())))
+        .collect();
+    // What the args do not say whole, the log's other lines may.
+    let mut taken: Vec<Figure> = Vec::new();
+    if !whole {
+        for (figure, flag) in PRINTED_SETTINGS {
+            if stated.contains_key(flag) {
+                continue;
+            }
+            if let Some(p) = printed.first(figure) {
+                stated.insert(
+                    flag.to_owned(),
+                    (vec![p.text.replace(',', "")], format!("line {}", p.line)),
+                );
+                taken.push(figure);
+            }
+        }
+        if let Some((tp, pp, from)) = layout_from_names(&printed) {
+            for (flag, n) in [
+                ("--tensor-parallel-size", tp),
+                ("--pipeline-parallel-size", pp),
+            ] {
+                stated
+                    .entry(flag.to_owned())
+                    .or_insert_with(|| (vec![n.to_string()], from.clone()));
+            }
+        }
+    }
+    // The flags given: what the log states must agree; what it leaves unknown they give.
+    for (flag, values) in groups(&overrides.run) {
+        let shown_flag = std::iter::once(flag.clone())
+            .chain(values.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        match stated.get(&flag) {
+            Some((theirs, from)) => {
+                if !same_values(theirs, &values) {
+                    return Err(format!(
+                        "{shown}: {shown_flag} contradicts the log: {} from {from}",
+                        if theirs.is_empty() {
+                            flag.clone()
+                        } else {
+                            theirs.join(" ")
+                        }
+                    )
+                    .into());
+                }
+            }
+            None if whole => {
+                return Err(format!(
+                    "{shown}: {shown_flag} contradicts the log: {from_args} are whole and do not set it, so the run had {title}'s default; leave the flag out"
+                )
+                .into());
+            }
+            None => {
+                stated.insert(flag.clone(), (values, "given".to_owned()));
+            }
+        }
+    }
+    let device = device_of(&printed, overrides.device.as_deref(), shown)?;
+    // What the check needs and neither the log nor a flag gives: one line naming the flags.
+    let mut missing: Vec<(String, &str)> = Vec::new();
+    if overrides.hf_config.is_none() && !model_named {
+        missing.push(("--hf-config FILE".to_owned(), "model"));
+    }
+    if device.is_none() {
+        missing.push(("--device NAME".to_owned(), "device"));
+    }
+    if !whole {
+        for (flag, value, what) in NEEDED_SETTINGS {
+            if !stated.contains_key(flag) {
+                missing.push((format!("{flag} {value}"), what));
+            }
+        }
+    }
+    let device = match device {
+        Some(d) if missing.is_empty() => d,
+        _ => {
+            let (flags, whats): (Vec<String>, Vec<&str>) = missing.into_iter().unzip();
+            return Err(match &args {
+                Some((_, a)) if a.cut.is_none() => format!(
+                    "{shown}: the log names no device (a DEBUG log prints its CUDA total, an MoE model's its name); give --device NAME"
+                ),
+                Some((at, _)) => format!(
+                    "{shown}: the non-default args (line {at}) are cut short and the log gives no {}: give {} as the run had them",
+                    whats.join(", no "),
+                    flags.join(" ")
+                ),
+                None => format!(
+                    "{shown}: the log has no `non-default args:` line ({args_at}) and gives no {}: give {} as the run had them",
+                    whats.join(", no "),
+                    flags.join(" ")
+                ),
+            }
+            .into());
+        }
+    };
+    let (device, device_from) = device;
+    if !whole {
+        let defaulted: Vec<&str> = DEFAULTED_SETTINGS
+            .into_iter()
+            .filter(|f| !stated.contains_key(*f))
+            .collect();
+        if !defaulted.is_empty() {
+            notes.push(format!(
+                "what the log does not show is {title}'s default; give {} if the run set one",
+                defaulted.join(", ")
+            ));
+        }
+    }
     let (config, place) = match &overrides.hf_config {
         Some(path) => (path.clone(), "--hf-config".to_owned()),
         None => {
@@ -186,7 +581,6 @@ pub fn check(
             (found.config, found.place)
         }
     };
-    let (device, device_from) = device_of(&printed, overrides.device.as_deref(), shown)?;
     let mut words: Vec<String> = vec![
         "plan".into(),
         "--hf-config".into(),
@@ -196,7 +590,16 @@ pub fn check(
         "--device".into(),
         device.clone(),
     ];
-    words.extend(line.flags.iter().cloned());
+    let mut settings = Vec::new();
+    for (flag, (values, from)) in &stated {
+        words.push(flag.clone());
+        words.extend(values.iter().cloned());
+        settings.push(Setting {
+            flag: flag.clone(),
+            value: values.join(" "),
+            from: from.clone(),
+        });
+    }
     let plan = PlanCommand::try_parse_from(&words)
         .map_err(|e| {
             let text = e.to_string();
@@ -222,7 +625,25 @@ pub fn check(
         release: version.clone(),
         folder: release.folder.to_owned(),
         banner_line,
+        args: ArgsRead {
+            line: args.as_ref().map(|(at, _)| *at),
+            whole,
+            keys: args
+                .as_ref()
+                .map(|(_, a)| {
+                    a.pairs
+                        .iter()
+                        .map(|(k, _)| match k {
+                            Py::Str(s) => s.clone(),
+                            other => format!("{other:?}"),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            cut_in: args.as_ref().and_then(|(_, a)| a.cut.clone().flatten()),
+        },
         line,
+        settings,
         config: config.display().to_string(),
         place,
         device,
@@ -230,7 +651,7 @@ pub fn check(
         rows: Vec::new(),
         printed_only: Vec::new(),
         not_printed: Vec::new(),
-        notes: Vec::new(),
+        notes,
         startup: prediction.startup,
         labels: Vec::new(),
     };
@@ -239,19 +660,17 @@ pub fn check(
         &format,
         &prediction.run.model.architecture,
         (tp, pp),
+        &taken,
         &mut report,
     );
     Ok(report)
 }
 
-/// The non-default args dict (`{'model_tag': 'm', 'max_model_len': 8192, ...}`) as the
-/// command-line words that give it: each key is its flag's destination (`max_model_len` is
+/// The non-default args (`{'model_tag': 'm', 'max_model_len': 8192, ...}`) as the
+/// command-line words that give them: each key is its flag's destination (`max_model_len` is
 /// `--max-model-len`); `model` is what the engine served (`model_tag`, the positional it came
 /// from, repeats it, or is ignored by a launcher that reads `--model` only).
-fn arg_words(text: &str, table: &ServeTable) -> Result<Vec<String>, String> {
-    let Py::Dict(pairs) = log::parse_py(text)? else {
-        return Err("not a dict".into());
-    };
+fn arg_words(pairs: &[(Py, Py)], table: &ServeTable) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     for (key, value) in pairs {
         let Py::Str(key) = key else {
@@ -267,7 +686,7 @@ fn arg_words(text: &str, table: &ServeTable) -> Result<Vec<String>, String> {
                 table.release
             ));
         };
-        match (flag.takes, &value) {
+        match (flag.takes, value) {
             (_, Py::None) => {}
             (Takes::Bool, Py::Bool(true)) | (Takes::None, Py::Bool(true)) => {
                 words.push(long.to_owned());
@@ -289,17 +708,92 @@ fn arg_words(text: &str, table: &ServeTable) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-/// The device: `--device`, or the one the log names (the fused-MoE config's device name, or
-/// the CUDA total a DEBUG log prints, matched against the device table's).
+/// The layout the worker processes' names give (vLLM names a worker by its ranks only in a
+/// larger world: `VllmWorker TP1` in 0.10.1, v1/executor/multiproc_executor.py:382-391;
+/// `Worker_PP1_TP0` in 0.19, :978-993), with the line it was read from: the largest TP and PP
+/// ranks named, plus one; a world of one when a worker's figure is printed by a process named
+/// without ranks (the engine core running the worker). None when no worker figure is printed.
+fn layout_from_names(log: &StartupLog) -> Option<(u64, u64, String)> {
+    let workers: Vec<&log::Printed> = log
+        .printed
+        .iter()
+        .filter(|p| worker_figure(p.figure))
+        .collect();
+    let first = workers.first()?;
+    let (mut tp, mut pp, mut named) = (0u64, 0u64, None);
+    for p in &workers {
+        let (t, s) = ranks_named(p.process.as_deref());
+        if t.is_some() || s.is_some() {
+            named.get_or_insert(p.line);
+        }
+        tp = tp.max(t.map_or(0, |r| r.saturating_add(1)));
+        pp = pp.max(s.map_or(0, |r| r.saturating_add(1)));
+    }
+    match named {
+        Some(line) => Some((
+            tp.max(1),
+            pp.max(1),
+            format!("the worker names (line {line} on)"),
+        )),
+        None => Some((
+            1,
+            1,
+            format!(
+                "line {} (a worker's figure printed by {}, named without ranks)",
+                first.line,
+                first.process.as_deref().unwrap_or("a process")
+            ),
+        )),
+    }
+}
+
+/// A figure each worker prints of itself.
+fn worker_figure(figure: Figure) -> bool {
+    use Figure::*;
+    matches!(
+        figure,
+        Weights
+            | NonKv
+            | ActivationPeak
+            | NonTorch
+            | KvCache
+            | CudaGraphEstimate
+            | CudaGraphActual
+            | CudaGraphCaptures
+    )
+}
+
+/// The TP and PP ranks a process name gives (`Worker_PP1_TP0`: TP 0, PP 1).
+fn ranks_named(process: Option<&str>) -> (Option<u64>, Option<u64>) {
+    let Some(name) = process else {
+        return (None, None);
+    };
+    let part = |prefix: &str| {
+        name.split(['_', ' '])
+            .find_map(|t| t.strip_prefix(prefix).and_then(|n| n.parse::<u64>().ok()))
+    };
+    (part("TP"), part("PP"))
+}
+
+/// The device the log names (the fused-MoE config's device name, or the CUDA total a DEBUG
+/// log prints, matched against the device table's), or `--device` for a log that names none;
+/// `--device` naming another device than the log's is refused. None: neither.
 fn device_of(
     log: &StartupLog,
     given: Option<&str>,
     shown: &str,
-) -> Result<(String, String), CliError> {
+) -> Result<Option<(String, String)>, CliError> {
     let table = kernel_families::Devices::builtin()?;
-    if let Some(name) = given {
-        return Ok((table.get(name)?.name.clone(), "--device".to_owned()));
-    }
+    let given = given
+        .map(|name| table.get(name).map(|d| d.name.clone()))
+        .transpose()?;
+    let contradicts = |theirs: &str, from: &str| -> CliError {
+        format!(
+            "{shown}: --device {} contradicts the log: {from} is the {theirs}",
+            given.as_deref().unwrap_or_default()
+        )
+        .into()
+    };
     if let Some(p) = log.first(Figure::DeviceName) {
         let found = table.all().iter().find(|d| {
             d.product
@@ -307,10 +801,11 @@ fn device_of(
                 .is_some_and(|product| product.replace(' ', "_").eq_ignore_ascii_case(&p.text))
         });
         if let Some(d) = found {
-            return Ok((
-                d.name.clone(),
-                format!("device_name={} (line {})", p.text, p.line),
-            ));
+            let from = format!("device_name={} (line {})", p.text, p.line);
+            if given.as_ref().is_some_and(|g| *g != d.name) {
+                return Err(contradicts(&d.name, &from));
+            }
+            return Ok(Some((d.name.clone(), from)));
         }
     }
     if let Some(p) = log.first(Figure::DeviceTotal) {
@@ -329,11 +824,19 @@ fn device_of(
                     .is_some_and(|t| hundredths(t as f64 / GIB) == hundredths(printed))
             })
             .collect();
+        let from = format!("total_memory={}GiB (line {})", p.text, p.line);
+        if let Some(g) = &given {
+            return if matches.iter().any(|d| d.name == *g) {
+                Ok(Some((g.clone(), format!("--device, as {from}"))))
+            } else {
+                Err(format!(
+                    "{shown}: --device {g} contradicts the log: {from} is not its CUDA total"
+                )
+                .into())
+            };
+        }
         return match matches.as_slice() {
-            [d] => Ok((
-                d.name.clone(),
-                format!("total_memory={}GiB (line {})", p.text, p.line),
-            )),
+            [d] => Ok(Some((d.name.clone(), from))),
             [] => Err(format!(
                 "{shown} line {}: total_memory={}GiB is the CUDA total of no device the table knows it for; give --device NAME",
                 p.line, p.text
@@ -352,21 +855,14 @@ fn device_of(
             .into()),
         };
     }
-    Err(format!(
-        "{shown}: the log names no device (a DEBUG log prints its CUDA total, an MoE model's its name); give --device NAME"
-    )
-    .into())
+    Ok(given.map(|g| (g, "--device".to_owned())))
 }
 
 /// The rank a process name gives (`Worker_PP1_TP0` is stage 1, TP rank 0; vLLM 0.19
 /// v1/executor/multiproc_executor.py:978-993), or rank 0 for a world of one worker.
 pub(crate) fn rank_of(process: Option<&str>, tp: u64, pp: u64) -> Option<u64> {
-    let name = process?;
-    let part = |prefix: &str| {
-        name.split(['_', ' '])
-            .find_map(|t| t.strip_prefix(prefix).and_then(|n| n.parse::<u64>().ok()))
-    };
-    let (tp_rank, pp_rank) = (part("TP"), part("PP"));
+    process?;
+    let (tp_rank, pp_rank) = ranks_named(process);
     if tp_rank.is_none() && pp_rank.is_none() {
         return (tp * pp == 1).then_some(0);
     }
@@ -379,11 +875,16 @@ fn compare(
     format: &LogFormat,
     architecture: &str,
     (tp, pp): (u64, u64),
+    taken: &[Figure],
     report: &mut Report,
 ) {
     use Figure::*;
     let s = &report.startup;
     for p in &log.printed {
+        // A figure taken as a setting is the prediction's input, not compared with it.
+        if taken.contains(&p.figure) {
+            continue;
+        }
         let engine_wide = matches!(
             p.figure,
             Args | Architecture
@@ -606,37 +1107,224 @@ mod tests {
         }
     }
 
-    /// The shared cases of vLLM 0.10.1.1 on an A100 (data/vllm/cases-versions.json): its log
-    /// lines are read (engines/vllm-0.10.1/log.toml) and so is its command line
-    /// (engines/vllm-0.10.1/serve_flags.toml), but the cases' `non-default args` line is cut
-    /// short, so they are refused in one line saying so.
-    #[test]
-    fn a_case_whose_args_line_is_cut_short_is_one_line() {
+    fn old_cases() -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(data().join("vllm/cases-versions.json")).unwrap();
-        let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
-        assert_eq!(cases.len(), 2);
-        for case in cases {
-            let name = case["name"].as_str().unwrap();
-            assert_eq!(
-                check(&log_of(&case), name, &Overrides::default(), &sources())
-                    .unwrap_err()
-                    .to_string(),
-                format!(
-                    "{name} line 2: the non-default args: a string is not closed (a line cut short?)"
-                )
-            );
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// What the 0.10.1.1 A100 logs do not print, given as a user would (`plan`'s flags).
+    fn a100_half(case: &serde_json::Value) -> Overrides {
+        Overrides {
+            hf_config: Some(data().join(case["config"].as_str().unwrap())),
+            device: Some("a100-80gb".into()),
+            engine: None,
+            run: vec!["--gpu-memory-utilization".into(), "0.5".into()],
         }
+    }
+
+    /// The two vLLM 0.10.1.1 A100 cases (data/vllm/cases-versions.json), whose non-default
+    /// args line is cut short and which print no device: read with the device and the memory
+    /// fraction given, the rest from their lines (the max model len, the chunked-prefill batch,
+    /// the layout the worker names give), they give the errors `cargo xtask bench engine`
+    /// reports from the cases' fields; the cut is said, with the keys it let through.
+    #[test]
+    fn check_log_on_the_0_10_1_1_cases_reproduces_the_bench_errors() {
+        let devices = kernel_families::Devices::builtin().unwrap();
+        let cases = old_cases();
+        assert_eq!(cases.len(), 2);
+        for (case, (tp, tokens, layout_from)) in cases.iter().zip([
+            (
+                1u64,
+                460_544u64,
+                "line 5 (a worker's figure printed by EngineCore_0, named without ranks)",
+            ),
+            (2, 1_187_424, "the worker names (line 5 on)"),
+        ]) {
+            let name = case["name"].as_str().unwrap();
+            let report = check(&log_of(case), name, &a100_half(case), &sources())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(report.release, "0.10.1.1", "{name}");
+            assert_eq!(report.device, "a100-80gb", "{name}");
+            assert_eq!(report.line.model, "Qwen2-7B-Instruct", "{name}");
+            let set = |f: &str, v: &str, from: &str| Setting {
+                flag: f.into(),
+                value: v.into(),
+                from: from.into(),
+            };
+            let tp = tp.to_string();
+            assert_eq!(
+                report.settings,
+                [
+                    set("--gpu-memory-utilization", "0.5", "given"),
+                    set("--max-model-len", "16384", "line 3"),
+                    set("--max-num-batched-tokens", "2048", "line 4"),
+                    set("--pipeline-parallel-size", "1", layout_from),
+                    set("--tensor-parallel-size", &tp, layout_from),
+                ],
+                "{name}"
+            );
+            assert_eq!(
+                report.args,
+                ArgsRead {
+                    line: Some(2),
+                    whole: false,
+                    keys: vec!["model_tag".into(), "port".into()],
+                    cut_in: Some("model".into()),
+                },
+                "{name}"
+            );
+            assert_eq!(
+                report.notes[0],
+                "the non-default args (line 2) are cut short: read `model_tag`, `port`, `model` with its value cut; the rest is unknown",
+                "{name}"
+            );
+            assert_eq!(
+                report.notes.last().unwrap(),
+                "what the log does not show is vLLM 0.10.1.1's default; give --dtype, --kv-cache-dtype, --quantization, --max-num-seqs, --block-size, --enforce-eager if the run set one",
+                "{name}"
+            );
+            let (release, bench) = crate::engine::case_startup(case, devices, &data()).unwrap();
+            assert_eq!(release, "0.10.1.1", "{name}");
+            assert_eq!(report.startup.kv_cache_tokens, tokens, "{name}");
+            assert_eq!(
+                report.startup.kv_cache_tokens, bench.kv_cache_tokens,
+                "{name}"
+            );
+            let err = |figure: Figure| -> Vec<f64> {
+                report
+                    .rows
+                    .iter()
+                    .filter(|r| r.figure == figure)
+                    .map(|r| r.error.unwrap())
+                    .collect()
+            };
+            let gib = |b: u64| b as f64 / GIB;
+            let f = |k: &str| case[k].as_f64().unwrap();
+            let workers = report.startup.workers.len();
+            assert_eq!(
+                err(Figure::Weights),
+                vec![error_percent(gib(bench.workers[0].weights), f("weights_gib")); workers],
+                "{name}"
+            );
+            assert_eq!(
+                err(Figure::KvCacheTokens),
+                [error_percent(
+                    bench.kv_cache_tokens as f64,
+                    f("kv_cache_tokens")
+                )],
+                "{name}"
+            );
+            // The settings taken from the log are inputs, not figures compared.
+            assert!(err(Figure::MaxModelLen).is_empty(), "{name}");
+            assert!(err(Figure::MaxNumBatchedTokens).is_empty(), "{name}");
+        }
+        // Today's errors (the base note's table): KV tokens -0.93% and -0.40%.
+        let kv = |case: &serde_json::Value| {
+            let name = case["name"].as_str().unwrap();
+            let r = check(&log_of(case), name, &a100_half(case), &sources()).unwrap();
+            let row = r.rows.iter().find(|r| r.figure == Figure::KvCacheTokens);
+            format!("{:+.2}", row.unwrap().error.unwrap())
+        };
+        assert_eq!(kv(&cases[0]), "-0.93");
+        assert_eq!(kv(&cases[1]), "-0.40");
+    }
+
+    /// A setting the check needs that the log does not give is one line naming the flags to
+    /// pass; a flag that contradicts what the log printed is one line saying what it printed.
+    #[test]
+    fn what_a_log_lacks_is_asked_for_and_what_it_printed_is_kept() {
+        let cases = old_cases();
+        let (tp1, tp2) = (&cases[0], &cases[1]);
+        let e = |case: &serde_json::Value,
+                 extra: &[&str],
+                 device: Option<&str>,
+                 engine: Option<&str>| {
+            let mut o = a100_half(case);
+            o.device = device.map(str::to_owned);
+            o.engine = engine.map(str::to_owned);
+            o.run.extend(extra.iter().map(|w| (*w).to_owned()));
+            check(&log_of(case), "a.log", &o, &sources())
+                .unwrap_err()
+                .to_string()
+        };
+        let bare = check(&log_of(tp1), "a.log", &Overrides::default(), &sources())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            bare,
+            "a.log: the non-default args (line 2) are cut short and the log gives no device, no gpu_memory_utilization: give --device NAME --gpu-memory-utilization FRACTION as the run had them"
+        );
+        // The model the cut line names is looked for as vLLM would; no --hf-config: not found.
+        let mut no_config = a100_half(tp1);
+        no_config.hf_config = None;
+        assert_eq!(
+            check(&log_of(tp1), "a.log", &no_config, &sources())
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "a.log: model Qwen2-7B-Instruct not found: no folder {}; nothing is downloaded: give its config.json with --hf-config FILE",
+                std::env::temp_dir().join("Qwen2-7B-Instruct").display()
+            )
+        );
+        assert_eq!(
+            e(
+                tp2,
+                &["--tensor-parallel-size", "1"],
+                Some("a100-80gb"),
+                None
+            ),
+            "a.log: --tensor-parallel-size 1 contradicts the log: 2 from the worker names (line 5 on)"
+        );
+        assert_eq!(
+            e(tp1, &["--max-model-len", "8192"], Some("a100-80gb"), None),
+            "a.log: --max-model-len 8192 contradicts the log: 16384 from line 3"
+        );
+        // A value the log gives, given again, is the same setting.
+        let mut same = a100_half(tp1);
+        same.run
+            .extend(["--max-num-batched-tokens".into(), "2048".into()]);
+        assert!(check(&log_of(tp1), "a.log", &same, &sources()).is_ok());
+        assert_eq!(
+            e(tp1, &[], Some("a100-80gb"), Some("vllm==0.19.0")),
+            "a.log: --engine vllm==0.19.0 contradicts the log: line 1 is the banner of vLLM 0.10.1.1; leave --engine out"
+        );
+        // A log whose args are read whole: every setting it does not set is the default.
+        let qwen = &cases_named("qwen-qwen2-5-7b-instruct--h100-80gb--tp1pp1dp1--8192");
+        let whole = |run: &[&str], device: Option<&str>| {
+            let o = Overrides {
+                device: device.map(str::to_owned),
+                run: run.iter().map(|w| (*w).to_owned()).collect(),
+                ..Overrides::default()
+            };
+            check(&log_of(qwen), "q.log", &o, &sources())
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            whole(&["--max-num-seqs", "128"], None),
+            "q.log: --max-num-seqs 128 contradicts the log: the non-default args (line 2) are whole and do not set it, so the run had vLLM 0.19.0's default; leave the flag out"
+        );
+        assert_eq!(
+            whole(&["--gpu-memory-utilization", "0.9"], None),
+            "q.log: --gpu-memory-utilization 0.9 contradicts the log: 0.95 from the non-default args (line 2)"
+        );
+        assert_eq!(
+            whole(&[], Some("a100-80gb")),
+            "q.log: --device a100-80gb contradicts the log: total_memory=79.19GiB (line 7) is not its CUDA total"
+        );
+    }
+
+    fn cases_named(name: &str) -> serde_json::Value {
+        cases().into_iter().find(|c| c["name"] == name).unwrap()
     }
 
     /// The 0.10.1.1 cases print the lines their own release's log.toml reads
     /// (engines/vllm-0.10.1/log.toml; the logger calls it cites are the ones their prefixes
-    /// name: scheduler.py:222, gpu_model_runner.py:2007, gpu_worker.py:276, kv_cache_utils.py
-    /// :849/:853, gpu_model_runner.py:2708). Their `non-default args` line is cut short, so
-    /// even with that release's command line read, check-log would refuse it in one line.
+    /// name: __init__.py:1750, scheduler.py:222, gpu_model_runner.py:2007, gpu_worker.py:276,
+    /// kv_cache_utils.py:849/:853, gpu_model_runner.py:2708).
     #[test]
     fn the_0_10_1_1_cases_print_the_lines_their_release_reads() {
-        let text = std::fs::read_to_string(data().join("vllm/cases-versions.json")).unwrap();
-        let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        let cases = old_cases();
         let format = crate::inputs::log::LogFormat::of_folder("vllm-0.10.1", "0.10.1.1").unwrap();
         let printed = |case: &serde_json::Value| -> Vec<(Figure, Option<String>, String)> {
             crate::inputs::log::read(&log_of(case), &format)
@@ -652,6 +1340,7 @@ mod tests {
         assert_eq!(
             printed(&cases[0]),
             [
+                (Figure::MaxModelLen, api.clone(), s("16384")),
                 (Figure::MaxNumBatchedTokens, api.clone(), s("2048")),
                 (Figure::Weights, core.clone(), s("14.2488")),
                 (Figure::KvCache, core.clone(), s("24.83")),
@@ -665,6 +1354,7 @@ mod tests {
         assert_eq!(
             printed(&cases[1]),
             [
+                (Figure::MaxModelLen, api.clone(), s("16384")),
                 (Figure::MaxNumBatchedTokens, api, s("2048")),
                 (Figure::Weights, tp1.clone(), s("7.1217")),
                 (Figure::Weights, tp0.clone(), s("7.1217")),
@@ -723,13 +1413,13 @@ mod tests {
         let head = "INFO [utils.py:279] vLLM server version 0.19.0, serving model m\n(EngineCore pid=1) INFO 04-22 00:04:20 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 476,016 tokens\n";
         assert_eq!(
             e(head),
-            "l.log: no `non-default args:` line (entrypoints/utils.py:233), so the run's flags are unknown"
+            "l.log: the log has no `non-default args:` line (entrypoints/utils.py:233) and gives no model, no device, no layout, no gpu_memory_utilization: give --hf-config FILE --device NAME --tensor-parallel-size N --gpu-memory-utilization FRACTION as the run had them"
         );
         assert_eq!(
             e(&format!(
                 "{head}(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:233] non-default args: {{'model_tag': 'Qwen2-7B-Instruct', 'port': 8081, 'model': 'Qwe"
             )),
-            "l.log line 3: the non-default args: a string is not closed (a line cut short?)"
+            "l.log: the non-default args (line 3) are cut short and the log gives no device, no layout, no gpu_memory_utilization: give --device NAME --tensor-parallel-size N --gpu-memory-utilization FRACTION as the run had them"
         );
         assert_eq!(
             e(&format!(

@@ -139,7 +139,10 @@ fn check(
         release: version,
         folder: release.folder.to_owned(),
         banner_line: None,
+        // server_args is read whole (its settings are in `line`).
+        args: crate::render::check_log::ArgsRead::default(),
         line,
+        settings: Vec::new(),
         config: config.display().to_string(),
         place,
         device,
@@ -369,6 +372,7 @@ mod tests {
             hf_config: None,
             device: device.map(str::to_owned),
             engine: engine.map(str::to_owned),
+            run: Vec::new(),
         }
     }
 

@@ -522,13 +522,9 @@ fn py_repr_float(x: f64) -> String {
     }
 }
 
-/// Parses a Python literal as `repr` prints it (the non-default args dict).
+/// Parses a Python literal as `repr` prints it, whole (SGLang's server_args).
 pub fn parse_py(text: &str) -> Result<Py, String> {
-    let mut p = PyParser {
-        s: text.as_bytes(),
-        text,
-        at: 0,
-    };
+    let mut p = PyParser::new(text);
     let v = p.value()?;
     p.ws();
     if p.at != p.s.len() {
@@ -537,13 +533,110 @@ pub fn parse_py(text: &str) -> Result<Py, String> {
     Ok(v)
 }
 
+/// The non-default args dict as a line printed it: whole, or cut short (a log truncated when
+/// shared or pasted), in which case only the pairs before the cut are known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgsDict {
+    /// The pairs read whole (each followed by `,` or the closing `}`), in order.
+    pub pairs: Vec<(Py, Py)>,
+    /// None: the dict closes, every non-default arg is here. Some: the text ends inside the
+    /// dict; the key whose value the cut falls in, when its key was read whole.
+    pub cut: Option<Option<String>>,
+}
+
+impl ArgsDict {
+    /// The value of `key`, when its pair was read whole.
+    pub fn get(&self, key: &str) -> Option<&Py> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| matches!(k, Py::Str(s) if s == key))
+            .map(|(_, v)| v)
+    }
+}
+
+/// Reads the non-default args dict: whole, or, when the text ends inside it, the pairs before
+/// the end (a cut is not an error: it is said by [`ArgsDict::cut`]). Text that is not a dict,
+/// or is malformed before its end, is refused.
+pub fn parse_args(text: &str) -> Result<ArgsDict, String> {
+    let mut p = PyParser::new(text);
+    p.ws();
+    if p.peek() != Some(b'{') {
+        return Err("not a dict (it does not open with `{`)".into());
+    }
+    p.at += 1;
+    let mut pairs = Vec::new();
+    let cut = |pairs: Vec<(Py, Py)>, key: Option<&Py>| ArgsDict {
+        pairs,
+        cut: Some(key.map(|k| match k {
+            Py::Str(s) => s.clone(),
+            other => other.word(),
+        })),
+    };
+    loop {
+        p.ws();
+        match p.peek() {
+            None => return Ok(cut(pairs, None)),
+            Some(b'}') => {
+                p.at += 1;
+                p.ws();
+                if p.at != p.s.len() {
+                    return Err(format!("text after the dict at byte {}", p.at));
+                }
+                return Ok(ArgsDict { pairs, cut: None });
+            }
+            Some(_) => {}
+        }
+        let key = match p.value() {
+            Ok(k) => k,
+            Err(_) if p.ended => return Ok(cut(pairs, None)),
+            Err(e) => return Err(e),
+        };
+        p.ws();
+        match p.peek() {
+            None => return Ok(cut(pairs, None)),
+            Some(b':') => p.at += 1,
+            Some(_) => return Err(format!("a `:` is missing at byte {}", p.at)),
+        }
+        let value = match p.value() {
+            Ok(v) => v,
+            Err(_) if p.ended => return Ok(cut(pairs, Some(&key))),
+            Err(e) => return Err(e),
+        };
+        p.ws();
+        match p.peek() {
+            // A value the text ends right after may itself be cut (`163` of `16384`).
+            None => return Ok(cut(pairs, Some(&key))),
+            Some(b',') => p.at += 1,
+            Some(b'}') => {}
+            Some(_) => return Err(format!("a `,` is missing at byte {}", p.at)),
+        }
+        pairs.push((key, value));
+    }
+}
+
 struct PyParser<'a> {
     s: &'a [u8],
     text: &'a str,
     at: usize,
+    /// An error came from the text ending (a line cut short), not from a malformed value.
+    ended: bool,
 }
 
-impl PyParser<'_> {
+impl<'a> PyParser<'a> {
+    fn new(text: &'a str) -> PyParser<'a> {
+        PyParser {
+            s: text.as_bytes(),
+            text,
+            at: 0,
+            ended: false,
+        }
+    }
+
+    /// An error of the text ending where more was due.
+    fn end<T>(&mut self, message: &str) -> Result<T, String> {
+        self.ended = true;
+        Err(message.to_owned())
+    }
     fn ws(&mut self) {
         while self.at < self.s.len() && self.s[self.at].is_ascii_whitespace() {
             self.at += 1;
@@ -557,7 +650,7 @@ impl PyParser<'_> {
     fn value(&mut self) -> Result<Py, String> {
         self.ws();
         match self.peek() {
-            None => Err("the text ends where a value should be (a line cut short?)".into()),
+            None => self.end("the text ends where a value should be (a line cut short?)"),
             Some(b'{') => self.dict(),
             Some(b'[') => self.seq(b']').map(Py::List),
             Some(b'(') => self.seq(b')').map(Py::List),
@@ -588,7 +681,7 @@ impl PyParser<'_> {
             match self.peek() {
                 Some(b',') => self.at += 1,
                 Some(b'}') => {}
-                None => return Err("a `{` is not closed (a line cut short?)".into()),
+                None => return self.end("a `{` is not closed (a line cut short?)"),
                 Some(_) => return Err(format!("a `,` is missing at byte {}", self.at)),
             }
         }
@@ -608,7 +701,7 @@ impl PyParser<'_> {
             match self.peek() {
                 Some(b',') => self.at += 1,
                 Some(c) if c == close => {}
-                None => return Err("a bracket is not closed (a line cut short?)".into()),
+                None => return self.end("a bracket is not closed (a line cut short?)"),
                 Some(_) => return Err(format!("a `,` is missing at byte {}", self.at)),
             }
         }
@@ -618,7 +711,8 @@ impl PyParser<'_> {
         let quote = self.s[self.at];
         self.at += 1;
         let mut out = String::new();
-        let rest = &self.text[self.at..];
+        let text = self.text;
+        let rest = &text[self.at..];
         let mut chars = rest.char_indices();
         while let Some((i, c)) = chars.next() {
             match c {
@@ -627,7 +721,9 @@ impl PyParser<'_> {
                     return Ok(out);
                 }
                 '\\' => {
-                    let (_, e) = chars.next().ok_or("a string is not closed")?;
+                    let Some((_, e)) = chars.next() else {
+                        return self.end("a string is not closed (a line cut short?)");
+                    };
                     match e {
                         'n' => out.push('\n'),
                         't' => out.push('\t'),
@@ -655,7 +751,7 @@ impl PyParser<'_> {
                 c => out.push(c),
             }
         }
-        Err("a string is not closed (a line cut short?)".into())
+        self.end("a string is not closed (a line cut short?)")
     }
 
     fn number(&mut self) -> Result<Py, String> {
@@ -694,7 +790,7 @@ impl PyParser<'_> {
             self.at += 1;
         }
         if depth > 0 {
-            return Err("an object's repr is not closed (a line cut short?)".into());
+            return self.end("an object's repr is not closed (a line cut short?)");
         }
         let t = self.text[start..self.at].trim();
         Ok(match t {
@@ -714,8 +810,9 @@ mod tests {
 
     #[test]
     fn python_literals_parse_as_repr_prints_them() {
-        let v = parse_py("{'model_tag': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': 0.95, 'enable_prefix_caching': False, 'served_model_name': ['a', \"b'c\"], 'limit_mm_per_prompt': {'image': 0}, 'hf_token': None, 'x': CompilationConfig(level=3, sizes=[1, 2]), 'y': <OptimizationLevel.O3: 3>}").unwrap();
-        let Py::Dict(pairs) = v else { panic!() };
+        let v = parse_args("{'model_tag': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': 0.95, 'enable_prefix_caching': False, 'served_model_name': ['a', \"b'c\"], 'limit_mm_per_prompt': {'image': 0}, 'hf_token': None, 'x': CompilationConfig(level=3, sizes=[1, 2]), 'y': <OptimizationLevel.O3: 3>}").unwrap();
+        assert_eq!(v.cut, None);
+        let pairs = v.pairs;
         let get = |k: &str| {
             pairs
                 .iter()
@@ -737,13 +834,54 @@ mod tests {
         assert_eq!(get("y"), Py::Opaque("<OptimizationLevel.O3: 3>".into()));
         assert_eq!(Py::Float(0.95).words(), ["0.95"]);
         assert_eq!(Py::Float(1.0).words(), ["1.0"]);
+    }
+
+    /// A line cut short keeps the pairs read whole before the cut and says where it fell; a
+    /// value the text ends right after may itself be cut, so it is not read; text that is not
+    /// a dict, or malformed before its end, is refused.
+    #[test]
+    fn a_cut_args_line_keeps_the_pairs_before_the_cut() {
+        let cut =
+            parse_args("{'model_tag': 'Qwen2-7B-Instruct', 'port': 8081, 'model': 'Qwe").unwrap();
         assert_eq!(
-            parse_py("{'model_tag': 'Qwen2-7B-Instruct', 'port': 8081, 'model': 'Qwe").unwrap_err(),
-            "a string is not closed (a line cut short?)"
+            cut.pairs,
+            [
+                (
+                    Py::Str("model_tag".into()),
+                    Py::Str("Qwen2-7B-Instruct".into())
+                ),
+                (Py::Str("port".into()), Py::Int(8081)),
+            ]
+        );
+        assert_eq!(cut.cut, Some(Some("model".into())));
+        assert_eq!(cut.get("port"), Some(&Py::Int(8081)));
+        assert_eq!(cut.get("model"), None);
+        let ends = |t: &str| parse_args(t).unwrap().cut;
+        assert_eq!(ends("{'a': 1,"), Some(None));
+        assert_eq!(
+            ends("{'a': 1, 'max_model_len': 163"),
+            Some(Some("max_model_len".into()))
+        );
+        assert_eq!(ends("{'a': 1, 'b"), Some(None));
+        assert_eq!(ends("{'a': [1, 2"), Some(Some("a".into())));
+        assert_eq!(ends("{'a': X(b=1"), Some(Some("a".into())));
+        assert_eq!(ends("{"), Some(None));
+        assert_eq!(ends("{'a': 1}"), None);
+        assert_eq!(
+            parse_args("'a'").unwrap_err(),
+            "not a dict (it does not open with `{`)"
         );
         assert_eq!(
-            parse_py("{'a': 1,").unwrap_err(),
-            "the text ends where a value should be (a line cut short?)"
+            parse_args("{'a' 1}").unwrap_err(),
+            "a `:` is missing at byte 5"
+        );
+        assert_eq!(
+            parse_args("{'a': 1 'b': 2}").unwrap_err(),
+            "a `,` is missing at byte 8"
+        );
+        assert_eq!(
+            parse_args("{'a': 1} x").unwrap_err(),
+            "text after the dict at byte 9"
         );
     }
 

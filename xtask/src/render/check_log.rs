@@ -38,6 +38,30 @@ pub struct Row {
     pub error: Option<f64>,
 }
 
+/// A setting of the run predicted, and where it comes from (the non-default args, another
+/// line of the log, or the flag given).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    /// `plan`'s flag.
+    pub flag: String,
+    /// Its value(s), space-separated (empty for a switch).
+    pub value: String,
+    pub from: String,
+}
+
+/// How much of the non-default args line was read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ArgsRead {
+    /// Its line (None: the log has none).
+    pub line: Option<usize>,
+    /// Read whole: every setting the run changed is in it.
+    pub whole: bool,
+    /// The keys read whole, in order.
+    pub keys: Vec<String>,
+    /// The key whose value the line is cut in, when its key was read.
+    pub cut_in: Option<String>,
+}
+
 /// The log against the prediction.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -50,8 +74,12 @@ pub struct Report {
     pub folder: String,
     /// The banner's line (None: the release came from `--engine`).
     pub banner_line: Option<usize>,
+    /// The non-default args line, as read.
+    pub args: ArgsRead,
     /// The run's flags, read from the non-default args.
     pub line: ServeLine,
+    /// Every setting given to the prediction (`plan`'s flags), with its source.
+    pub settings: Vec<Setting>,
     pub config: String,
     pub place: String,
     pub device: String,
@@ -191,7 +219,25 @@ pub fn print(report: &Report) -> Result<(), CliError> {
         report.place
     );
     outln!("device    {} (from {})", report.device, report.device_from);
-    outln!("flags     {}", list(&report.line.flags));
+    let settings: Vec<String> = report
+        .settings
+        .iter()
+        .map(|s| {
+            if s.value.is_empty() {
+                format!("{} ({})", s.flag, s.from)
+            } else {
+                format!("{} {} ({})", s.flag, s.value, s.from)
+            }
+        })
+        .collect();
+    outln!(
+        "flags     {}",
+        if settings.is_empty() {
+            "(none)".to_owned()
+        } else {
+            settings.join(", ")
+        }
+    );
     outln!("ignored   {}", list(&report.line.ignored));
     outln!();
     outln!(
@@ -328,7 +374,18 @@ pub fn json(report: &Report) -> serde_json::Value {
             "found_in": report.place,
         },
         "device": { "name": report.device, "from": report.device_from },
+        "args": {
+            "line": report.args.line,
+            "whole": report.args.whole,
+            "keys": report.args.keys,
+            "cut_in": report.args.cut_in,
+        },
         "flags": report.line.flags,
+        "settings": report.settings.iter().map(|s| serde_json::json!({
+            "flag": s.flag,
+            "value": s.value,
+            "from": s.from,
+        })).collect::<Vec<_>>(),
         "ignored": report.line.ignored,
         "figures": figures,
         "printed_only": report.printed_only.iter().map(|p| serde_json::json!({
