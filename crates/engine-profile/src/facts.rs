@@ -254,6 +254,11 @@ impl Facts {
             origin: origin.to_owned(),
             message,
         };
+        for u in &file.unsettled {
+            u.when
+                .check()
+                .map_err(|e| bad(format!("unsettled `{}`: {e}", u.name)))?;
+        }
         if file.schema != crate::file::SCHEMA {
             return Err(bad(format!(
                 "schema = {}: only schema {} is known",

@@ -551,6 +551,9 @@ pub struct UnsettledDecl {
     pub name: String,
     /// What is left out and its effect on the predicted figures, one line.
     pub effect: String,
+    /// The runs the note concerns (the conditions a `[[variant]]` tests); none: every run.
+    #[serde(default)]
+    pub(crate) when: crate::variant::Conditions,
 }
 
 /// Takes the `profile_run.encoder.architecture` value out of an engine file's `table`, if it

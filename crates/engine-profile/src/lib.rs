@@ -225,20 +225,12 @@ impl EngineProfile {
     /// hold applied, in file order (itself when none does).
     pub(crate) fn resolve(
         &self,
-        circuits: &[&Circuit],
-        model: &ModelFacts,
-        device: &Device,
-        tensor_parallel_size: u64,
+        subject: &variant::Subject<'_>,
     ) -> Result<Cow<'_, EngineProfile>, EngineError> {
-        let subject = variant::Subject {
-            model,
-            circuits,
-            device,
-            tensor_parallel_size,
-        };
+        let device = subject.device;
         let mut table = None;
         for v in &self.variants {
-            if v.holds(&subject)? {
+            if v.holds(subject)? {
                 if let Some(why) = &v.refuse {
                     let why = format!("{why} (the engine file's variant `{}`)", v.name);
                     // A refusal that does not depend on the device is not blamed on it.
@@ -280,12 +272,7 @@ impl EngineProfile {
         run: &RunSettings,
     ) -> Result<Vec<String>, EngineError> {
         let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
-        let subject = variant::Subject {
-            model: &run.model,
-            circuits: &circuits,
-            device: &run.device,
-            tensor_parallel_size: run.tensor_parallel_size,
-        };
+        let subject = variant::Subject::of(run, &circuits);
         let mut names = Vec::new();
         for v in &self.variants {
             if v.holds(&subject)? {

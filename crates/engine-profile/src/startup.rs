@@ -301,7 +301,22 @@ impl EngineProfile {
         stages: &[StageCircuit<'_>],
         run: &RunSettings,
     ) -> Result<Startup, EngineError> {
-        self.resolve_for(stages, run)?.predict_resolved(stages, run)
+        let mut startup = self
+            .resolve_for(stages, run)?
+            .predict_resolved(stages, run)?;
+        // The notes printed under a prediction are those that concern its run.
+        let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
+        let subject = crate::variant::Subject::of(run, &circuits);
+        let mut kept = Vec::with_capacity(startup.unsettled.len());
+        for u in std::mem::take(&mut startup.unsettled) {
+            if u.when
+                .holds(&subject, &format!("unsettled note `{}`", u.name))?
+            {
+                kept.push(u);
+            }
+        }
+        startup.unsettled = kept;
+        Ok(startup)
     }
 
     /// The profile with the variants that hold for `run` applied.
@@ -311,7 +326,7 @@ impl EngineProfile {
         run: &RunSettings,
     ) -> Result<std::borrow::Cow<'_, EngineProfile>, EngineError> {
         let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
-        self.resolve(&circuits, &run.model, &run.device, run.tensor_parallel_size)
+        self.resolve(&crate::variant::Subject::of(run, &circuits))
     }
 
     /// [`EngineProfile::predict_layout`] on a profile whose variants are applied.

@@ -12,21 +12,25 @@
 //! is not modelled, and the prediction is refused rather than guessed; the refusal names the
 //! device when a condition reads it ([`Variant::tests_device`]), else the release.
 //!
+//! The same conditions ([`Conditions`], one home) say which runs an `[[unsettled]]` note
+//! concerns (its `when`): a note is printed under the predictions it applies to only.
+//!
 //! Invariants: a condition on a fact the device table does not give (its compute capability,
-//! its vendor, its product, its total) is an error naming the device and the variant, never a
-//! guess that it does not hold; every variant, applied alone to the base, must give a file that
-//! compiles (checked when the profile loads); an unknown condition is refused; a refusal names
-//! the variant.
+//! its vendor, its product, its total) is an error naming the device and the variant (or
+//! note), never a guess that it does not hold; every variant, applied alone to the base, must
+//! give a file that compiles (checked when the profile loads); an unknown condition is
+//! refused, and a capability not written `major.minor` is refused when the file loads; a
+//! refusal names the variant.
 
 use circuit_ir::Circuit;
 use kernel_families::Device;
 use model_facts::ModelFacts;
 use serde::Deserialize;
 
-use crate::EngineError;
+use crate::{EngineError, RunSettings};
 
-/// What a variant's `when` may test; every condition given must hold.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// What a variant's (or an unsettled note's) `when` may test; every condition given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Conditions {
     /// The model's class is one of these (`architectures`).
@@ -47,6 +51,10 @@ pub(crate) struct Conditions {
     /// The model has (true) or lacks (false) per-sequence recurrent state.
     #[serde(default)]
     recurrent: Option<bool>,
+    /// The model as loaded holds (true) or lacks (false) a vision tower
+    /// ([`ModelFacts::vision_encoder`]: a tower left out by `--language-model-only` is not).
+    #[serde(default)]
+    vision_encoder: Option<bool>,
     /// The checkpoint itself is (true) or is not (false) quantized
     /// ([`ModelFacts::checkpoint_quantized`]: quantizing while loading does not count).
     #[serde(default)]
@@ -72,6 +80,17 @@ pub(crate) struct Conditions {
     /// The tensor-parallel size is at least this.
     #[serde(default)]
     min_tensor_parallel_size: Option<u64>,
+    /// The workers (tensor- x pipeline-parallel size) are at least this many.
+    #[serde(default)]
+    min_world_size: Option<u64>,
+    /// The run is (true) or is not (false) eager (`--enforce-eager`: no compiled forward, no
+    /// CUDA graph).
+    #[serde(default)]
+    enforce_eager: Option<bool>,
+    /// The run leaves (true) or keeps (false) the multimodal encoder out of its profile
+    /// (`--skip-mm-profiling`).
+    #[serde(default)]
+    skip_mm_profiling: Option<bool>,
 }
 
 /// One variant of an engine file.
@@ -87,9 +106,28 @@ pub(crate) struct Variant {
 /// What a run gives the conditions to test.
 pub(crate) struct Subject<'a> {
     pub(crate) model: &'a ModelFacts,
+    /// One circuit per pipeline stage.
     pub(crate) circuits: &'a [&'a Circuit],
     pub(crate) device: &'a Device,
     pub(crate) tensor_parallel_size: u64,
+    pub(crate) pipeline_parallel_size: u64,
+    pub(crate) enforce_eager: bool,
+    pub(crate) skip_mm_profiling: bool,
+}
+
+impl<'a> Subject<'a> {
+    /// The subject of `run` over `circuits` (one per pipeline stage).
+    pub(crate) fn of(run: &'a RunSettings, circuits: &'a [&'a Circuit]) -> Subject<'a> {
+        Subject {
+            model: &run.model,
+            circuits,
+            device: &run.device,
+            tensor_parallel_size: run.tensor_parallel_size,
+            pipeline_parallel_size: run.pipeline_parallel_size,
+            enforce_eager: run.enforce_eager,
+            skip_mm_profiling: run.skip_mm_profiling,
+        }
+    }
 }
 
 /// The `[[variant]]` array of a release that states `own` over the variants it extends
@@ -170,18 +208,8 @@ impl Variant {
                     .try_into()
                     .map_err(|e: toml::de::Error| bad(format!("variant `{name}`: when: {e}")))?,
             };
-            for (key, text) in [
-                ("min_compute_capability", &when.min_compute_capability),
-                ("max_compute_capability", &when.max_compute_capability),
-            ] {
-                if let Some(t) = text
-                    && capability(t).is_none()
-                {
-                    return Err(bad(format!(
-                        "variant `{name}`: when.{key} = {t:?}: write major.minor, e.g. \"9.0\""
-                    )));
-                }
-            }
+            when.check()
+                .map_err(|e| bad(format!("variant `{name}`: {e}")))?;
             if refuse.is_some() && !overlay.is_empty() {
                 return Err(bad(format!(
                     "variant `{name}`: a variant that refuses overlays nothing (found {})",
@@ -201,7 +229,37 @@ impl Variant {
     /// Whether any of the variant's conditions reads the device (its refusal is then the
     /// device's, [`EngineError::DeviceNotModelled`]; else the release's, for the model).
     pub(crate) fn tests_device(&self) -> bool {
-        let c = &self.when;
+        self.when.tests_device()
+    }
+
+    /// Whether the variant holds for `subject`.
+    pub(crate) fn holds(&self, subject: &Subject<'_>) -> Result<bool, EngineError> {
+        self.when
+            .holds(subject, &format!("variant `{}`", self.name))
+    }
+}
+
+impl Conditions {
+    /// Refuses a capability not written `major.minor` (when the file loads).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        for (key, text) in [
+            ("min_compute_capability", &self.min_compute_capability),
+            ("max_compute_capability", &self.max_compute_capability),
+        ] {
+            if let Some(t) = text
+                && capability(t).is_none()
+            {
+                return Err(format!(
+                    "when.{key} = {t:?}: write major.minor, e.g. \"9.0\""
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any condition reads the device.
+    fn tests_device(&self) -> bool {
+        let c = self;
         c.min_compute_capability.is_some()
             || c.max_compute_capability.is_some()
             || c.vendor.is_some()
@@ -210,9 +268,10 @@ impl Variant {
             || c.product_lacks.is_some()
     }
 
-    /// Whether the variant holds for `subject`.
-    pub(crate) fn holds(&self, subject: &Subject<'_>) -> Result<bool, EngineError> {
-        let c = &self.when;
+    /// Whether every condition holds for `subject`; `what` names the variant or note whose
+    /// conditions they are, in the error of a device fact the table does not give.
+    pub(crate) fn holds(&self, subject: &Subject<'_>, what: &str) -> Result<bool, EngineError> {
+        let c = self;
         let model = subject.model;
         let device = subject.device;
         let any_dim = |dim: &str| subject.circuits.iter().any(|c| c.dim(dim).is_some());
@@ -220,11 +279,10 @@ impl Variant {
             .circuits
             .iter()
             .any(|c| c.states().values().any(|s| s.per_sequence > 0));
-        let unknown = |what: &str| EngineError::DeviceNotModelled {
+        let unknown = |fact: &str| EngineError::DeviceNotModelled {
             device: device.name.clone(),
             why: format!(
-                "its {what} is not in the device table, and the engine file's variant `{}` depends on it",
-                self.name
+                "its {fact} is not in the device table, and the engine file's {what} depends on it"
             ),
         };
         let device_cc = || {
@@ -249,8 +307,18 @@ impl Variant {
             && c.recurrent.is_none_or(|r| r == recurrent)
             && c.checkpoint_quantized
                 .is_none_or(|q| q == model.checkpoint_quantized)
+            && c.vision_encoder.is_none_or(|v| v == model.vision_encoder)
             && c.min_tensor_parallel_size
-                .is_none_or(|t| subject.tensor_parallel_size >= t);
+                .is_none_or(|t| subject.tensor_parallel_size >= t)
+            && c.min_world_size.is_none_or(|w| {
+                subject
+                    .tensor_parallel_size
+                    .saturating_mul(subject.pipeline_parallel_size)
+                    >= w
+            })
+            && c.enforce_eager.is_none_or(|e| e == subject.enforce_eager)
+            && c.skip_mm_profiling
+                .is_none_or(|s| s == subject.skip_mm_profiling);
         if !holds {
             return Ok(false);
         }

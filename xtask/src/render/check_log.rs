@@ -219,23 +219,29 @@ pub fn print(report: &Report) -> Result<(), CliError> {
         report.place
     );
     outln!("device    {} (from {})", report.device, report.device_from);
-    let settings: Vec<String> = report
-        .settings
+    // Each source once, with the settings it gave, in the order they first appear.
+    let mut sources: Vec<(&str, Vec<String>)> = Vec::new();
+    for s in &report.settings {
+        let word = if s.value.is_empty() {
+            s.flag.clone()
+        } else {
+            format!("{} {}", s.flag, s.value)
+        };
+        match sources.iter_mut().find(|(from, _)| *from == s.from) {
+            Some((_, words)) => words.push(word),
+            None => sources.push((&s.from, vec![word])),
+        }
+    }
+    let settings: Vec<String> = sources
         .iter()
-        .map(|s| {
-            if s.value.is_empty() {
-                format!("{} ({})", s.flag, s.from)
-            } else {
-                format!("{} {} ({})", s.flag, s.value, s.from)
-            }
-        })
+        .map(|(from, words)| format!("{}: {from}", words.join(" ")))
         .collect();
     outln!(
         "flags     {}",
         if settings.is_empty() {
             "(none)".to_owned()
         } else {
-            settings.join(", ")
+            settings.join("; ")
         }
     );
     outln!("ignored   {}", list(&report.line.ignored));

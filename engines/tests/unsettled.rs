@@ -1,0 +1,168 @@
+//! The `[[unsettled]]` notes an engine file prints under a prediction are those whose `when`
+//! holds for the run (the conditions `[[variant]]` tests, docs/engines.md "Variants"): the
+//! vision towers' note under a vision-language model and not under Llama-3.1-8B, the compiled
+//! forward's and the CUDA graphs' notes not under an eager run, the MoE chunk's under an MoE
+//! model only, the communicators' under a world of more than one worker only.
+
+use circuit_hf::{ImportOptions, Parallel};
+use circuit_ir::Circuit;
+use engine_profile::{EngineProfile, ProfileTexts, RunSettings, StageCircuit};
+
+fn config(name: &str) -> String {
+    let path = format!(
+        "{}/../data/models/{name}/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The names of the notes printed under `model` at TP `tp` on an H100 under `folder`, at a
+/// max-model-len of 8,192, the run changed by `edit`.
+fn notes(folder: &str, model: &str, tp: u64, edit: impl Fn(&mut RunSettings)) -> Vec<String> {
+    let profile = engines::profile(folder).unwrap();
+    let mut options = ImportOptions::default();
+    options.load = profile.load_rules();
+    options.parallel = Parallel {
+        tp,
+        pp: 1,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded = circuit_hf::import_parallel(&config(model), model, &options, &[]).unwrap();
+    let mut run = RunSettings {
+        device: kernel_families::Devices::builtin()
+            .unwrap()
+            .get("h100-sxm")
+            .unwrap()
+            .clone(),
+        tensor_parallel_size: tp,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: None,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: Some(8192),
+        skip_mm_profiling: false,
+        enforce_eager: false,
+        mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
+        block_size: None,
+        enable_prefix_caching: None,
+        model: sharded.imports[0].facts.clone(),
+        engine_flags: None,
+    };
+    edit(&mut run);
+    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    profile
+        .predict_layout(&StageCircuit::in_order(&circuits), &run)
+        .unwrap_or_else(|e| panic!("{folder} {model}: {e}"))
+        .unsettled
+        .into_iter()
+        .map(|u| u.name)
+        .collect()
+}
+
+const LLAMA: &str = "llama-3.1-8b";
+const QWEN_VL: &str = "qwen2.5-vl-7b-instruct";
+
+#[test]
+fn the_vision_note_prints_for_a_vision_language_model_only() {
+    let all = [
+        "cublas_workspace",
+        "memory_in_use_at_start",
+        "sizing_steps",
+        "cuda_graph_pool",
+        "sampler_warmup_top_k_top_p",
+        "inductor_forward",
+        "vision_tower_forwards",
+    ];
+    let without = |names: &[&str]| -> Vec<String> {
+        all.iter()
+            .filter(|n| !names.contains(n))
+            .map(|n| (*n).to_owned())
+            .collect()
+    };
+    assert_eq!(
+        notes("vllm-0.34", LLAMA, 1, |_| {}),
+        without(&["vision_tower_forwards"])
+    );
+    assert_eq!(notes("vllm-0.34", QWEN_VL, 1, |_| {}), without(&[]));
+    // A run that leaves the encoder out of its profile is not concerned by its forwards.
+    assert_eq!(
+        notes("vllm-0.34", QWEN_VL, 1, |r| r.skip_mm_profiling = true),
+        without(&["vision_tower_forwards"])
+    );
+    // An eager run compiles no forward and captures no graph.
+    assert_eq!(
+        notes("vllm-0.34", LLAMA, 1, |r| r.enforce_eager = true),
+        without(&[
+            "vision_tower_forwards",
+            "cuda_graph_pool",
+            "inductor_forward"
+        ])
+    );
+}
+
+#[test]
+fn the_moe_and_the_world_notes_print_where_they_apply() {
+    // vLLM 0.10.1: the communicators' set-up and the fusion workspace concern a larger world
+    // (on Hopper, where NVLS is charged), the MoE chunk an MoE model.
+    assert_eq!(
+        notes("vllm-0.10.1", LLAMA, 1, |_| {}),
+        [
+            "non_torch_measured",
+            "sampler_install",
+            "inductor_forward",
+            "cublas_workspace"
+        ]
+    );
+    assert_eq!(
+        notes("vllm-0.10.1", LLAMA, 2, |_| {}),
+        [
+            "non_torch_measured",
+            "communicators_setup",
+            "no_fusion_workspace",
+            "sampler_install",
+            "inductor_forward",
+            "cublas_workspace"
+        ]
+    );
+    assert_eq!(
+        notes("vllm-0.10.1", "mixtral-8x7b-v0.1", 2, |_| {}),
+        [
+            "non_torch_measured",
+            "communicators_setup",
+            "no_fusion_workspace",
+            "sampler_install",
+            "inductor_forward",
+            "moe_chunk",
+            "cublas_workspace"
+        ]
+    );
+}
+
+/// A note's conditions are checked when the file loads, as a variant's are.
+#[test]
+fn a_notes_bad_condition_is_refused_when_the_file_loads() {
+    let load = |extra: &str| {
+        EngineProfile::from_texts(&ProfileTexts {
+            engine: vec![(
+                &format!("{}\n{extra}", include_str!("../vllm-0.19/engine.toml")),
+                "engine.toml",
+            )],
+            families: (include_str!("../vllm-0.19/families.toml"), "families.toml"),
+            rules: (include_str!("../vllm-0.19/rules.toml"), "rules.toml"),
+        })
+        .map(|_| ())
+        .unwrap_err()
+        .to_string()
+    };
+    assert_eq!(
+        load(
+            "[[unsettled]]\nname = \"bad\"\neffect = \"x\"\nwhen = { min_compute_capability = \"nine\" }\n"
+        ),
+        "engine.toml: unsettled `bad`: when.min_compute_capability = \"nine\": write major.minor, e.g. \"9.0\""
+    );
+    let unknown =
+        load("[[unsettled]]\nname = \"bad\"\neffect = \"x\"\nwhen = { colour = \"red\" }\n");
+    assert!(unknown.contains("unknown field `colour`"), "{unknown}");
+}
