@@ -140,6 +140,8 @@ pub struct CheckLogArgs {
     pub block_size: Option<u64>,
 
     /// As `plan`'s, like --dtype.
+    ///
+    /// Example: --enforce-eager
     #[arg(long)]
     pub enforce_eager: bool,
 
