@@ -269,7 +269,8 @@ const NEEDED_SETTINGS: [(&str, &str, &str); 2] = [
 
 /// The settings a cut line may hide that the check takes as the release's defaults (said in
 /// a note, each a flag the user may give).
-const DEFAULTED_SETTINGS: [&str; 7] = [
+const DEFAULTED_SETTINGS: [&str; 8] = [
+    "--pipeline-parallel-size",
     "--dtype",
     "--kv-cache-dtype",
     "--quantization",
@@ -418,9 +419,10 @@ pub fn check(
                     .map_err(|e| format!("{shown} line {at}: the non-default args: {e}"))?;
                 model_named = whole || !line.default_model;
             }
-            Err(e) if whole => {
+            Err(_) if whole => {
                 return Err(format!(
-                    "{shown} line {at}: the non-default args cannot be read as the run's flags: {e}"
+                    "{shown} line {at}: the non-default args cannot be read as the run's flags: engines/{} has no flag table read from {title}'s source",
+                    release.folder
                 )
                 .into());
             }
