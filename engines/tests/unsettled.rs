@@ -2,7 +2,8 @@
 //! holds for the run (the conditions `[[variant]]` tests, docs/engines.md "Variants"): the
 //! vision towers' note under a vision-language model and not under Llama-3.1-8B, the compiled
 //! forward's and the CUDA graphs' notes not under an eager run, the MoE chunk's under an MoE
-//! model only, the communicators' under a world of more than one worker only.
+//! model only, the communicators' under a world of more than one worker only, and a note a
+//! variant's facts replace (`unless_variant`) not where that variant applies.
 
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
@@ -140,6 +141,20 @@ fn the_moe_and_the_world_notes_print_where_they_apply() {
     );
 }
 
+/// vLLM 0.23's sampler note concerns the V1 runner's models: not Llama-3.1-8B, which its
+/// `model_runner_v2` variant moves to the V2 runner, but an MoE model, which stays on V1.
+#[test]
+fn a_note_a_variant_replaces_is_left_out_where_it_applies() {
+    assert_eq!(
+        notes("vllm-0.23", LLAMA, 1, |_| {}),
+        ["cublas_workspace", "inductor_forward"]
+    );
+    assert_eq!(
+        notes("vllm-0.23", "qwen3-30b-a3b", 1, |_| {}),
+        ["cublas_workspace", "inductor_forward", "v1_sampler"]
+    );
+}
+
 /// A note's conditions are checked when the file loads, as a variant's are.
 #[test]
 fn a_notes_bad_condition_is_refused_when_the_file_loads() {
@@ -161,6 +176,10 @@ fn a_notes_bad_condition_is_refused_when_the_file_loads() {
             "[[unsettled]]\nname = \"bad\"\neffect = \"x\"\nwhen = { min_compute_capability = \"nine\" }\n"
         ),
         "engine.toml: unsettled `bad`: when.min_compute_capability = \"nine\": write major.minor, e.g. \"9.0\""
+    );
+    assert_eq!(
+        load("[[unsettled]]\nname = \"bad\"\neffect = \"x\"\nunless_variant = \"nope\"\n"),
+        "engine.toml: unsettled `bad`: unless_variant = \"nope\": the file has no variant of that name"
     );
     let unknown =
         load("[[unsettled]]\nname = \"bad\"\neffect = \"x\"\nwhen = { colour = \"red\" }\n");

@@ -554,6 +554,10 @@ pub struct UnsettledDecl {
     /// The runs the note concerns (the conditions a `[[variant]]` tests); none: every run.
     #[serde(default)]
     pub(crate) when: crate::variant::Conditions,
+    /// A `[[variant]]` of the file whose runs the note does not concern (it states what that
+    /// variant's facts replace): the note is left out where the variant applies.
+    #[serde(default)]
+    pub(crate) unless_variant: Option<String>,
 }
 
 /// Takes the `profile_run.encoder.architecture` value out of an engine file's `table`, if it

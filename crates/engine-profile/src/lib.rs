@@ -197,6 +197,19 @@ impl EngineProfile {
                 message: format!("variant `{}`: {e}", v.name),
             })?;
         }
+        for u in &facts.unsettled {
+            if let Some(v) = &u.unless_variant
+                && !variants.iter().any(|x| x.name == *v)
+            {
+                return Err(EngineError::Toml {
+                    origin: origin.to_owned(),
+                    message: format!(
+                        "unsettled `{}`: unless_variant = {v:?}: the file has no variant of that name",
+                        u.name
+                    ),
+                });
+            }
+        }
         let families = Families::from_toml(texts.families.0, texts.families.1).map_err(|e| {
             EngineError::Registry {
                 origin: texts.families.1.to_owned(),

@@ -307,10 +307,17 @@ impl EngineProfile {
         // The notes printed under a prediction are those that concern its run.
         let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
         let subject = crate::variant::Subject::of(run, &circuits);
+        let applied = self.variants_applied(stages, run)?;
         let mut kept = Vec::with_capacity(startup.unsettled.len());
         for u in std::mem::take(&mut startup.unsettled) {
-            if u.when
-                .holds(&subject, &format!("unsettled note `{}`", u.name))?
+            // A note on what a variant's facts replace does not concern the runs it applies to.
+            let replaced = u
+                .unless_variant
+                .as_ref()
+                .is_some_and(|v| applied.contains(v));
+            if !replaced
+                && u.when
+                    .holds(&subject, &format!("unsettled note `{}`", u.name))?
             {
                 kept.push(u);
             }
