@@ -1316,6 +1316,24 @@ mod tests {
             whole(&[], Some("a100-80gb")),
             "q.log: --device a100-80gb contradicts the log: total_memory=79.19GiB (line 7) is not its CUDA total"
         );
+        // The device an MoE config's file name gives (a line added to a log of the case).
+        let named = format!(
+            "{}\n(EngineCore pid=9) INFO 04-22 01:00:40 [model_executor/layers/fused_moe/fused_moe.py:1029] Using default MoE config. Performance might be sub-optimal! Config file not found at /x/E=128,N=768,device_name=NVIDIA_H100_80GB_HBM3.json",
+            log_of(qwen)
+        );
+        let o = Overrides {
+            device: Some("h200".into()),
+            ..Overrides::default()
+        };
+        assert_eq!(
+            check(&named, "n.log", &o, &sources())
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "n.log: --device h200 contradicts the log: device_name=NVIDIA_H100_80GB_HBM3 (line {}) is the h100-sxm",
+                log_of(qwen).lines().count() + 1
+            )
+        );
     }
 
     fn cases_named(name: &str) -> serde_json::Value {
