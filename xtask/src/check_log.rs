@@ -1150,6 +1150,8 @@ mod tests {
             assert_eq!(report.release, "0.10.1.1", "{name}");
             assert_eq!(report.device, "a100-80gb", "{name}");
             assert_eq!(report.line.model, "Qwen2-7B-Instruct", "{name}");
+            // The keys read whole are read as 0.10.1.1's flags (serve_flags.toml).
+            assert_eq!(report.line.ignored.join(" "), "--port 8081", "{name}");
             let set = |f: &str, v: &str, from: &str| Setting {
                 flag: f.into(),
                 value: v.into(),
@@ -1177,6 +1179,7 @@ mod tests {
                 },
                 "{name}"
             );
+            assert_eq!(report.notes.len(), 2, "{name}: {:?}", report.notes);
             assert_eq!(
                 report.notes[0],
                 "the non-default args (line 2) are cut short: read `model_tag`, `port`, `model` with its value cut; the rest is unknown",
