@@ -236,10 +236,11 @@ pub fn print(report: &Report) -> Result<(), CliError> {
         .iter()
         .map(|(from, words)| format!("{}: {from}", words.join(" ")))
         .collect();
+    // A log read whole by its own launcher table (SGLang's server_args) lists its flags.
     outln!(
         "flags     {}",
         if settings.is_empty() {
-            "(none)".to_owned()
+            list(&report.line.flags)
         } else {
             settings.join("; ")
         }
