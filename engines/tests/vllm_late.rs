@@ -1008,3 +1008,38 @@ fn gpt_oss_receive_buffers_follow_the_runner_at_pp_2() {
         assert_eq!(resident, 823_656_448 + 2 * 25_739_264 + receive, "{folder}");
     }
 }
+
+/// From 0.20 the Triton MXFP4 path is gpt-oss's alone (GptOssMxfp4Config checks
+/// `model_type == "gpt_oss"`); an MXFP4 MoE checkpoint of any other type takes Mxfp4MoEMethod,
+/// which is not modelled, and every release after 0.19 refuses it (variant
+/// `mxfp4-moe-not-gpt-oss`, inherited); 0.19, whose path takes every MXFP4 MoE checkpoint,
+/// still predicts it. The same gpt-oss-20b circuit stands in for such a checkpoint: only the
+/// model type the variant reads differs.
+#[test]
+fn an_mxfp4_moe_checkpoint_other_than_gpt_oss_is_refused_after_0_19() {
+    let m = model(GPT_OSS);
+    let other = RunSettings {
+        model: ModelFacts {
+            model_type: "not_gpt_oss".to_owned(),
+            ..m.facts.clone()
+        },
+        ..run(m, None)
+    };
+    let stages = StageCircuit::in_order(&m.circuits);
+    for &(folder, _) in FOLDERS {
+        let e = engines::profile(folder)
+            .unwrap()
+            .predict_layout(&stages, &other)
+            .unwrap_err();
+        assert!(
+            matches!(&e, EngineError::Refused { why, .. }
+                if why.ends_with("(the engine file's variant `mxfp4-moe-not-gpt-oss`)")),
+            "{folder}: {e}"
+        );
+    }
+    let s19 = engines::profile("vllm-0.19")
+        .unwrap()
+        .predict_layout(&stages, &other)
+        .unwrap();
+    assert_eq!(s19.workers[0].activation_peak, 3_081_508_864);
+}

@@ -39,6 +39,10 @@ pub(crate) struct Conditions {
     /// The language model's type is one of these.
     #[serde(default)]
     model_types: Option<Vec<String>>,
+    /// The language model's type is none of these (a path an engine keeps for some model
+    /// types only, the others taking one that is not modelled).
+    #[serde(default)]
+    not_model_types: Option<Vec<String>>,
     /// The weights are held in one of these quantization methods (`ModelFacts::quantization`).
     #[serde(default)]
     quantization: Option<Vec<String>>,
@@ -299,6 +303,9 @@ impl Conditions {
             && c.model_types
                 .as_ref()
                 .is_none_or(|t| t.contains(&model.model_type))
+            && c.not_model_types
+                .as_ref()
+                .is_none_or(|t| !t.contains(&model.model_type))
             && c.quantization
                 .as_ref()
                 .is_none_or(|q| model.quantization.as_ref().is_some_and(|m| q.contains(m)))
