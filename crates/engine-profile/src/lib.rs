@@ -79,6 +79,7 @@ pub mod file;
 mod formula;
 pub mod kv_layout;
 mod mechanisms;
+mod rotary;
 mod startup;
 mod torch_allocator;
 mod variant;

@@ -18,23 +18,7 @@ pub(crate) fn cache_rows(set: &RopeSet, model: &ModelFacts) -> Result<u64, Strin
     let max_position = model.max_position_embeddings;
     // The classes read `rope_scaling["factor"]` (0.4.x raises KeyError without it; 0.5.10 on
     // warn and take 1.0, factory.py:202 `_get_rope_param`): a set without one is refused.
-    let factor = || {
-        set.factor
-            .ok_or_else(|| format!("rope type `{}` without a factor", set.rope_type))
-    };
-    // `torch.arange(end)` of a float end has ceil(end) elements.
-    let scaled = |base: u64| -> Result<u64, String> {
-        let f = factor()?;
-        let rows = (base as f64 * f).ceil();
-        if rows.is_finite() && rows >= 1.0 && rows < u64::MAX as f64 {
-            Ok(rows as u64)
-        } else {
-            Err(format!(
-                "rope type `{}`: {base} x factor {f} rows",
-                set.rope_type
-            ))
-        }
-    };
+    let scaled = |base: u64| crate::rotary::scaled_rows(set, base);
     // Read from the rope_scaling dict alone (a top-level key is not consulted).
     let original = || {
         set.original_max_position_embeddings.ok_or_else(|| {
@@ -69,35 +53,8 @@ pub(crate) fn cache_rows(set: &RopeSet, model: &ModelFacts) -> Result<u64, Strin
 #[cfg(test)]
 mod tests {
     use super::cache_rows;
-    use model_facts::{ModelFacts, RopeScaling, RopeSet};
-
-    fn model(max_position_embeddings: u64) -> ModelFacts {
-        ModelFacts {
-            model_type: "m".to_owned(),
-            architecture: "M".to_owned(),
-            dtype: circuit_ir::Format::Bf16,
-            quantization: None,
-            max_position_embeddings,
-            rope: RopeScaling::default(),
-            rotary: Vec::new(),
-            vocab_size: 1,
-            num_attention_heads: 1,
-            attention_chunk_size: None,
-            vision_encoder: false,
-            encoder: None,
-            checkpoint_quantized: false,
-        }
-    }
-
-    fn set(rope_type: &str, factor: Option<f64>, original: Option<u64>) -> RopeSet {
-        RopeSet {
-            rope_type: rope_type.to_owned(),
-            factor,
-            factor_null: false,
-            original_max_position_embeddings: original,
-            mrope_section: false,
-        }
-    }
+    use crate::rotary::fixtures::{model, set};
+    use model_facts::RopeSet;
 
     #[test]
     fn rows_per_rope_type() {

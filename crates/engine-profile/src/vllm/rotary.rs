@@ -14,21 +14,7 @@ use model_facts::{ModelFacts, RopeSet};
 /// `max_position_embeddings` (`Err`: the rope type, not modelled).
 pub(crate) fn cache_rows(set: &RopeSet, model: &ModelFacts) -> Result<u64, String> {
     let max_position = model.max_position_embeddings;
-    // `torch.arange(end)` of a float end has ceil(end) elements.
-    let scaled = |base: u64| -> Result<u64, String> {
-        let factor = set
-            .factor
-            .ok_or_else(|| format!("rope type `{}` without a factor", set.rope_type))?;
-        let rows = (base as f64 * factor).ceil();
-        if rows.is_finite() && rows >= 1.0 && rows < u64::MAX as f64 {
-            Ok(rows as u64)
-        } else {
-            Err(format!(
-                "rope type `{}`: {base} x factor {factor} rows",
-                set.rope_type
-            ))
-        }
-    };
+    let scaled = |base: u64| crate::rotary::scaled_rows(set, base);
     // A top-level original_max_position_embeddings overwrites the set's own
     // (transformers_utils/config.py:387-405 patch_rope_parameters).
     let original = || {
@@ -92,35 +78,8 @@ pub(crate) fn cache_rows(set: &RopeSet, model: &ModelFacts) -> Result<u64, Strin
 #[cfg(test)]
 mod tests {
     use super::cache_rows;
-    use model_facts::{ModelFacts, RopeScaling, RopeSet};
-
-    fn model(max_position_embeddings: u64) -> ModelFacts {
-        ModelFacts {
-            model_type: "m".to_owned(),
-            architecture: "M".to_owned(),
-            dtype: circuit_ir::Format::Bf16,
-            quantization: None,
-            max_position_embeddings,
-            rope: RopeScaling::default(),
-            rotary: Vec::new(),
-            vocab_size: 1,
-            num_attention_heads: 1,
-            attention_chunk_size: None,
-            vision_encoder: false,
-            encoder: None,
-            checkpoint_quantized: false,
-        }
-    }
-
-    fn set(rope_type: &str, factor: Option<f64>, original: Option<u64>) -> RopeSet {
-        RopeSet {
-            rope_type: rope_type.to_owned(),
-            factor,
-            factor_null: false,
-            original_max_position_embeddings: original,
-            mrope_section: false,
-        }
-    }
+    use crate::rotary::fixtures::{model, set};
+    use model_facts::RopeSet;
 
     #[test]
     fn rows_per_rope_type() {
