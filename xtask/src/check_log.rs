@@ -28,6 +28,7 @@ use clap::Parser;
 
 use crate::CliError;
 use crate::inputs::files::{self, Input};
+use crate::inputs::flags::PlanArgs;
 use crate::inputs::log::{self, Figure, LogFormat, Py, StartupLog};
 use crate::inputs::model::{ModelSources, resolve};
 use crate::inputs::serve_line::{PlanCommand, ServeLine, read_flags};
@@ -279,6 +280,23 @@ const DEFAULTED_SETTINGS: [&str; 8] = [
     "--block-size",
     "--enforce-eager",
 ];
+
+/// The planner's arguments for the words a log gave, or the first line of clap's complaint
+/// after `what` (the log and which of its settings).
+pub(crate) fn plan_args(words: &[String], what: &str) -> Result<PlanArgs, String> {
+    PlanCommand::try_parse_from(words)
+        .map(|c| c.args)
+        .map_err(|e| {
+            let text = e.to_string();
+            format!(
+                "{what}: {}",
+                text.lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: ")
+            )
+        })
+}
 
 /// A flag's words as (flag, values): each `--flag` with the words after it up to the next.
 fn groups(words: &[String]) -> Vec<(String, Vec<String>)> {
@@ -604,18 +622,7 @@ pub fn check(
             from: from.clone(),
         });
     }
-    let plan = PlanCommand::try_parse_from(&words)
-        .map_err(|e| {
-            let text = e.to_string();
-            format!(
-                "{shown}: the run's flags: {}",
-                text.lines()
-                    .next()
-                    .unwrap_or_default()
-                    .trim_start_matches("error: ")
-            )
-        })?
-        .args;
+    let plan = plan_args(&words, &format!("{shown}: the run's flags"))?;
     let name = plan.engine.engine.clone().unwrap_or_default();
     let prediction =
         crate::engine::predict_run(&plan, &plan.engine, &name, import_options(&plan)?)?;

@@ -10,13 +10,11 @@
 //! prediction does not follow is named in a note, never dropped silently; an error is
 //! (predicted - printed) / printed from the unrounded prediction.
 
-use clap::Parser;
-
 use crate::CliError;
-use crate::check_log::{Overrides, error_percent, rank_of};
+use crate::check_log::{Overrides, error_percent, plan_args, rank_of};
 use crate::inputs::log::{self, Figure, LogFormat, Py, StartupLog};
 use crate::inputs::model::{ModelSources, resolve};
-use crate::inputs::serve_line::{PlanCommand, ServeLine, read_flags};
+use crate::inputs::serve_line::{ServeLine, read_flags};
 use crate::inputs::serve_table::{Class, ServeTable, Takes};
 use crate::inputs::sglang::is_sglang;
 use crate::render::check_log::{Predicted, Report, Row};
@@ -114,18 +112,7 @@ fn check(
         device.clone(),
     ];
     words.extend(line.flags.iter().cloned());
-    let plan = PlanCommand::try_parse_from(&words)
-        .map_err(|e| {
-            let text = e.to_string();
-            format!(
-                "{shown}: the run's settings: {}",
-                text.lines()
-                    .next()
-                    .unwrap_or_default()
-                    .trim_start_matches("error: ")
-            )
-        })?
-        .args;
+    let plan = plan_args(&words, &format!("{shown}: the run's settings"))?;
     crate::inputs::sglang::check(&plan).map_err(|e| format!("{shown}: {e}"))?;
     let name = plan.engine.engine.clone().unwrap_or_default();
     let options = crate::inputs::settings::import_options(&plan)?;
