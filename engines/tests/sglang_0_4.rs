@@ -486,3 +486,38 @@ fn a_hybrid_pool_under_a_token_cap_a_page_and_a_target() {
         .unwrap();
     assert_eq!(answers.utilization_for_target, Some(0.874));
 }
+
+#[test]
+fn replicas_share_gpus_with_pipeline_stages_until_0_5_3() {
+    // --pp-size 2 --dp-size 2: 0.5.2 starts replica 1 at GPU 1 x tp = 1
+    // (managers/data_parallel_controller.py:156) while replica 0's second stage sits at GPU
+    // 1 x tp = 1 (:241-246): refused. 0.5.3 steps by tp x pp (:212-214): replica 1 from GPU 2,
+    // 1 x 2 x 2 = 4 GPUs.
+    let pp2 = |spec: &str| {
+        let mut options = ImportOptions::default();
+        options.load = release(spec).load_rules();
+        options.parallel = Parallel {
+            tp: 1,
+            pp: 2,
+            dp: 1,
+            expert_parallel: false,
+        };
+        let config = include_str!("../../data/models/llama-3.1-8b/config.json");
+        let sharded =
+            circuit_hf::import_parallel(config, "llama-3.1-8b/config.json", &options, &[]).unwrap();
+        let (_, mut run) = llama(spec, 1, "h100-sxm");
+        run.pipeline_parallel_size = 2;
+        run.engine_flags = Some(EngineFlags::Sglang(SglangFlags {
+            dp_size: Some(2),
+            ..SglangFlags::default()
+        }));
+        let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+        predict(spec, &circuits, &run)
+    };
+    assert_eq!(
+        pp2("sglang==0.5.2").unwrap_err().to_string(),
+        "--dp-size 2: SGLang 0.5.2 starts replica r at GPU r x tp, not r x tp x pp, so with --pp-size 2 the replicas' stages share GPUs, which is not modelled"
+    );
+    let s = pp2("sglang==0.5.3").unwrap();
+    assert_eq!((detail(&s).replicas, detail(&s).gpus), (2, 4));
+}

@@ -179,6 +179,50 @@ fn llama_3_1_8b_tp2_static_pool() {
 }
 
 #[test]
+fn data_parallel_replicas_start_as_one_alone() {
+    // --dp-size 3 at TP 2: DataParallelController starts 3 TP groups on GPUs of their own
+    // (managers/data_parallel_controller.py:420-449); nothing per GPU reads dp_size without
+    // attention data parallelism, so each replica is the TP 2 start-up above: 930,008 tokens,
+    // max_running_requests = min(clamp(int(930008 / 131072 x 512) = 3632, 2048, 4096),
+    // 930008 // 2) = 3632.
+    let (circuits, run) = layout("llama-3.1-8b", 2, KvCacheDtype::Auto);
+    let one = predict(&circuits, &run).unwrap();
+    let three = predict(
+        &circuits,
+        &with_flags(
+            run.clone(),
+            SglangFlags {
+                dp_size: Some(3),
+                ..SglangFlags::default()
+            },
+        ),
+    )
+    .unwrap();
+    let (d1, d3) = (detail(&one), detail(&three));
+    assert_eq!(three.workers, one.workers);
+    assert_eq!(d3.workers, d1.workers);
+    assert_eq!(three.kv_cache_tokens, 930_008);
+    assert_eq!(d3.max_running_requests, 3632);
+    assert_eq!((d1.replicas, d1.gpus), (1, 2));
+    // 2 x 1 x 3 = 6 GPUs; over the replicas 3 x 930,008 = 2,790,024 tokens and 3 x 3632 =
+    // 10,896 running requests.
+    assert_eq!((d3.replicas, d3.gpus), (3, 6));
+    assert_eq!(d3.replicas_total_tokens, 2_790_024);
+    assert_eq!(d3.replicas_running_requests, 10_896);
+    let zero = with_flags(
+        run,
+        SglangFlags {
+            dp_size: Some(0),
+            ..SglangFlags::default()
+        },
+    );
+    assert_eq!(
+        predict(&circuits, &zero).unwrap_err().to_string(),
+        "--dp-size 0: SGLang starts no replica; give 1 or more"
+    );
+}
+
+#[test]
 fn deepseek_v2_lite_mla_pool() {
     let (circuits, run) = layout("deepseek-v2-lite", 1, KvCacheDtype::Auto);
     let s = predict(&circuits, &run).unwrap();

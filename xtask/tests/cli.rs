@@ -1376,6 +1376,40 @@ fn sglang_prints_its_start_up_side_by_side_and_across_devices() {
     );
 }
 
+/// Issue 31: `--dp-size N` on an SGLang line runs N replicas of TP x PP GPUs each, every one
+/// starting as one alone does (engines/tests/sglang_0_5_23.rs derives the figures): the
+/// output says the replicas, the GPUs and the totals over the replicas.
+#[test]
+fn sglang_data_parallel_replicas_are_said_with_their_totals() {
+    let line = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 2 --dp-size 3";
+    let o = xtask(&["plan", "--format", "json", "--", line]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let d = &j["engine"]["sglang"];
+    // Each replica: TP 2's 930,008 tokens and 3632 running requests; 2 x 3 = 6 GPUs, 3 x
+    // 930,008 = 2,790,024 tokens and 3 x 3632 = 10,896 requests over the replicas.
+    assert_eq!(j["engine"]["kv_cache_tokens"], 930_008);
+    assert_eq!(
+        (&d["dp_size"], &d["gpus"]),
+        (&serde_json::json!(3), &serde_json::json!(6))
+    );
+    assert_eq!(d["max_total_num_tokens_over_replicas"], 2_790_024);
+    assert_eq!(d["max_running_requests_over_replicas"], 10_896);
+    let o = xtask(&["plan", "--", line]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.lines().any(|l| l
+            == "replicas  --dp-size 3: 6 GPUs, tp 2 x pp 1 each; every replica starts as the one below (SGLang prints each replica's figures)"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l
+            == "over the 3 replicas: max_total_num_tokens 2790024, max_running_requests 10896"),
+        "{text}"
+    );
+}
+
 /// Issue 31 item 3: SGLang's start-up in CSV (a line per worker) and JSON lines (`run`,
 /// `worker`, `summary`), vLLM's shapes, with vLLM's column names where the quantity is the
 /// same; read from a pasted launcher line.
@@ -1388,7 +1422,7 @@ fn sglang_prints_its_start_up_as_csv_and_json_lines() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "engine,device,tp_size,pp_size,mem_fraction_static,context_length,chunked_prefill_size,max_running_requests,max_total_tokens,page_size,cuda_graph_max_bs,kv_cache_dtype,dtype,rank,tp_rank,pp_stage,weights,kv_cache,kv_blocks,kv_block_bytes,k_size,v_size,req_to_token,left_for_activations_and_graphs,kv_cache_tokens,max_concurrency,starts,reason,max_total_num_tokens,max_running_requests,context_len,chunked_prefill_size,largest_context_length,smallest_tp,mem_fraction_static_for_target"
+        "engine,device,tp_size,pp_size,dp_size,mem_fraction_static,context_length,chunked_prefill_size,max_running_requests,max_total_tokens,page_size,cuda_graph_max_bs,kv_cache_dtype,dtype,rank,tp_rank,pp_stage,weights,kv_cache,kv_blocks,kv_block_bytes,k_size,v_size,req_to_token,left_for_activations_and_graphs,kv_cache_tokens,max_concurrency,starts,reason,max_total_num_tokens,max_running_requests,context_len,chunked_prefill_size,largest_context_length,smallest_tp,mem_fraction_static_for_target"
     );
     assert_eq!(lines.len(), 3);
     let row: Vec<&str> = lines[2].split(',').collect();

@@ -28,9 +28,10 @@ pub struct SglangArgs {
     pub pp_size: Option<u64>,
 
     /// With --engine sglang: data-parallel replicas (SGLang's --dp-size). Each replica is a
-    /// TP group of its own, predicted alone: only 1 is taken.
+    /// TP x PP group of GPUs of its own that starts as one alone does; the output says the
+    /// replicas, the GPUs and the totals over the replicas.
     ///
-    /// Example: --dp-size 1
+    /// Example: --dp-size 2
     #[arg(long, value_name = "N")]
     pub dp_size: Option<u64>,
 
@@ -169,11 +170,27 @@ pub fn check(args: &PlanArgs) -> Result<(), CliError> {
         )
         .into());
     }
+    // A replica starts as one alone does (apply's comment): where the answer is one GPU's
+    // start-up or a TP size, the replicas would change nothing.
+    if any_sglang && let Some(dp) = s.dp_size.filter(|&dp| dp > 1) {
+        if !only_sglang {
+            return Err(format!(
+                "--dp-size {dp} with two engines: the columns compare one replica's start-up, which --dp-size does not change; drop --dp-size"
+            )
+            .into());
+        }
+        if args.engine.devices.is_some() {
+            return Err(format!(
+                "--dp-size {dp} with --devices: the table finds the smallest --tp-size of one replica, which --dp-size does not change; drop --dp-size"
+            )
+            .into());
+        }
+    }
     if !only_sglang {
         return Ok(());
     }
     let e = &args.engine;
-    let vllm_own: [(bool, &str, &str); 11] = [
+    let vllm_own: [(bool, &str, &str); 12] = [
         (
             e.gpu_memory_utilization.is_some(),
             "--gpu-memory-utilization",
@@ -221,6 +238,11 @@ pub fn check(args: &PlanArgs) -> Result<(), CliError> {
             "--enable-expert-parallel",
             "--ep-size",
         ),
+        (
+            args.parallel.data_parallel_size != 1,
+            "--data-parallel-size",
+            "--dp-size (replicas, each a TP group of its own)",
+        ),
     ];
     if let Some((_, flag, theirs)) = vllm_own.iter().find(|(set, _, _)| *set) {
         return Err(
@@ -242,12 +264,6 @@ pub fn apply(
     mut run: engine_profile::RunSettings,
 ) -> Result<engine_profile::RunSettings, CliError> {
     let s = &args.sglang;
-    if let Some(dp) = s.dp_size.filter(|&dp| dp != 1) {
-        return Err(format!(
-            "--dp-size {dp}: SGLang runs {dp} replicas, each a TP group of its own; give --dp-size 1 to predict one replica"
-        )
-        .into());
-    }
     if let Some(ep) = s.ep_size.filter(|&ep| ep != 1) {
         return Err(format!(
             "--ep-size {ep}: SGLang's expert parallelism (experts split over {ep} ranks, all-to-all buffers) is not modelled; give --ep-size 1"
@@ -267,6 +283,7 @@ pub fn apply(
         mem_fraction_static: s.mem_fraction_static,
         max_total_tokens: s.max_total_tokens,
         cuda_graph_max_bs: s.cuda_graph_max_bs,
+        dp_size: s.dp_size,
     }));
     Ok(run)
 }
@@ -400,13 +417,39 @@ mod tests {
                 mem_fraction_static: None,
                 max_total_tokens: Some(100_000),
                 cuda_graph_max_bs: None,
+                dp_size: None,
             }))
         );
+        // --dp-size reaches the engine profile, which says the replicas; vLLM's flag and the
+        // modes where the replicas would change nothing are refused in one line.
         let dp = plan(&["--engine", "sglang", "--dp-size", "2"]);
-        let e = apply(&dp, run).unwrap_err().to_string();
+        check(&dp).unwrap();
+        let run = apply(&dp, run).unwrap();
         assert_eq!(
-            e,
-            "--dp-size 2: SGLang runs 2 replicas, each a TP group of its own; give --dp-size 1 to predict one replica"
+            run.engine_flags,
+            Some(EngineFlags::Sglang(SglangFlags {
+                dp_size: Some(2),
+                ..SglangFlags::default()
+            }))
+        );
+        assert_eq!(
+            refusal(&["--engine", "sglang", "--data-parallel-size", "2"]),
+            "--data-parallel-size is vLLM's flag; with --engine sglang SGLang's is --dp-size (replicas, each a TP group of its own)"
+        );
+        assert_eq!(
+            refusal(&["--engine", "vllm,sglang", "--dp-size", "2"]),
+            "--dp-size 2 with two engines: the columns compare one replica's start-up, which --dp-size does not change; drop --dp-size"
+        );
+        assert_eq!(
+            refusal(&[
+                "--engine",
+                "sglang",
+                "--dp-size",
+                "2",
+                "--devices",
+                "h100-sxm"
+            ]),
+            "--dp-size 2 with --devices: the table finds the smallest --tp-size of one replica, which --dp-size does not change; drop --dp-size"
         );
     }
 
@@ -500,13 +543,14 @@ mod tests {
             e("python -m sglang.launch_server --port 30000"),
             "the serve line: the line names no model and SGLang 0.5.23 has no default"
         );
+        // `--dp-size 2` is taken; with attention data parallelism
+        // it stays refused.
+        let dp = read("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --dp-size 2").unwrap();
+        assert_eq!(dp.sglang.dp_size, Some(2));
+        assert!(check(&dp).and_then(|()| apply_layout_check(&dp)).is_ok());
         assert_eq!(
-            read("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --dp-size 2")
-                .map(|a| check(&a).and_then(|()| apply_layout_check(&a)))
-                .unwrap()
-                .unwrap_err()
-                .to_string(),
-            "--dp-size 2: SGLang runs 2 replicas, each a TP group of its own; give --dp-size 1 to predict one replica"
+            e("python -m sglang.launch_server --model-path m --dp-size 2 --enable-dp-attention"),
+            "the serve line: `--enable-dp-attention` is refused: this parallel or overlap scheme's buffers and sharding are not modelled (SGLang 0.5.23, server_args.py:419)"
         );
         // The release is named as for vLLM, before `--` (a line names none: the newest reads
         // it, as above); that release reads the line and predicts it.

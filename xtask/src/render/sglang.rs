@@ -41,6 +41,15 @@ pub fn print_table(
         d.gpu_mib,
         gib(s.device_total)
     );
+    if d.replicas > 1 {
+        outln!(
+            "replicas  --dp-size {}: {} GPUs, tp {} x pp {} each; every replica starts as the one below (SGLang prints each replica's figures)",
+            d.replicas,
+            d.gpus,
+            s.workers.iter().filter(|w| w.pp_stage == 0).count(),
+            s.workers.iter().map(|w| w.pp_stage).max().unwrap_or(0) + 1
+        );
+    }
     outln!(
         "run       context_len {}, chunked_prefill_size {}, page_size {}, quantization {quantization}",
         d.context_len,
@@ -141,6 +150,14 @@ pub fn print_table(
         d.max_running_requests,
         d.context_len
     );
+    if d.replicas > 1 {
+        outln!(
+            "over the {} replicas: max_total_num_tokens {}, max_running_requests {}",
+            d.replicas,
+            d.replicas_total_tokens,
+            d.replicas_running_requests
+        );
+    }
     outln!("{}", graphs(d));
     match &d.refusal {
         None => outln!("verdict   starts"),
@@ -232,6 +249,10 @@ pub fn json(s: &Startup, d: &SglangStartup) -> serde_json::Value {
                 "decode_cuda_graph_bs": d.decode_graph_sizes,
                 "prefill_cuda_graph_tokens": d.prefill_graph_sizes,
                 "communicator_bound": d.communicator_bound,
+                "dp_size": d.replicas,
+                "gpus": d.gpus,
+                "max_total_num_tokens_over_replicas": d.replicas_total_tokens,
+                "max_running_requests_over_replicas": d.replicas_running_requests,
                 "error": d.refusal,
             },
         }
@@ -405,6 +426,7 @@ pub fn inputs(args: &PlanArgs, d: &SglangStartup, s: &Startup) -> Vec<Setting> {
             serde_json::json!(pp),
             from(&["pp_size", "pipeline_parallel_size"]),
         ),
+        one("dp_size", serde_json::json!(d.replicas), from(&["dp_size"])),
         one(
             "mem_fraction_static",
             serde_json::json!(d.mem_fraction_static),

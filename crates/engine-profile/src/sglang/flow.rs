@@ -497,6 +497,10 @@ pub struct FlagsDecl {
     /// What `--cuda-graph-max-bs` does: `decode` (sets the decode max batch size) or a message
     /// saying why the release refuses it.
     pub cuda_graph_max_bs: String,
+    /// Where DataParallelController starts each `--dp-size` replica: `tp_pp` (replica r from
+    /// GPU r x tp x pp, its stages on GPUs of their own) or `tp` (from GPU r x tp, so with
+    /// `--pp-size` above 1 the replicas' stages share GPUs: refused).
+    pub dp_replica_stride: String,
 }
 
 /// SGLang's messages ({mfs}, {minimum}, {suggested}, {context}, {derived} filled in).
@@ -565,6 +569,8 @@ pub(crate) struct FlowFacts {
     pub(crate) refuse: Vec<RefuseDecl>,
     /// None: `--cuda-graph-max-bs` sets the decode max batch size; else why it is refused.
     pub(crate) cuda_graph_max_bs_refused: Option<String>,
+    /// Whether each `--dp-size` replica's first GPU steps by tp x pp (else by tp).
+    pub(crate) dp_stride_covers_pp: bool,
     pub(crate) messages: MessagesDecl,
 }
 
@@ -618,6 +624,15 @@ impl FlowFacts {
         let refused = match decl.flags.cuda_graph_max_bs.as_str() {
             "decode" => None,
             why => Some(why.to_owned()),
+        };
+        let dp_stride_covers_pp = match decl.flags.dp_replica_stride.as_str() {
+            "tp_pp" => true,
+            "tp" => false,
+            other => {
+                return Err(bad(format!(
+                    "startup.sglang.flags.dp_replica_stride: `{other}`: expected tp_pp or tp"
+                )));
+            }
         };
         Ok(FlowFacts {
             free: decl.free_memory.clone(),
@@ -740,6 +755,7 @@ impl FlowFacts {
             longer_context_allowed: decl.longer_context_allowed,
             refuse: decl.refuse.clone(),
             cuda_graph_max_bs_refused: refused,
+            dp_stride_covers_pp,
             messages: decl.messages.clone(),
         })
     }

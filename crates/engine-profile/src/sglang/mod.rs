@@ -39,6 +39,9 @@ pub struct SglangFlags {
     pub max_total_tokens: Option<u64>,
     /// `--cuda-graph-max-bs`: the largest decode batch captured.
     pub cuda_graph_max_bs: Option<u64>,
+    /// `--dp-size` without attention data parallelism: replicas, each a TP x PP group of
+    /// GPUs of its own that starts as one alone does (None: 1).
+    pub dp_size: Option<u64>,
 }
 
 /// What SGLang's start-up computes beyond the generic `Startup`.
@@ -90,6 +93,15 @@ pub struct SglangStartup {
     pub workers: Vec<SglangWorker>,
     /// The error SGLang raises, as it prints it (None: it starts).
     pub refusal: Option<String>,
+    /// `--dp-size`: the replicas, each starting as this one does (each scheduler prints its
+    /// own figures, so the ones above are one replica's).
+    pub replicas: u64,
+    /// The GPUs the start-up takes: tp x pp x replicas.
+    pub gpus: u64,
+    /// `max_total_num_tokens` over the replicas (SGLang prints it per replica).
+    pub replicas_total_tokens: u64,
+    /// `max_running_requests` over the replicas (each scheduler runs its own).
+    pub replicas_running_requests: u64,
     /// The bound on the free memory's assumed communicator bytes (world > 1), bytes: the
     /// prediction moves by up to mem_fraction_static x this.
     pub communicator_bound: u64,

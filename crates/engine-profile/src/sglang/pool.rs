@@ -120,6 +120,10 @@ pub(crate) fn predict(
         .tp
         .checked_mul(settled.pp)
         .ok_or_else(|| overflow("world size"))?;
+    let replicas = data_parallel_replicas(profile, flow, &flags, settled.pp)?;
+    let gpus = world
+        .checked_mul(replicas)
+        .ok_or_else(|| overflow("GPUs (tp x pp x dp)"))?;
     let device_total = crate::cuda_total(&run.device)?;
     let f = &flow.free;
     let held = if world > 1 {
@@ -515,6 +519,14 @@ pub(crate) fn predict(
         mla: settled.mla,
         workers: details,
         refusal,
+        replicas,
+        gpus,
+        replicas_total_tokens: tokens
+            .checked_mul(replicas)
+            .ok_or_else(|| overflow("max_total_num_tokens over the replicas"))?,
+        replicas_running_requests: running
+            .checked_mul(replicas)
+            .ok_or_else(|| overflow("max_running_requests over the replicas"))?,
         communicator_bound: if world > 1 {
             f.communicator_bound_bytes
         } else {
@@ -587,6 +599,44 @@ fn flags_of(run: &RunSettings) -> Result<SglangFlags, EngineError> {
         None => SglangFlags::default(),
         Some(EngineFlags::Sglang(f)) => f.clone(),
     })
+}
+
+/// `--dp-size` without attention data parallelism: the replicas. DataParallelController
+/// starts one scheduler group per replica on GPUs of its own (0.5.23
+/// managers/data_parallel_controller.py:420-449 launch_dp_schedulers, each replica's first GPU
+/// stepping by tp x pp x gpu_id_step), each with the same server_args: no per-GPU default
+/// reads dp_size unless attention data parallelism is on (arg_groups/memory_hook.py:363-378
+/// adds max_bs x attn_dp_size x 3 MB only then; model_executor/pool_configurator.py:954-956
+/// and 0.4.6 managers/tp_worker.py:111-116 divide --max-running-requests by the attention DP
+/// size only, 1 without it; 0.4.6
+/// server_args.py:289-296 and 0.5.9 server_args.py:2108-2117 divide chunked_prefill_size only
+/// then), and each replica's world (its communicators, the free memory's reduction) is its own
+/// tp x pp, so a replica starts as one alone does. Releases up to 0.5.2 step the first GPU by
+/// tp only (0.5.2 data_parallel_controller.py:156, while its stages sit pp_rank x tp above it,
+/// :241-246): with pp above 1 two replicas' stages share GPUs, which is refused.
+fn data_parallel_replicas(
+    profile: &EngineProfile,
+    flow: &FlowFacts,
+    flags: &SglangFlags,
+    pp: u64,
+) -> Result<u64, EngineError> {
+    let replicas = flags.dp_size.unwrap_or(1);
+    let refused = |why: String| EngineError::FlagRefused {
+        flag: format!("--dp-size {replicas}"),
+        why,
+    };
+    if replicas == 0 {
+        return Err(refused(
+            "SGLang starts no replica; give 1 or more".to_owned(),
+        ));
+    }
+    if replicas > 1 && pp > 1 && !flow.dp_stride_covers_pp {
+        return Err(refused(format!(
+            "SGLang {} starts replica r at GPU r x tp, not r x tp x pp, so with --pp-size {pp} the replicas' stages share GPUs, which is not modelled",
+            profile.version()
+        )));
+    }
+    Ok(replicas)
 }
 
 /// Refuses what SGLang sizes in a way not modelled here.
