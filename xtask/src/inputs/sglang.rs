@@ -552,6 +552,13 @@ mod tests {
             e("python -m sglang.launch_server --model-path m --dp-size 2 --enable-dp-attention"),
             "the serve line: `--enable-dp-attention` is refused: this parallel or overlap scheme's buffers and sharding are not modelled (SGLang 0.5.23, server_args.py:419)"
         );
+        // A launch over several nodes is refused (SGLang refuses DP replicas across nodes);
+        // `--nnodes 1` is the default and changes nothing.
+        assert_eq!(
+            e("python -m sglang.launch_server --model-path m --tp 16 --nnodes 2 --node-rank 0"),
+            "the serve line: `--nnodes 2` is refused: a launch over several nodes is not modelled (SGLang then asserts that the GPUs divide among the nodes and refuses data-parallel replicas across nodes: 0.5.23 arg_groups/validation_hook.py:179, 199; 0.4.6 server_args.py:1222-1227) (SGLang 0.5.23, arg_groups/fields/parallel.py:43)"
+        );
+        assert!(read("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --nnodes 1").is_ok());
         // The release is named as for vLLM, before `--` (a line names none: the newest reads
         // it, as above); that release reads the line and predicts it.
         let engine_of = |before: &[&str]| {
