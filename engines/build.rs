@@ -27,8 +27,11 @@ fn main() {
         println!("cargo::rerun-if-changed={}", dir.display());
         let file = |f: &str| {
             let path = dir.join(f);
-            println!("cargo::rerun-if-changed={}", path.display());
+            // A missing optional file is not watched: cargo takes a watched path that does not
+            // exist as changed and would rerun this script on every build; one added later is
+            // seen through the folder, which cargo scans whole.
             if path.is_file() {
+                println!("cargo::rerun-if-changed={}", path.display());
                 format!("Some(include_str!({:?}))", path.display().to_string())
             } else {
                 "None".to_owned()
