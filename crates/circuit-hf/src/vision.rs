@@ -529,52 +529,17 @@ pub(crate) fn siglip_gemma3(
     let positions = side.checked_mul(side).ok_or_else(too_large)?;
     let three = hidden.checked_mul(3).ok_or_else(too_large)?;
     let v = "vision_tower.vision_model";
-    let mut once = vec![
-        // A convolution, not a linear: no format quantizes it.
-        held(
-            "conv",
-            format!("{v}.embeddings.patch_embedding.weight"),
-            &[hidden, channels, patch, patch],
-        ),
-        held(
-            "conv",
-            format!("{v}.embeddings.patch_embedding.bias"),
-            &[hidden],
-        ),
-        held(
-            "embed",
-            format!("{v}.embeddings.position_embedding.weight"),
-            &[positions, hidden],
-        ),
+    let mut once = Vec::from(siglip_stem(v, hidden, channels, patch, positions));
+    once.extend([
         held(
             "layer_norm",
             format!("{v}.post_layernorm.weight"),
             &[hidden],
         ),
         held("layer_norm", format!("{v}.post_layernorm.bias"), &[hidden]),
-    ];
+    ]);
     if use_head {
-        let h = format!("{v}.head");
-        once.extend([
-            held("embed", format!("{h}.probe"), &[1, 1, hidden]),
-            held(
-                "linear",
-                format!("{h}.attention.in_proj_weight"),
-                &[three, hidden],
-            ),
-            held("linear", format!("{h}.attention.in_proj_bias"), &[three]),
-            held(
-                "linear",
-                format!("{h}.attention.out_proj.weight"),
-                &[hidden, hidden],
-            ),
-            held("linear", format!("{h}.attention.out_proj.bias"), &[hidden]),
-            held("layer_norm", format!("{h}.layernorm.weight"), &[hidden]),
-            held("layer_norm", format!("{h}.layernorm.bias"), &[hidden]),
-        ]);
-        // The pooling head's attention is a torch.nn.MultiheadAttention (whole on every
-        // rank), its MLP a SiglipMLP (siglip.py).
-        once.extend(mlp(&format!("{h}.mlp"), hidden, ffn));
+        once.extend(siglip_head(v, hidden, three, ffn));
     }
     // The projector's weight is `[vision hidden, text hidden]` and applied as `x @ w`, so it
     // is stored unlike a linear's `[out, in]`; it is held as a plain tensor (no format
@@ -1135,15 +1100,55 @@ const CLIP_KEYS: &[(&str, Role)] = &[
     ("dtype", Role::Ignored),
 ];
 
-/// LLaVA's CLIP vision tower (`CLIPVisionModel`, `modeling_clip.py`) and its
-/// `multi_modal_projector` (`LlavaMultiModalProjector`) into a language model of
-/// `text_hidden`: the class embedding, a bias-free convolution patch embedding, a position
-/// embedding per patch and the class token, the LayerNorm `pre_layrnorm` (sic), encoder layers
-/// of two LayerNorms, biased q/k/v/out projections and a biased two-layer MLP, the
-/// `post_layernorm`; then `linear_1` `[text_hidden, hidden x feature layers]` and `linear_2`,
-/// biased unless `multimodal_projector_bias` is false. The checkpoint stores every encoder
-/// layer, although the features come from `vision_feature_layer` (-2 by default). Names as
-/// the published checkpoints store them (`vision_tower.vision_model.*`).
+/// A SigLIP tower's stem: the patch convolution with its bias and `positions` position
+/// embeddings (`v` the tower's tensor prefix).
+fn siglip_stem(v: &str, hidden: u64, channels: u64, patch: u64, positions: u64) -> [Held; 3] {
+    [
+        // A convolution, not a linear: no format quantizes it.
+        held(
+            "conv",
+            format!("{v}.embeddings.patch_embedding.weight"),
+            &[hidden, channels, patch, patch],
+        ),
+        held(
+            "conv",
+            format!("{v}.embeddings.patch_embedding.bias"),
+            &[hidden],
+        ),
+        held(
+            "embed",
+            format!("{v}.embeddings.position_embedding.weight"),
+            &[positions, hidden],
+        ),
+    ]
+}
+
+/// A SigLIP tower's pooling head (`{v}.head`): the probe, a torch.nn.MultiheadAttention
+/// (whole on every rank; `three` = 3 x hidden, its packed in-projection), the norm and a
+/// SiglipMLP (siglip.py).
+fn siglip_head(v: &str, hidden: u64, three: u64, ffn: u64) -> Vec<Held> {
+    let h = format!("{v}.head");
+    let mut head = vec![
+        held("embed", format!("{h}.probe"), &[1, 1, hidden]),
+        held(
+            "linear",
+            format!("{h}.attention.in_proj_weight"),
+            &[three, hidden],
+        ),
+        held("linear", format!("{h}.attention.in_proj_bias"), &[three]),
+        held(
+            "linear",
+            format!("{h}.attention.out_proj.weight"),
+            &[hidden, hidden],
+        ),
+        held("linear", format!("{h}.attention.out_proj.bias"), &[hidden]),
+        held("layer_norm", format!("{h}.layernorm.weight"), &[hidden]),
+        held("layer_norm", format!("{h}.layernorm.bias"), &[hidden]),
+    ];
+    head.extend(mlp(&format!("{h}.mlp"), hidden, ffn));
+    head
+}
+
 /// A CLIP tower's stem: the class embedding, the patch convolution, `positions` position
 /// embeddings and the pre-norm (`v` the tower's tensor prefix).
 fn clip_stem(v: &str, hidden: u64, channels: u64, patch: u64, positions: u64) -> [Held; 5] {
@@ -1169,6 +1174,15 @@ fn clip_stem(v: &str, hidden: u64, channels: u64, patch: u64, positions: u64) ->
     ]
 }
 
+/// LLaVA's CLIP vision tower (`CLIPVisionModel`, `modeling_clip.py`) and its
+/// `multi_modal_projector` (`LlavaMultiModalProjector`) into a language model of
+/// `text_hidden`: the class embedding, a bias-free convolution patch embedding, a position
+/// embedding per patch and the class token, the LayerNorm `pre_layrnorm` (sic), encoder layers
+/// of two LayerNorms, biased q/k/v/out projections and a biased two-layer MLP, the
+/// `post_layernorm`; then `linear_1` `[text_hidden, hidden x feature layers]` and `linear_2`,
+/// biased unless `multimodal_projector_bias` is false. The checkpoint stores every encoder
+/// layer, although the features come from `vision_feature_layer` (-2 by default). Names as
+/// the published checkpoints store them (`vision_tower.vision_model.*`).
 pub(crate) fn clip_llava(
     origin: &str,
     map: &Map<String, Value>,
@@ -1412,50 +1426,12 @@ pub(crate) fn clip_or_siglip_llava_next(
         format!("{v}.post_layernorm.bias"),
     ];
     if siglip {
-        once.extend([
-            // A convolution, not a linear: no format quantizes it.
-            held(
-                "conv",
-                format!("{v}.embeddings.patch_embedding.weight"),
-                &[hidden, channels, patch, patch],
-            ),
-            held(
-                "conv",
-                format!("{v}.embeddings.patch_embedding.bias"),
-                &[hidden],
-            ),
-            held(
-                "embed",
-                format!("{v}.embeddings.position_embedding.weight"),
-                &[rows, hidden],
-            ),
-        ]);
+        once.extend(siglip_stem(v, hidden, channels, patch, rows));
         // transformers' SiglipVisionTransformer builds the pooling head unless the config
         // says `vision_use_head: false`, so the checkpoint stores it.
         if r.flag_or("vision_use_head", true)? {
-            let h = format!("{v}.head");
             let three = hidden.checked_mul(3).ok_or_else(too_large)?;
-            let head = vec![
-                held("embed", format!("{h}.probe"), &[1, 1, hidden]),
-                held(
-                    "linear",
-                    format!("{h}.attention.in_proj_weight"),
-                    &[three, hidden],
-                ),
-                held("linear", format!("{h}.attention.in_proj_bias"), &[three]),
-                held(
-                    "linear",
-                    format!("{h}.attention.out_proj.weight"),
-                    &[hidden, hidden],
-                ),
-                held("linear", format!("{h}.attention.out_proj.bias"), &[hidden]),
-                held("layer_norm", format!("{h}.layernorm.weight"), &[hidden]),
-                held("layer_norm", format!("{h}.layernorm.bias"), &[hidden]),
-            ];
-            let head: Vec<Held> = head
-                .into_iter()
-                .chain(mlp(&format!("{h}.mlp"), hidden, ffn))
-                .collect();
+            let head = siglip_head(v, hidden, three, ffn);
             unread.extend(head.iter().map(|t| t.tensor.clone()));
             once.extend(head);
         }
