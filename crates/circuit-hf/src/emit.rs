@@ -1298,16 +1298,40 @@ fn fused_experts_mlp(block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
     (block, "moe_out")
 }
 
-/// Llama 4's sparse MLP (`Llama4TextMoe`): a router without bias whose top-k scores go through
-/// a sigmoid and scale each routed token before the experts, the experts' gate-up and down
-/// projections each one tensor for all experts (`[experts, hidden, 2 x ffn]`,
-/// `[experts, ffn, hidden]`), and the shared expert, an MLP of the same width, added to the
-/// routed output.
 /// Qwen3-VL-MoE's sparse MLP (`MoeNames::FusedMlp`): the router `mlp.gate` and the routed
 /// experts as one `mlp.experts.gate_up_proj` `[experts, hidden, 2 x moe_ffn]` and one
 /// `mlp.experts.down_proj` `[experts, moe_ffn, hidden]`, combined without a shared expert.
 fn fused_mlp_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
     let m = format!("{p}.mlp");
+    let block = fused_experts(arch, block, &m, "gate").node(
+        NodeDecl::new("moe_combine", "moe_combine")
+            .reads(["expert_out", "topk_w", "topk_ids"])
+            .writes(out("moe_out", "hidden")),
+    );
+    (block, "moe_out")
+}
+
+/// Llama 4's sparse MLP (`Llama4TextMoe`): a router without bias whose top-k scores go through
+/// a sigmoid and scale each routed token before the experts, the experts' gate-up and down
+/// projections each one tensor for all experts (`[experts, hidden, 2 x ffn]`,
+/// `[experts, ffn, hidden]`), and the shared expert, an MLP of the same width, added to the
+/// routed output.
+fn llama4_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
+    let f = format!("{p}.feed_forward");
+    let block = fused_experts(arch, block, &f, "router");
+    let block = shared_mlp(block, &format!("{f}.shared_expert"), arch.act.op(), false).node(
+        NodeDecl::new("moe_combine", "moe_combine")
+            .reads(["expert_out", "topk_w", "topk_ids", "shared_out"])
+            .writes(out("moe_out", "hidden")),
+    );
+    (block, "moe_out")
+}
+
+/// The routed part of an MoE whose experts are stored fused, one tensor per projection for all
+/// experts (`{m}.experts.gate_up_proj` `[experts, hidden, 2 x ffn]`, `{m}.experts.down_proj`):
+/// the bias-free router `{m}.{router}.weight`, the top-k, the experts' gate-up, activation and
+/// down, up to `expert_out` (the caller combines it).
+fn fused_experts(arch: &Arch, block: BlockDecl, m: &str, router: &str) -> BlockDecl {
     let act = arch.act.op();
     let expert_w = |shape: [&str; 2], tensor: &str| {
         WeightDecl::new("w", shape, "bf16")
@@ -1315,14 +1339,14 @@ fn fused_mlp_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static
             .count("local_experts")
     };
     let rows = "n * experts_per_tok";
-    let block = block
+    block
         .node(
             NodeDecl::new("router", "router")
                 .reads(["hn"])
                 .writes(OutDecl::new("router_logits", "n", "experts", "bf16"))
                 .weight(
                     WeightDecl::new("w", ["experts", "hidden"], "bf16")
-                        .tensor(format!("{m}.gate.weight")),
+                        .tensor(format!("{m}.{router}.weight")),
                 ),
         )
         .node(top_k())
@@ -1343,55 +1367,4 @@ fn fused_mlp_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static
                 .writes(OutDecl::new("expert_out", rows, "hidden", "bf16"))
                 .weight(expert_w(["moe_ffn", "hidden"], "down_proj")),
         )
-        .node(
-            NodeDecl::new("moe_combine", "moe_combine")
-                .reads(["expert_out", "topk_w", "topk_ids"])
-                .writes(out("moe_out", "hidden")),
-        );
-    (block, "moe_out")
-}
-
-fn llama4_moe(arch: &Arch, block: BlockDecl, p: &str) -> (BlockDecl, &'static str) {
-    let f = format!("{p}.feed_forward");
-    let act = arch.act.op();
-    let expert_w = |shape: [&str; 2], tensor: &str| {
-        WeightDecl::new("w", shape, "bf16")
-            .tensor(format!("{f}.experts.{tensor}"))
-            .count("local_experts")
-    };
-    let rows = "n * experts_per_tok";
-    let block = block
-        .node(
-            NodeDecl::new("router", "router")
-                .reads(["hn"])
-                .writes(OutDecl::new("router_logits", "n", "experts", "bf16"))
-                .weight(
-                    WeightDecl::new("w", ["experts", "hidden"], "bf16")
-                        .tensor(format!("{f}.router.weight")),
-                ),
-        )
-        .node(top_k())
-        .node(
-            NodeDecl::new("experts_gate_up", "expert_linear")
-                .reads(["hn", "topk_ids"])
-                .writes(OutDecl::new("expert_h", rows, "2 * moe_ffn", "bf16"))
-                .weight(expert_w(["hidden", "2 * moe_ffn"], "gate_up_proj")),
-        )
-        .node(
-            NodeDecl::new("experts_act", act)
-                .reads(["expert_h"])
-                .writes(OutDecl::new("expert_act", rows, "moe_ffn", "bf16")),
-        )
-        .node(
-            NodeDecl::new("experts_down", "expert_linear")
-                .reads(["expert_act", "topk_ids"])
-                .writes(OutDecl::new("expert_out", rows, "hidden", "bf16"))
-                .weight(expert_w(["moe_ffn", "hidden"], "down_proj")),
-        );
-    let block = shared_mlp(block, &format!("{f}.shared_expert"), act, false).node(
-        NodeDecl::new("moe_combine", "moe_combine")
-            .reads(["expert_out", "topk_w", "topk_ids", "shared_out"])
-            .writes(out("moe_out", "hidden")),
-    );
-    (block, "moe_out")
 }
