@@ -373,25 +373,12 @@ impl EngineProfile {
         stages: &[StageCircuit<'_>],
         run: &RunSettings,
     ) -> Result<Settled, EngineError> {
-        let (tp, pp) = (run.tensor_parallel_size, run.pipeline_parallel_size);
-        if tp == 0 || pp == 0 {
-            return Err(EngineError::BadSetting {
-                what: "tensor_parallel_size / pipeline_parallel_size",
-                value: format!("{tp} / {pp}"),
-                why: "must be at least 1",
-            });
-        }
-        let in_order = stages.iter().enumerate().all(|(i, s)| s.stage == i as u64);
-        if stages.len() as u64 != pp || !in_order {
-            return Err(EngineError::BadSetting {
-                what: "stage circuits",
-                value: format!(
-                    "stages {:?}",
-                    stages.iter().map(|s| s.stage).collect::<Vec<_>>()
-                ),
-                why: "one circuit per pipeline stage, stages 0..pipeline_parallel_size in order",
-            });
-        }
+        let (tp, pp) = checked_layout(
+            stages,
+            run,
+            "tensor_parallel_size / pipeline_parallel_size",
+            "one circuit per pipeline stage, stages 0..pipeline_parallel_size in order",
+        )?;
         let utilization = run
             .gpu_memory_utilization
             .unwrap_or(self.facts.run()?.kv.default_gpu_memory_utilization);
@@ -798,4 +785,34 @@ impl Worker {
             .checked_add(self.activation_peak)?
             .checked_add(self.non_torch)
     }
+}
+
+/// The run's TP and PP sizes, each at least 1, with one stage circuit per pipeline stage in
+/// order; the errors name the sizes as the engine names them (`sizes`, `stages_why`).
+pub(crate) fn checked_layout(
+    stages: &[StageCircuit<'_>],
+    run: &RunSettings,
+    sizes: &'static str,
+    stages_why: &'static str,
+) -> Result<(u64, u64), EngineError> {
+    let (tp, pp) = (run.tensor_parallel_size, run.pipeline_parallel_size);
+    if tp == 0 || pp == 0 {
+        return Err(EngineError::BadSetting {
+            what: sizes,
+            value: format!("{tp} / {pp}"),
+            why: "must be at least 1",
+        });
+    }
+    let in_order = stages.iter().enumerate().all(|(i, s)| s.stage == i as u64);
+    if stages.len() as u64 != pp || !in_order {
+        return Err(EngineError::BadSetting {
+            what: "stage circuits",
+            value: format!(
+                "stages {:?}",
+                stages.iter().map(|s| s.stage).collect::<Vec<_>>()
+            ),
+            why: stages_why,
+        });
+    }
+    Ok((tp, pp))
 }

@@ -738,25 +738,12 @@ fn settle(
     run: &RunSettings,
     flags: &SglangFlags,
 ) -> Result<Settled, EngineError> {
-    let (tp, pp) = (run.tensor_parallel_size, run.pipeline_parallel_size);
-    if tp == 0 || pp == 0 {
-        return Err(EngineError::BadSetting {
-            what: "tp_size / pp_size",
-            value: format!("{tp} / {pp}"),
-            why: "must be at least 1",
-        });
-    }
-    let in_order = stages.iter().enumerate().all(|(i, s)| s.stage == i as u64);
-    if stages.len() as u64 != pp || !in_order {
-        return Err(EngineError::BadSetting {
-            what: "stage circuits",
-            value: format!(
-                "stages {:?}",
-                stages.iter().map(|s| s.stage).collect::<Vec<_>>()
-            ),
-            why: "one circuit per pipeline stage, stages 0..pp_size in order",
-        });
-    }
+    let (tp, pp) = crate::startup::checked_layout(
+        stages,
+        run,
+        "tp_size / pp_size",
+        "one circuit per pipeline stage, stages 0..pp_size in order",
+    )?;
     let positive = |what: &'static str, v: Option<u64>| match v {
         Some(0) => Err(EngineError::BadSetting {
             what,
