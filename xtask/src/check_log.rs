@@ -281,6 +281,29 @@ const DEFAULTED_SETTINGS: [&str; 8] = [
     "--enforce-eager",
 ];
 
+/// The model config a checked log is predicted with, and where it was found: `--hf-config`
+/// when given, else the model the log's arguments name, resolved as a serve line's is.
+pub(crate) fn config_of(
+    overrides: &Overrides,
+    line: &ServeLine,
+    sources: &ModelSources,
+    shown: &str,
+) -> Result<(PathBuf, String), String> {
+    match &overrides.hf_config {
+        Some(path) => Ok((path.clone(), "--hf-config".to_owned())),
+        None => {
+            let found = resolve(
+                &line.model,
+                line.revision.as_deref(),
+                line.download_dir.as_deref(),
+                sources,
+            )
+            .map_err(|e| format!("{shown}: {e}"))?;
+            Ok((found.config, found.place))
+        }
+    }
+}
+
 /// The planner's arguments for the words a log gave, or the first line of clap's complaint
 /// after `what` (the log and which of its settings).
 pub(crate) fn plan_args(words: &[String], what: &str) -> Result<PlanArgs, String> {
@@ -590,19 +613,7 @@ pub fn check(
             ));
         }
     }
-    let (config, place) = match &overrides.hf_config {
-        Some(path) => (path.clone(), "--hf-config".to_owned()),
-        None => {
-            let found = resolve(
-                &line.model,
-                line.revision.as_deref(),
-                line.download_dir.as_deref(),
-                sources,
-            )
-            .map_err(|e| format!("{shown}: {e}"))?;
-            (found.config, found.place)
-        }
-    };
+    let (config, place) = config_of(overrides, &line, sources, shown)?;
     let mut words: Vec<String> = vec![
         "plan".into(),
         "--hf-config".into(),

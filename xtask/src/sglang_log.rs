@@ -11,9 +11,9 @@
 //! (predicted - printed) / printed from the unrounded prediction.
 
 use crate::CliError;
-use crate::check_log::{Overrides, error_percent, plan_args, rank_of};
+use crate::check_log::{Overrides, config_of, error_percent, plan_args, rank_of};
 use crate::inputs::log::{self, Figure, LogFormat, Py, StartupLog};
-use crate::inputs::model::{ModelSources, resolve};
+use crate::inputs::model::ModelSources;
 use crate::inputs::serve_line::{ServeLine, read_flags};
 use crate::inputs::serve_table::{Class, ServeTable, Takes};
 use crate::inputs::sglang::is_sglang;
@@ -82,19 +82,7 @@ fn check(
     };
     read_flags(&tokens, false, &table, &mut line)
         .map_err(|e| format!("{shown} line {}: server_args: {e}", args_line.line))?;
-    let (config, place) = match &overrides.hf_config {
-        Some(path) => (path.clone(), "--hf-config".to_owned()),
-        None => {
-            let found = resolve(
-                &line.model,
-                line.revision.as_deref(),
-                line.download_dir.as_deref(),
-                sources,
-            )
-            .map_err(|e| format!("{shown}: {e}"))?;
-            (found.config, found.place)
-        }
-    };
+    let (config, place) = config_of(overrides, &line, sources, shown)?;
     let device = overrides.device.clone().ok_or_else(|| {
         format!("{shown}: SGLang's log names no GPU (nor its memory): give --device NAME")
     })?;
