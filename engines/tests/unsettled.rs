@@ -139,6 +139,24 @@ fn the_moe_and_the_world_notes_print_where_they_apply() {
             "cublas_workspace"
         ]
     );
+    // An H100 NVL has no NVSwitch: the `nccl_without_nvswitch_nvl` variant counts no NCCL
+    // growth at TP > 1, so nothing is taken off it and the fusion workspace's note does not
+    // concern the run (the table lacks the H100 PCIe's CUDA total, so that card is refused).
+    let nvl = kernel_families::Devices::builtin()
+        .unwrap()
+        .get("h100-nvl-94gb")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        notes("vllm-0.10.1", LLAMA, 2, |run| run.device = nvl.clone()),
+        [
+            "non_torch_measured",
+            "communicators_setup",
+            "sampler_install",
+            "inductor_forward",
+            "cublas_workspace"
+        ]
+    );
 }
 
 /// vLLM 0.23's sampler note concerns the V1 runner's models: not Llama-3.1-8B, which its
