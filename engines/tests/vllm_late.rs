@@ -103,21 +103,10 @@ fn model(name: &'static str) -> &'static Model {
 /// `prefix_caching` asks (None: the release's default).
 fn run(m: &Model, prefix_caching: Option<bool>) -> RunSettings {
     RunSettings {
-        device: h100(),
         tensor_parallel_size: m.tp,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: None,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
         max_model_len: Some(8192),
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
         enable_prefix_caching: prefix_caching,
-        model: m.facts.clone(),
-        engine_flags: None,
+        ..RunSettings::new(h100(), m.facts.clone())
     }
 }
 
