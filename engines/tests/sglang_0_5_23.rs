@@ -427,52 +427,53 @@ fn qwen3_next_tp4_sizes_its_state_pool_beside_the_kv_cache() {
     let (circuits, run) = layout("qwen3-next", 4, KvCacheDtype::Auto);
     let s = predict(&circuits, &run).unwrap();
     let d = detail(&s);
-    // Weights per rank 40,753,613,952 B of parameters and the float32 rope cache [262144, 64]
-    // (rotary_dim = 256 x partial_rotary_factor 0.25) x 4 B = 67,108,864 B: 40,820,722,816 B
-    // of tensors, held as the caching allocator's segments (each tensor of 10 MiB or more
-    // rounded up to 2 MiB, the smaller ones packed into 20 MiB and 2 MiB segments): 19,215,232
-    // B more, 40,839,938,048 B. The cache grows by 256 rows after the print: 65,536 B.
-    assert_eq!(s.workers[0].weights, 40_839_938_048);
+    // Weights per rank 39,925,737,600 B of parameters (the MTP block `mtp.*` is not built:
+    // [load] mtp_layers) and the float32 rope cache [262144, 64] (rotary_dim = 256 x
+    // partial_rotary_factor 0.25) x 4 B = 67,108,864 B: 39,992,846,464 B of tensors, held as
+    // the caching allocator's segments (each tensor of 10 MiB or more rounded up to 2 MiB, the
+    // smaller ones packed into 20 MiB and 2 MiB segments): 18,716,544 B more, 40,011,563,008
+    // B. The cache grows by 256 rows after the print: 65,536 B.
+    assert_eq!(s.workers[0].weights, 40_011_563_008);
     assert_eq!(d.workers[0].after_load, 65_536);
     // Reserve at TP 4: 512 + 8192 x 1.5 + 4 / 8 x 1024 + 512 x 2 + 58 x 8 = 14,800 MB:
     // mfs = round((81559 - 14800) / 81559, 3) = 0.819.
     assert_eq!(d.mem_fraction_static, 0.819);
-    // F and A through float32 (world 4): 77.662873 GiB and 39.627655 GiB; rest = 39.627655 -
-    // 77.662873 x 0.181 = 25.570675 GiB. A slot: 36 Gated DeltaNet layers x (conv 2048 x 3 x
+    // F and A through float32 (world 4): 77.662873 GiB and 40.399139 GiB; rest = 40.399139 -
+    // 77.662873 x 0.181 = 26.342160 GiB. A slot: 36 Gated DeltaNet layers x (conv 2048 x 3 x
     // 2 B + temporal 8 x 128 x 128 x 4 B) = 19,316,736 B; budget = rest x 0.9 / 1.9 GiB;
-    // K = int((budget - slot) // slot) = 672; the pool 673 slots = 13,000,163,328 B.
-    assert_eq!(d.mamba_slots, Some(672));
-    assert_eq!(d.workers[0].recurrent_state, 673 * 19_316_736);
-    // What is left: int((25.570675 - 13,000,163,328 / 2^30) x 2^30) = 14,456,140,038 B over
+    // K = int((budget - slot) // slot) = 692; the pool 693 slots = 13,386,498,048 B.
+    assert_eq!(d.mamba_slots, Some(692));
+    assert_eq!(d.workers[0].recurrent_state, 693 * 19_316_736);
+    // What is left: int((26.342160 - 13,386,498,048 / 2^30) x 2^30) = 14,898,180,358 B over
     // the 12 attention layers' cell, 1 KV head (2 // 4 -> 1) x (256 + 256) x 12 x 2 B =
-    // 12,288 B: 1,176,443 tokens.
+    // 12,288 B: 1,212,417 tokens.
     assert_eq!(d.cell_bytes, vec![12_288]);
-    assert_eq!(d.pool_budget, 14_456_140_038);
-    assert_eq!(s.kv_cache_tokens, 1_176_443);
+    assert_eq!(d.pool_budget, 14_898_180_358);
+    assert_eq!(s.kv_cache_tokens, 1_212_417);
     assert_eq!(s.kv_layout.groups[0].layers, 12);
-    // Requests: min(clamp(int(1,176,443 / 262144 x 512) = 2297), T // 2) = 2297, capped at
-    // K // 5 = 134 (3 slots a request + 2 tracking slots).
-    assert_eq!(d.max_running_requests, 134);
-    assert_eq!(d.workers[0].req_to_token, 135 * (262_144 + 4) * 4);
-    assert_eq!(d.workers[0].k_bytes, (1_176_443 + 1) * 12 * 256 * 2);
+    // Requests: min(clamp(int(1,212,417 / 262144 x 512) = 2368), T // 2) = 2368, capped at
+    // K // 5 = 138 (3 slots a request + 2 tracking slots).
+    assert_eq!(d.max_running_requests, 138);
+    assert_eq!(d.workers[0].req_to_token, 139 * (262_144 + 4) * 4);
+    assert_eq!(d.workers[0].k_bytes, (1_212_417 + 1) * 12 * 256 * 2);
     assert_eq!(s.verdict, Verdict::Starts);
-    // The mem_fraction_static for these 1,176,443 tokens: 0.819 itself (0.818 keeps 0.001 x
+    // The mem_fraction_static for these 1,212,417 tokens: 0.819 itself (0.818 keeps 0.001 x
     // 77.66 GiB less, of which about 1 / 1.9 would have gone to the cache: ~3,500 tokens).
     let answers = profile()
-        .budget_answers(&StageCircuit::in_order(&circuits), &run, 1_176_443)
+        .budget_answers(&StageCircuit::in_order(&circuits), &run, 1_212_417)
         .unwrap();
     assert_eq!(answers.utilization_for_target, Some(0.819));
-    // At TP 2 the weights (81,451,286,528 B of segments with the rope cache) leave A =
-    // 1.805388 GiB, rest = 1.805388 - 77.662873 x 0.172 = -11.552626 GiB; a slot is 36 x (4096
+    // At TP 2 the weights (79,800,827,904 B of segments with the rope cache) leave A =
+    // 3.342498 GiB, rest = 3.342498 - 77.662873 x 0.172 = -10.015516 GiB; a slot is 36 x (4096
     // x 3 x 2 + 16 x 128 x 128 x 4) = 38,633,472 B: K = floor((rest x 0.9 / 1.9 GiB - slot) /
-    // slot) = -154, and
+    // slot) = -133, and
     // SGLang raises its state-cache error before the rest's own check.
     let (circuits, run) = layout("qwen3-next", 2, KvCacheDtype::Auto);
     let s = predict(&circuits, &run).unwrap();
     let why = detail(&s).refusal.clone().unwrap();
     assert!(
         why.starts_with(
-            "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size=-154"
+            "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size=-133"
         ),
         "{why}"
     );
@@ -488,8 +489,8 @@ fn hybrid_and_recurrent_pools_are_refused() {
         .unwrap()
         .predict_layout(&StageCircuit::in_order(&circuits), &run)
         .unwrap();
-    assert_eq!(same.kv_cache_tokens, 1_176_443);
-    assert_eq!(detail(&same).mamba_slots, Some(672));
+    assert_eq!(same.kv_cache_tokens, 1_212_417);
+    assert_eq!(detail(&same).mamba_slots, Some(692));
     let e = engines::select("sglang==0.5.21")
         .unwrap()
         .predict_layout(&StageCircuit::in_order(&circuits), &run)

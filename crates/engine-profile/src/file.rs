@@ -472,6 +472,9 @@ pub struct LoadDecl {
     /// `whole` or `read_by_projector`.
     #[serde(default)]
     pub vision_tower: Option<String>,
+    /// `held` or `skipped`: whether the engine builds the multi-token-prediction layers.
+    #[serde(default)]
+    pub mtp_layers: Option<String>,
 }
 
 /// An MXFP4 expert layout.
