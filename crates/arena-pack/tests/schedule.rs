@@ -88,7 +88,8 @@ fn the_answer_at_a_node_budget_is_the_same_at_1_2_and_4_threads() {
 /// A compiler-shaped training step of 1,476 buffers whose greedy placement is 0.03% above the
 /// bound: the layered attempt places it at the bound, and it now runs beside the ladder
 /// instead of after it (before: proven after 1,751,979 nodes, 3.2 s here, the ladder's rungs
-/// first).
+/// first). 96,676 nodes since a window search is charged its work above
+/// `Params::window_work_per_node` a node (96,640 before).
 #[test]
 fn a_compiler_shaped_set_of_1500_buffers_is_proven_within_100k_nodes() {
     let buffers = synth::compiler(5, 1_000, synth::Style::Xla);
@@ -102,7 +103,7 @@ fn a_compiler_shaped_set_of_1500_buffers_is_proven_within_100k_nodes() {
         s.lower_bound
     );
     assert_eq!(s.proof, Proof::Optimal);
-    assert_eq!(s.steps, 96_640);
+    assert_eq!(s.steps, 96_676);
 }
 
 /// Buffers that never share a step may add up to more than `u64::MAX` while the height
