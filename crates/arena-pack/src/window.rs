@@ -75,10 +75,12 @@ impl LargeRun {
 /// Places the buffers `ids` (live, sorted by start) window by window within `capacity`,
 /// spending at most `budget` search nodes (each window `scale` times its usual nodes). `Found` when everything fits; otherwise the offsets
 /// (in the order of `ids`) are a complete valid placement above the capacity, or empty (when
-/// the base layer alone exceeds it, or the budget or the interrupt ended the run).
+/// the base layer `base` of `ids` alone exceeds it, or the budget or the interrupt ended the
+/// run).
 pub(crate) fn windowed(
     buffers: &[Buffer],
     ids: &[u32],
+    base: &BaseLayer,
     attempt: &Attempt,
     interrupt: &Interrupt<'_>,
     params: &Params,
@@ -90,7 +92,6 @@ pub(crate) fn windowed(
         quick,
         ..
     } = *attempt;
-    let base = BaseLayer::new(buffers, ids, params);
     // The base layer and the cuts cost O(n log n) each before the first window's poll.
     if base.exceeds(buffers, capacity) || interrupt.fired() {
         return LargeRun::empty(0);
@@ -124,7 +125,7 @@ pub(crate) fn windowed(
     let mut carried: Vec<Vec<u32>> = vec![Vec::new(); windows + 1];
     let mut run = Run {
         buffers,
-        base: &base,
+        base,
         base_index: &base_index,
         steps: 0,
         budget,
