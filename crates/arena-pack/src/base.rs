@@ -8,6 +8,15 @@
 //! end together, as kept outputs do, that is a staircase with no gap. A heuristic choice: a
 //! search above a base layer proves nothing when it fails.
 //!
+//! The *peak layer* (asked for by `peak`) adds the buffers live at a peak section of the part
+//! (where the live sizes add up to its bound) that span more sections than a window holds
+//! buffers (`Params::window`): the peak decides the height, and at a unique peak there is no
+//! byte to spare, but the windows before it fix these buffers' offsets without seeing it
+//! (on a million-buffer training step with recomputation, 64 saved activations live at the
+//! peak were placed by windows up to 7,000 steps earlier, and the peak's window failed at the
+//! bound with every merge back). Placed first, the nested saved activations of a training
+//! step stack with no gap, and the windows fill around and above them.
+//!
 //! Invariants: the base buffers' placement is valid (the sweep never overlaps two buffers that
 //! share a step); [`BaseLayer::least`] over a lifetime is the highest top of the base buffers
 //! live in it, so every other buffer placed at or above it overlaps no base buffer.
@@ -30,8 +39,9 @@ pub(crate) struct BaseLayer {
 }
 
 impl BaseLayer {
-    /// Splits the buffers `ids` (live, sorted by start) and places the base layer.
-    pub(crate) fn new(buffers: &[Buffer], ids: &[u32], params: &Params) -> BaseLayer {
+    /// Splits the buffers `ids` (live, sorted by start) and places the base layer; with
+    /// `peak`, the *peak layer* joins it (see the module header).
+    pub(crate) fn new(buffers: &[Buffer], ids: &[u32], params: &Params, peak: bool) -> BaseLayer {
         let mut points: Vec<u64> = ids
             .iter()
             .flat_map(|&i| [buffers[i as usize].start, buffers[i as usize].end])
@@ -42,12 +52,20 @@ impl BaseLayer {
         let sections = points.len().saturating_sub(1);
         let threshold = (sections / params.base_fraction.max(1)).max(params.min_base_sections);
         let (first, last) = (points.first().copied(), points.last().copied());
+        // `peaks_before[s]`: the peak sections before section `s` (none without `peak`).
+        let peaks_before = if peak {
+            peak_sections(buffers, ids, sections, &section_of)
+        } else {
+            vec![0; sections + 1]
+        };
         let is_base = |i: u32| {
             let b = &buffers[i as usize];
-            let span = section_of(b.end) - section_of(b.start);
+            let (low, high) = (section_of(b.start), section_of(b.end));
+            let span = high - low;
             span > threshold
                 || (span > params.min_base_sections / 4
                     && (Some(b.start) == first || Some(b.end) == last))
+                || (span > params.window && peaks_before[high] > peaks_before[low])
         };
         let (base, rest): (Vec<u32>, Vec<u32>) = ids.iter().partition(|&&i| is_base(i));
         let local: Vec<Buffer> = base.iter().map(|&i| buffers[i as usize]).collect();
@@ -71,6 +89,11 @@ impl BaseLayer {
         }
     }
 
+    /// Whether some buffer is in the base layer with `peak` and not without it.
+    pub(crate) fn differs(&self, other: &BaseLayer) -> bool {
+        self.ids.len() != other.ids.len()
+    }
+
     /// The lowest offset a buffer live on `[start, end)` can take above the base layer.
     pub(crate) fn least(&self, start: u64, end: u64) -> u64 {
         self.tops.max(start, end)
@@ -82,5 +105,74 @@ impl BaseLayer {
             .iter()
             .zip(&self.offsets)
             .any(|(&i, &o)| o.saturating_add(buffers[i as usize].size) > capacity)
+    }
+}
+
+/// Per section `s` (and one past the last), the number of *peak* sections before it: those
+/// where the sizes of the buffers of `ids` live add up to their most (the part's bound).
+fn peak_sections(
+    buffers: &[Buffer],
+    ids: &[u32],
+    sections: usize,
+    section_of: &impl Fn(u64) -> usize,
+) -> Vec<u32> {
+    // Sizes entering and leaving at each section; i128 since no sum can overflow it (at most
+    // 2^32 buffers of less than 2^64 bytes).
+    let mut delta = vec![0i128; sections + 1];
+    for &i in ids {
+        let b = &buffers[i as usize];
+        delta[section_of(b.start)] += i128::from(b.size);
+        delta[section_of(b.end)] -= i128::from(b.size);
+    }
+    let mut live = 0i128;
+    let lives: Vec<i128> = delta[..sections]
+        .iter()
+        .map(|d| {
+            live += d;
+            live
+        })
+        .collect();
+    let most = lives.iter().copied().max().unwrap_or(0);
+    let mut before = vec![0u32; sections + 1];
+    for (s, &l) in lives.iter().enumerate() {
+        before[s + 1] = before[s] + u32::from(l == most);
+    }
+    before
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Six nested saved activations (each started later ends earlier, as a training step's
+    /// forward saves them for its backward) under a stream of one-step temporaries: none is
+    /// long enough for the plain base layer; live at the peak and longer than a window's
+    /// sections, they form the peak layer, stacked in start order with no gap, and the
+    /// temporaries at the peak rest on top of it.
+    #[test]
+    fn the_long_buffers_live_at_the_peak_form_the_peak_layer() {
+        let mut buffers: Vec<Buffer> = (0..6)
+            .map(|k| Buffer::new(5 + 10 * k, 195 - 10 * k, 4))
+            .collect();
+        buffers.extend((0..200).map(|t| Buffer::new(t, t + 1, 1)));
+        let mut ids: Vec<u32> = (0..buffers.len() as u32).collect();
+        ids.sort_by_key(|&i| (buffers[i as usize].start, i));
+        let params = Params::default();
+        let plain = BaseLayer::new(&buffers, &ids, &params, false);
+        assert!(plain.ids.is_empty());
+        let peak = BaseLayer::new(&buffers, &ids, &params, true);
+        assert_eq!(peak.ids, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(peak.offsets, vec![0, 4, 8, 12, 16, 20]);
+        assert_eq!(peak.rest.len(), 200);
+        assert!(peak.differs(&plain));
+        // At the peak (steps 55-144) the temporaries sit on the six; before it, lower.
+        assert_eq!(peak.least(100, 101), 24);
+        assert_eq!(peak.least(10, 11), 4);
+        // A buffer live at the peak but no longer than a window's sections stays out.
+        buffers.push(Buffer::new(60, 70, 2));
+        ids.push(buffers.len() as u32 - 1);
+        ids.sort_by_key(|&i| (buffers[i as usize].start, i));
+        let peak = BaseLayer::new(&buffers, &ids, &params, true);
+        assert_eq!(peak.ids.len(), 6);
     }
 }

@@ -65,6 +65,15 @@ pub struct Params {
     /// node budget times this: its nodes cost from a few to thousands of such units, and the
     /// node budget is how the solver shares its time out.
     pub whole_part_work_per_node: u64,
+    /// A window search ends once its work (buffers read at its lowest points, floors
+    /// examined, stacking cells read) passes its nodes times this, and is charged that work
+    /// in nodes where it is more than its nodes: the node budget is the solver's measure of
+    /// time. A window's node reads 450-2,000 such units on the compiler-shaped sets of
+    /// `bench pack` (10th to 99th percentile, by node, of their searching attempts) and is
+    /// charged one node; a node of the merged windows at the end of `xla-60k`'s training step
+    /// (the Adam update among 550 pins) reads about 9,000 and took 25 us where the others take
+    /// 2, so those merges took most of an attempt's time for a tenth of its nodes.
+    pub window_work_per_node: u64,
     /// Whole-part runs are made only when the part's buffers cover at most this many
     /// (buffer, section) cells in all (the exact search's tables grow with it).
     pub whole_part_cells: u64,
@@ -92,6 +101,7 @@ impl Default for Params {
             whole_part_first_round: 1 << 16,
             whole_part_cells: 1 << 23,
             whole_part_work_per_node: 4096,
+            window_work_per_node: 2048,
             stack_check_cells: 1 << 14,
         }
     }

@@ -2,6 +2,9 @@
 //! `window` first, then, when the part is small enough for the exact search's tables,
 //! whole-part runs of the exact search above the base layer.
 //!
+//! The windowed run goes with the plain base layer first; where it does not fit, again with
+//! the peak layer (see `base`), which the caller stops asking for once it did no better.
+//!
 //! A whole-part run takes each section's space below the highest base buffer live in it and
 //! lets the exact search place the other buffers above, within the capacity asked for, also
 //! allowed to place a buffer at its floor over a lower part of the skyline (skip connections
@@ -19,7 +22,7 @@ use crate::interval::overlapping_pairs;
 use crate::part::Part;
 use crate::race::{Interrupt, Outcome, race};
 use crate::search::{Branch, Search};
-use crate::window::{LargeRun, windowed};
+use crate::window::{LargeRun, windowed as windowed_run};
 use crate::{Buffer, Params};
 
 /// The whole-part runs tried in parallel: (base layer, static order, branching section). Each
@@ -48,12 +51,17 @@ pub(crate) struct Attempt {
     /// only when it does not (see `window`): a run of O(n log n) per window where the search
     /// costs a few nodes per buffer of each window (10M nodes at a million buffers).
     pub(crate) quick: bool,
+    /// Where the windowed run does not fit, run it again with the peak layer (see `base`).
+    pub(crate) peak: bool,
 }
 
 /// Tries to fit the buffers `ids` (live, sorted by start) within `attempt.capacity`, spending
 /// at most `attempt.budget` search nodes. The windowed run goes first (with all of the budget:
 /// before, half, and on a 20,000-buffer compiler-shaped set it ran out of nodes at its 325th
-/// window of 380 where it needs 1.37M of the attempt's 2.59M); if it neither fits nor returns a complete placement lower than `attempt.best`, the
+/// window of 380 where it needs 1.37M of the attempt's 2.59M); where it does not fit and
+/// `attempt.peak` asks for it, it runs again with the peak layer and what it left of the
+/// budget, and the lower complete placement of the two is kept (the second value returned:
+/// whether the peak layer's run was kept, `None` when it was not made). If that neither fits nor returns a complete placement lower than `attempt.best`, the
 /// runs of [`RUNS`] go in parallel on the whole part in rounds of growing budgets (so that a
 /// later run's quick success does not wait for an earlier run to spend a large budget), the
 /// lowest-indexed success of a round winning (its nodes and those of the runs before it are
@@ -65,7 +73,7 @@ pub(crate) fn layered(
     attempt: Attempt,
     stop: Option<&(dyn Fn() -> bool + Sync)>,
     params: &Params,
-) -> LargeRun {
+) -> (LargeRun, Option<bool>) {
     let Attempt {
         capacity,
         budget,
@@ -77,7 +85,30 @@ pub(crate) fn layered(
         cancel: None,
         outer: None,
     };
-    let windowed = windowed(buffers, ids, &attempt, &interrupt, params);
+    let base = BaseLayer::new(buffers, ids, params, false);
+    let mut windowed = windowed_run(buffers, ids, &base, &attempt, &interrupt, params);
+    // The peak layer (see `base`): where the plain run does not fit, the same attempt again
+    // with the long buffers live at the part's peak placed first, with what the plain run
+    // left of the budget; the lower complete placement of the two is kept.
+    let mut peak_won = None;
+    if attempt.peak && windowed.outcome != Outcome::Found && !interrupt.fired() {
+        let peak = BaseLayer::new(buffers, ids, params, true);
+        let left = budget.saturating_sub(windowed.steps);
+        if peak.differs(&base) && left > 0 {
+            let second = Attempt {
+                budget: left,
+                ..attempt
+            };
+            let run = windowed_run(buffers, ids, &peak, &second, &interrupt, params);
+            let steps = windowed.steps.saturating_add(run.steps);
+            let won = run.outcome == Outcome::Found || lower(buffers, ids, &run, &windowed);
+            if won {
+                windowed = run;
+            }
+            peak_won = Some(won);
+            windowed.steps = steps;
+        }
+    }
     // A complete windowed placement below `best` is an improvement already: the caller's next
     // attempt (a looser target) comes before the whole-part runs, which cost up to the other
     // half of the budget and hundreds of MiB at 30,000 buffers and are made when the windowed
@@ -94,7 +125,7 @@ pub(crate) fn layered(
         || interrupt.fired()
         || !affordable(buffers, ids, params)
     {
-        return windowed;
+        return (windowed, peak_won);
     }
     let mut steps = windowed.steps;
     let mut round = params.whole_part_first_round;
@@ -120,23 +151,48 @@ pub(crate) fn layered(
         steps += race.counted;
         if let Some((outcome, _, offsets)) = race.decided.and_then(|w| race.runs.into_iter().nth(w))
         {
-            return LargeRun {
-                outcome,
-                steps,
-                offsets,
-                out_of_nodes: false,
-            };
+            return (
+                LargeRun {
+                    outcome,
+                    steps,
+                    offsets,
+                    out_of_nodes: false,
+                },
+                peak_won,
+            );
         }
         if per_run < round {
             break;
         }
         round = round.saturating_mul(4);
     }
-    LargeRun {
-        outcome: Outcome::Aborted,
-        steps,
-        offsets: windowed.offsets,
-        out_of_nodes: windowed.out_of_nodes,
+    (
+        LargeRun {
+            outcome: Outcome::Aborted,
+            steps,
+            offsets: windowed.offsets,
+            out_of_nodes: windowed.out_of_nodes,
+        },
+        peak_won,
+    )
+}
+
+/// Whether `run` is a complete placement of `ids` lower than `than` (or `than` is not
+/// complete).
+fn lower(buffers: &[Buffer], ids: &[u32], run: &LargeRun, than: &LargeRun) -> bool {
+    let height = |r: &LargeRun| {
+        (r.offsets.len() == ids.len()).then(|| {
+            ids.iter()
+                .zip(&r.offsets)
+                .map(|(&i, &o)| o.saturating_add(buffers[i as usize].size))
+                .max()
+                .unwrap_or(0)
+        })
+    };
+    match (height(run), height(than)) {
+        (Some(h), Some(t)) => h < t,
+        (Some(_), None) => true,
+        _ => false,
     }
 }
 
@@ -186,7 +242,7 @@ fn run_one(
     };
     // Each table below costs up to O(whole_part_cells) before the search's first poll: the
     // interrupt is polled between them.
-    let base = with_base.then(|| BaseLayer::new(buffers, ids, params));
+    let base = with_base.then(|| BaseLayer::new(buffers, ids, params, false));
     if base.as_ref().is_some_and(|b| b.exceeds(buffers, capacity)) || interrupt.fired() {
         return aborted(0);
     }

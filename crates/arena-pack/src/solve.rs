@@ -193,6 +193,9 @@ struct PartState {
     /// Whether the next layered attempt on a large part is quick (each window's greedy
     /// placement taken when it fits the room) or searches each window first.
     quick: bool,
+    /// Whether the layered attempts still try the peak layer where the plain windowed run
+    /// does not fit (until it does no better once).
+    peak: bool,
     /// Where the capacity-style ladder of `Goal::Minimize` is.
     ladder: Ladder,
     /// The ladder's targets that ran out of nodes or were shown impossible.
@@ -457,6 +460,7 @@ impl Solver<'_> {
                     large_pass: 0,
                     large_grow: 0,
                     quick: true,
+                    peak: true,
                     ladder: Ladder::Scan {
                         k: 63,
                         m: u64::MAX,
@@ -497,6 +501,7 @@ impl Solver<'_> {
                     scale: 1,
                     best: 0,
                     quick: false,
+                    peak: true,
                 };
                 if self.layered(state, attempt) != Layered::Fits {
                     return Proof::Unproven;
@@ -664,6 +669,7 @@ impl Solver<'_> {
             scale,
             best,
             quick: state.quick,
+            peak: state.peak,
         };
         match self.layered(state, attempt) {
             Layered::Fits => {}
@@ -734,6 +740,7 @@ impl Solver<'_> {
                     scale: 1,
                     best: state.best,
                     quick: false,
+                    peak: true,
                 };
                 self.layered(state, attempt);
             }
@@ -814,7 +821,12 @@ impl Solver<'_> {
     /// part's current one. A complete windowed placement below `attempt.best` ends the
     /// attempt (see `scale::layered`).
     fn layered(&mut self, state: &mut PartState, attempt: scale::Attempt) -> Layered {
-        let run = scale::layered(self.buffers, &state.ids, attempt, self.stop, self.params);
+        let (run, peak_won) =
+            scale::layered(self.buffers, &state.ids, attempt, self.stop, self.params);
+        // A peak layer that did no better is not tried again on this part.
+        if peak_won == Some(false) {
+            state.peak = false;
+        }
         self.steps += run.steps;
         self.steps_left = self.steps_left.saturating_sub(run.steps.max(1));
         let height = state

@@ -22,7 +22,8 @@
 //! Invariants: the offsets returned are a valid placement of all buffers of the part (every
 //! buffer placed once, pins never overlap what is placed around them, since the search and the
 //! greedy both respect them); the run is sequential and a deterministic function of its input
-//! and budget (a greedy placement costs search nodes too); when the budget runs out, the
+//! and budget (a greedy placement costs search nodes too, and a window search is charged its
+//! work where its nodes cost more than a window's usual); when the budget runs out, the
 //! windows left are placed by one greedy pass around what is placed (a complete placement,
 //! reported as no fit); when the interrupt fires it stops with no placement, and the caller
 //! keeps its best one. Memory
@@ -74,10 +75,12 @@ impl LargeRun {
 /// Places the buffers `ids` (live, sorted by start) window by window within `capacity`,
 /// spending at most `budget` search nodes (each window `scale` times its usual nodes). `Found` when everything fits; otherwise the offsets
 /// (in the order of `ids`) are a complete valid placement above the capacity, or empty (when
-/// the base layer alone exceeds it, or the budget or the interrupt ended the run).
+/// the base layer `base` of `ids` alone exceeds it, or the budget or the interrupt ended the
+/// run).
 pub(crate) fn windowed(
     buffers: &[Buffer],
     ids: &[u32],
+    base: &BaseLayer,
     attempt: &Attempt,
     interrupt: &Interrupt<'_>,
     params: &Params,
@@ -89,7 +92,6 @@ pub(crate) fn windowed(
         quick,
         ..
     } = *attempt;
-    let base = BaseLayer::new(buffers, ids, params);
     // The base layer and the cuts cost O(n log n) each before the first window's poll.
     if base.exceeds(buffers, capacity) || interrupt.fired() {
         return LargeRun::empty(0);
@@ -123,7 +125,7 @@ pub(crate) fn windowed(
     let mut carried: Vec<Vec<u32>> = vec![Vec::new(); windows + 1];
     let mut run = Run {
         buffers,
-        base: &base,
+        base,
         base_index: &base_index,
         steps: 0,
         budget,
@@ -508,8 +510,15 @@ impl Run<'_> {
                 let mut search = Search::new(&part, room, &ranks[index], nodes, interrupt);
                 search.check_cells = self.params.stack_check_cells;
                 search.set_mode(PORTFOLIO[index].1);
+                search.work_per_node = self.params.window_work_per_node;
                 let outcome = search.run();
-                (outcome, search.steps.min(nodes), search.offsets)
+                // Charged its work where a node reads more than a window's usual (among
+                // hundreds of pins): the budget then follows the time, and a tail of
+                // failing merges cannot take the attempt's time for few nodes.
+                let charged = search
+                    .steps
+                    .max(search.work / self.params.window_work_per_node.max(1));
+                (outcome, charged.min(nodes), search.offsets)
             },
         );
         self.steps = self.steps.saturating_add(race.counted);

@@ -86,8 +86,9 @@ pub(crate) struct Search<'a> {
     interrupt: &'a Interrupt<'a>,
     /// Nodes visited.
     pub(crate) steps: u64,
-    /// Work done: buffers whose floor a move examined and (section, buffer) cells the
-    /// stacking checks read; a node of a part with long-lived buffers costs thousands.
+    /// Work done: buffers read at each node's lowest point and by its raise, buffers whose
+    /// floor a move examined and (section, buffer) cells the stacking checks read; a node of
+    /// a part with long-lived buffers (or among hundreds of pins) costs thousands.
     pub(crate) work: u64,
     /// When not 0, the run also ends (aborted) once `work` passes `budget` times this: on
     /// whole-part runs a node can cost a thousand times another, and the caller shares out
@@ -341,6 +342,12 @@ impl<'a> Search<'a> {
         let level = self.floor[section];
         let part = self.part;
         let from = self.cands.len() as u32;
+        // The buffers live at the lowest point are read below (twice with floating
+        // placements): among hundreds of pins that is most of a node's time.
+        let reads = part.covering(section).len() as u64;
+        self.work = self
+            .work
+            .saturating_add(if self.float_long { 2 * reads } else { reads });
         // A buffer pinned at this point covers it in every solution: the only branch.
         let forced = part.covering(section).iter().copied().find(|&u| {
             let u = u as usize;

@@ -19,8 +19,11 @@ impl Search<'_> {
     /// starts in `section` (the leftmost lowest) and rests on an unplaced buffer `w` live with
     /// it but not in `section` (there `u` is the lowest): `w` starts in a later section `t`
     /// of `u`'s lifetime and ends at `floor[t] + size(w)` or above.
-    pub(super) fn raise_target(&self, section: usize, level: u64) -> Option<u64> {
+    pub(super) fn raise_target(&mut self, section: usize, level: u64) -> Option<u64> {
         let part = self.part;
+        self.work = self
+            .work
+            .saturating_add(part.covering(section).len() as u64);
         // The space given up must leave room for the buffers of the section.
         let limit = self.capacity.checked_sub(self.remaining[section])?;
         if limit <= level {
@@ -42,6 +45,9 @@ impl Search<'_> {
                 target = target.min(floor);
                 continue;
             }
+            self.work = self
+                .work
+                .saturating_add(part.graph.neighbours(u).len() as u64);
             for &w in part.graph.neighbours(u) {
                 let w = w as usize;
                 let (low, high) = part.span(w);
