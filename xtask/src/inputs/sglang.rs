@@ -634,7 +634,7 @@ mod tests {
         assert!(check(&dp).and_then(|()| apply_layout_check(&dp)).is_ok());
         assert_eq!(
             e("python -m sglang.launch_server --model-path m --dp-size 2 --enable-dp-attention"),
-            "the serve line: `--enable-dp-attention` is refused: this parallel or overlap scheme's buffers and sharding are not modelled (SGLang 0.5.23, server_args.py:419)"
+            "the serve line: `--enable-dp-attention` is refused: attention data parallelism is not modelled (attention TP = tp / dp: each rank holds the attention weights and KV heads of tp / dp ranks, the reserve adds max_bs x dp x 3 MB and --max-running-requests divides by dp); plain --dp-size replicas are (SGLang 0.5.23, server_args.py:419)"
         );
         // A launch over several nodes is refused (SGLang refuses DP replicas across nodes);
         // `--nnodes 1` is the default and changes nothing.
