@@ -19,6 +19,7 @@ use engine_profile::{
 };
 
 const GIB: f64 = (1u64 << 30) as f64;
+const MIB: u64 = 1 << 20;
 /// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context and the
 /// communicators' bytes (world > 1).
 const F_WORLD: u64 = 85_032_697_856 - 547_608_330 - 1_095_216_660;
@@ -126,22 +127,33 @@ fn qwen3_30b_a3b_tp2_ep2() {
     assert_eq!(circuits[0].weight_bytes(), 30_544_916_480);
     let s = predict("sglang-0.5.23", &circuits, &run).unwrap();
     let d = detail(&s);
-    // W adds the float32 rope cache [40960, 128]: 20,971,520 B.
-    assert_eq!(s.workers[0].weights, 30_565_888_000);
+    // W is what the device's free memory loses: the caching allocator's segments for these
+    // tensors and the float32 rope cache [40960, 128] = 20 MiB (30,565,888,000 B of requests;
+    // sglang_audit.rs). The experts' w13, 64 x 2 x 768 x 2048 x 2 = 384 MiB, and w2, 192 MiB,
+    // are 2 MiB multiples, as TP 2's 128 experts of 384 are, so every request is TP 2's alone:
+    // the 48 o_proj shards of 8 MiB pair in 20 MiB segments (+96 MiB), embed_tokens and lm_head
+    // 296.75 MiB each take 298 (+2 x 1.25 MiB), qkv_proj's 10 MiB is exact, and the small
+    // requests (norms, q/k norms, the 512 KiB routers), 25,587,712 B, fill 18 segments of
+    // 2 MiB (+36 MiB - 25,587,712 B): 30,681,333,760 B.
+    assert_eq!(
+        30_565_888_000 + 96 * MIB + 2 * (MIB + MIB / 4) + 36 * MIB - 25_587_712,
+        30_681_333_760
+    );
+    assert_eq!(s.workers[0].weights, 30_681_333_760);
     // The rope cache grows to ceil((40960 + 256) / 128) x 128 = 41,216 rows: 131,072 B.
     assert_eq!(d.workers[0].after_load, 131_072);
     // mfs: reserve 512 + 8192 x 1.5 + 2 / 8 x 1024 + 256 x 2 + 58 x 8 = 14,032 MB (the reserve
     // reads no ep_size, arg_groups/memory_hook.py:357-399); round((81559 - 14032) / 81559, 3)
     // = 0.828. Cell 48 layers x 2 KV heads x (128 + 128) x 2 B = 49,152 B. rest = float32(F -
-    // W - 131072) / 2^30 - float32(F) / 2^30 x 0.172 = 35.8380347 GiB; int(rest x 2^30) //
-    // 49152 = 782,893 tokens.
+    // W - 131072) / 2^30 - float32(F) / 2^30 x 0.172 = 49.088531 - 77.662872 x 0.172 =
+    // 35.730517 GiB; int(rest x 2^30) // 49152 = 780,545 tokens.
     assert_eq!(d.mem_fraction_static, 0.828);
     assert_eq!(d.cell_bytes, [49_152]);
     let rd = |b: u64| f64::from(b as f32) / GIB;
-    let rest = rd(F_WORLD - 30_565_888_000 - 131_072) - rd(F_WORLD) * (1.0 - 0.828);
-    assert_eq!((rest * GIB) as u64 / 49_152, 782_893);
-    assert_eq!(s.kv_cache_tokens, 782_893);
-    // max_running_requests = min(clamp(int(782893 / 40960 x 512), 2048, 4096), 782893 // 2).
+    let rest = rd(F_WORLD - 30_681_333_760 - 131_072) - rd(F_WORLD) * (1.0 - 0.828);
+    assert_eq!((rest * GIB) as u64 / 49_152, 780_545);
+    assert_eq!(s.kv_cache_tokens, 780_545);
+    // max_running_requests = min(clamp(int(780545 / 40960 x 512), 2048, 4096), 780545 // 2).
     assert_eq!(d.max_running_requests, 4096);
     assert_eq!((d.ep_size, s.verdict.clone()), (2, Verdict::Starts));
     // E / ep x I / (tp / ep) = E x I / tp: TP 2 alone holds the same bytes and pool.
@@ -157,7 +169,7 @@ fn qwen3_30b_a3b_tp2_ep2() {
             tp.kv_cache_tokens,
             detail(&tp).ep_size
         ),
-        (30_565_888_000, 782_893, 1)
+        (30_681_333_760, 780_545, 1)
     );
 }
 
@@ -220,6 +232,14 @@ fn deepseek_r1_tp8_ep8_on_h200() {
         (256, 256)
     );
     assert_eq!(c.weight_bytes(), alone[0].weight_bytes());
+    // SGLang builds no multi-token-prediction layer (`[load] mtp_layers = "skipped"`,
+    // deepseek_weight_loader.py:336-346): the expert-parallel groups hold layer 60, the last
+    // decoder layer, and none of layer 61.
+    let holds = |prefix: &str| c.tensors().values().any(|t| t.name.starts_with(prefix));
+    assert_eq!(
+        (holds("model.layers.60."), holds("model.layers.61.")),
+        (true, false)
+    );
     let s = predict("sglang-0.5.23", &circuits, &run).unwrap();
     let tp = predict("sglang-0.5.23", &alone, &run_alone).unwrap();
     assert_eq!(

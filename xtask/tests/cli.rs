@@ -1412,7 +1412,7 @@ fn sglang_data_parallel_replicas_are_said_with_their_totals() {
 
 /// SGLang's `--ep 2` on a pasted launcher line: expert-parallel groups of 2 in TP 2, each rank
 /// 64 of Qwen3-30B-A3B's 128 experts whole, the start-up TP 2's (engines/tests/
-/// sglang_parallel.rs derives it: 782,893 tokens); with two engines it is refused in one line.
+/// sglang_parallel.rs derives it: 780,545 tokens); with two engines it is refused in one line.
 #[test]
 fn sglang_expert_parallel_launcher_line() {
     let line = "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 2 --ep 2";
@@ -1422,7 +1422,7 @@ fn sglang_expert_parallel_launcher_line() {
     let d = &j["engine"]["sglang"];
     assert_eq!(
         (d["ep_size"].as_u64(), d["max_total_num_tokens"].as_u64()),
-        (Some(2), Some(782_893))
+        (Some(2), Some(780_545))
     );
     let o = xtask(&["plan", "--", line]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
