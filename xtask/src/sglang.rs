@@ -103,9 +103,10 @@ fn devices(
 pub(crate) fn prepare_sglang(
     args: &PlanArgs,
     name: &str,
-    options: circuit_hf::ImportOptions,
+    mut options: circuit_hf::ImportOptions,
 ) -> Result<Prepared, CliError> {
     let layout = flags::layout(args);
+    options.experts = flags::experts(args);
     crate::engine::prepare(args, &args.engine, name, layout, options, |run| {
         flags::apply(args, run)
     })

@@ -1410,6 +1410,45 @@ fn sglang_data_parallel_replicas_are_said_with_their_totals() {
     );
 }
 
+/// SGLang's `--ep 2` on a pasted launcher line: expert-parallel groups of 2 in TP 2, each rank
+/// 64 of Qwen3-30B-A3B's 128 experts whole, the start-up TP 2's (engines/tests/
+/// sglang_parallel.rs derives it: 780,545 tokens); with two engines it is refused in one line.
+#[test]
+fn sglang_expert_parallel_launcher_line() {
+    let line = "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 2 --ep 2";
+    let o = xtask(&["plan", "--format", "json", "--", line]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let d = &j["engine"]["sglang"];
+    assert_eq!(
+        (d["ep_size"].as_u64(), d["max_total_num_tokens"].as_u64()),
+        (Some(2), Some(780_545))
+    );
+    let o = xtask(&["plan", "--", line]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.lines().any(|l| l
+            == "experts   --ep-size 2: each rank holds 1/2 of the routed experts, each split over tp / 2 ranks; shared experts split over tp"),
+        "{text}"
+    );
+    let config = root().join("data/models/qwen3-30b-a3b/config.json");
+    let o = xtask(&[
+        "plan",
+        "--hf-config",
+        config.to_str().unwrap(),
+        "--engine",
+        "vllm,sglang",
+        "--ep-size",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o).trim(),
+        "error: --ep-size 2 with two engines: the columns compare one layout, and vLLM's expert parallelism (--enable-expert-parallel) places the experts otherwise; compare without it"
+    );
+}
+
 /// Issue 31 item 3: SGLang's start-up in CSV (a line per worker) and JSON lines (`run`,
 /// `worker`, `summary`), vLLM's shapes, with vLLM's column names where the quantity is the
 /// same; read from a pasted launcher line.
@@ -1422,7 +1461,7 @@ fn sglang_prints_its_start_up_as_csv_and_json_lines() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "engine,device,tp_size,pp_size,dp_size,mem_fraction_static,context_length,chunked_prefill_size,max_running_requests,max_total_tokens,page_size,cuda_graph_max_bs,kv_cache_dtype,dtype,rank,tp_rank,pp_stage,weights,kv_cache,kv_blocks,kv_block_bytes,k_size,v_size,req_to_token,left_for_activations_and_graphs,kv_cache_tokens,max_concurrency,starts,reason,max_total_num_tokens,max_running_requests,context_len,chunked_prefill_size,largest_context_length,smallest_tp,mem_fraction_static_for_target"
+        "engine,device,tp_size,pp_size,dp_size,ep_size,mem_fraction_static,context_length,chunked_prefill_size,max_running_requests,max_total_tokens,page_size,cuda_graph_max_bs,kv_cache_dtype,dtype,rank,tp_rank,pp_stage,weights,kv_cache,kv_blocks,kv_block_bytes,k_size,v_size,req_to_token,left_for_activations_and_graphs,kv_cache_tokens,max_concurrency,starts,reason,max_total_num_tokens,max_running_requests,context_len,chunked_prefill_size,largest_context_length,smallest_tp,mem_fraction_static_for_target"
     );
     assert_eq!(lines.len(), 3);
     let row: Vec<&str> = lines[2].split(',').collect();

@@ -179,6 +179,7 @@ fn sample(long: &str, mode: Mode, f: &Files) -> Option<Vec<String>> {
         "pp-size" => vec!["--pp-size".into(), "2".into()],
         "dp-size" => vec!["--dp-size".into(), "2".into()],
         "ep-size" => vec!["--ep-size".into(), "2".into()],
+        "enable-ep-moe" => vec!["--enable-ep-moe".into()],
         "mem-fraction-static" => vec!["--mem-fraction-static".into(), "0.8".into()],
         "context-length" => vec!["--context-length".into(), "1024".into()],
         "chunked-prefill-size" => vec!["--chunked-prefill-size".into(), "4096".into()],

@@ -83,6 +83,10 @@ pub(crate) struct Arch {
     pub mtp_fc_rows: u64,
     /// Qwen3-Next: the Gated DeltaNet of the linear-attention layers.
     pub delta_net: Option<DeltaNet>,
+    /// The width of the shared experts' MLP one rank holds when it is not `shared_experts x
+    /// moe_ffn` of the rank: an expert-parallel group ([`crate::ExpertSplit::Groups`]) splits
+    /// each routed expert over `tp / ep` ranks but the shared experts over all `tp`.
+    pub shared_ffn: Option<u64>,
 }
 
 /// The checkpoint layout of the multi-token-prediction layers.
@@ -378,6 +382,7 @@ impl Base {
             mtp_names: MtpNames::DeepSeek,
             mtp_fc_rows: self.hidden,
             delta_net: None,
+            shared_ffn: None,
         }
     }
 

@@ -267,8 +267,11 @@ fn dims(b: &mut CircuitBuilder, arch: &Arch) {
             .dim("experts_per_tok", m.top_k)
             .dim("moe_ffn", m.ffn);
         if m.shared_experts > 0 {
-            b.dim("shared_experts", m.shared_experts)
-                .dim("shared_ffn", "shared_experts * moe_ffn");
+            b.dim("shared_experts", m.shared_experts);
+            match arch.shared_ffn {
+                Some(w) => b.dim("shared_ffn", w),
+                None => b.dim("shared_ffn", "shared_experts * moe_ffn"),
+            };
         }
         if let Some(w) = m.gated_shared {
             b.dim("shared_ffn", w);

@@ -60,7 +60,7 @@ pub use options::{
     Dtype, ImportOptions, KvCacheDtype, ModalitiesOff, OnlineQuantization, RunDtype, SideFile,
     SideFileKind,
 };
-pub use parallel::{Parallel, ParallelError, Rank, RankShape};
+pub use parallel::{ExpertSplit, Parallel, ParallelError, Rank, RankShape};
 pub use parallel_import::{ParallelImport, import_parallel};
 pub use quant::Quantization;
 

@@ -137,6 +137,9 @@ pub struct ImportOptions {
     ///
     /// [`import_with`]: crate::import_with
     pub parallel: crate::parallel::Parallel,
+    /// How [`crate::import_parallel`] places the routed experts of a MoE model over
+    /// `parallel` (default: as `parallel.expert_parallel` says).
+    pub experts: crate::parallel::ExpertSplit,
     /// Quantization the engine applies while loading an unquantized checkpoint (vLLM's
     /// `--quantization`).
     pub online_quantization: OnlineQuantization,

@@ -61,6 +61,26 @@ impl Parallel {
     }
 }
 
+/// How a layout places the routed experts of a MoE model: the layout option beside
+/// [`Parallel`] (`ImportOptions::experts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ExpertSplit {
+    /// As [`Parallel::expert_parallel`] says (vLLM's rules, docs/parallel.md).
+    #[default]
+    Parallel,
+    /// Expert-parallel groups of `ep` ranks inside each TP group (`tp = ep x moe_tp`, `ep`
+    /// dividing `tp`): each rank holds `experts / ep` routed experts (`ep` must divide them:
+    /// every rank holds as many), each expert's intermediate dim split over the `moe_tp =
+    /// tp / ep` ranks that hold it; shared experts stay one MLP split over all `tp` ranks
+    /// (docs/parallel.md, "Expert-parallel groups"). `ep = 1` is [`ExpertSplit::Parallel`]
+    /// without expert parallelism.
+    Groups {
+        /// The expert-parallel size.
+        ep: u64,
+    },
+}
+
 /// One rank's coordinates in a [`Parallel`] layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Rank {
@@ -173,6 +193,20 @@ pub enum ParallelError {
         /// The multiple.
         multiple: u64,
     },
+    /// An expert-parallel group's size that does not divide what it splits.
+    #[error(
+        "{what} = {value} is not divisible by {by_name} = {by} (the expert-parallel groups need it: each of the ep ranks of a group holds as many experts, each split over tp / ep ranks)"
+    )]
+    ExpertGroupNotDivisible {
+        /// What is split (`num_experts`, `tensor_parallel_size`, `moe_intermediate_size`).
+        what: &'static str,
+        /// Its value.
+        value: u64,
+        /// What divides it.
+        by_name: &'static str,
+        /// That value.
+        by: u64,
+    },
     /// A combination whose sharding is not modelled.
     #[error("{what} is not modelled with {layout}")]
     NotModelled {
@@ -239,11 +273,12 @@ impl Parallel {
     }
 
     /// Checks the layout against `arch` and returns every rank's shape, in global rank order.
-    /// `expert_ffn_multiple`: as for [`Parallel::shard`].
+    /// `expert_ffn_multiple` and `experts`: as for [`Parallel::shard`].
     pub(crate) fn rank_shapes(
         self,
         arch: &Arch,
         expert_ffn_multiple: Option<u64>,
+        experts: ExpertSplit,
     ) -> Result<Vec<RankShape>, ParallelError> {
         for (what, v) in [
             ("tensor_parallel_size", self.tp),
@@ -281,13 +316,20 @@ impl Parallel {
             )?;
         }
         // Validates every split once (the shard of rank 0 performs them all).
-        self.shard(arch, expert_ffn_multiple)?;
+        self.shard(arch, expert_ffn_multiple, experts)?;
         let ep = self.tp * self.dp;
+        let group_ep = match experts {
+            ExpertSplit::Groups { ep } if ep > 1 => Some(ep),
+            _ => None,
+        };
         (0..world)
             .map(|index| {
                 let rank = self.rank(index);
-                let local_experts = match arch.moe {
-                    Some(m) if self.expert_parallel && ep > 1 => {
+                let local_experts = match (arch.moe, group_ep) {
+                    // Every rank of a group holds as many (the shard checked that ep divides
+                    // them).
+                    (Some(m), Some(group)) => Some(m.experts / group),
+                    (Some(m), None) if self.expert_parallel && ep > 1 => {
                         if ep > m.experts {
                             return Err(ParallelError::EpExceedsExperts {
                                 ep,
@@ -310,11 +352,13 @@ impl Parallel {
     /// The architecture one TP rank holds (every TP rank of a stage holds the same shapes):
     /// heads, KV heads, FFN and vocab per rank. Layers and expert placement are not cut here
     /// (see [`RankShape`]). `expert_ffn_multiple`: the multiple vLLM's MoE method rounds a
-    /// rank's expert intermediate size up to (MXFP4 experts, `maybe_roundup_sizes`), if any.
+    /// rank's expert intermediate size up to (MXFP4 experts, `maybe_roundup_sizes`), if any;
+    /// `experts`: how the routed experts are placed.
     pub(crate) fn shard(
         self,
         arch: &Arch,
         expert_ffn_multiple: Option<u64>,
+        experts: ExpertSplit,
     ) -> Result<Arch, ParallelError> {
         let tp = self.tp;
         let mut a = arch.clone();
@@ -363,7 +407,12 @@ impl Parallel {
                 LINEAR,
             )?;
         }
-        if let Some(m) = &mut a.moe {
+        if let ExpertSplit::Groups { ep } = experts
+            && ep != 1
+            && let Some(m) = &mut a.moe
+        {
+            self.shard_groups(m, &mut a.shared_ffn, ep)?;
+        } else if let Some(m) = &mut a.moe {
             let moe_tp = tp * self.dp;
             let shared = m.shared_experts > 0 || m.gated_shared.is_some();
             if shared && (self.dp > 1 || self.expert_parallel) {
@@ -457,6 +506,76 @@ impl Parallel {
             )?;
         }
         Ok(a)
+    }
+}
+
+impl Parallel {
+    /// The routed experts of one rank of an expert-parallel group of `ep` ranks inside the TP
+    /// group ([`ExpertSplit::Groups`]): `moe_ffn / (tp / ep)` wide (the count is the rank
+    /// shape's), and the shared experts' width over all `tp` ranks in `shared_ffn`.
+    fn shard_groups(
+        self,
+        m: &mut crate::arch::Moe,
+        shared_ffn: &mut Option<u64>,
+        ep: u64,
+    ) -> Result<(), ParallelError> {
+        let tp = self.tp;
+        let refuse = |what: &'static str| ParallelError::NotModelled {
+            what,
+            layout: format!("{} with expert-parallel groups of {ep}", self.layout()),
+        };
+        if ep == 0 {
+            return Err(ParallelError::Zero {
+                what: "expert_parallel_size",
+            });
+        }
+        if self.dp > 1 || self.expert_parallel {
+            // The groups sit inside one TP group; data-parallel replicas of it are the
+            // caller's, and vLLM's expert parallelism is the other option.
+            return Err(refuse(
+                "expert-parallel groups with data parallelism or with expert_parallel",
+            ));
+        }
+        if !matches!(m.names, MoeNames::Mixtral | MoeNames::Mlp) {
+            // gpt-oss's, Llama 4's and the fused-tensor checkpoints' experts.
+            return Err(refuse("this model's experts in expert-parallel groups"));
+        }
+        let group = |what, value, by_name, by| {
+            if by != 0 && u64::is_multiple_of(value, by) {
+                Ok(value / by)
+            } else {
+                Err(ParallelError::ExpertGroupNotDivisible {
+                    what,
+                    value,
+                    by_name,
+                    by,
+                })
+            }
+        };
+        let moe_tp = group("tensor_parallel_size", tp, "expert_parallel_size", ep)?;
+        group("num_experts", m.experts, "expert_parallel_size", ep)?;
+        let whole = m.ffn;
+        m.ffn = group(
+            "moe_intermediate_size",
+            whole,
+            "tensor_parallel_size / expert_parallel_size",
+            moe_tp,
+        )?;
+        if m.shared_experts > 0 {
+            // The shared experts are a tensor-parallel MLP over all tp ranks.
+            let width = m
+                .shared_experts
+                .checked_mul(whole)
+                .ok_or_else(|| refuse("a shared-experts width that overflows"))?;
+            *shared_ffn = Some(divide(
+                "n_shared_experts x moe_intermediate_size",
+                width,
+                "tensor_parallel_size",
+                tp,
+                LINEAR,
+            )?);
+        }
+        Ok(())
     }
 }
 

@@ -73,7 +73,7 @@ pub fn import_parallel(
             .and_then(|s| s.loaded_experts(storage.load))
             .map(|(_, multiple)| multiple);
         per_rank = parallel
-            .rank_shapes(arch, expert_ffn_multiple)
+            .rank_shapes(arch, expert_ffn_multiple, options.experts)
             .map_err(fail)?;
         shapes = per_rank.clone();
         shapes.sort();
@@ -81,7 +81,9 @@ pub fn import_parallel(
         shapes
             .iter()
             .map(|shape| {
-                let sharded = parallel.shard(arch, expert_ffn_multiple).map_err(fail)?;
+                let sharded = parallel
+                    .shard(arch, expert_ffn_multiple, options.experts)
+                    .map_err(fail)?;
                 let stage = Stage {
                     layers: (shape.layers.0 as usize, shape.layers.1 as usize),
                     local_experts: shape.local_experts,

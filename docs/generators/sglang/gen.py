@@ -48,7 +48,7 @@ MODELLED = {
     "--max-running-requests": "--max-running-requests", "--max-total-tokens": "--max-total-tokens",
     "--page-size": "--page-size", "--cuda-graph-max-bs": "--cuda-graph-max-bs",
     "--disable-cuda-graph": "--disable-cuda-graph", "--dtype": "--dtype",
-    "--kv-cache-dtype": "--kv-cache-dtype",
+    "--kv-cache-dtype": "--kv-cache-dtype", "--enable-ep-moe": "--enable-ep-moe",
 }
 MODEL = {"--model-path": "name", "--revision": "revision", "--download-dir": "download_dir"}
 # No byte of the start-up depends on these (serving, logging, metrics, tokenizer processes,
@@ -120,6 +120,8 @@ REFUSED = [
     (r"^--enable-torch-compile", "torch.compile's buffers are not modelled"),
     (r"attention-backend|^--attention-backend|^--dsa-|^--dsv4-|^--enable-lean-attention|^--triton-attention|^--flashinfer-mla|^--qsa-", "the attention backend is chosen as SGLang chooses it by default; another one's workspaces are not modelled"),
     (r"gemm-backend|^--moe-runner-backend|^--moe-a2a-backend|^--flashinfer-mxfp4|^--fp4|^--fp8", "the kernel backends are SGLang's defaults; others' workspaces are not modelled"),
+    (r"^--enable-dp-attention$", "attention data parallelism is not modelled (attention TP = tp / dp: each rank holds the attention weights and KV heads of tp / dp ranks, the reserve adds max_bs x dp x 3 MB and --max-running-requests divides by dp); plain --dp-size replicas are"),
+    (r"^--enable-dp-lm-head$|^--moe-dense-tp-size$", "it shards the head or the dense MLPs over the attention-TP group of attention data parallelism, which is not modelled"),
     (r"^--ep-|^--eplb|^--enable-eplb|^--init-expert-location|^--expert-distribution|^--expert-balancedness|^--deepep|^--fuseep|^--elastic-ep|^--enable-elastic|^--max-ep-size|^--mooncake|^--enable-waterfill|^--moe-dense-tp-size|^--moe-dp-size|^--flashinfer-a2a|^--enable-paged-experts|^--paged-experts", "expert parallelism's buffers and redundant experts are not modelled"),
     (r"^--disaggregation|^--num-reserved-decode-tokens|^--optimistic-prefill|^--encoder-|^--enable-adaptive-dispatch|^--encoder-only|^--language-only|^--enable-pd", "prefill/decode or encoder disaggregation is not modelled"),
     (r"^--cpu-offload|^--offload-|^--ple-offload|^--enable-weights-cpu-backup|^--enable-draft-weights-cpu-backup|^--kt-", "weights offloaded to the CPU are not modelled"),

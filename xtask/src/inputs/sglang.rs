@@ -35,11 +35,20 @@ pub struct SglangArgs {
     #[arg(long, value_name = "N")]
     pub dp_size: Option<u64>,
 
-    /// With --engine sglang: expert-parallel size (SGLang's --ep-size); only 1 is modelled.
+    /// With --engine sglang: expert-parallel size (SGLang's --ep-size, from 0.5.1): each of
+    /// the N ranks of a group inside the TP group holds experts / N routed experts, each split
+    /// over tp / N ranks; shared experts stay split over tp.
     ///
-    /// Example: --ep-size 1
+    /// Example: --ep-size 8
     #[arg(long, value_name = "N")]
     pub ep_size: Option<u64>,
+
+    /// With --engine sglang: expert parallelism over the whole TP group (SGLang 0.5.1-0.5.2's
+    /// --enable-ep-moe, which sets --ep-size to --tp-size; later releases refuse it).
+    ///
+    /// Example: --enable-ep-moe
+    #[arg(long)]
+    pub enable_ep_moe: bool,
 
     /// With --engine sglang: fraction of the free memory before loading that the weights and
     /// the KV pool take [default: SGLang's, from nvidia-smi's memory, chunked prefill, CUDA
@@ -108,6 +117,7 @@ impl SglangArgs {
         add(self.pp_size.is_some(), "--pp-size");
         add(self.dp_size.is_some(), "--dp-size");
         add(self.ep_size.is_some(), "--ep-size");
+        add(self.enable_ep_moe, "--enable-ep-moe");
         add(self.mem_fraction_static.is_some(), "--mem-fraction-static");
         add(self.context_length.is_some(), "--context-length");
         add(
@@ -184,6 +194,34 @@ pub fn check(args: &PlanArgs) -> Result<(), CliError> {
                 "--dp-size {dp} with --devices: the table finds the smallest --tp-size of one replica, which --dp-size does not change; drop --dp-size"
             )
             .into());
+        }
+    }
+    // The expert-parallel groups change the circuits SGLang's column imports; with two
+    // engines the columns share one layout, and the --devices search varies tp, which
+    // --enable-ep-moe's ep follows.
+    if any_sglang && (s.ep_size.is_some_and(|ep| ep > 1) || s.enable_ep_moe) {
+        let flag = if s.enable_ep_moe {
+            "--enable-ep-moe".to_owned()
+        } else {
+            format!("--ep-size {}", s.ep_size.unwrap_or(1))
+        };
+        if !only_sglang {
+            return Err(format!(
+                "{flag} with two engines: the columns compare one layout, and vLLM's expert parallelism (--enable-expert-parallel) places the experts otherwise; compare without it"
+            )
+            .into());
+        }
+        if args.engine.devices.is_some() {
+            return Err(format!(
+                "{flag} with --devices: the table searches --tp-size per device, which the expert-parallel groups must divide; give --tp-size and --ep-size for one device instead"
+            )
+            .into());
+        }
+        if s.enable_ep_moe && args.engine.smallest_tp {
+            return Err(
+                "--enable-ep-moe with --smallest-tp: its ep size follows the TP size searched, which is not modelled; give --ep-size N (the search skips sizes N does not divide)"
+                    .into(),
+            );
         }
     }
     if !only_sglang {
@@ -264,12 +302,6 @@ pub fn apply(
     mut run: engine_profile::RunSettings,
 ) -> Result<engine_profile::RunSettings, CliError> {
     let s = &args.sglang;
-    if let Some(ep) = s.ep_size.filter(|&ep| ep != 1) {
-        return Err(format!(
-            "--ep-size {ep}: SGLang's expert parallelism (experts split over {ep} ranks, all-to-all buffers) is not modelled; give --ep-size 1"
-        )
-        .into());
-    }
     run.max_num_batched_tokens = s.chunked_prefill_size;
     run.max_num_seqs = s.max_running_requests;
     run.max_model_len = s.context_length;
@@ -284,8 +316,27 @@ pub fn apply(
         max_total_tokens: s.max_total_tokens,
         cuda_graph_max_bs: s.cuda_graph_max_bs,
         dp_size: s.dp_size,
+        ep_size: s.ep_size,
+        enable_ep_moe: s.enable_ep_moe,
     }));
     Ok(run)
+}
+
+/// How the circuits place the experts: expert-parallel groups of `--ep-size` ranks (or of
+/// the TP size with `--enable-ep-moe`), as SGLang's FusedMoE holds them; the engine profile
+/// checks the release and the model class (crates/engine-profile/src/sglang/parallel.rs).
+pub fn experts(args: &PlanArgs) -> circuit_hf::ExpertSplit {
+    let s = &args.sglang;
+    let ep = if s.enable_ep_moe {
+        layout(args).tp
+    } else {
+        s.ep_size.unwrap_or(1)
+    };
+    if ep == 1 {
+        circuit_hf::ExpertSplit::Parallel
+    } else {
+        circuit_hf::ExpertSplit::Groups { ep }
+    }
 }
 
 /// The layout: SGLang's `--tp-size` / `--pp-size` when given, else the generic `--tp` /
@@ -367,6 +418,37 @@ mod tests {
     }
 
     #[test]
+    fn expert_parallel_flags_give_the_groups_or_one_line() {
+        let ep = plan(&["--engine", "sglang", "--tp-size", "8", "--ep-size", "4"]);
+        check(&ep).unwrap();
+        assert_eq!(experts(&ep), circuit_hf::ExpertSplit::Groups { ep: 4 });
+        // --enable-ep-moe: ep = tp (the engine file says whether the release takes it).
+        let all = plan(&["--engine", "sglang", "--tp-size", "8", "--enable-ep-moe"]);
+        assert_eq!(experts(&all), circuit_hf::ExpertSplit::Groups { ep: 8 });
+        let one = plan(&["--engine", "sglang", "--ep-size", "1"]);
+        assert_eq!(experts(&one), circuit_hf::ExpertSplit::Parallel);
+        assert_eq!(
+            refusal(&[
+                "--engine",
+                "sglang",
+                "--ep-size",
+                "2",
+                "--devices",
+                "h100,a100-80gb"
+            ]),
+            "--ep-size 2 with --devices: the table searches --tp-size per device, which the expert-parallel groups must divide; give --tp-size and --ep-size for one device instead"
+        );
+        assert_eq!(
+            refusal(&["--engine", "sglang", "--enable-ep-moe", "--smallest-tp"]),
+            "--enable-ep-moe with --smallest-tp: its ep size follows the TP size searched, which is not modelled; give --ep-size N (the search skips sizes N does not divide)"
+        );
+        assert_eq!(
+            refusal(&["--engine", "vllm", "--enable-ep-moe"]),
+            "--enable-ep-moe is SGLang's flag: give --engine sglang (or --engine vllm,sglang to compare)"
+        );
+    }
+
+    #[test]
     fn sglang_flags_give_the_run_and_the_layout() {
         let args = plan(&[
             "--engine",
@@ -418,6 +500,8 @@ mod tests {
                 max_total_tokens: Some(100_000),
                 cuda_graph_max_bs: None,
                 dp_size: None,
+                ep_size: None,
+                enable_ep_moe: false,
             }))
         );
         // --dp-size reaches the engine profile, which says the replicas; vLLM's flag and the
@@ -550,7 +634,7 @@ mod tests {
         assert!(check(&dp).and_then(|()| apply_layout_check(&dp)).is_ok());
         assert_eq!(
             e("python -m sglang.launch_server --model-path m --dp-size 2 --enable-dp-attention"),
-            "the serve line: `--enable-dp-attention` is refused: this parallel or overlap scheme's buffers and sharding are not modelled (SGLang 0.5.23, server_args.py:419)"
+            "the serve line: `--enable-dp-attention` is refused: attention data parallelism is not modelled (attention TP = tp / dp: each rank holds the attention weights and KV heads of tp / dp ranks, the reserve adds max_bs x dp x 3 MB and --max-running-requests divides by dp); plain --dp-size replicas are (SGLang 0.5.23, server_args.py:419)"
         );
         // A launch over several nodes is refused (SGLang refuses DP replicas across nodes);
         // `--nnodes 1` is the default and changes nothing.

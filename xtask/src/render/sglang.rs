@@ -50,6 +50,14 @@ pub fn print_table(
             s.workers.iter().map(|w| w.pp_stage).max().unwrap_or(0) + 1
         );
     }
+    if d.ep_size > 1 {
+        outln!(
+            "experts   --ep-size {}: each rank holds 1/{} of the routed experts, each split over tp / {} ranks; shared experts split over tp",
+            d.ep_size,
+            d.ep_size,
+            d.ep_size
+        );
+    }
     outln!(
         "run       context_len {}, chunked_prefill_size {}, page_size {}, quantization {quantization}",
         d.context_len,
@@ -250,6 +258,7 @@ pub fn json(s: &Startup, d: &SglangStartup) -> serde_json::Value {
                 "prefill_cuda_graph_tokens": d.prefill_graph_sizes,
                 "communicator_bound": d.communicator_bound,
                 "dp_size": d.replicas,
+                "ep_size": d.ep_size,
                 "gpus": d.gpus,
                 "max_total_num_tokens_over_replicas": d.replicas_total_tokens,
                 "max_running_requests_over_replicas": d.replicas_running_requests,
@@ -427,6 +436,11 @@ pub fn inputs(args: &PlanArgs, d: &SglangStartup, s: &Startup) -> Vec<Setting> {
             from(&["pp_size", "pipeline_parallel_size"]),
         ),
         one("dp_size", serde_json::json!(d.replicas), from(&["dp_size"])),
+        one(
+            "ep_size",
+            serde_json::json!(d.ep_size),
+            from(&["ep_size", "enable_ep_moe"]),
+        ),
         one(
             "mem_fraction_static",
             serde_json::json!(d.mem_fraction_static),

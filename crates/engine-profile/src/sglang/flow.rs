@@ -55,6 +55,9 @@ pub struct FlowDecl {
     pub refuse: Vec<RefuseDecl>,
     /// SGLang's flags as this release parses them.
     pub flags: FlagsDecl,
+    /// `--ep-size` and `--enable-ep-moe` (absent: refused).
+    #[serde(default)]
+    pub expert_parallel: Option<super::parallel::ExpertParallelDecl>,
     /// SGLang's messages.
     pub messages: MessagesDecl,
 }
@@ -571,6 +574,8 @@ pub(crate) struct FlowFacts {
     pub(crate) cuda_graph_max_bs_refused: Option<String>,
     /// Whether each `--dp-size` replica's first GPU steps by tp x pp (else by tp).
     pub(crate) dp_stride_covers_pp: bool,
+    /// `--ep-size` and `--enable-ep-moe`.
+    pub(crate) expert_parallel: super::parallel::ExpertParallel,
     pub(crate) messages: MessagesDecl,
 }
 
@@ -756,6 +761,9 @@ impl FlowFacts {
             refuse: decl.refuse.clone(),
             cuda_graph_max_bs_refused: refused,
             dp_stride_covers_pp,
+            expert_parallel: super::parallel::ExpertParallel::compile(
+                decl.expert_parallel.as_ref(),
+            ),
             messages: decl.messages.clone(),
         })
     }

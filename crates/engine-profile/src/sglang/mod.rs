@@ -18,6 +18,7 @@
 
 mod context_len;
 mod flow;
+mod parallel;
 mod pool;
 mod rotary;
 
@@ -42,6 +43,11 @@ pub struct SglangFlags {
     /// `--dp-size` without attention data parallelism: replicas, each a TP x PP group of
     /// GPUs of its own that starts as one alone does (None: 1).
     pub dp_size: Option<u64>,
+    /// `--ep-size`: expert-parallel groups of this many ranks inside the TP group (None: 1).
+    /// The stage circuits must be imported with them (circuit-hf's `ExpertSplit::Groups`).
+    pub ep_size: Option<u64>,
+    /// `--enable-ep-moe` (the releases that take it): ep_size set to the TP size.
+    pub enable_ep_moe: bool,
 }
 
 /// What SGLang's start-up computes beyond the generic `Startup`.
@@ -96,6 +102,9 @@ pub struct SglangStartup {
     /// `--dp-size`: the replicas, each starting as this one does (each scheduler prints its
     /// own figures, so the ones above are one replica's).
     pub replicas: u64,
+    /// The expert-parallel size (`--ep-size`; 1 without expert parallelism): each rank holds
+    /// experts / ep routed experts, each split over tp / ep ranks.
+    pub ep_size: u64,
     /// The GPUs the start-up takes: tp x pp x replicas.
     pub gpus: u64,
     /// `max_total_num_tokens` over the replicas (SGLang prints it per replica).

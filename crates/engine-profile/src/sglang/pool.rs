@@ -121,6 +121,14 @@ pub(crate) fn predict(
         .checked_mul(settled.pp)
         .ok_or_else(|| overflow("world size"))?;
     let replicas = data_parallel_replicas(profile, flow, &flags, settled.pp)?;
+    let ep_size = super::parallel::expert_parallel_size(
+        profile,
+        &flow.expert_parallel,
+        &flags,
+        settled.tp,
+        stages,
+        &run.model.architecture,
+    )?;
     let gpus = world
         .checked_mul(replicas)
         .ok_or_else(|| overflow("GPUs (tp x pp x dp)"))?;
@@ -520,6 +528,7 @@ pub(crate) fn predict(
         workers: details,
         refusal,
         replicas,
+        ep_size,
         gpus,
         replicas_total_tokens: tokens
             .checked_mul(replicas)
