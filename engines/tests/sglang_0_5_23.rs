@@ -1092,3 +1092,41 @@ fn every_release_refuses_rocm() {
         );
     }
 }
+
+/// `--disable-radix-cache`: the radix tree only indexes the pool's slots
+/// (mem_cache/kv_cache_builder.py:365-390 picks the tree), so a model whose every layer keeps a
+/// full cache starts with the same bytes; a recurrent-state pool's requests are sized by it
+/// (kv_cache_configurator.py:3063, the ratio drops to 1), which is refused naming the flag.
+#[test]
+fn the_radix_cache_off_changes_no_byte_of_a_full_cache_model() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let on = predict(&circuits, &run).unwrap();
+    let off = predict(
+        &circuits,
+        &with_flags(
+            run,
+            SglangFlags {
+                disable_radix_cache: true,
+                ..SglangFlags::default()
+            },
+        ),
+    )
+    .unwrap();
+    assert_eq!(off, on);
+    let (circuits, run) = layout("qwen3-next", 4, KvCacheDtype::Auto);
+    let e = predict(
+        &circuits,
+        &with_flags(
+            run,
+            SglangFlags {
+                disable_radix_cache: true,
+                ..SglangFlags::default()
+            },
+        ),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--disable-radix-cache: sglang 0.5.23 sizes the recurrent-state pool's requests by whether the radix cache is on, which is not modelled (a model whose every layer keeps a full cache starts with the same bytes either way)"
+    );
+}

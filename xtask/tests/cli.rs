@@ -1461,3 +1461,51 @@ fn sglang_prints_its_start_up_as_csv_and_json_lines() {
     assert_eq!(records[3]["kv_cache_tokens"], 930_008);
     assert_eq!(records[3]["verdict"]["starts"], true);
 }
+
+/// Issue 31: a user's ordinary SGLang launcher line. Its serving, logging, parser,
+/// scheduling-order and run-time flags change no byte (each `ignored` in
+/// engines/sglang-0.5.23/serve_flags.toml, cited where 0.5.23 reads it), and
+/// `--disable-radix-cache` changes none for a model whose every layer keeps a full cache: the
+/// prediction is the bare line's, byte for byte, and the line lists what it ignored.
+#[test]
+fn an_ordinary_sglang_line_predicts_what_its_bare_line_predicts() {
+    let bare =
+        "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 2";
+    let flags = [
+        "--host 0.0.0.0",
+        "--port 30000",
+        "--trust-remote-code",
+        "--log-level warning",
+        "--enable-metrics",
+        "--served-model-name llama",
+        "--api-key secret",
+        "--chat-template chatml",
+        "--tool-call-parser llama3",
+        "--reasoning-parser deepseek-r1",
+        "--schedule-policy lpm",
+        "--random-seed 7",
+        "--watchdog-timeout 600",
+        "--grammar-backend xgrammar",
+        "--stream-interval 2",
+        "--enable-mixed-chunk",
+        "--num-continuous-decode-steps 2",
+        "--enable-tf32-matmul",
+        "--numa-node 0 1",
+    ];
+    let long = format!("{bare} --disable-radix-cache {}", flags.join(" "));
+    let json = |line: &str| {
+        let o = xtask(&["plan", "--format", "json", "--", line]);
+        assert_eq!(o.status.code(), Some(0), "{line}: {}", stderr(&o));
+        let mut j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let serve = j.as_object_mut().unwrap().remove("serve_line").unwrap();
+        (j, serve)
+    };
+    let (bare_json, _) = json(bare);
+    let (long_json, serve) = json(&long);
+    assert_eq!(long_json, bare_json);
+    assert_eq!(serve["ignored"], serde_json::json!(flags));
+    assert_eq!(
+        serve["flags"],
+        serde_json::json!(["--tp-size", "2", "--disable-radix-cache"])
+    );
+}

@@ -42,6 +42,10 @@ pub struct SglangFlags {
     /// `--dp-size` without attention data parallelism: replicas, each a TP x PP group of
     /// GPUs of its own that starts as one alone does (None: 1).
     pub dp_size: Option<u64>,
+    /// `--disable-radix-cache`: no byte of a model whose every layer keeps a full cache
+    /// depends on it (the radix tree indexes the pool's slots, its nodes are host objects);
+    /// with a hybrid sliding-window or recurrent-state pool it is refused (pool.rs).
+    pub disable_radix_cache: bool,
 }
 
 /// What SGLang's start-up computes beyond the generic `Startup`.
