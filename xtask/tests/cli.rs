@@ -1509,3 +1509,39 @@ fn an_ordinary_sglang_line_predicts_what_its_bare_line_predicts() {
         serde_json::json!(["--tp-size", "2", "--disable-radix-cache"])
     );
 }
+
+/// Issue 31: `--quantization` on an SGLang line names SGLang's method: the checkpoint's own
+/// (compressed-tensors here) changes no byte of the prediction; FP8 applied while loading a
+/// bf16 checkpoint is refused in one line (SGLang keeps per-channel scales, the importer's
+/// online FP8 per-tensor ones).
+#[test]
+fn sglang_quantization_naming_the_checkpoints_own_changes_nothing() {
+    let model = root().join("data/checkpoints/llama-3.1-8b-instruct-fp8-dynamic");
+    let bare = format!(
+        "python -m sglang.launch_server --model-path {}",
+        model.display()
+    );
+    let json = |line: &str| {
+        let o = xtask(&["plan", "--format", "json", "--", line]);
+        assert_eq!(o.status.code(), Some(0), "{line}: {}", stderr(&o));
+        let mut j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        j.as_object_mut().unwrap().remove("serve_line");
+        j
+    };
+    let named = json(&format!("{bare} --quantization compressed-tensors"));
+    assert_eq!(named, json(&bare));
+    assert_eq!(named["engine"]["kv_cache_tokens"], 465_175);
+    let config = root().join("data/models/llama-3.1-8b/config.json");
+    assert_eq!(
+        failure(&[
+            "plan",
+            "--engine",
+            "sglang",
+            "--hf-config",
+            config.to_str().unwrap(),
+            "--quantization",
+            "fp8"
+        ]),
+        "error: --quantization fp8: SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), the importer's online FP8 (vLLM's) one per tensor, so it is not modelled for SGLang"
+    );
+}
