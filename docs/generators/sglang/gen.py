@@ -51,6 +51,9 @@ MODELLED = {
     "--kv-cache-dtype": "--kv-cache-dtype", "--disable-radix-cache": "--disable-radix-cache",
     "--quantization": "--quantization",
 }
+# What `--chunked-prefill-size` at or below 0 does (serve_flags.toml `negative`).
+CHUNKED_NEGATIVE = ("a value at or below 0 disables chunked prefill, which SGLang takes; what the "
+                    "reserve and the prefill graphs then read (--max-prefill-tokens) is not modelled")
 MODEL = {"--model-path": "name", "--revision": "revision", "--download-dir": "download_dir"}
 # No byte of the start-up depends on these (serving, logging, metrics, tokenizer processes,
 # networking, parsers of the API's output, timeouts, request-level behaviour).
@@ -266,6 +269,10 @@ def entry(x):
             parts.append('why = "only auto and the one-byte fp8 caches are modelled"')
         if long == "--dtype":
             parts.append('rename = { half = "float16", float = "float32" }')
+        if long == "--chunked-prefill-size":
+            # SGLang takes a value at or below 0 (schedule.py:52-55 in 0.5.23), unlike a
+            # negative count it refuses; the refusal names what is not modelled.
+            parts.append(f"negative = {q(CHUNKED_NEGATIVE)}")
         if long == "--device":
             parts.append('values = ["cuda"]')
             parts.append('why = "only CUDA devices are modelled"')
