@@ -512,10 +512,10 @@ fn budget_answers_from_the_pool() {
     let p = profile();
     let stages = StageCircuit::in_order(&circuits);
     let a = p.budget_answers(&stages, &run, 500_000).unwrap();
-    // Every context up to 131,072 starts and a request of it fits the 411,948 tokens.
+    // Every context up to 131,072 starts and a request of it fits the 411,936 tokens.
     assert_eq!(a.largest_max_model_len, Some(131_072));
-    // 500,000 tokens x 131,072 B = 61.0352 GiB of rest: mfs >= 1 - (63.6627 - 61.0352) /
-    // 78.6829 = 0.96661, 0.967 rounded up.
+    // 500,000 tokens x 131,072 B = 61.0352 GiB of rest: mfs >= 1 - (63.6613 - 61.0352) /
+    // 78.6829 = 0.96662, 0.967 rounded up.
     assert_eq!(a.utilization_for_target, Some(0.967));
     // The smallest TP that starts is 1.
     let tp = p
@@ -719,7 +719,7 @@ fn release_0_5_13_caps_requests_at_the_estimate_and_refuses_by_the_token_count()
     let stages = StageCircuit::in_order(&circuits);
     assert_eq!(release("sglang==0.5.13.post1").version(), "0.5.13");
     // --max-running-requests 5000: 0.5.13 takes min(5000, the estimate 2048) = 2048; 0.5.14
-    // min(5000, 411,948 // 2) = 5000.
+    // min(5000, 411,936 // 2) = 5000.
     let mut many = run.clone();
     many.max_num_seqs = Some(5000);
     let old = release("sglang==0.5.13")
@@ -1114,4 +1114,42 @@ fn every_release_refuses_rocm() {
             folder.name
         );
     }
+}
+
+/// `--disable-radix-cache`: the radix tree only indexes the pool's slots
+/// (mem_cache/kv_cache_builder.py:365-390 picks the tree), so a model whose every layer keeps a
+/// full cache starts with the same bytes; a recurrent-state pool's requests are sized by it
+/// (kv_cache_configurator.py:3063, the ratio drops to 1), which is refused naming the flag.
+#[test]
+fn the_radix_cache_off_changes_no_byte_of_a_full_cache_model() {
+    let (circuits, run) = layout("llama-3.1-8b", 1, KvCacheDtype::Auto);
+    let on = predict(&circuits, &run).unwrap();
+    let off = predict(
+        &circuits,
+        &with_flags(
+            run,
+            SglangFlags {
+                disable_radix_cache: true,
+                ..SglangFlags::default()
+            },
+        ),
+    )
+    .unwrap();
+    assert_eq!(off, on);
+    let (circuits, run) = layout("qwen3-next", 4, KvCacheDtype::Auto);
+    let e = predict(
+        &circuits,
+        &with_flags(
+            run,
+            SglangFlags {
+                disable_radix_cache: true,
+                ..SglangFlags::default()
+            },
+        ),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--disable-radix-cache: sglang 0.5.23 sizes the recurrent-state pool's requests by whether the radix cache is on, which is not modelled (a model whose every layer keeps a full cache starts with the same bytes either way)"
+    );
 }

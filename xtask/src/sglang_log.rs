@@ -144,6 +144,9 @@ fn check(
     Ok(report)
 }
 
+/// Modelled flags whose printed value SGLang may have resolved itself (see `arg_words`).
+const RESOLVED_BY_SGLANG: [&str; 2] = ["--quantization", "--disable-radix-cache"];
+
 /// The words of the settings `server_args={...}` prints that the prediction reads (the flags
 /// `serve_flags.toml` models, and the model), and a note for each other setting that is not
 /// its default and may change memory (a `refused` flag whose value is none of its `no_byte`
@@ -187,6 +190,16 @@ fn arg_words(text: &str, table: &ServeTable) -> Result<(Vec<String>, Vec<String>
                 value.words().join(" "),
                 flag.why.as_deref().unwrap_or("not modelled")
             )),
+            // SGLang prints these resolved, and resolves them itself: the checkpoint's own
+            // method (awq_marlin for an AWQ checkpoint, model_config.py _verify_quantization)
+            // and the radix cache its hooks turn off for hybrid and recurrent models. A value
+            // set is named, as a refused flag's is, never read as the line's own.
+            Class::Modelled if RESOLVED_BY_SGLANG.contains(&long) && !is_default => notes.push(
+                format!(
+                    "server_args sets {key}={} (SGLang's choice or the run's), which the prediction does not read from a log: give it on a launcher line if the run set it",
+                    value.words().join(" ")
+                ),
+            ),
             Class::Model | Class::Modelled => match (flag.takes, &value) {
                 (_, Py::None) => {}
                 (Takes::None, Py::Bool(true)) => words.push(long.to_owned()),

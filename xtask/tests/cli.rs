@@ -1500,3 +1500,98 @@ fn sglang_prints_its_start_up_as_csv_and_json_lines() {
     assert_eq!(records[3]["kv_cache_tokens"], 929_952);
     assert_eq!(records[3]["verdict"]["starts"], true);
 }
+
+/// Issue 31: a user's ordinary SGLang launcher line. Its serving, logging, parser,
+/// scheduling-order and run-time flags change no byte (each `ignored` in
+/// engines/sglang-0.5.23/serve_flags.toml, cited where 0.5.23 reads it), and
+/// `--disable-radix-cache` changes none for a model whose every layer keeps a full cache: the
+/// prediction is the bare line's, byte for byte, and the line lists what it ignored.
+#[test]
+fn an_ordinary_sglang_line_predicts_what_its_bare_line_predicts() {
+    let bare =
+        "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 2";
+    let flags = [
+        "--host 0.0.0.0",
+        "--port 30000",
+        "--trust-remote-code",
+        "--log-level warning",
+        "--enable-metrics",
+        "--served-model-name llama",
+        "--api-key secret",
+        "--chat-template chatml",
+        "--tool-call-parser llama3",
+        "--reasoning-parser deepseek-r1",
+        "--schedule-policy lpm",
+        "--random-seed 7",
+        "--watchdog-timeout 600",
+        "--grammar-backend xgrammar",
+        "--stream-interval 2",
+        "--enable-mixed-chunk",
+        "--num-continuous-decode-steps 2",
+        "--enable-tf32-matmul",
+        "--numa-node 0 1",
+    ];
+    let long = format!("{bare} --disable-radix-cache {}", flags.join(" "));
+    let json = |line: &str| {
+        let o = xtask(&["plan", "--format", "json", "--", line]);
+        assert_eq!(o.status.code(), Some(0), "{line}: {}", stderr(&o));
+        let mut j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let serve = j.as_object_mut().unwrap().remove("serve_line").unwrap();
+        (j, serve)
+    };
+    let (bare_json, _) = json(bare);
+    let (long_json, serve) = json(&long);
+    assert_eq!(long_json, bare_json);
+    assert_eq!(serve["ignored"], serde_json::json!(flags));
+    assert_eq!(
+        serve["flags"],
+        serde_json::json!(["--tp-size", "2", "--disable-radix-cache"])
+    );
+}
+
+/// Issue 31: `--quantization` on an SGLang line names SGLang's method: the checkpoint's own
+/// (compressed-tensors here) changes no byte of the prediction; FP8 applied while loading a
+/// bf16 checkpoint is refused in one line (SGLang keeps per-channel scales, the importer's
+/// online FP8 per-tensor ones).
+#[test]
+fn sglang_quantization_naming_the_checkpoints_own_changes_nothing() {
+    let model = root().join("data/checkpoints/llama-3.1-8b-instruct-fp8-dynamic");
+    let bare = format!(
+        "python -m sglang.launch_server --model-path {}",
+        model.display()
+    );
+    let json = |line: &str| {
+        let o = xtask(&["plan", "--format", "json", "--", line]);
+        assert_eq!(o.status.code(), Some(0), "{line}: {}", stderr(&o));
+        let mut j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        j.as_object_mut().unwrap().remove("serve_line");
+        j
+    };
+    let named = json(&format!("{bare} --quantization compressed-tensors"));
+    assert_eq!(named, json(&bare));
+    // Weights as SGLang prints them, the caching allocator's segments: the checkpoint's
+    // 9,083,953,152 B and the float32 rope cache 67,108,864 B; every FP8 linear weight
+    // (qkv_proj 24 MiB, o_proj 16, gate_up_proj 112, down_proj 56) and the BF16 embeddings
+    // and lm_head (1002 MiB each) are 2 MiB multiples of 10 MiB or more, a segment each; the
+    // small tensors, a layer's BF16 per-channel scales (qkv 6,144 + o 4,096 + gate_up 28,672
+    // + down 4,096 rows x 2 B = 86,016 B) and two norms (16,384 B), 32 x 102,400 + the final
+    // norm 8,192 = 3,284,992 B, fill two 2 MiB small segments: 9,151,062,016 - 3,284,992 +
+    // 4,194,304 = 9,151,971,328 B. F = 84,485,089,526 B (78.6829 GiB), A = F - 9,151,971,328
+    // - the rope cache's growth 131,072 = 70.1593 GiB, rest = 70.1593 - 78.6829 x 0.17 =
+    // 56.7832 GiB = 60,970,521,906 B over 131,072 B a token: 465,168 tokens.
+    assert_eq!(named["engine"]["workers"][0]["weights"], 9_151_971_328_u64);
+    assert_eq!(named["engine"]["kv_cache_tokens"], 465_168);
+    let config = root().join("data/models/llama-3.1-8b/config.json");
+    assert_eq!(
+        failure(&[
+            "plan",
+            "--engine",
+            "sglang",
+            "--hf-config",
+            config.to_str().unwrap(),
+            "--quantization",
+            "fp8"
+        ]),
+        "error: --quantization fp8: SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), the importer's online FP8 (vLLM's) one per tensor, so it is not modelled for SGLang"
+    );
+}

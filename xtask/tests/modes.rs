@@ -188,6 +188,7 @@ fn sample(long: &str, mode: Mode, f: &Files) -> Option<Vec<String>> {
         "page-size" => vec!["--page-size".into(), "16".into()],
         "cuda-graph-max-bs" => vec!["--cuda-graph-max-bs".into(), "64".into()],
         "disable-cuda-graph" => vec!["--disable-cuda-graph".into()],
+        "disable-radix-cache" => vec!["--disable-radix-cache".into()],
         "help" => vec!["--help".into()],
         _ => return None,
     };

@@ -49,7 +49,11 @@ MODELLED = {
     "--page-size": "--page-size", "--cuda-graph-max-bs": "--cuda-graph-max-bs",
     "--disable-cuda-graph": "--disable-cuda-graph", "--dtype": "--dtype",
     "--kv-cache-dtype": "--kv-cache-dtype", "--enable-ep-moe": "--enable-ep-moe",
+    "--disable-radix-cache": "--disable-radix-cache", "--quantization": "--quantization",
 }
+# What `--chunked-prefill-size` at or below 0 does (serve_flags.toml `negative`).
+CHUNKED_NEGATIVE = ("a value at or below 0 disables chunked prefill, which SGLang takes; what the "
+                    "reserve and the prefill graphs then read (--max-prefill-tokens) is not modelled")
 MODEL = {"--model-path": "name", "--revision": "revision", "--download-dir": "download_dir"}
 # No byte of the start-up depends on these (serving, logging, metrics, tokenizer processes,
 # networking, parsers of the API's output, timeouts, request-level behaviour).
@@ -99,7 +103,7 @@ IGNORED_RE = [
     r"^--weight-loader-disable-mmap$", r"^--weight-loader-prefetch-", r"^--weight-loader-drop-cache-after-load$",
     r"^--delete-ckpt-after-loading$", r"^--checkpoint-engine-wait-weights-before-ready$",
     r"^--load-balance-method$", r"^--enable-p2p-check$",
-    r"^--config$", r"^--enable-cache-report$", r"^--watermark-config$",
+    r"^--enable-cache-report$", r"^--watermark-config$",
     r"^--enable-watermark$", r"^--smg-grpc-mode$", r"^--grpc-mode$", r"^--use-ray$",
 ]
 # Refused: memory depends on them and they are not modelled. (pattern, why), first match wins.
@@ -136,9 +140,91 @@ REFUSED = [
 ]
 REFUSED_DEFAULT = "its effect on memory is not modelled"
 
-def classify(opt):
+# ---- flags classed one by one -----------------------------------------------------------
+# Each was read where the release uses its value. `why` cites the release's own line: the
+# first line of each (file under sglang/srt/, pattern) found in that release's sources, the
+# alternatives tried in order; a release where none matches stops the generator, so a use
+# that moved is read again rather than cited stale. `unread` flags are checked instead: no
+# code of the release reads the field beyond its declaration and the parser.
+def cite(path, pattern):
+    f = f"{SRC}/{path}"
+    if not os.path.exists(f):
+        return None
+    for i, line in enumerate(open(f), 1):
+        if re.search(pattern, line):
+            return f"{path}:{i}"
+    return None
+
+_SOURCES = []
+def readers(dest):
+    """The lines of the release that read `dest` (the field's declaration, the parser's
+    registration and the field lists excluded)."""
+    if not _SOURCES:
+        for f in sorted(glob.glob(f"{SRC}/**/*.py", recursive=True)):
+            rel = os.path.relpath(f, SRC)
+            if not (rel.startswith("arg_groups/fields/") or rel == "arg_groups/field_order.py"):
+                _SOURCES.append((rel, open(f).read().split("\n")))
+    word = re.compile(rf"\b{dest}\b")
+    out = []
+    for rel, lines in _SOURCES:
+        for i, line in enumerate(lines, 1):
+            if word.search(line) and not re.match(rf"\s+{dest}\s*:", line) \
+                    and "default=ServerArgs." not in line:
+                out.append(f"{rel}:{i}")
+    return out
+
+# Each flag: its alternatives, tried in order; the first that holds for the release classes
+# it. `cite`: (file, pattern) pairs, the first found cited as {0}; `only`: the class holds
+# when every line that reads the field matches this pattern (a release that reads it anywhere
+# else falls through to the next alternative), the first of them cited as {0}.
+SCHEDULER_ONLY = (r"^(managers/(scheduler|scheduler_[a-z_]+|schedule_policy|tp_worker|tp_worker_overlap_thread"
+                  r"|tokenizer_manager|scheduler_components/[a-z_]+)\.py|entrypoints/.*|disaggregation/.*|dllm/.*)$")
+PER_FLAG = {
+    # ignored: read only where requests are scheduled, threads bound or kernels' precision set.
+    "--enable-mixed-chunk": [dict(cls="ignored", why="a prefill batch takes the running decode requests in at run time ({0}); no pool size, default or buffer of the start-up reads it",
+        cite=[("managers/scheduler.py", r"(server_args|get_schedule\(\))\.enable_mixed_chunk\s*$")])],
+    "--enable-tf32-matmul": [dict(cls="ignored", why="it sets torch's float32 matmul precision ({0}); no tensor is allocated by it",
+        cite=[("model_executor/model_runner.py", r"set_float32_matmul_precision")])],
+    "--numa-node": [dict(cls="ignored", why="it binds the scheduler process's CPU threads and host memory to a NUMA node ({0}); no GPU byte depends on it",
+        cite=[("managers/scheduler.py", r"numa_bind_to_node\(")])],
+    "--num-continuous-decode-steps": [dict(cls="ignored", why="no code of the release reads it beyond its own field and flag", only=r"^$")],
+    # A prefill batch's token budget: the scheduler's alone until the mem_fraction_static
+    # default reserves activations for it with chunked prefill off.
+    "--max-prefill-tokens": [
+        dict(cls="ignored", why="only the scheduler reads it, as a prefill batch's token budget at run time ({0}; disaggregation's readers run only in a disaggregated mode, refused)",
+             only=SCHEDULER_ONLY, cite=[("managers/scheduler.py", r"self\.max_prefill_tokens,")]),
+        dict(cls="refused", why="it sizes mem_fraction_static's activation reserve when chunked prefill is off ({0}) and the prefill workspaces some attention and MoE backends take, which are not modelled",
+             cite=[("arg_groups/memory_hook.py", r"activation_tokens = max\(cfg\.max_prefill_tokens"),
+                   ("server_args.py", r"max\(self\.max_prefill_tokens, 2048\)")])],
+    # refused, precisely.
+    "--config": [dict(cls="refused", why="SGLang merges the YAML file's options into the line ({0}, prepare_server_args), which the planner does not read: write them on the line instead",
+        cite=[("server_args.py", r'"--config" in argv')])],
+}
+
+def per_flag(opt, dest):
+    if opt not in PER_FLAG:
+        return None
+    for alt in PER_FLAG[opt]:
+        at = None
+        if "only" in alt:
+            found = readers(dest)
+            if any(not re.match(alt["only"], r.split(":")[0]) for r in found):
+                continue
+            at = found[0] if found else None
+        for path, pattern in alt.get("cite", []):
+            at = cite(path, pattern) or at
+            if at and at.startswith(path):
+                break
+        if "{0}" in alt["why"] and not at:
+            continue
+        return (alt["cls"], alt["why"].format(at))
+    raise SystemExit(f"{opt}: no alternative holds for {V}: read it again")
+
+def classify(opt, dest=None):
     if opt in MODEL: return ("model", None)
     if opt in MODELLED: return ("modelled", None)
+    got = per_flag(opt, dest)
+    if got: return got
     for r in IGNORED_RE:
         if re.search(r, opt): return ("ignored", None)
     for r, why in REFUSED:
@@ -164,7 +250,7 @@ def literal_default(x):
 def entry(x):
     opts = x["opts"]; long = opts[0]
     shorts = [o for o in opts[1:] if not o.startswith("--no-")]
-    cls, why = classify(long)
+    cls, why = classify(long, x["dest"])
     a, nargs = x["action"], x["nargs"]
     if a == "BooleanOptionalAction": takes = "bool"
     elif nargs == 0: takes = "none"
@@ -185,6 +271,10 @@ def entry(x):
             parts.append('why = "only auto and the one-byte fp8 caches are modelled"')
         if long == "--dtype":
             parts.append('rename = { half = "float16", float = "float32" }')
+        if long == "--chunked-prefill-size":
+            # SGLang takes a value at or below 0 (schedule.py:52-55 in 0.5.23), unlike a
+            # negative count it refuses; the refusal names what is not modelled.
+            parts.append(f"negative = {q(CHUNKED_NEGATIVE)}")
         if long == "--device":
             parts.append('values = ["cuda"]')
             parts.append('why = "only CUDA devices are modelled"')
@@ -199,6 +289,9 @@ def entry(x):
             d = literal_default(x)
             if long == "--device": d = q("cuda")
             if d is not None and TYPES[x["type"]] not in ("json",): parts.append(f"no_byte = [{d}]")
+        parts.append(f"why = {q(why)}")
+    elif why:
+        # An ignored flag classed one by one says where its release reads it.
         parts.append(f"why = {q(why)}")
     parts.append(f'at = "{locate(long, x["dest"])}"')
     return long, "{ " + ", ".join(parts) + " }"

@@ -76,6 +76,11 @@ for d in order[1:]:
     for k in sorted(union):
         have = [v for v in rels if k in E[v]]
         e = union[k]
+        # A folder states one class per flag: releases of a folder that class a flag apart
+        # need folders of their own.
+        classes = {re.search(r'class = "([a-z]+)"', E[v][k]).group(1) for v in have}
+        if len(classes) > 1:
+            raise SystemExit(f"{d}: {k} is {sorted(classes)} across {have}: split the folder")
         extra = []
         if have[0] != rels[0]: extra.append(f'since = "{have[0]}"')
         if have[-1] != rels[-1]: extra.append(f'until = "{have[-1]}"')

@@ -301,6 +301,8 @@ pub struct EngineArgs {
 
     /// With --hf-config: quantization applied while loading an unquantized checkpoint (none or
     /// fp8, vLLM's on-the-fly FP8); a checkpoint's own quantization comes from its config.
+    /// With --engine sglang alone, SGLang's method: taken where it names the checkpoint's own
+    /// (fp8, compressed-tensors, mxfp4), refused in one line otherwise.
     ///
     /// Example: --quantization fp8
     #[arg(long, value_name = "METHOD", default_value = "none")]

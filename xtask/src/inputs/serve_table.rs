@@ -120,7 +120,8 @@ pub struct Flag {
     /// The text `None` (or an empty text) gives the default.
     #[serde(default)]
     pub none: bool,
-    /// Why a refused flag (or value) is refused.
+    /// Why a refused flag (or value) is refused; for an ignored flag, where the release reads
+    /// it (SGLang's flags classed one by one).
     pub why: Option<String>,
     /// The engine source that registers it.
     pub at: String,

@@ -18,8 +18,12 @@ pub fn import_options(args: &PlanArgs) -> Result<circuit_hf::ImportOptions, CliE
     options.dtype = args.dtype.parse().map_err(|e| format!("--dtype: {e}"))?;
     options.kv_cache_dtype =
         (args.kv_cache_dtype.parse()).map_err(|e| format!("--kv-cache-dtype: {e}"))?;
-    options.online_quantization =
-        (args.engine.quantization.parse()).map_err(|e| format!("--quantization: {e}"))?;
+    // With SGLang alone --quantization names SGLang's method, checked against the checkpoint
+    // by inputs/sglang.rs; nothing is quantized while importing.
+    if !crate::inputs::sglang::only_sglang(args) {
+        options.online_quantization =
+            (args.engine.quantization.parse()).map_err(|e| format!("--quantization: {e}"))?;
+    }
     options.language_model_only = args.language_model_only;
     let limits = mm_limits(args)?;
     options.modalities_off = circuit_hf::ModalitiesOff {

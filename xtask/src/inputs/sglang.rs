@@ -102,6 +102,15 @@ pub struct SglangArgs {
     /// Example: --disable-cuda-graph
     #[arg(long)]
     pub disable_cuda_graph: bool,
+
+    /// With --engine sglang: prefix caching off (SGLang's --disable-radix-cache). No byte of a
+    /// model whose every layer keeps a full cache depends on it (the radix tree only indexes
+    /// the pool); refused with a hybrid sliding-window or recurrent-state pool, which SGLang
+    /// sizes by it.
+    ///
+    /// Example: --disable-radix-cache
+    #[arg(long)]
+    pub disable_radix_cache: bool,
 }
 
 impl SglangArgs {
@@ -132,6 +141,7 @@ impl SglangArgs {
         add(self.page_size.is_some(), "--page-size");
         add(self.cuda_graph_max_bs.is_some(), "--cuda-graph-max-bs");
         add(self.disable_cuda_graph, "--disable-cuda-graph");
+        add(self.disable_radix_cache, "--disable-radix-cache");
         out
     }
 }
@@ -318,7 +328,9 @@ pub fn apply(
         dp_size: s.dp_size,
         ep_size: s.ep_size,
         enable_ep_moe: s.enable_ep_moe,
+        disable_radix_cache: s.disable_radix_cache,
     }));
+    quantization(&args.engine.quantization, &run.model)?;
     Ok(run)
 }
 
@@ -337,6 +349,62 @@ pub fn experts(args: &PlanArgs) -> circuit_hf::ExpertSplit {
     } else {
         circuit_hf::ExpertSplit::Groups { ep }
     }
+}
+
+/// Whether every engine `--engine` names is SGLang: `--quantization` then names SGLang's
+/// method, which [`quantization`] checks against the checkpoint, not vLLM's online FP8.
+pub fn only_sglang(args: &PlanArgs) -> bool {
+    args.engine
+        .engine
+        .as_deref()
+        .is_some_and(|spec| engines_named(spec).iter().all(|e| is_sglang(e)))
+}
+
+/// `--quantization METHOD` with SGLang (configs/model_config.py `_verify_quantization`, 0.5.23
+/// :2000-2160; 0.4.6 :280-360): taken where it names what SGLang resolves from the checkpoint
+/// anyway, refused in one line otherwise.
+///
+/// - The checkpoint's own `fp8`, `compressed-tensors` or `mxfp4`: SGLang reads the same method
+///   from the config (no `override_quantization_method` of these depends on the flag: only
+///   awq/gptq's Marlin upgrades, ModelOpt's, and `moe_wna16`/`humming`, each named by its own
+///   value), so the weights are the checkpoint's either way.
+/// - `awq`/`gptq` and their Marlin names: SGLang upgrades a Marlin-compatible checkpoint to
+///   awq_marlin/gptq_marlin unless the flag names plain awq/gptq, and raises for a Marlin
+///   name on an incompatible one (awq/awq.py:333-354, 402-424: the bits, group size, zero
+///   point and GPU capability decide), which the planner does not follow: refused.
+/// - FP8 on an unquantized checkpoint: SGLang quantizes every linear weight with one float32
+///   scale per output channel (layers/quantization/fp8.py:1151-1163, the CUTLASS and Marlin
+///   paths), where the importer's online FP8 (vLLM's) keeps one per tensor: refused.
+/// - Any other: SGLang raises ("Quantization method specified in the model config ... does not
+///   match", model_config.py:2136-2141) or requantizes the checkpoint, which is not modelled.
+fn quantization(named: &str, model: &engine_profile::ModelFacts) -> Result<(), CliError> {
+    if named == "none" {
+        return Ok(());
+    }
+    let own = model
+        .quantization
+        .as_deref()
+        .filter(|_| model.checkpoint_quantized);
+    let why = match own {
+        Some(m) if m == named && matches!(m, "fp8" | "compressed-tensors" | "mxfp4") => {
+            return Ok(());
+        }
+        None if named == "fp8" => "SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), the importer's online FP8 (vLLM's) one per tensor, so it is not modelled for SGLang".to_owned(),
+        None => format!(
+            "the checkpoint has no quantization config, and SGLang's {named} applied while loading is not modelled"
+        ),
+        Some(m @ ("awq" | "gptq"))
+            if [m, &format!("{m}_marlin"), "marlin"].contains(&named) =>
+        {
+            format!(
+                "on a `{m}` checkpoint SGLang upgrades to {m}_marlin unless plain {m} is named, and raises for a Marlin name when the checkpoint's bits, group size or zero point or the GPU rule Marlin out (layers/quantization/{m}/{m}.py override_quantization_method), which is not followed: drop it, SGLang reads the checkpoint's own"
+            )
+        }
+        Some(m) => format!(
+            "the checkpoint is quantized as `{m}`, and SGLang then raises (\"Quantization method specified in the model config ({m}) does not match the quantization method specified in the `quantization` argument\", configs/model_config.py:2136-2141 in 0.5.23) or requantizes it, which is not modelled"
+        ),
+    };
+    Err(format!("--quantization {named}: {why}").into())
 }
 
 /// The layout: SGLang's `--tp-size` / `--pp-size` when given, else the generic `--tp` /
@@ -502,6 +570,7 @@ mod tests {
                 dp_size: None,
                 ep_size: None,
                 enable_ep_moe: false,
+                disable_radix_cache: false,
             }))
         );
         // --dp-size reaches the engine profile, which says the replicas; vLLM's flag and the
@@ -755,6 +824,125 @@ mod tests {
         assert_eq!(t.flags["--tp-size"].at, "arg_groups/fields/parallel.py:45");
         let t = ServeTable::of_release("sglang==0.5.9").unwrap();
         assert_eq!(t.flags["--tp-size"].at, "server_args.py:3303");
+    }
+
+    /// `--quantization` with SGLang names SGLang's method: taken where it is what SGLang
+    /// resolves from the checkpoint anyway, refused in one line otherwise; nothing is
+    /// quantized while importing with SGLang alone.
+    #[test]
+    fn sglang_quantization_is_taken_where_it_names_the_checkpoints_own() {
+        let facts = |text: &str| circuit_hf::import(text, "config.json").unwrap().facts;
+        let bf16 = facts(include_str!(
+            "../../../data/models/llama-3.1-8b/config.json"
+        ));
+        let fp8 = facts(include_str!(
+            "../../../data/checkpoints/llama-3.1-8b-instruct-fp8-dynamic/config.json"
+        ));
+        let awq = facts(include_str!(
+            "../../../data/checkpoints/qwen3-32b-awq/config.json"
+        ));
+        let gptq = facts(include_str!(
+            "../../../data/checkpoints/llama-3.1-8b-instruct-w4a16/config.json"
+        ));
+        let q = |named: &str, model| quantization(named, model).map_err(|e| e.to_string());
+        // Given or not, the same method: no byte changes.
+        assert_eq!(q("none", &bf16), Ok(()));
+        assert_eq!(q("compressed-tensors", &fp8), Ok(()));
+        assert_eq!(
+            q("fp8", &bf16).unwrap_err(),
+            "--quantization fp8: SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), the importer's online FP8 (vLLM's) one per tensor, so it is not modelled for SGLang"
+        );
+        assert_eq!(
+            q("w8a8_int8", &bf16).unwrap_err(),
+            "--quantization w8a8_int8: the checkpoint has no quantization config, and SGLang's w8a8_int8 applied while loading is not modelled"
+        );
+        assert_eq!(
+            q("awq_marlin", &awq).unwrap_err(),
+            "--quantization awq_marlin: on a `awq` checkpoint SGLang upgrades to awq_marlin unless plain awq is named, and raises for a Marlin name when the checkpoint's bits, group size or zero point or the GPU rule Marlin out (layers/quantization/awq/awq.py override_quantization_method), which is not followed: drop it, SGLang reads the checkpoint's own"
+        );
+        assert!(
+            q("awq", &awq)
+                .unwrap_err()
+                .starts_with("--quantization awq: on a `awq` checkpoint")
+        );
+        assert!(
+            q("marlin", &gptq)
+                .unwrap_err()
+                .starts_with("--quantization marlin: on a `gptq` checkpoint")
+        );
+        assert_eq!(
+            q("fp8", &fp8).unwrap_err(),
+            "--quantization fp8: the checkpoint is quantized as `compressed-tensors`, and SGLang then raises (\"Quantization method specified in the model config (compressed-tensors) does not match the quantization method specified in the `quantization` argument\", configs/model_config.py:2136-2141 in 0.5.23) or requantizes it, which is not modelled"
+        );
+        // SGLang alone: the import quantizes nothing (vLLM's online FP8 is not SGLang's);
+        // side by side vLLM's column still takes its own.
+        let sglang = plan(&["--engine", "sglang", "--quantization", "compressed-tensors"]);
+        assert_eq!(
+            crate::inputs::settings::import_options(&sglang)
+                .unwrap()
+                .online_quantization,
+            circuit_hf::OnlineQuantization::None
+        );
+        let both = plan(&["--engine", "vllm,sglang", "--quantization", "fp8"]);
+        assert_eq!(
+            crate::inputs::settings::import_options(&both)
+                .unwrap()
+                .online_quantization,
+            circuit_hf::OnlineQuantization::Fp8
+        );
+    }
+
+    /// The flags classed one by one (docs/generators/sglang/gen.py `PER_FLAG`), each as its
+    /// own release reads it: ignored where the release reads it only at run time, refused
+    /// where it sizes memory, the line naming the flag, why and where.
+    #[test]
+    fn sglang_flags_are_classed_as_each_release_reads_them() {
+        use crate::inputs::serve_line::{parse, split_words};
+        use crate::inputs::serve_table::ServeTable;
+        let line = |v: &str, text: &str| {
+            let t = ServeTable::of_release(&format!("sglang=={v}")).unwrap();
+            parse(&split_words(text).unwrap(), &[t])
+        };
+        let launch = "python -m sglang.launch_server --model-path m";
+        // Run-time only: the scheduler mixes decode into prefill, binds NUMA nodes, sets
+        // torch's matmul precision; a flag no code reads.
+        let ok = line(
+            "0.5.23",
+            &format!("{launch} --enable-mixed-chunk --numa-node 0 --enable-tf32-matmul --num-continuous-decode-steps 4"),
+        )
+        .unwrap();
+        assert_eq!(
+            ok.ignored,
+            [
+                "--enable-mixed-chunk",
+                "--numa-node 0",
+                "--enable-tf32-matmul",
+                "--num-continuous-decode-steps 4"
+            ]
+        );
+        // --max-prefill-tokens: the scheduler's budget alone in 0.4.6; from 0.5.3 it sizes
+        // mem_fraction_static's activation reserve with chunked prefill off.
+        let old = line("0.4.6", &format!("{launch} --max-prefill-tokens 8192")).unwrap();
+        assert_eq!(old.ignored, ["--max-prefill-tokens 8192"]);
+        assert_eq!(
+            line("0.5.23", &format!("{launch} --max-prefill-tokens 8192")).unwrap_err(),
+            "`--max-prefill-tokens 8192` is refused: it sizes mem_fraction_static's activation reserve when chunked prefill is off (arg_groups/memory_hook.py:307) and the prefill workspaces some attention and MoE backends take, which are not modelled (SGLang 0.5.23, arg_groups/fields/schedule.py:71)"
+        );
+        // --config merges a YAML file's options into the line: never ignored.
+        assert_eq!(
+            line("0.5.23", &format!("{launch} --config serve.yaml")).unwrap_err(),
+            "`--config serve.yaml` is refused: SGLang merges the YAML file's options into the line (server_args.py:683, prepare_server_args), which the planner does not read: write them on the line instead (SGLang 0.5.23, server_args.py:402)"
+        );
+        // Modelled: --disable-radix-cache and --quantization reach the planner's flags.
+        assert_eq!(
+            line(
+                "0.5.9",
+                &format!("{launch} --disable-radix-cache --quantization fp8")
+            )
+            .unwrap()
+            .flags,
+            ["--disable-radix-cache", "--quantization", "fp8"]
+        );
     }
 
     /// `apply`'s refusals of a layout, on a generic run.

@@ -48,6 +48,10 @@ pub struct SglangFlags {
     pub ep_size: Option<u64>,
     /// `--enable-ep-moe` (the releases that take it): ep_size set to the TP size.
     pub enable_ep_moe: bool,
+    /// `--disable-radix-cache`: no byte of a model whose every layer keeps a full cache
+    /// depends on it (the radix tree indexes the pool's slots, its nodes are host objects);
+    /// with a hybrid sliding-window or recurrent-state pool it is refused (pool.rs).
+    pub disable_radix_cache: bool,
 }
 
 /// What SGLang's start-up computes beyond the generic `Startup`.

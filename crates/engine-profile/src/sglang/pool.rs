@@ -96,6 +96,7 @@ pub(crate) fn predict(
     refuse_unmodelled(profile, flow, stages, run)?;
     let settled = settle(profile, flow, stages, run, &flags)?;
     let stage_facts = stage_facts(profile, flow, stages, run, &settled)?;
+    refuse_radix_off(profile, flow, run, &flags, &stage_facts)?;
     // A class of `hybrid_swa_architectures` reaches here only when the release's split is
     // given (refuse_unmodelled).
     let hybrid = flow
@@ -580,6 +581,41 @@ fn format_fraction(x: f64) -> String {
 }
 
 /// The run's SGLang flags, refusing the generic settings SGLang has no flag for.
+/// `--disable-radix-cache` on a model with a hybrid sliding-window or recurrent-state pool:
+/// SGLang sizes those pools' requests by it in some releases (0.5.23
+/// model_executor/pool_configurator.py:992, mem_cache/kv_cache_configurator.py:3063), which is
+/// not followed. Every other model starts with the same bytes either way: the radix cache
+/// only indexes the pool's slots (mem_cache/kv_cache_builder.py:365-390 picks the tree).
+fn refuse_radix_off(
+    profile: &EngineProfile,
+    flow: &FlowFacts,
+    run: &RunSettings,
+    flags: &SglangFlags,
+    stage_facts: &[Stage],
+) -> Result<(), EngineError> {
+    if !flags.disable_radix_cache {
+        return Ok(());
+    }
+    let hybrid = flow.hybrid_split.is_some() && flow.hybrid_swa.contains(&run.model.architecture);
+    let recurrent = flow.mamba.is_some() && stage_facts.first().is_some_and(|s| s.state_slot > 0);
+    if hybrid || recurrent {
+        return Err(EngineError::FlagRefused {
+            flag: "--disable-radix-cache".to_owned(),
+            why: format!(
+                "{} {} sizes the {} pool's requests by whether the radix cache is on, which is not modelled (a model whose every layer keeps a full cache starts with the same bytes either way)",
+                profile.engine(),
+                profile.version(),
+                if hybrid {
+                    "hybrid sliding-window"
+                } else {
+                    "recurrent-state"
+                }
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn flags_of(run: &RunSettings) -> Result<SglangFlags, EngineError> {
     let refuse = |what: &'static str, why: &'static str| EngineError::BadSetting {
         what,
