@@ -87,6 +87,21 @@ pub struct SglangArgs {
     #[arg(long, value_name = "N")]
     pub cuda_graph_max_bs: Option<u64>,
 
+    /// With --engine sglang: the recurrent-state pool's share of the memory left after the
+    /// weights, against the KV cache's (SGLang's --mamba-full-memory-ratio; hybrid models
+    /// such as Qwen3-Next only) [default: the release's, 0.9].
+    ///
+    /// Example: --mamba-full-memory-ratio 0.5
+    #[arg(long, value_name = "RATIO")]
+    pub mamba_full_memory_ratio: Option<f64>,
+
+    /// With --engine sglang: the recurrent-state pool's slots, in place of the release's rule
+    /// (SGLang's --max-mamba-cache-size; hybrid models such as Qwen3-Next only).
+    ///
+    /// Example: --max-mamba-cache-size 600
+    #[arg(long, value_name = "SLOTS")]
+    pub max_mamba_cache_size: Option<u64>,
+
     /// With --engine sglang: capture no CUDA graph (its reserve leaves mem_fraction_static's
     /// default).
     ///
@@ -122,6 +137,14 @@ impl SglangArgs {
         add(self.page_size.is_some(), "--page-size");
         add(self.cuda_graph_max_bs.is_some(), "--cuda-graph-max-bs");
         add(self.disable_cuda_graph, "--disable-cuda-graph");
+        add(
+            self.mamba_full_memory_ratio.is_some(),
+            "--mamba-full-memory-ratio",
+        );
+        add(
+            self.max_mamba_cache_size.is_some(),
+            "--max-mamba-cache-size",
+        );
         out
     }
 }
@@ -284,6 +307,8 @@ pub fn apply(
         max_total_tokens: s.max_total_tokens,
         cuda_graph_max_bs: s.cuda_graph_max_bs,
         dp_size: s.dp_size,
+        mamba_full_memory_ratio: s.mamba_full_memory_ratio,
+        max_mamba_cache_size: s.max_mamba_cache_size,
     }));
     Ok(run)
 }
@@ -418,6 +443,8 @@ mod tests {
                 max_total_tokens: Some(100_000),
                 cuda_graph_max_bs: None,
                 dp_size: None,
+                mamba_full_memory_ratio: None,
+                max_mamba_cache_size: None,
             }))
         );
         // --dp-size reaches the engine profile, which says the replicas; vLLM's flag and the
