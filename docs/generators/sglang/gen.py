@@ -49,7 +49,14 @@ MODELLED = {
     "--page-size": "--page-size", "--cuda-graph-max-bs": "--cuda-graph-max-bs",
     "--disable-cuda-graph": "--disable-cuda-graph", "--dtype": "--dtype",
     "--kv-cache-dtype": "--kv-cache-dtype",
+    "--mamba-full-memory-ratio": "--mamba-full-memory-ratio",
+    "--max-mamba-cache-size": "--max-mamba-cache-size",
 }
+# Modelled flags whose default a start-up log's resolved settings always print: `no_byte` holds
+# it, so check-log reads the printed default as the flag not given (a model without recurrent
+# state refuses the flag itself). From 0.5.20 the parser's default is None and the field
+# resolves to its `fallback` (0.5.23 arg_groups/fields/schedule.py:220-227: 0.9).
+MODELLED_DEFAULT = {"--mamba-full-memory-ratio": "0.9"}
 MODEL = {"--model-path": "name", "--revision": "revision", "--download-dir": "download_dir"}
 # No byte of the start-up depends on these (serving, logging, metrics, tokenizer processes,
 # networking, parsers of the API's output, timeouts, request-level behaviour).
@@ -183,6 +190,9 @@ def entry(x):
             parts.append('why = "only auto and the one-byte fp8 caches are modelled"')
         if long == "--dtype":
             parts.append('rename = { half = "float16", float = "float32" }')
+        if long in MODELLED_DEFAULT:
+            d = literal_default(x) or MODELLED_DEFAULT[long]
+            parts.append(f"no_byte = [{d}]")
         if long == "--device":
             parts.append('values = ["cuda"]')
             parts.append('why = "only CUDA devices are modelled"')
