@@ -290,3 +290,48 @@ fn what_is_refused() {
         );
     }
 }
+
+#[test]
+fn release_0_5_2_holds_a_fixed_count() {
+    // 0.5.2 (model_runner.py:308-326): the radix cache off for Qwen3-Next and K = 512 without
+    // --max-mamba-cache-size or --max-running-requests; the rest loses 512 slots (:1126-1131);
+    // the requests are min(estimate, K) = 512 (:1262-1263); the pool holds 513 slots and a 512
+    // int32 index (memory_pool.py:117-126, 243-245); the request table 512 rows.
+    let s = qwen3_next("0.5.2", SglangFlags::default()).unwrap();
+    let d = detail(&s);
+    assert_eq!(d.mamba_slots, Some(512));
+    assert_eq!(d.max_running_requests, 512);
+    assert_eq!(d.workers[0].recurrent_state, 513 * SLOT + 512 * 4);
+    assert_eq!(d.workers[0].req_to_token, 512 * ROW);
+    // mfs (server_args.py:451-498): (81559 - (9.5 + 4 / 2) x 1024) / 81559 = 0.856; F and A
+    // through float32 77.662872 and 39.645611 GiB (no RoPE growth); rest = 39.645611 -
+    // 77.662872 x 0.144 = 28.462157 GiB, less 512 x 19,316,736 B = 19.251220 GiB =
+    // 20,670,839,750 B: 1,682,197 tokens of 12,288 B.
+    assert_eq!(d.mem_fraction_static, 0.856);
+    assert_eq!(d.pool_budget, 20_670_839_750);
+    assert_eq!(s.kv_cache_tokens, 1_682_197);
+    // --max-running-requests 64 is K as well: 64 slots charged, 65 held.
+    let p = release("0.5.2");
+    let (circuits, mut run) = layout(&p, "qwen3-next", 4);
+    run.max_num_seqs = Some(64);
+    let s = p
+        .predict_layout(&StageCircuit::in_order(&circuits), &run)
+        .unwrap();
+    assert_eq!(detail(&s).mamba_slots, Some(64));
+    assert_eq!(detail(&s).max_running_requests, 64);
+    assert_eq!(detail(&s).workers[0].recurrent_state, 65 * SLOT + 64 * 4);
+    // 0.5.2 has no --mamba-full-memory-ratio.
+    let e = qwen3_next(
+        "0.5.2",
+        SglangFlags {
+            mamba_full_memory_ratio: Some(0.5),
+            ..SglangFlags::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "--mamba-full-memory-ratio: sglang 0.5.2 has no such flag: it holds a fixed count of state slots (--max-mamba-cache-size, else --max-running-requests, else 512)"
+    );
+}
