@@ -447,6 +447,29 @@ mod tests {
                 max_mamba_cache_size: None,
             }))
         );
+        // The state pool's flags reach the engine profile (which refuses them for a model
+        // without recurrent state), and are SGLang's alone.
+        let mamba = plan(&[
+            "--engine",
+            "sglang",
+            "--mamba-full-memory-ratio",
+            "0.5",
+            "--max-mamba-cache-size",
+            "600",
+        ]);
+        check(&mamba).unwrap();
+        assert_eq!(
+            apply(&mamba, run.clone()).unwrap().engine_flags,
+            Some(EngineFlags::Sglang(SglangFlags {
+                mamba_full_memory_ratio: Some(0.5),
+                max_mamba_cache_size: Some(600),
+                ..SglangFlags::default()
+            }))
+        );
+        assert_eq!(
+            refusal(&["--engine", "vllm", "--max-mamba-cache-size", "600"]),
+            "--max-mamba-cache-size is SGLang's flag: give --engine sglang (or --engine vllm,sglang to compare)"
+        );
         // --dp-size reaches the engine profile, which says the replicas; vLLM's flag and the
         // modes where the replicas would change nothing are refused in one line.
         let dp = plan(&["--engine", "sglang", "--dp-size", "2"]);
