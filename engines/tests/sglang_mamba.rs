@@ -92,27 +92,29 @@ fn detail(s: &Startup) -> &SglangStartup {
 
 #[test]
 fn the_newer_rule_holds_from_0_5_17_to_0_5_23() {
-    // 0.5.23's figures (engines/tests/sglang_0_5_23.rs): mfs 0.819, rest 25.588570 GiB, K =
-    // int((rest x 0.9 / 1.9 GiB - slot) // slot) = 672, the rest less 673 slots leaves
-    // 14,475,354,374 B: 1,178,007 tokens of 12,288 B; requests min(2300, T // 2, 672 // 5).
+    // 0.5.23's figures (engines/tests/sglang_0_5_23.rs): weights 40,011,563,008 B a rank (the
+    // MTP block not built, the tensors held as the caching allocator's segments), mfs 0.819,
+    // rest 26.342160 GiB, K = int((rest x 0.9 / 1.9 GiB - slot) // slot) = 692, the rest less
+    // 693 slots leaves 14,898,180,358 B: 1,212,417 tokens of 12,288 B; requests min(2368,
+    // T // 2, 692 // 5 = 138).
     for r in ["0.5.17", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"] {
         let s = qwen3_next(r, SglangFlags::default()).unwrap();
         let d = detail(&s);
-        assert_eq!(d.mamba_slots, Some(672), "{r}");
-        assert_eq!(d.workers[0].recurrent_state, 673 * SLOT, "{r}");
-        assert_eq!(s.kv_cache_tokens, 1_178_007, "{r}");
-        assert_eq!(d.max_running_requests, 134, "{r}");
+        assert_eq!(d.mamba_slots, Some(692), "{r}");
+        assert_eq!(d.workers[0].recurrent_state, 693 * SLOT, "{r}");
+        assert_eq!(s.kv_cache_tokens, 1_212_417, "{r}");
+        assert_eq!(d.max_running_requests, 138, "{r}");
     }
     // 0.5.16 (kv_cache_configurator.py:1789, 1808-1813) keeps no slot back and charges K:
-    // K = int(budget // slot) = 673, the rest loses 673 slots (the same bytes as 672 + 1 above,
-    // so the same 1,178,007 tokens), the pool holds 674 (memory_pool.py:499, 522); 673 // 5 =
-    // 134 requests.
+    // K = int(budget // slot) = 693, the rest loses 693 slots (the same bytes as 692 + 1 above,
+    // so the same 1,212,417 tokens), the pool holds 694 (memory_pool.py:499, 522); 693 // 5 =
+    // 138 requests.
     let s = qwen3_next("0.5.16", SglangFlags::default()).unwrap();
     let d = detail(&s);
-    assert_eq!(d.mamba_slots, Some(673));
-    assert_eq!(d.workers[0].recurrent_state, 674 * SLOT);
-    assert_eq!(s.kv_cache_tokens, 1_178_007);
-    assert_eq!(d.max_running_requests, 134);
+    assert_eq!(d.mamba_slots, Some(693));
+    assert_eq!(d.workers[0].recurrent_state, 694 * SLOT);
+    assert_eq!(s.kv_cache_tokens, 1_212_417);
+    assert_eq!(d.max_running_requests, 138);
 }
 
 #[test]
@@ -124,43 +126,44 @@ fn release_0_5_13_charges_k_slots_and_three_a_request() {
     // 14336) / 81559, 3) = 0.824.
     assert_eq!(d.mem_fraction_static, 0.824);
     assert_eq!(d.reserved_kib, 14_336 * 1024);
-    // F and A through float32: 77.662872 and 39.645550 GiB; rest = 39.645550 - 77.662872 x
-    // 0.176 = 25.976884 GiB; K = int(rest x 0.9 / 1.9 x 2^30 // 19,316,736) = 683
-    // (model_runner_kv_cache_mixin.py:161); the rest loses 683 slots (:179-184): 13.689638 GiB,
-    // int(x 2^30) = 14,699,136,385 B // 12,288 = 1,196,218 tokens; the pool holds 684 slots.
-    assert_eq!(d.mamba_slots, Some(683));
-    assert_eq!(d.pool_budget, 14_699_136_385);
-    assert_eq!(s.kv_cache_tokens, 1_196_218);
-    assert_eq!(d.workers[0].recurrent_state, 684 * SLOT);
-    // Requests: min(clamp(int(1,196,218 / 262,144 x 512) = 2336), T // 2) capped at K // 3 =
-    // 227 (no_buffer, server_args.py:1225-1228; _calculate_mamba_ratio :233-253), and the
-    // request table 228 rows.
-    assert_eq!(d.max_running_requests, 227);
-    assert_eq!(d.workers[0].req_to_token, 228 * ROW);
+    // F and A through float32: 77.662872 and 40.399139 GiB (A after 0.5.23's weights of
+    // 40,011,563,008 B and the 65,536 B the rope cache grows by); rest = 40.399139 - 77.662872
+    // x 0.176 = 26.730474 GiB; K = int(rest x 0.9 / 1.9 x 2^30 // 19,316,736) = 703
+    // (model_runner_kv_cache_mixin.py:161); the rest loses 703 slots (:179-184): 14.083425 GiB,
+    // int(x 2^30) = 15,121,962,369 B // 12,288 = 1,230,628 tokens; the pool holds 704 slots.
+    assert_eq!(d.mamba_slots, Some(703));
+    assert_eq!(d.pool_budget, 15_121_962_369);
+    assert_eq!(s.kv_cache_tokens, 1_230_628);
+    assert_eq!(d.workers[0].recurrent_state, 704 * SLOT);
+    // Requests: min(clamp(int(1,230,628 / 262,144 x 512) = 2403), T // 2) capped at K // 3 =
+    // 234 (no_buffer, server_args.py:1225-1228; _calculate_mamba_ratio :233-253), and the
+    // request table 235 rows.
+    assert_eq!(d.max_running_requests, 234);
+    assert_eq!(d.workers[0].req_to_token, 235 * ROW);
     assert_eq!(s.verdict, Verdict::Starts);
     // 0.5.8 to 0.5.12.post1 size alike (no error checks there, none raised here); 0.5.8's
     // request table is sized by the capped count first (model_runner_kv_cache_mixin.py:268-281,
-    // `state_cap`): 227 rows, no padding row before 0.5.11.
+    // `state_cap`): 234 rows, no padding row before 0.5.11.
     for r in ["0.5.12", "0.5.9", "0.5.8"] {
         let s = qwen3_next(r, SglangFlags::default()).unwrap();
-        assert_eq!(s.kv_cache_tokens, 1_196_218, "{r}");
-        assert_eq!(detail(&s).max_running_requests, 227, "{r}");
+        assert_eq!(s.kv_cache_tokens, 1_230_628, "{r}");
+        assert_eq!(detail(&s).max_running_requests, 234, "{r}");
     }
     let s = qwen3_next("0.5.8", SglangFlags::default()).unwrap();
-    assert_eq!(detail(&s).workers[0].req_to_token, 227 * ROW);
+    assert_eq!(detail(&s).workers[0].req_to_token, 234 * ROW);
     // 0.5.7 caps at K // 5 (model_runner_kv_cache_mixin.py:290-304 adds the overlap's 2 even
-    // under no_buffer): 683 // 5 = 136 requests and rows.
+    // under no_buffer): 703 // 5 = 140 requests and rows.
     let s = qwen3_next("0.5.7", SglangFlags::default()).unwrap();
-    assert_eq!(s.kv_cache_tokens, 1_196_218);
-    assert_eq!(detail(&s).max_running_requests, 136);
-    assert_eq!(detail(&s).workers[0].req_to_token, 136 * ROW);
+    assert_eq!(s.kv_cache_tokens, 1_230_628);
+    assert_eq!(detail(&s).max_running_requests, 140);
+    assert_eq!(detail(&s).workers[0].req_to_token, 140 * ROW);
 }
 
 #[test]
 fn the_ratio_flag_moves_the_split() {
-    // --mamba-full-memory-ratio 0.5 on 0.5.23: budget = 25.588570 x 0.5 / 1.5 GiB, K =
-    // int((budget - slot) // slot) = 473; the rest less 474 slots = 17.061257 GiB =
-    // 18,319,384,838 B: 1,490,835 tokens; requests min(2911, T // 2, 473 // 5 = 94).
+    // --mamba-full-memory-ratio 0.5 on 0.5.23: budget = 26.342160 x 0.5 / 1.5 GiB, K =
+    // int((budget - slot) // slot) = 487; the rest less 488 slots = 17.562985 GiB =
+    // 18,858,111,238 B: 1,534,677 tokens; requests min(2997, T // 2, 487 // 5 = 97).
     let s = qwen3_next(
         "0.5.23",
         SglangFlags {
@@ -170,11 +173,11 @@ fn the_ratio_flag_moves_the_split() {
     )
     .unwrap();
     let d = detail(&s);
-    assert_eq!(d.mamba_slots, Some(473));
-    assert_eq!(d.workers[0].recurrent_state, 474 * SLOT);
-    assert_eq!(d.pool_budget, 18_319_384_838);
-    assert_eq!(s.kv_cache_tokens, 1_490_835);
-    assert_eq!(d.max_running_requests, 94);
+    assert_eq!(d.mamba_slots, Some(487));
+    assert_eq!(d.workers[0].recurrent_state, 488 * SLOT);
+    assert_eq!(d.pool_budget, 18_858_111_238);
+    assert_eq!(s.kv_cache_tokens, 1_534_677);
+    assert_eq!(d.max_running_requests, 97);
     // A ratio that is not positive is refused; 0.5.6 and older size no pool (refused), so
     // the flag is judged where the model is.
     for bad in [0.0, -1.0, f64::NAN] {
@@ -202,8 +205,8 @@ fn the_ratio_flag_moves_the_split() {
 #[test]
 fn the_cache_size_flag_sets_k() {
     // --max-mamba-cache-size 600 on 0.5.23 is K (kv_cache_configurator.py:3303-3309): the rest
-    // loses 601 slots, 25.588570 - 601 x 19,316,736 / 2^30 = 14.776512 GiB = 15,866,159,366 B:
-    // 1,291,191 tokens; requests min(2521, T // 2, 600 // 5 = 120).
+    // loses 601 slots, 26.342160 - 601 x 19,316,736 / 2^30 = 15.530102 GiB = 16,675,320,070 B:
+    // 1,357,041 tokens; requests min(2650, T // 2, 600 // 5 = 120).
     let flags = SglangFlags {
         max_mamba_cache_size: Some(600),
         ..SglangFlags::default()
@@ -212,15 +215,15 @@ fn the_cache_size_flag_sets_k() {
     let d = detail(&s);
     assert_eq!(d.mamba_slots, Some(600));
     assert_eq!(d.workers[0].recurrent_state, 601 * SLOT);
-    assert_eq!(d.pool_budget, 15_866_159_366);
-    assert_eq!(s.kv_cache_tokens, 1_291_191);
+    assert_eq!(d.pool_budget, 16_675_320_070);
+    assert_eq!(s.kv_cache_tokens, 1_357_041);
     assert_eq!(d.max_running_requests, 120);
-    // On 0.5.13 the rest loses 600 slots: 25.976884 - 600 x slot / 2^30 = 15.182817 GiB =
-    // 16,302,425,473 B: 1,326,694 tokens; requests min(2591, T // 2, 600 // 3 = 200).
+    // On 0.5.13 the rest loses 600 slots: 26.730474 - 600 x slot / 2^30 = 15.936406 GiB =
+    // 17,111,586,177 B: 1,392,544 tokens; requests min(2719, T // 2, 600 // 3 = 200).
     let s = qwen3_next("0.5.13", flags).unwrap();
     let d = detail(&s);
-    assert_eq!(d.pool_budget, 16_302_425_473);
-    assert_eq!(s.kv_cache_tokens, 1_326_694);
+    assert_eq!(d.pool_budget, 17_111_586_177);
+    assert_eq!(s.kv_cache_tokens, 1_392_544);
     assert_eq!(d.max_running_requests, 200);
     assert_eq!(d.workers[0].recurrent_state, 601 * SLOT);
     // Two slots serve no request at 3 a request: 0.5.13 raises its own error
@@ -304,12 +307,12 @@ fn release_0_5_2_holds_a_fixed_count() {
     assert_eq!(d.workers[0].recurrent_state, 513 * SLOT + 512 * 4);
     assert_eq!(d.workers[0].req_to_token, 512 * ROW);
     // mfs (server_args.py:451-498): (81559 - (9.5 + 4 / 2) x 1024) / 81559 = 0.856; F and A
-    // through float32 77.662872 and 39.645611 GiB (no RoPE growth); rest = 39.645611 -
-    // 77.662872 x 0.144 = 28.462157 GiB, less 512 x 19,316,736 B = 19.251220 GiB =
-    // 20,670,839,750 B: 1,682,197 tokens of 12,288 B.
+    // through float32 77.662872 and 40.399200 GiB (the weights 40,011,563,008 B, no RoPE
+    // growth); rest = 40.399200 - 77.662872 x 0.144 = 29.215747 GiB, less 512 x 19,316,736 B =
+    // 20.004809 GiB = 21,480,000,454 B: 1,748,046 tokens of 12,288 B.
     assert_eq!(d.mem_fraction_static, 0.856);
-    assert_eq!(d.pool_budget, 20_670_839_750);
-    assert_eq!(s.kv_cache_tokens, 1_682_197);
+    assert_eq!(d.pool_budget, 21_480_000_454);
+    assert_eq!(s.kv_cache_tokens, 1_748_046);
     // --max-running-requests 64 is K as well: 64 slots charged, 65 held.
     let p = release("0.5.2");
     let (circuits, mut run) = layout(&p, "qwen3-next", 4);

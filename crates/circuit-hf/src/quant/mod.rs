@@ -602,6 +602,7 @@ mod tests {
             expert_ffn_multiple: 64,
         }),
         vision_tower: model_facts::TowerBuild::Whole,
+        mtp_layers: model_facts::MtpLayers::Held,
     };
 
     /// gpt-oss-20b's routed experts as the importer declares them (fused `[out, in]` per
