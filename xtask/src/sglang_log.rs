@@ -148,7 +148,8 @@ fn check(
 const RESOLVED_BY_SGLANG: [&str; 2] = ["--quantization", "--disable-radix-cache"];
 
 /// The words of the settings `server_args={...}` prints that the prediction reads (the flags
-/// `serve_flags.toml` models, and the model), and a note for each other setting that is not
+/// `serve_flags.toml` models, but not one printed at the default its `no_byte` gives, and the
+/// model), and a note for each other setting that is not
 /// its default and may change memory (a `refused` flag whose value is none of its `no_byte`
 /// values): SGLang prints every field resolved, so such a value may be SGLang's own choice.
 fn arg_words(text: &str, table: &ServeTable) -> Result<(Vec<String>, Vec<String>), String> {
@@ -185,6 +186,9 @@ fn arg_words(text: &str, table: &ServeTable) -> Result<(Vec<String>, Vec<String>
         match flag.class {
             Class::Ignored => {}
             Class::Refused if is_default => {}
+            // A modelled setting printed at its default (`no_byte`), which SGLang resolves
+            // for every model: read as not given.
+            Class::Modelled if is_default && !flag.no_byte.is_empty() => {}
             Class::Refused => notes.push(format!(
                 "server_args sets {key}={} (SGLang's choice or the run's), which the prediction does not follow: {}",
                 value.words().join(" "),
@@ -349,7 +353,7 @@ mod tests {
     /// log.toml filled by hand (no real SGLang start-up exists on this machine). Its printed
     /// figures are invented: the test checks the parsing and the prediction, and no error it
     /// computes is a measured one.
-    const SYNTHETIC: &str = "[2026-12-01 10:00:00] server_args={'model_path': 'meta-llama/Llama-3.1-8B-Instruct', 'trust_remote_code': False, 'context_length': None, 'dtype': 'auto', 'kv_cache_dtype': 'auto', 'mem_fraction_static': 0.83, 'max_running_requests': None, 'chunked_prefill_size': 8192, 'page_size': 1, 'tp_size': 1, 'port': 30000, 'disable_radix_cache': False, 'attention_backend': 'fa3', 'lora_paths': None, 'json_model_override_args': '{}'}\n\
+    const SYNTHETIC: &str = "[2026-12-01 10:00:00] server_args={'model_path': 'meta-llama/Llama-3.1-8B-Instruct', 'trust_remote_code': False, 'context_length': None, 'dtype': 'auto', 'kv_cache_dtype': 'auto', 'mem_fraction_static': 0.83, 'max_running_requests': None, 'chunked_prefill_size': 8192, 'page_size': 1, 'tp_size': 1, 'port': 30000, 'disable_radix_cache': False, 'mamba_full_memory_ratio': 0.9, 'max_mamba_cache_size': None, 'attention_backend': 'fa3', 'lora_paths': None, 'json_model_override_args': '{}'}\n\
 [2026-12-01 10:00:20 TP0] Load weight end. elapsed=14.20 s, type=LlamaForCausalLM, avail mem=63.40 GB, mem usage=15.10 GB.\n\
 [2026-12-01 10:00:21 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB\n\
 [2026-12-01 10:00:40 TP0] Capture cuda graph end. bs=[1, 2, 4, 8], elapsed=18.50 s, mem usage=0.42 GB, avail mem=13.48 GB.\n\

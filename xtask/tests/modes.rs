@@ -189,6 +189,8 @@ fn sample(long: &str, mode: Mode, f: &Files) -> Option<Vec<String>> {
         "cuda-graph-max-bs" => vec!["--cuda-graph-max-bs".into(), "64".into()],
         "disable-cuda-graph" => vec!["--disable-cuda-graph".into()],
         "disable-radix-cache" => vec!["--disable-radix-cache".into()],
+        "mamba-full-memory-ratio" => vec!["--mamba-full-memory-ratio".into(), "0.5".into()],
+        "max-mamba-cache-size" => vec!["--max-mamba-cache-size".into(), "600".into()],
         "help" => vec!["--help".into()],
         _ => return None,
     };

@@ -50,10 +50,17 @@ MODELLED = {
     "--disable-cuda-graph": "--disable-cuda-graph", "--dtype": "--dtype",
     "--kv-cache-dtype": "--kv-cache-dtype", "--enable-ep-moe": "--enable-ep-moe",
     "--disable-radix-cache": "--disable-radix-cache", "--quantization": "--quantization",
+    "--mamba-full-memory-ratio": "--mamba-full-memory-ratio",
+    "--max-mamba-cache-size": "--max-mamba-cache-size",
 }
 # What `--chunked-prefill-size` at or below 0 does (serve_flags.toml `negative`).
 CHUNKED_NEGATIVE = ("a value at or below 0 disables chunked prefill, which SGLang takes; what the "
                     "reserve and the prefill graphs then read (--max-prefill-tokens) is not modelled")
+# Modelled flags whose default a start-up log's resolved settings always print: `no_byte` holds
+# it, so check-log reads the printed default as the flag not given (a model without recurrent
+# state refuses the flag itself). From 0.5.20 the parser's default is None and the field
+# resolves to its `fallback` (0.5.23 arg_groups/fields/schedule.py:220-227: 0.9).
+MODELLED_DEFAULT = {"--mamba-full-memory-ratio": "0.9"}
 MODEL = {"--model-path": "name", "--revision": "revision", "--download-dir": "download_dir"}
 # No byte of the start-up depends on these (serving, logging, metrics, tokenizer processes,
 # networking, parsers of the API's output, timeouts, request-level behaviour).
@@ -275,6 +282,9 @@ def entry(x):
             # SGLang takes a value at or below 0 (schedule.py:52-55 in 0.5.23), unlike a
             # negative count it refuses; the refusal names what is not modelled.
             parts.append(f"negative = {q(CHUNKED_NEGATIVE)}")
+        if long in MODELLED_DEFAULT:
+            d = literal_default(x) or MODELLED_DEFAULT[long]
+            parts.append(f"no_byte = [{d}]")
         if long == "--device":
             parts.append('values = ["cuda"]')
             parts.append('why = "only CUDA devices are modelled"')

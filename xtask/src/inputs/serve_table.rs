@@ -110,7 +110,9 @@ pub struct Flag {
     pub rename: BTreeMap<String, String>,
     /// The engine's own choices (a value outside them the engine refuses).
     pub choices: Option<Vec<String>>,
-    /// `refused`: the values that leave the engine's default memory unchanged.
+    /// `refused`: the values that leave the engine's default memory unchanged; `modelled`: the
+    /// default a start-up log's resolved settings print for every model, which check-log
+    /// reads as the flag not given.
     #[serde(default)]
     pub no_byte: Vec<toml::Value>,
     /// `refused`: a flag (without a value) whose being given makes the `no_byte` values

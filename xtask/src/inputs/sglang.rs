@@ -96,6 +96,21 @@ pub struct SglangArgs {
     #[arg(long, value_name = "N")]
     pub cuda_graph_max_bs: Option<u64>,
 
+    /// With --engine sglang: the recurrent-state pool's share of the memory left after the
+    /// weights, against the KV cache's (SGLang's --mamba-full-memory-ratio; hybrid models
+    /// such as Qwen3-Next only) [default: the release's, 0.9].
+    ///
+    /// Example: --mamba-full-memory-ratio 0.5
+    #[arg(long, value_name = "RATIO")]
+    pub mamba_full_memory_ratio: Option<f64>,
+
+    /// With --engine sglang: the recurrent-state pool's slots, in place of the release's rule
+    /// (SGLang's --max-mamba-cache-size; hybrid models such as Qwen3-Next only).
+    ///
+    /// Example: --max-mamba-cache-size 600
+    #[arg(long, value_name = "SLOTS")]
+    pub max_mamba_cache_size: Option<u64>,
+
     /// With --engine sglang: capture no CUDA graph (its reserve leaves mem_fraction_static's
     /// default).
     ///
@@ -142,6 +157,14 @@ impl SglangArgs {
         add(self.cuda_graph_max_bs.is_some(), "--cuda-graph-max-bs");
         add(self.disable_cuda_graph, "--disable-cuda-graph");
         add(self.disable_radix_cache, "--disable-radix-cache");
+        add(
+            self.mamba_full_memory_ratio.is_some(),
+            "--mamba-full-memory-ratio",
+        );
+        add(
+            self.max_mamba_cache_size.is_some(),
+            "--max-mamba-cache-size",
+        );
         out
     }
 }
@@ -329,6 +352,8 @@ pub fn apply(
         ep_size: s.ep_size,
         enable_ep_moe: s.enable_ep_moe,
         disable_radix_cache: s.disable_radix_cache,
+        mamba_full_memory_ratio: s.mamba_full_memory_ratio,
+        max_mamba_cache_size: s.max_mamba_cache_size,
     }));
     quantization(&args.engine.quantization, &run.model)?;
     Ok(run)
@@ -571,7 +596,32 @@ mod tests {
                 ep_size: None,
                 enable_ep_moe: false,
                 disable_radix_cache: false,
+                mamba_full_memory_ratio: None,
+                max_mamba_cache_size: None,
             }))
+        );
+        // The state pool's flags reach the engine profile (which refuses them for a model
+        // without recurrent state), and are SGLang's alone.
+        let mamba = plan(&[
+            "--engine",
+            "sglang",
+            "--mamba-full-memory-ratio",
+            "0.5",
+            "--max-mamba-cache-size",
+            "600",
+        ]);
+        check(&mamba).unwrap();
+        assert_eq!(
+            apply(&mamba, run.clone()).unwrap().engine_flags,
+            Some(EngineFlags::Sglang(SglangFlags {
+                mamba_full_memory_ratio: Some(0.5),
+                max_mamba_cache_size: Some(600),
+                ..SglangFlags::default()
+            }))
+        );
+        assert_eq!(
+            refusal(&["--engine", "vllm", "--max-mamba-cache-size", "600"]),
+            "--max-mamba-cache-size is SGLang's flag: give --engine sglang (or --engine vllm,sglang to compare)"
         );
         // --dp-size reaches the engine profile, which says the replicas; vLLM's flag and the
         // modes where the replicas would change nothing are refused in one line.

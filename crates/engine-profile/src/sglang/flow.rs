@@ -10,6 +10,7 @@
 
 use serde::Deserialize;
 
+use super::mamba::{Mamba, MambaDecl};
 use crate::EngineError;
 use crate::file::SizeRange;
 use crate::formula::{Env, Formula};
@@ -448,41 +449,6 @@ pub(crate) struct HybridSplit {
     pub(crate) page_size: u64,
 }
 
-/// The recurrent-state pool (`_handle_max_mamba_cache`): `budget = rest x r / (1 + r)`, `K =
-/// int((budget - slot) // slot)` slots, the pool holding `K + padding_slots`, the KV cache
-/// sized from what is left over the attention layers alone, and `max_running_requests` at most
-/// `K // slots_per_request`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MambaDecl {
-    /// The classes sized this way (the expression below reads their dims).
-    pub architectures: Vec<String>,
-    /// One recurrent layer's state of one slot, bytes: an expression over the circuit's dims.
-    pub state_bytes_per_layer: String,
-    /// `--mamba-full-memory-ratio`'s default.
-    pub full_memory_ratio: f64,
-    /// Slots the pool holds beyond `K`.
-    pub padding_slots: u64,
-    /// State slots a running request takes (the radix cache's ratio).
-    pub slots_per_request: u64,
-    /// SGLang's error when no slot fits ({slots}, {rest}, {per_slot_mb} filled in).
-    pub no_slots: String,
-    /// SGLang's error when no request fits the slots ({slots}, {ratio}, {requests}).
-    pub no_requests: String,
-}
-
-/// The recurrent-state pool, compiled.
-#[derive(Debug, Clone)]
-pub(crate) struct Mamba {
-    pub(crate) architectures: Vec<String>,
-    pub(crate) state_bytes_per_layer: Formula,
-    pub(crate) ratio: f64,
-    pub(crate) padding_slots: u64,
-    pub(crate) slots_per_request: u64,
-    pub(crate) no_slots: String,
-    pub(crate) no_requests: String,
-}
-
 /// A refused model class.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -728,35 +694,11 @@ impl FlowFacts {
                     })
                 }
             },
-            mamba: match &decl.mamba {
-                None => None,
-                Some(m) => {
-                    if !(m.full_memory_ratio > 0.0 && m.full_memory_ratio.is_finite()) {
-                        return Err(bad(format!(
-                            "startup.sglang.mamba.full_memory_ratio = {}: must be positive",
-                            m.full_memory_ratio
-                        )));
-                    }
-                    if m.slots_per_request == 0 {
-                        return Err(bad(
-                            "startup.sglang.mamba.slots_per_request = 0: must be positive"
-                                .to_owned(),
-                        ));
-                    }
-                    Some(Mamba {
-                        architectures: m.architectures.clone(),
-                        state_bytes_per_layer: f(
-                            "mamba.state_bytes_per_layer",
-                            &m.state_bytes_per_layer,
-                        )?,
-                        ratio: m.full_memory_ratio,
-                        padding_slots: m.padding_slots,
-                        slots_per_request: m.slots_per_request,
-                        no_slots: m.no_slots.clone(),
-                        no_requests: m.no_requests.clone(),
-                    })
-                }
-            },
+            mamba: decl
+                .mamba
+                .as_ref()
+                .map(|m| Mamba::compile(m, origin))
+                .transpose()?,
             longer_context_allowed: decl.longer_context_allowed,
             refuse: decl.refuse.clone(),
             cuda_graph_max_bs_refused: refused,

@@ -14,11 +14,13 @@
 //! runtime figures the source cannot give (the CUDA context and the communicators' memory
 //! before F) are the engine file's stated assumptions, never fitted to a log; a layout SGLang
 //! sizes in a way not modelled here (a hybrid sliding-window pool without the release's split,
-//! recurrent pools, multimodal models) is refused naming the model; every size is checked u64.
+//! a recurrent pool the release's engine file does not size, multimodal models) is refused
+//! naming the model; every size is checked u64.
 
 mod context_len;
 mod flow;
 mod parallel;
+mod mamba;
 mod pool;
 mod rotary;
 
@@ -52,6 +54,11 @@ pub struct SglangFlags {
     /// depends on it (the radix tree indexes the pool's slots, its nodes are host objects);
     /// with a hybrid sliding-window or recurrent-state pool it is refused (pool.rs).
     pub disable_radix_cache: bool,
+    /// `--mamba-full-memory-ratio`: the state pool's share of the rest against the KV cache's
+    /// (None: the release's default; refused where the release holds a fixed count).
+    pub mamba_full_memory_ratio: Option<f64>,
+    /// `--max-mamba-cache-size`: the state pool's slots K, in place of the release's rule.
+    pub max_mamba_cache_size: Option<u64>,
 }
 
 /// What SGLang's start-up computes beyond the generic `Startup`.

@@ -97,6 +97,13 @@ pub(crate) fn predict(
     let settled = settle(profile, flow, stages, run, &flags)?;
     let stage_facts = stage_facts(profile, flow, stages, run, &settled)?;
     refuse_radix_off(profile, flow, run, &flags, &stage_facts)?;
+    super::mamba::check_flags(
+        flow.mamba.as_ref(),
+        stage_facts.first().is_some_and(|s| s.state_slot > 0),
+        &flags,
+        &format!("{} {}", profile.engine(), profile.version()),
+        &run.model.architecture,
+    )?;
     // A class of `hybrid_swa_architectures` reaches here only when the release's split is
     // given (refuse_unmodelled).
     let hybrid = flow
@@ -180,35 +187,24 @@ pub(crate) fn predict(
     let state_slot = stage_facts.first().map_or(0, |s| s.state_slot);
     let mamba = flow.mamba.as_ref().filter(|_| state_slot > 0);
     let mut state_slots = None;
-    let mut state_bytes = 0u64;
     if let Some(m) = mamba {
-        let slot = state_slot as f64;
-        let budget = rest_gib * m.ratio / (1.0 + m.ratio) * GIB;
-        // int((budget - slot) // slot): a float floor, then an integer.
-        let k = ((budget - slot) / slot).floor();
-        if k <= 0.0 {
+        let held = super::mamba::hold(
+            m,
+            rest_gib,
+            state_slot,
+            &flags,
+            run.max_num_seqs,
+            stages[0].circuit.name(),
+        )?;
+        if let Some((why, short)) = held.refusal {
             if refusal.is_none() {
-                short_by = (2.0 * slot - budget).ceil().max(1.0) as u64;
-                refusal = Some(
-                    m.no_slots
-                        .replace("{slots}", &format!("{k}"))
-                        .replace("{rest}", &format!("{rest_gib:.2}"))
-                        .replace(
-                            "{per_slot_mb}",
-                            &format!("{:.2}", slot / (1u64 << 20) as f64),
-                        ),
-                );
+                short_by = short;
+                refusal = Some(why);
             }
-            state_slots = Some(0);
         } else {
-            let k = k as u64;
-            state_bytes = k
-                .checked_add(m.padding_slots)
-                .and_then(|n| n.checked_mul(state_slot))
-                .ok_or_else(|| overflow("recurrent state pool"))?;
-            rest_gib -= state_bytes as f64 / GIB;
-            state_slots = Some(k);
+            rest_gib -= held.bytes as f64 / GIB;
         }
+        state_slots = Some(held.slots);
     }
     if refusal.is_none() && rest_gib <= 0.0 && flow.refuse_nonpositive_rest {
         let minimum = 1.0 - available_gib / free_gib;
@@ -312,19 +308,20 @@ pub(crate) fn predict(
     // The state pool caps the requests (resolve_max_num_reqs).
     let running = match (mamba, state_slots) {
         (Some(m), Some(k)) if refusal.is_none() => {
-            let capped = running.min(k / m.slots_per_request);
-            if capped == 0 {
+            let (capped, why) = super::mamba::cap_requests(m, running, k);
+            if why.is_some() {
                 short_by = 1;
-                refusal = Some(
-                    m.no_requests
-                        .replace("{slots}", &k.to_string())
-                        .replace("{ratio}", &m.slots_per_request.to_string())
-                        .replace("{requests}", &capped.to_string()),
-                );
+                refusal = why;
             }
             capped
         }
         _ => running,
+    };
+    let state_bytes = match (mamba, state_slots) {
+        (Some(m), Some(k)) if k > 0 => {
+            super::mamba::pool_bytes(m, k, state_slot, running, stages[0].circuit.name())?
+        }
+        _ => 0,
     };
     let max_req_len = ctx.min(tokens).saturating_sub(1);
     // tp_worker.py asserts the request count first, then the longest request.
@@ -335,9 +332,16 @@ pub(crate) fn predict(
         short_by = 1;
         refusal = Some(messages.pool_too_small.clone());
     }
+    // The requests the state pool leaves (K // slots a request; unbounded without one), for the
+    // releases that size the request table before the cap is printed.
+    let state_cap = match (mamba, state_slots) {
+        (Some(m), Some(k)) => super::mamba::request_cap(m, k),
+        _ => u64::MAX,
+    };
     let env = names(run.max_num_seqs.unwrap_or(0))
         .with("estimate", estimate)
-        .with("max_running_requests", running);
+        .with("max_running_requests", running)
+        .with("state_cap", state_cap);
     let req_to_token = flow.req_to_token.eval(&env)?;
     let extra_rows = flow.extra_rows.eval(&env)?;
     let rows = tokens
@@ -766,7 +770,8 @@ fn refuse_unmodelled(
                 return Err(not_modelled(
                     s.circuit,
                     format!(
-                        "per-sequence recurrent state: {who} sizes a mamba state pool beside the KV cache (--mamba-full-memory-ratio), which is not modelled"
+                        "per-sequence recurrent state: {who} sizes a mamba state pool beside the KV cache for {}, which its engine file does not describe",
+                        model.architecture
                     ),
                 ));
             }
