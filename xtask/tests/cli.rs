@@ -1461,3 +1461,24 @@ fn sglang_prints_its_start_up_as_csv_and_json_lines() {
     assert_eq!(records[3]["kv_cache_tokens"], 930_008);
     assert_eq!(records[3]["verdict"]["starts"], true);
 }
+
+/// Issue 31: gpt-oss on an SGLang line gets its hybrid sliding-window pool, which
+/// `--swa-full-tokens-ratio` splits (engines/tests/sglang_swa.rs derives the figures); the
+/// flag on a model without such a pool is refused in one line.
+#[test]
+fn sglang_gpt_oss_splits_its_pool_and_the_ratio_flag_is_modelled() {
+    let line = "python -m sglang.launch_server --model-path openai/gpt-oss-20b --swa-full-tokens-ratio 0.5";
+    let o = xtask(&["plan", "--format", "json", "--", line]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // 55,469,054,130 B of pool over 24,576 + 0.5 x 24,576 B: 1,504,694 full, 752,347 SWA.
+    assert_eq!(j["engine"]["kv_cache_tokens"], 1_504_694);
+    assert_eq!(j["engine"]["sglang"]["swa_layer_tokens"], 752_347);
+    let line = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --swa-full-tokens-ratio 0.5";
+    let o = xtask(&["plan", "--", line]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o).trim_end(),
+        "error: --swa-full-tokens-ratio 0.5: sglang 0.5.23 builds LlamaForCausalLM no hybrid sliding-window pool (its windows get a full KV cache), so the ratio changes no byte"
+    );
+}

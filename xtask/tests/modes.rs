@@ -187,6 +187,8 @@ fn sample(long: &str, mode: Mode, f: &Files) -> Option<Vec<String>> {
         "page-size" => vec!["--page-size".into(), "16".into()],
         "cuda-graph-max-bs" => vec!["--cuda-graph-max-bs".into(), "64".into()],
         "disable-cuda-graph" => vec!["--disable-cuda-graph".into()],
+        "swa-full-tokens-ratio" => vec!["--swa-full-tokens-ratio".into(), "0.5".into()],
+        "disable-hybrid-swa-memory" => vec!["--disable-hybrid-swa-memory".into()],
         "help" => vec!["--help".into()],
         _ => return None,
     };

@@ -93,6 +93,21 @@ pub struct SglangArgs {
     /// Example: --disable-cuda-graph
     #[arg(long)]
     pub disable_cuda_graph: bool,
+
+    /// With --engine sglang: a hybrid sliding-window pool's SWA tokens per full-attention
+    /// token, in (0, 1] [default: the release's, 0.8]; another value is refused for a model
+    /// SGLang gives no hybrid pool.
+    ///
+    /// Example: --swa-full-tokens-ratio 0.5
+    #[arg(long, value_name = "RATIO")]
+    pub swa_full_tokens_ratio: Option<f64>,
+
+    /// With --engine sglang: a full KV cache for every layer of a model SGLang would give a
+    /// hybrid sliding-window pool (any other model has one already).
+    ///
+    /// Example: --disable-hybrid-swa-memory
+    #[arg(long)]
+    pub disable_hybrid_swa_memory: bool,
 }
 
 impl SglangArgs {
@@ -122,6 +137,14 @@ impl SglangArgs {
         add(self.page_size.is_some(), "--page-size");
         add(self.cuda_graph_max_bs.is_some(), "--cuda-graph-max-bs");
         add(self.disable_cuda_graph, "--disable-cuda-graph");
+        add(
+            self.swa_full_tokens_ratio.is_some(),
+            "--swa-full-tokens-ratio",
+        );
+        add(
+            self.disable_hybrid_swa_memory,
+            "--disable-hybrid-swa-memory",
+        );
         out
     }
 }
@@ -284,6 +307,8 @@ pub fn apply(
         max_total_tokens: s.max_total_tokens,
         cuda_graph_max_bs: s.cuda_graph_max_bs,
         dp_size: s.dp_size,
+        swa_full_tokens_ratio: s.swa_full_tokens_ratio,
+        disable_hybrid_swa_memory: s.disable_hybrid_swa_memory,
     }));
     Ok(run)
 }
@@ -418,6 +443,8 @@ mod tests {
                 max_total_tokens: Some(100_000),
                 cuda_graph_max_bs: None,
                 dp_size: None,
+                swa_full_tokens_ratio: None,
+                disable_hybrid_swa_memory: false,
             }))
         );
         // --dp-size reaches the engine profile, which says the replicas; vLLM's flag and the

@@ -1,0 +1,451 @@
+//! SGLang's hybrid sliding-window pools and gpt-oss (docs/engines.md, "SGLang", "Hybrid
+//! sliding-window pools"), each figure derived by hand from the release's source, the
+//! arithmetic in the comments: gpt-oss-20b on an H100 at TP 1 and TP 2 under 0.5.23's byte
+//! split, `--swa-full-tokens-ratio` and `--disable-hybrid-swa-memory`, the older releases'
+//! splits (0.5.8 by layer counts, 0.5.9 and 0.5.10 by the all-layer count's bytes), 0.5.16's
+//! check of the sliding pool, the MXFP4 experts as each release holds them, Gemma 3 (held whole
+//! from 0.5.1, split in 0.4.10.post2) and the GPUs refused. No SGLang log is in the repository:
+//! these check the derivation.
+
+use circuit_hf::{ImportOptions, Parallel};
+use circuit_ir::Circuit;
+use engine_profile::detail::{SglangFlags, SglangStartup};
+use engine_profile::{
+    EngineDetail, EngineFlags, EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup,
+    Verdict,
+};
+
+const GPT_OSS_20B: &str = include_str!("../../data/checkpoints/gpt-oss-20b/config.json");
+const GEMMA_3_1B: &str = include_str!("../../data/checkpoints/gemma-3-1b-it/config.json");
+
+fn release(spec: &str) -> EngineProfile {
+    engines::select(spec).unwrap()
+}
+
+fn device(name: &str) -> kernel_families::Device {
+    kernel_families::Devices::builtin()
+        .unwrap()
+        .get(name)
+        .unwrap()
+        .clone()
+}
+
+/// `config` at TP `tp`, imported with `spec`'s load rules, and a run of SGLang's defaults on
+/// `dev`.
+fn layout(spec: &str, config: &str, tp: u64, dev: &str) -> (Vec<Circuit>, RunSettings) {
+    let mut options = ImportOptions::default();
+    options.load = release(spec).load_rules();
+    options.parallel = Parallel {
+        tp,
+        pp: 1,
+        dp: 1,
+        expert_parallel: false,
+    };
+    let sharded = circuit_hf::import_parallel(config, "config.json", &options, &[]).unwrap();
+    let model: ModelFacts = sharded.imports[0].facts.clone();
+    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let run = RunSettings {
+        device: device(dev),
+        tensor_parallel_size: tp,
+        pipeline_parallel_size: 1,
+        gpu_memory_utilization: None,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        max_model_len: None,
+        skip_mm_profiling: false,
+        enforce_eager: false,
+        mm_limit_per_prompt: None,
+        mm_video_limit_per_prompt: None,
+        block_size: None,
+        enable_prefix_caching: None,
+        model,
+        engine_flags: None,
+    };
+    (circuits, run)
+}
+
+fn predict(spec: &str, circuits: &[Circuit], run: &RunSettings) -> Startup {
+    release(spec)
+        .predict_layout(&StageCircuit::in_order(circuits), run)
+        .unwrap()
+}
+
+fn refusal(spec: &str, circuits: &[Circuit], run: &RunSettings) -> String {
+    release(spec)
+        .predict_layout(&StageCircuit::in_order(circuits), run)
+        .unwrap_err()
+        .to_string()
+}
+
+fn detail(s: &Startup) -> &SglangStartup {
+    match &s.detail {
+        Some(EngineDetail::Sglang(d)) => d,
+        None => panic!("an SGLang start-up without its detail"),
+    }
+}
+
+fn with_flags(mut run: RunSettings, flags: SglangFlags) -> RunSettings {
+    run.engine_flags = Some(EngineFlags::Sglang(flags));
+    run
+}
+
+#[test]
+fn gpt_oss_20b_tp1_on_an_h100_splits_the_pool_by_bytes() {
+    let spec = "sglang==0.5.23";
+    let (circuits, run) = layout(spec, GPT_OSS_20B, 1, "h100-sxm");
+    // Weights: the checkpoint's 13,761,264,768 B re-laid by the triton_kernel MoE runner
+    // (layers/quantization/mxfp4.py): per expert of a layer, gate_up [5760, 2880] holds its
+    // swizzled values 5,760 x 1,472 = 8,478,720 B, the loaded scales 5,760 x 90 = 518,400, the
+    // swizzled scales round_up(5760, 256) x 92 = 5,888 x 92 = 541,696 (_pad_hopper_mxfp4_scale
+    // pads the 90 columns to round_up(2880, 128) / 32 = 92 first) and f32 biases 23,040; down
+    // [2880, 2880] 2,880 x 1,472 = 4,239,360 + 2,880 x 90 = 259,200 + 3,072 x 92 = 282,624 +
+    // 11,520: 14,354,560 B an expert (vLLM's 14,336,640 + 11,776 + 6,144), x 32 x 24 =
+    // 11,024,302,080 B; the rest as stored, 3,595,648,128 B: 14,619,950,208 B.
+    assert_eq!(circuits[0].weight_bytes(), 14_619_950_208);
+    let s = predict(spec, &circuits, &run);
+    let d = detail(&s);
+    // + the yarn rope cache, original 4,096 x factor 32 = 131,072 rows x 64 x 4 B = 33,554,432.
+    assert_eq!(s.workers[0].weights, 14_653_504_640);
+    // It grows to ceil((131072 + 256) / 128) x 128 = 131,328 rows: 256 x 64 x 4 = 65,536 B.
+    assert_eq!(d.workers[0].after_load, 65_536);
+    // mfs 0.830 as for any non-MLA model on an H100 at TP 1 (sglang_0_5_23.rs derives it).
+    assert_eq!(d.mem_fraction_static, 0.830);
+    // F = 84,485,089,526 B = 78.682871 GiB; A = F - 14,653,570,176 = 65.035670 GiB;
+    // rest = 65.035670 - 78.682871 x 0.17 = 51.659582 GiB: budget 55,469,054,130 B.
+    assert_eq!(d.pool_budget, 55_469_054_130);
+    // F = 12 full layers x 8 KV heads x (64 + 64) x 2 B = 24,576, S = 24,576 (12 sliding);
+    // full = int(55,469,054,130 // (24,576 + 0.8 x 24,576 = 44,236.8)) = 1,253,911;
+    // swa = int(1,253,911 x 0.8) = 1,003,128 (pool_configurator.py:859-916).
+    assert_eq!(s.kv_cache_tokens, 1_253_911);
+    assert_eq!(d.max_total_num_tokens, 1_253_911);
+    assert_eq!(d.swa_tokens, Some(1_003_128));
+    // The cell printed is the all-layer one, 49,152 B.
+    assert_eq!(d.cell_bytes, vec![49_152]);
+    // K + V: (1,253,911 + 1) x 24,576 + (1,003,128 + 1) x 24,576 = 55,469,039,616 B, half each.
+    assert_eq!(d.workers[0].k_bytes, 27_734_519_808);
+    assert_eq!(d.workers[0].v_bytes, 27_734_519_808);
+    // The index map: (1,253,911 + 1 + 1) x 8 = 10,031,304 B.
+    assert_eq!(d.workers[0].swa_index_map, 10_031_304);
+    // max_running_requests = min(clamp(int(1,253,911 / 131,072 x 512) = 4,898, 2048, 4096),
+    // 1,253,911 // 2) = 4096; the request table 4,097 x 131,076 x 4 = 2,148,073,488 B.
+    assert_eq!(d.max_running_requests, 4096);
+    assert_eq!(d.workers[0].req_to_token, 2_148_073_488);
+    assert_eq!(d.context_len, 131_072);
+    // Left: 84,485,089,526 - 14,653,570,176 - 55,469,039,616 - 2,148,073,488 - 10,031,304.
+    assert_eq!(d.workers[0].left_for_activations, 12_204_374_942);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+#[test]
+fn gpt_oss_20b_tp2_on_an_h100() {
+    let spec = "sglang==0.5.23";
+    let (circuits, run) = layout(spec, GPT_OSS_20B, 2, "h100-sxm");
+    // A rank's experts: 2,880 / 2 = 1,440 columns rounded up to 64, 1,472 (mxfp4.py:548-551);
+    // the swizzled scales of down [2880, 1472] pad 46 columns to round_up(1472, 128) / 32 = 48
+    // and of gate_up [2944, 2880] 90 to 92, 3,072 rows each: vLLM's 7,471,109,760 B rank +
+    // 32 x 24 x (3,072 x 2 + 3,072 x 2) = 9,437,184 B.
+    assert_eq!(circuits[0].weight_bytes(), 7_480_546_944);
+    let s = predict(spec, &circuits, &run);
+    let d = detail(&s);
+    // + the rope cache, whole on each rank: 7,514,101,376 B.
+    assert_eq!(s.workers[0].weights, 7_514_101_376);
+    assert_eq!(s.workers.len(), 2);
+    // mfs 0.828 at TP 2 (reserve + 2/8 GiB). F = 84,485,089,526 - 1,095,216,660 =
+    // 83,389,872,866 B, read through float32: 77.662872 GiB; A = float32(F - 7,514,166,912) =
+    // 70.664757 GiB; rest = 70.664757 - 77.662872 x 0.172 = 57.306743 GiB: 61,532,646,473 B.
+    assert_eq!(d.mem_fraction_static, 0.828);
+    assert_eq!(d.pool_budget, 61_532_646_473);
+    // 4 KV heads a rank: F = S = 12 x 4 x 128 x 2 = 12,288 B; full = int(61,532,646,473 //
+    // (12,288 + 0.8 x 12,288 = 22,118.4)) = 2,781,966; swa = int(2,781,966 x 0.8) = 2,225,572.
+    assert_eq!(d.cell_bytes, vec![24_576]);
+    assert_eq!(s.kv_cache_tokens, 2_781_966);
+    assert_eq!(d.swa_tokens, Some(2_225_572));
+    // K + V: 2,781,967 x 12,288 + 2,225,573 x 12,288 = 61,532,651,520 B; the map 2,781,968 x 8.
+    assert_eq!(d.workers[0].k_bytes, 30_766_325_760);
+    assert_eq!(d.workers[0].swa_index_map, 22_255_744);
+    assert_eq!(d.max_running_requests, 4096);
+    assert_eq!(s.verdict, Verdict::Starts);
+}
+
+#[test]
+fn the_ratio_and_the_disable_flag_change_the_split_or_are_refused() {
+    let spec = "sglang==0.5.23";
+    let (circuits, run) = layout(spec, GPT_OSS_20B, 1, "h100-sxm");
+    let flagged = |flags: SglangFlags| with_flags(run.clone(), flags);
+    // --swa-full-tokens-ratio 0.5: the same budget, 55,469,054,130 B, over 24,576 + 0.5 x
+    // 24,576 = 36,864 B: full 1,504,694, swa int(1,504,694 x 0.5) = 752,347.
+    let half = predict(
+        spec,
+        &circuits,
+        &flagged(SglangFlags {
+            swa_full_tokens_ratio: Some(0.5),
+            ..SglangFlags::default()
+        }),
+    );
+    assert_eq!(half.kv_cache_tokens, 1_504_694);
+    assert_eq!(detail(&half).swa_tokens, Some(752_347));
+    // --max-total-tokens caps full from 0.5.11 on: 500,000 and int(500,000 x 0.8) = 400,000;
+    // max_running_requests clamp(int(500,000 / 131,072 x 512) = 1,953, 2048, 4096) = 2048.
+    let capped = predict(
+        spec,
+        &circuits,
+        &flagged(SglangFlags {
+            max_total_tokens: Some(500_000),
+            ..SglangFlags::default()
+        }),
+    );
+    assert_eq!(capped.kv_cache_tokens, 500_000);
+    assert_eq!(detail(&capped).swa_tokens, Some(400_000));
+    assert_eq!(detail(&capped).max_running_requests, 2048);
+    // --disable-hybrid-swa-memory: one pool over the 24 layers, 49,152 B a token:
+    // 55,469,054,130 // 49,152 = 1,128,520 tokens, K = 1,128,521 x 49,152 / 2 B, no map.
+    let whole = predict(
+        spec,
+        &circuits,
+        &flagged(SglangFlags {
+            disable_hybrid_swa_memory: true,
+            ..SglangFlags::default()
+        }),
+    );
+    let w = detail(&whole);
+    assert_eq!(whole.kv_cache_tokens, 1_128_520);
+    assert_eq!(w.swa_tokens, None);
+    assert_eq!(w.workers[0].k_bytes, 27_734_532_096);
+    assert_eq!(w.workers[0].swa_index_map, 0);
+    // Out of SGLang's range (arg_groups/kv_cache_hook.py:427-428).
+    let e = refusal(
+        spec,
+        &circuits,
+        &flagged(SglangFlags {
+            swa_full_tokens_ratio: Some(1.5),
+            ..SglangFlags::default()
+        }),
+    );
+    assert_eq!(
+        e,
+        "swa_full_tokens_ratio = 1.5: must be in (0, 1] (SGLang: \"--swa-full-tokens-ratio should be in range (0, 1.0].\")"
+    );
+    // Both with the pool off: the ratio changes nothing.
+    let e = refusal(
+        spec,
+        &circuits,
+        &flagged(SglangFlags {
+            swa_full_tokens_ratio: Some(0.5),
+            disable_hybrid_swa_memory: true,
+            ..SglangFlags::default()
+        }),
+    );
+    assert_eq!(
+        e,
+        "--swa-full-tokens-ratio 0.5: sglang 0.5.23 builds GptOssForCausalLM no hybrid sliding-window pool under --disable-hybrid-swa-memory (its windows get a full KV cache), so the ratio changes no byte"
+    );
+}
+
+#[test]
+fn gemma_3_is_held_whole_from_0_5_1_and_split_in_0_4_10_post2() {
+    // 0.5.23: Gemma 3 is forced off (arg_groups/model_overrides/gemma2_gemma3.py:26): a ratio
+    // other than the default changes no byte and is refused; --disable-hybrid-swa-memory is
+    // what the override sets (a log prints it), taken, the pool the same.
+    let spec = "sglang==0.5.23";
+    let (circuits, run) = layout(spec, GEMMA_3_1B, 1, "h100-sxm");
+    let flagged = |flags: SglangFlags| with_flags(run.clone(), flags);
+    let e = refusal(
+        spec,
+        &circuits,
+        &flagged(SglangFlags {
+            swa_full_tokens_ratio: Some(0.5),
+            ..SglangFlags::default()
+        }),
+    );
+    assert_eq!(
+        e,
+        "--swa-full-tokens-ratio 0.5: sglang 0.5.23 builds Gemma3ForCausalLM no hybrid sliding-window pool (its windows get a full KV cache), so the ratio changes no byte"
+    );
+    let plain = predict(spec, &circuits, &run);
+    let off = predict(
+        spec,
+        &circuits,
+        &flagged(SglangFlags {
+            disable_hybrid_swa_memory: true,
+            swa_full_tokens_ratio: Some(0.8),
+            ..SglangFlags::default()
+        }),
+    );
+    assert_eq!(off.kv_cache_tokens, plain.kv_cache_tokens);
+    assert_eq!(detail(&off).swa_tokens, None);
+    // 0.4.10.post2 splits T = 2,698,324 (sglang_0_4.rs) over 26 layers, 4 full and 22 sliding:
+    // with the ratio 0.5, full = int(2,698,324 x 26 / (0.5 x 22 + 4)) = int(70,156,424 / 15)
+    // = 4,677,094 and swa = int(4,677,094 x 0.5) = 2,338,547 (0.8: 3,247,982 and 2,598,385).
+    let spec = "sglang==0.4.10.post2";
+    let (circuits, run) = layout(spec, GEMMA_3_1B, 1, "h100-sxm");
+    let s = predict(spec, &circuits, &run);
+    assert_eq!(s.kv_cache_tokens, 3_247_982);
+    assert_eq!(detail(&s).swa_tokens, Some(2_598_385));
+    let half = predict(
+        spec,
+        &circuits,
+        &with_flags(
+            run.clone(),
+            SglangFlags {
+                swa_full_tokens_ratio: Some(0.5),
+                ..SglangFlags::default()
+            },
+        ),
+    );
+    assert_eq!(half.kv_cache_tokens, 4_677_094);
+    assert_eq!(detail(&half).swa_tokens, Some(2_338_547));
+    // Off, one pool of T over every layer.
+    let whole = predict(
+        spec,
+        &circuits,
+        &with_flags(
+            run,
+            SglangFlags {
+                disable_hybrid_swa_memory: true,
+                ..SglangFlags::default()
+            },
+        ),
+    );
+    assert_eq!(whole.kv_cache_tokens, 2_698_324);
+    assert_eq!(detail(&whole).swa_tokens, None);
+}
+
+#[test]
+fn the_releases_split_gpt_oss_each_their_way() {
+    // Weights at TP 1 without 0.5.19's scale padding (0.5.1-0.5.18): 14,606,187,648 B +
+    // the rope cache 33,554,432 = 14,639,742,080 B.
+    let at = |spec: &str| {
+        let (circuits, run) = layout(spec, GPT_OSS_20B, 1, "h100-sxm");
+        let s = predict(spec, &circuits, &run);
+        assert_eq!(s.workers[0].weights, 14_639_742_080, "{spec}");
+        s
+    };
+    // 0.5.18, by bytes: F = 78.682871 GiB, A = F - 14,639,807,616 B, mfs 0.830: budget
+    // 55,482,816,690 B; full int(55,482,816,690 // 44,236.8) = 1,254,223, swa 1,003,378.
+    let s = at("sglang==0.5.18");
+    assert_eq!(detail(&s).pool_budget, 55_482_816_690);
+    assert_eq!(
+        (s.kv_cache_tokens, detail(&s).swa_tokens),
+        (1_254_223, Some(1_003_378))
+    );
+    // 0.5.10 by the all-layer count's bytes: T = 55,482,816,690 // 49,152 = 1,128,800;
+    // full = int(1,128,800 x 49,152 / 44,236.8) = 1,254,222, swa int(1,254,222 x 0.8) =
+    // 1,003,377: one token fewer than bytes, T's floor first.
+    let s = at("sglang==0.5.10");
+    assert_eq!(
+        (s.kv_cache_tokens, detail(&s).swa_tokens),
+        (1_254_222, Some(1_003_377))
+    );
+    // 0.5.9 (mfs 0.835: budget 55,905,242,138 B, T = 1,137,395): full = int(1,137,395 x
+    // 49,152 / 44,236.8) = 1,263,772, swa 1,011,017; 0.5.8 by layer counts, int(1,137,395 x
+    // 24 / 21.6): the same.
+    for spec in ["sglang==0.5.9", "sglang==0.5.8"] {
+        let s = at(spec);
+        assert_eq!(detail(&s).pool_budget, 55_905_242_138, "{spec}");
+        assert_eq!(
+            (s.kv_cache_tokens, detail(&s).swa_tokens),
+            (1_263_772, Some(1_011_017)),
+            "{spec}"
+        );
+    }
+    // 0.5.7 forces gpt-oss's hybrid memory off (server_args.py:1214): one pool of T.
+    let s = at("sglang==0.5.7");
+    assert_eq!(
+        (s.kv_cache_tokens, detail(&s).swa_tokens),
+        (1_137_395, None)
+    );
+    // The ratio changes no byte there.
+    let (circuits, run) = layout("sglang==0.5.7", GPT_OSS_20B, 1, "h100-sxm");
+    let e = refusal(
+        "sglang==0.5.7",
+        &circuits,
+        &with_flags(
+            run,
+            SglangFlags {
+                swa_full_tokens_ratio: Some(0.6),
+                ..SglangFlags::default()
+            },
+        ),
+    );
+    assert!(
+        e.starts_with(
+            "--swa-full-tokens-ratio 0.6: sglang 0.5.7 builds GptOssForCausalLM no hybrid"
+        ),
+        "{e}"
+    );
+    // Before 0.5.1 there is no gpt-oss class.
+    let (circuits, run) = layout("sglang==0.4.10.post2", GPT_OSS_20B, 1, "h100-sxm");
+    let e = refusal("sglang==0.4.10.post2", &circuits, &run);
+    assert!(e.contains("this release has no gpt-oss model class"), "{e}");
+}
+
+#[test]
+fn a_sliding_pool_below_a_window_and_a_page_raises_from_0_5_16() {
+    // --max-total-tokens 150: full 150, swa int(150 x 0.8) = 120 <= gpt-oss's reported window
+    // 128 - 1 = 127 + page 1: 0.5.16 raises (pool_configurator.py:426-436), 0.5.15 starts.
+    let flags = SglangFlags {
+        max_total_tokens: Some(150),
+        ..SglangFlags::default()
+    };
+    let (circuits, run) = layout("sglang==0.5.16", GPT_OSS_20B, 1, "h100-sxm");
+    let run = with_flags(run, flags);
+    let s = predict("sglang==0.5.16", &circuits, &run);
+    assert_eq!(
+        detail(&s).refusal.as_deref(),
+        Some(
+            "ValueError: SWA pool (120 tokens) cannot hold even one request: the prefill admission floor is sliding_window_size (127) + page_size (1). Increase --swa-full-tokens-ratio or the total KV budget."
+        )
+    );
+    assert!(matches!(s.verdict, Verdict::NoKvMemory { .. }));
+    let s = predict("sglang==0.5.15", &circuits, &run);
+    assert_eq!(s.verdict, Verdict::Starts);
+    assert_eq!((s.kv_cache_tokens, detail(&s).swa_tokens), (150, Some(120)));
+}
+
+#[test]
+fn gpt_oss_20b_tp8_rounds_a_rank_s_experts_and_other_gpus_are_refused() {
+    // TP 8: 2,880 / 8 = 360 columns a rank, rounded up to 384 (the loader's ceil(90 / 8) x 32
+    // = 384 as well, models/gpt_oss.py:958-1006): the importer takes it and SGLang starts.
+    let spec = "sglang==0.5.23";
+    let (circuits, run) = layout(spec, GPT_OSS_20B, 8, "h100-sxm");
+    assert_eq!(circuits[0].dim("moe_ffn"), Some(384));
+    let s = predict(spec, &circuits, &run);
+    assert_eq!(s.verdict, Verdict::Starts);
+    assert_eq!(s.workers.len(), 8);
+    // An A100 (8.0) and a B200 (10.0): other MoE runners or layouts, refused.
+    for (dev, why) in [
+        ("a100-80gb", "below compute capability 9.0"),
+        ("b200", "from compute capability 10.0"),
+    ] {
+        let (circuits, run) = layout(spec, GPT_OSS_20B, 1, dev);
+        let e = refusal(spec, &circuits, &run);
+        assert!(e.contains(why), "{dev}: {e}");
+    }
+}
+
+#[test]
+fn the_target_and_the_longest_context_read_full_tokens() {
+    let spec = "sglang==0.5.23";
+    let (circuits, run) = layout(spec, GPT_OSS_20B, 1, "h100-sxm");
+    let p = release(spec);
+    let stages = StageCircuit::in_order(&circuits);
+    // 1,253,911 full tokens hold a 131,072 context; a target of 1,000,000 full tokens needs
+    // a budget of ceil(1,000,000 x 44,236.8) = 44,236,800,000 B: mfs >= 1 - (65.035670 -
+    // 41.198874) / 78.682871 = 0.69705, 0.698 rounded up.
+    let a = p.budget_answers(&stages, &run, 1_000_000).unwrap();
+    assert_eq!(a.largest_max_model_len, Some(131_072));
+    assert_eq!(a.utilization_for_target, Some(0.698));
+}
+
+#[test]
+fn llama_4_s_hybrid_pool_is_refused_as_its_multimodal_class_is() {
+    // Llama4ForConditionalGeneration is a hybrid class from 0.5.8 (its chunked layers in the
+    // sliding pool, configs/model_config.py:2705-2711 in 0.5.23), but multimodal: refused in
+    // one line before its pool is sized. Its text-only Llama4ForCausalLM is no hybrid class
+    // (models/llama4.py:600): one pool over every layer, as sglang_0_5_23.rs covers.
+    let spec = "sglang==0.5.23";
+    let scout = include_str!("../../data/checkpoints/llama-4-scout-17b-16e-instruct/config.json");
+    let (circuits, run) = layout(spec, scout, 8, "h100-sxm");
+    let e = refusal(spec, &circuits, &run);
+    assert!(e.contains("a multimodal model"), "{e}");
+}
