@@ -120,7 +120,7 @@ pub fn print_table(
                 gb(w.recurrent_state)
             );
         }
-        if let Some(swa) = d.swa_tokens {
+        if let Some(swa) = d.swa_tokens.filter(|_| d.max_total_num_tokens > 0) {
             outln!(
                 "Use Sliding window memory pool. full_layer_tokens={}, swa_layer_tokens={swa}",
                 d.max_total_num_tokens
