@@ -1,7 +1,7 @@
 //! SGLang's hybrid sliding-window pools and gpt-oss (docs/engines.md, "SGLang", "Hybrid
 //! sliding-window pools"), each figure derived by hand from the release's source, the
-//! arithmetic in the comments: gpt-oss-20b on an H100 at TP 1 and TP 2 under 0.5.23's byte
-//! split, `--swa-full-tokens-ratio` and `--disable-hybrid-swa-memory`, the older releases'
+//! arithmetic in the comments: gpt-oss-20b on an H100 at TP 1, 2 and 8 under 0.5.23's byte
+//! split, gpt-oss-120b at TP 1 (refused at the default fraction) and 2, `--swa-full-tokens-ratio` and `--disable-hybrid-swa-memory`, the older releases'
 //! splits (0.5.8 by layer counts, 0.5.9 and 0.5.10 by the all-layer count's bytes), 0.5.16's
 //! check of the sliding pool, the MXFP4 experts as each release holds them, Gemma 3 (held whole
 //! from 0.5.1, split in 0.4.10.post2) and the GPUs refused. No SGLang log is in the repository:
@@ -448,4 +448,57 @@ fn llama_4_s_hybrid_pool_is_refused_as_its_multimodal_class_is() {
     let (circuits, run) = layout(spec, scout, 8, "h100-sxm");
     let e = refusal(spec, &circuits, &run);
     assert!(e.contains("a multimodal model"), "{e}");
+}
+
+/// gpt-oss-120b's config: gpt-oss-20b's with 36 layers (sliding and full alternating) and 128
+/// experts, the published config's only differences in what the planner reads.
+fn gpt_oss_120b() -> String {
+    let mut c: serde_json::Value = serde_json::from_str(GPT_OSS_20B).unwrap();
+    c["num_hidden_layers"] = 36.into();
+    c["num_local_experts"] = 128.into();
+    c["layer_types"] = (0..36)
+        .map(|i| {
+            if i % 2 == 0 {
+                "sliding_attention"
+            } else {
+                "full_attention"
+            }
+        })
+        .collect::<Vec<_>>()
+        .into();
+    c.to_string()
+}
+
+#[test]
+fn gpt_oss_120b_needs_two_h100s_at_sglang_s_default_fraction() {
+    let spec = "sglang==0.5.23";
+    let config = gpt_oss_120b();
+    // TP 1: per expert 14,354,560 B (as gpt-oss-20b's) x 128 x 36 = 66,145,812,480; the
+    // embedding and lm_head 2 x 201,088 x 2,880 x 2 = 2,316,533,760, the final norm 5,760, a
+    // layer's attention, norms and router 53,849,344 (gpt-oss-20b's 53,296,192 and 96 more
+    // router rows, 96 x (2,880 + 1) x 2): 70,400,928,384 B, and the rope cache.
+    let (circuits, run) = layout(spec, &config, 1, "h100-sxm");
+    assert_eq!(circuits[0].weight_bytes(), 70_400_928_384);
+    let s = predict(spec, &circuits, &run);
+    // A = 84,485,089,526 - 70,434,548,352 B = 13.085522 GiB < F x 0.17 = 13.376088 GiB:
+    // SGLang's ValueError, with 1 - 13.085522 / 78.682871 = 0.8337.
+    assert!(matches!(s.verdict, Verdict::NoKvMemory { .. }));
+    assert_eq!(
+        detail(&s).refusal.as_deref(),
+        Some(
+            "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.83. Raise --mem-fraction-static above 0.834 (minimum viable = 1 - available/pre = 0.8337). If using speculative decoding, draft weights are now counted."
+        )
+    );
+    // TP 2: per expert 7,396,224 B x 128 x 36 = 34,081,800,192, the rest 2,141,147,520:
+    // 36,222,947,712 B and the rope cache. mfs 0.828; budget 32,790,248,521 B over 18 x
+    // 1,024 + 0.8 x 18 x 1,024 = 33,177.6 B (4 KV heads x 128 x 2 B a layer): 988,324 full,
+    // 790,659 SWA tokens;
+    // max_running_requests clamp(int(988,324 / 131,072 x 512) = 3,860, 2048, 4096) = 3860.
+    let (circuits, run) = layout(spec, &config, 2, "h100-sxm");
+    let s = predict(spec, &circuits, &run);
+    let d = detail(&s);
+    assert_eq!(s.workers[0].weights, 36_256_502_144);
+    assert_eq!(d.pool_budget, 32_790_248_521);
+    assert_eq!((s.kv_cache_tokens, d.swa_tokens), (988_324, Some(790_659)));
+    assert_eq!(d.max_running_requests, 3860);
 }
