@@ -16,8 +16,9 @@ use engine_profile::{
 
 /// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
 const F_TP1: u64 = 85_032_697_856 - 547_608_330;
-/// Llama-3.1-8B's weights at TP 1 with the float32 rope cache (sglang_0_5_23.rs derives it).
-const LLAMA_W_TP1: u64 = 16_127_631_360;
+/// Llama-3.1-8B's weights at TP 1 with the float32 rope cache, as the caching allocator's
+/// segments (sglang_0_5_23.rs derives it).
+const LLAMA_W_TP1: u64 = 16_129_196_032;
 
 fn release(spec: &str) -> EngineProfile {
     engines::select(spec).unwrap()
@@ -128,32 +129,32 @@ fn release_0_4_7_llama_3_1_8b_tp1_on_an_h100() {
     // no growth after the print.
     assert_eq!(s.workers[0].weights, LLAMA_W_TP1);
     assert_eq!(d.workers[0].after_load, 0);
-    // F = 84,485,089,526 B = 78.682871 GiB; A = F - W = 68,357,458,166 B = 63.662844 GiB;
-    // rest = 63.662844 - 78.682871 x (1 - 0.88) = 54.220899 GiB; int(rest x 2^30) =
-    // 58,219,247,422 B; // 131,072 = 444,177 tokens (model_runner.py:832-835).
+    // F = 84,485,089,526 B = 78.682871 GiB; A = F - W = 68,355,893,494 B = 63.661387 GiB;
+    // rest = 63.661387 - 78.682871 x (1 - 0.88) = 54.219442 GiB; int(rest x 2^30) =
+    // 58,217,682,750 B; // 131,072 = 444,165 tokens (model_runner.py:832-835).
     assert_eq!(d.free_before_load, F_TP1);
-    assert_eq!(d.pool_budget, 58_219_247_422);
-    assert_eq!(s.kv_cache_tokens, 444_177);
-    // The estimate clamp(int(444177 / 131072 x 512), 2048, 4096) = clamp(1735) = 2048 rows
-    // (model_runner.py:862-871, 925-937); printed min(444177 // 2, 2048) = 2048
+    assert_eq!(d.pool_budget, 58_217_682_750);
+    assert_eq!(s.kv_cache_tokens, 444_165);
+    // The estimate clamp(int(444165 / 131072 x 512), 2048, 4096) = clamp(1735) = 2048 rows
+    // (model_runner.py:862-871, 925-937); printed min(444165 // 2, 2048) = 2048
     // (managers/tp_worker.py:119-127); req_to_token 2048 x (131072 + 4) x 4 B.
     assert_eq!(d.max_running_requests, 2048);
     assert_eq!(d.workers[0].req_to_token, 2048 * 131_076 * 4);
-    // K = V = 32 x (444,177 + 1) x 8 x 128 x 2 B.
-    assert_eq!(d.workers[0].k_bytes, 29_109_649_408);
+    // K = V = 32 x (444,165 + 1) x 8 x 128 x 2 B.
+    assert_eq!(d.workers[0].k_bytes, 29_108_862_976);
     assert_eq!(s.verdict, Verdict::Starts);
     // 0.4.7.post1 rounds a reserve instead: round((81559 - (9.5 + 1 / 2) x 1024) / 81559, 3) =
-    // 0.874; rest = 63.662844 - 78.682871 x 0.126 = 53.748802 GiB: 440,310 tokens.
+    // 0.874; rest = 63.661387 - 78.682871 x 0.126 = 53.747345 GiB: 440,298 tokens.
     let next = predict("sglang==0.4.7.post1", &circuits, &run).unwrap();
     assert_eq!(detail(&next).mem_fraction_static, 0.874);
-    assert_eq!(next.kv_cache_tokens, 440_310);
+    assert_eq!(next.kv_cache_tokens, 440_298);
 }
 
 #[test]
 fn the_request_estimate_reads_the_tokens_before_the_cap_until_0_5_10() {
     // 0.4.7, --context-length 8192 --max-total-tokens 20000: the estimate reads the profiled
-    // T = 444,177 (model_runner.py:859-871, the cap at :905): clamp(int(444177 / 8192 x 512) =
-    // 27,761, 2048, 4096) = 4096 rows; printed min(20000 // 2, 4096) = 4096.
+    // T = 444,165 (model_runner.py:859-871, the cap at :905): clamp(int(444165 / 8192 x 512) =
+    // 27,760, 2048, 4096) = 4096 rows; printed min(20000 // 2, 4096) = 4096.
     let spec = "sglang==0.4.7";
     let (circuits, mut run) = llama(spec, 1, "h100-sxm");
     run.max_model_len = Some(8192);
@@ -219,14 +220,14 @@ fn release_0_4_6_post5_holds_one_request_row_more() {
     let (circuits, run) = llama(spec, 1, "h100-sxm");
     let s = predict(spec, &circuits, &run).unwrap();
     let d = detail(&s);
-    // The same pool as 0.4.7 (mfs 0.88, 444,177 tokens), but the request pool holds
+    // The same pool as 0.4.7 (mfs 0.88, 444,165 tokens), but the request pool holds
     // max_num_reqs + 1 = 2049 rows (model_runner.py:901-907), and the printed value is
-    // min(444177 // 2, 2049) = 2049 (managers/tp_worker.py:119-127).
+    // min(444165 // 2, 2049) = 2049 (managers/tp_worker.py:119-127).
     assert_eq!(d.mem_fraction_static, 0.88);
-    assert_eq!(s.kv_cache_tokens, 444_177);
+    assert_eq!(s.kv_cache_tokens, 444_165);
     assert_eq!(d.max_running_requests, 2049);
     assert_eq!(d.workers[0].req_to_token, 2049 * 131_076 * 4);
-    // A given --max-running-requests 100: 101 rows, printed min(444177 // 2, 100... as given)
+    // A given --max-running-requests 100: 101 rows, printed min(444165 // 2, 100... as given)
     // = 100.
     let mut given = run.clone();
     given.max_num_seqs = Some(100);
@@ -310,22 +311,22 @@ fn the_device_tiers_per_release() {
 
 #[test]
 fn tp2_reads_the_world_through_gloo_from_0_4_6_post4_and_is_refused_before() {
-    // 0.4.7 at TP 2: mfs 0.87 (TP x PP = 2). Per rank 8,097,636,352 B of weights
-    // (sglang_0_5_23.rs). F = 83,389,872,866 B through float32 = 77.662872 GiB; A through
-    // float32 = 70.121361 GiB; rest = 70.121361 - 77.662872 x 0.13 = 60.025187 GiB: //
-    // 65,536 B (4 KV heads x 128 x 32 x 2 x 2 B) = 983,452 tokens.
+    // 0.4.7 at TP 2: mfs 0.87 (TP x PP = 2). Per rank 8,101,298,176 B of weights, the
+    // allocator's segments (sglang_0_5_23.rs). F = 83,389,872,866 B through float32 =
+    // 77.662872 GiB; A through float32 = 70.117950 GiB; rest = 70.117950 - 77.662872 x 0.13 =
+    // 60.021777 GiB: // 65,536 B (4 KV heads x 128 x 32 x 2 x 2 B) = 983,396 tokens.
     let spec = "sglang==0.4.7";
     let (circuits, run) = llama(spec, 2, "h100-sxm");
     let s = predict(spec, &circuits, &run).unwrap();
     assert_eq!(detail(&s).mem_fraction_static, 0.87);
-    assert_eq!(s.workers[0].weights, 8_097_636_352);
+    assert_eq!(s.workers[0].weights, 8_101_298_176);
     assert_eq!(detail(&s).cell_bytes, vec![65_536]);
-    assert_eq!(s.kv_cache_tokens, 983_452);
+    assert_eq!(s.kv_cache_tokens, 983_396);
     assert_eq!(
         predict("sglang==0.4.6.post4", &circuits, &run)
             .unwrap()
             .kv_cache_tokens,
-        983_452
+        983_396
     );
     // 0.4.6 to 0.4.6.post3: F and A through an all-reduce on torch's NCCL group, whose
     // communicator is created between the reads: refused.
@@ -408,52 +409,56 @@ fn releases_0_4_9_post3_to_0_4_10_post2_split_gemma_3_s_pool() {
     let d = detail(&s);
     // Weights: 1,999,771,904 B of parameters; no rope cache, as no layer calls get_rope
     // (models/gemma3_causal.py:270 commented out): the two Gemma3RotaryEmbedding modules
-    // (:491, :498) hold inv_freq, 256 / 2 float32 each (:371-388): 2 x 512 B; 1,999,772,928 B.
-    // mfs 0.874 (0.4.10.post2's reserve at TP 1 on 81,559 MiB).
+    // (:491, :498) hold inv_freq, 256 / 2 float32 each (:371-388): 2 x 512 B; 1,999,772,928 B
+    // of tensors, held as the allocator's segments: those of 10 MiB or more rounded up to 2 MiB
+    // (gate_up_proj 30.375 MiB in 32, down_proj 15.1875 in 16, on 26 layers), the 1-10 MiB
+    // ones (qkv_proj 3.375, o_proj 2.25 MiB a layer) and the small ones in 20 MiB and 2 MiB
+    // segments (the rules replayed in order): 2,086,666,240 B. mfs 0.874 (0.4.10.post2's
+    // reserve at TP 1 on 81,559 MiB).
     assert_eq!(circuits[0].weight_bytes(), 1_999_771_904);
-    assert_eq!(s.workers[0].weights, 1_999_772_928);
+    assert_eq!(s.workers[0].weights, 2_086_666_240);
     assert_eq!(d.workers[0].after_load, 0);
     assert_eq!(d.mem_fraction_static, 0.874);
-    // rest = (F - W) / 2^30 - F / 2^30 x 0.126 GiB = 71,840,195,317 B; the all-layer cell 1 KV
-    // head x 256 x 26 layers x 2 x 2 B = 26,624 B: T = 2,698,324 (model_runner.py:955-990).
+    // rest = (F - W) / 2^30 - F / 2^30 x 0.126 GiB = 71,753,302,005 B; the all-layer cell 1 KV
+    // head x 256 x 26 layers x 2 x 2 B = 26,624 B: T = 2,695,060 (model_runner.py:955-990).
     assert_eq!(d.cell_bytes, vec![26_624]);
-    assert_eq!(d.pool_budget, 71_840_195_317);
+    assert_eq!(d.pool_budget, 71_753_302_005);
     // Layers 5, 11, 17, 23 full (layer_types: every sixth), 22 sliding (window 511 in SGLang,
-    // 512 as the config gives it): full = int(2,698,324 x 26 / (0.8 x 22 + 4)) = 3,247,982,
-    // swa = int(3,247,982 x 0.8) = 2,598,385 (model_runner.py:1047-1067).
+    // 512 as the config gives it): full = int(2,695,060 x 26 / (0.8 x 22 + 4)) = 3,244,053,
+    // swa = int(3,244,053 x 0.8) = 2,595,242 (model_runner.py:1047-1067).
     assert_eq!(s.kv_layout.groups.len(), 2);
     assert_eq!(s.kv_layout.groups[0].layers, 4);
     assert_eq!(s.kv_layout.groups[1].layers, 22);
-    assert_eq!(d.max_total_num_tokens, 3_247_982);
-    assert_eq!(s.kv_cache_tokens, 3_247_982);
-    assert_eq!(d.swa_tokens, Some(2_598_385));
-    // K = V = 512 B a layer and token x (4 x (3,247,982 + 1) + 22 x (2,598,385 + 1)) rows
-    // (SWAKVPool's page of 1, mem_cache/memory_pool.py:441): 35,920,089,088 B each, 13,312 B
+    assert_eq!(d.max_total_num_tokens, 3_244_053);
+    assert_eq!(s.kv_cache_tokens, 3_244_053);
+    assert_eq!(d.swa_tokens, Some(2_595_242));
+    // K = V = 512 B a layer and token x (4 x (3,244,053 + 1) + 22 x (2,595,242 + 1)) rows
+    // (SWAKVPool's page of 1, mem_cache/memory_pool.py:441): 35,876,639,744 B each, 12,288 B
     // below one pool of T + 1 rows over every layer.
-    assert_eq!(d.workers[0].k_bytes, 35_920_089_088);
-    assert_eq!(d.workers[0].v_bytes, 35_920_089_088);
-    assert_eq!((2_698_324 + 1) * 26 * 512 - 35_920_089_088_u64, 13_312);
-    // The index map: (3,247,982 + 2,598,385 + 1) x 8 B (mem_cache/allocator.py:190-193).
-    assert_eq!(d.workers[0].swa_index_map, 46_770_944);
-    // The estimate reads T: clamp(int(2,698,324 / 32768 x 512) = 42,161, 2048, 4096) = 4096
-    // rows; printed min(3,247,982 // 2, 4096) = 4096.
+    assert_eq!(d.workers[0].k_bytes, 35_876_639_744);
+    assert_eq!(d.workers[0].v_bytes, 35_876_639_744);
+    assert_eq!((2_695_060 + 1) * 26 * 512 - 35_876_639_744_u64, 12_288);
+    // The index map: (3,244,053 + 2,595,242 + 1) x 8 B (mem_cache/allocator.py:190-193).
+    assert_eq!(d.workers[0].swa_index_map, 46_714_368);
+    // The estimate reads T: clamp(int(2,695,060 / 32768 x 512) = 42,110, 2048, 4096) = 4096
+    // rows; printed min(3,244,053 // 2, 4096) = 4096.
     assert_eq!(d.max_running_requests, 4096);
     assert_eq!(d.workers[0].req_to_token, 4096 * (32_768 + 4) * 4);
     // left = F - W - K - V - req_to_token - the map.
     assert_eq!(
         d.workers[0].left_for_activations,
-        F_TP1 - 1_999_772_928 - 2 * 35_920_089_088 - 536_936_448 - 46_770_944
+        F_TP1 - 2_086_666_240 - 2 * 35_876_639_744 - 536_936_448 - 46_714_368
     );
     assert_eq!(s.verdict, Verdict::Starts);
     // 0.4.10 and 0.4.9.post3 (Gemma 2 hybrid too) split the same way.
     for older in ["sglang==0.4.10", "sglang==0.4.9.post3"] {
         let o = predict(older, &circuits, &run).unwrap();
-        assert_eq!(detail(&o).swa_tokens, Some(2_598_385), "{older}");
-        assert_eq!(o.kv_cache_tokens, 3_247_982, "{older}");
+        assert_eq!(detail(&o).swa_tokens, Some(2_595_242), "{older}");
+        assert_eq!(o.kv_cache_tokens, 3_244_053, "{older}");
     }
     // 0.4.9.post2 has no hybrid pool: one pool of T over every layer.
     let whole = predict("sglang==0.4.9.post2", &circuits, &run).unwrap();
-    assert_eq!(whole.kv_cache_tokens, 2_698_324);
+    assert_eq!(whole.kv_cache_tokens, 2_695_060);
     assert_eq!(detail(&whole).swa_tokens, None);
 }
 
@@ -477,12 +482,12 @@ fn a_hybrid_pool_under_a_token_cap_a_page_and_a_target() {
         e.starts_with("--page-size: sglang 0.4.10.post2 builds a hybrid"),
         "{e}"
     );
-    // The mem_fraction_static for 3,247,982 full tokens: the least T whose split reaches it is
-    // 2,698,324 (2,698,323 gives 3,247,981), 71,840,178,176 B: 1 - (A - that) / F =
+    // The mem_fraction_static for 3,244,053 full tokens: the least T whose split reaches it is
+    // 2,695,060 (2,695,059 gives 3,244,052), 71,753,277,440 B: 1 - (A - that) / F =
     // 0.8739997..., 0.874 to SGLang's 3 decimals.
     let (circuits, run) = gemma(spec, SglangFlags::default(), None);
     let answers = release(spec)
-        .budget_answers(&StageCircuit::in_order(&circuits), &run, 3_247_982)
+        .budget_answers(&StageCircuit::in_order(&circuits), &run, 3_244_053)
         .unwrap();
     assert_eq!(answers.utilization_for_target, Some(0.874));
 }

@@ -31,25 +31,16 @@ fn notes(folder: &str, model: &str, tp: u64, edit: impl Fn(&mut RunSettings)) ->
     };
     let sharded = circuit_hf::import_parallel(&config(model), model, &options, &[]).unwrap();
     let mut run = RunSettings {
-        device: kernel_families::Devices::builtin()
-            .unwrap()
-            .get("h100-sxm")
-            .unwrap()
-            .clone(),
         tensor_parallel_size: tp,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: None,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
         max_model_len: Some(8192),
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
-        enable_prefix_caching: None,
-        model: sharded.imports[0].facts.clone(),
-        engine_flags: None,
+        ..RunSettings::new(
+            kernel_families::Devices::builtin()
+                .unwrap()
+                .get("h100-sxm")
+                .unwrap()
+                .clone(),
+            sharded.imports[0].facts.clone(),
+        )
     };
     edit(&mut run);
     let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
@@ -136,6 +127,24 @@ fn the_moe_and_the_world_notes_print_where_they_apply() {
             "sampler_install",
             "inductor_forward",
             "moe_chunk",
+            "cublas_workspace"
+        ]
+    );
+    // An H100 NVL has no NVSwitch: the `nccl_without_nvswitch_nvl` variant counts no NCCL
+    // growth at TP > 1, so nothing is taken off it and the fusion workspace's note does not
+    // concern the run (the table lacks the H100 PCIe's CUDA total, so that card is refused).
+    let nvl = kernel_families::Devices::builtin()
+        .unwrap()
+        .get("h100-nvl-94gb")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        notes("vllm-0.10.1", LLAMA, 2, |run| run.device = nvl.clone()),
+        [
+            "non_torch_measured",
+            "communicators_setup",
+            "sampler_install",
+            "inductor_forward",
             "cublas_workspace"
         ]
     );

@@ -75,21 +75,11 @@ fn whole(path: &str) -> (Circuit, ModelFacts) {
 
 fn run_of(case: &serde_json::Value, model: ModelFacts) -> RunSettings {
     RunSettings {
-        device: h100(),
         tensor_parallel_size: case["tensor_parallel_size"].as_u64().unwrap(),
         pipeline_parallel_size: case["pipeline_parallel_size"].as_u64().unwrap(),
         gpu_memory_utilization: case["gpu_memory_utilization"].as_f64(),
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
         max_model_len: case["max_model_len"].as_u64(),
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
-        enable_prefix_caching: None,
-        model,
-        engine_flags: None,
+        ..RunSettings::new(h100(), model)
     }
 }
 
@@ -127,21 +117,11 @@ fn predict(profile: &EngineProfile, case: &serde_json::Value) -> Startup {
 /// context, the device's batch defaults.
 fn h100_run(tp: u64, pp: u64, model: ModelFacts) -> RunSettings {
     RunSettings {
-        device: h100(),
         tensor_parallel_size: tp,
         pipeline_parallel_size: pp,
         gpu_memory_utilization: Some(0.95),
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
         max_model_len: Some(8192),
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
-        enable_prefix_caching: None,
-        model,
-        engine_flags: None,
+        ..RunSettings::new(h100(), model)
     }
 }
 

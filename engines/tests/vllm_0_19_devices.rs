@@ -48,21 +48,8 @@ fn llama() -> (Vec<Circuit>, ModelFacts) {
 
 fn run_on(device: Device, model: ModelFacts, max_model_len: Option<u64>) -> RunSettings {
     RunSettings {
-        device,
-        tensor_parallel_size: 1,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: None,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
         max_model_len,
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
-        enable_prefix_caching: None,
-        model,
-        engine_flags: None,
+        ..RunSettings::new(device, model)
     }
 }
 

@@ -113,21 +113,11 @@ fn imports(
 /// device's batch defaults.
 fn run_on(device_name: &str, tp: u64, pp: u64, util: f64, model: ModelFacts) -> RunSettings {
     RunSettings {
-        device: device(device_name),
         tensor_parallel_size: tp,
         pipeline_parallel_size: pp,
         gpu_memory_utilization: Some(util),
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
         max_model_len: Some(8192),
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
-        enable_prefix_caching: None,
-        model,
-        engine_flags: None,
+        ..RunSettings::new(device(device_name), model)
     }
 }
 

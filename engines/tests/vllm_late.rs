@@ -103,21 +103,10 @@ fn model(name: &'static str) -> &'static Model {
 /// `prefix_caching` asks (None: the release's default).
 fn run(m: &Model, prefix_caching: Option<bool>) -> RunSettings {
     RunSettings {
-        device: h100(),
         tensor_parallel_size: m.tp,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: None,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
         max_model_len: Some(8192),
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
         enable_prefix_caching: prefix_caching,
-        model: m.facts.clone(),
-        engine_flags: None,
+        ..RunSettings::new(h100(), m.facts.clone())
     }
 }
 
@@ -512,9 +501,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.19",
         "qwen3-next-80b-a3b",
-        40787256320,
+        39959379968,
         3004962816,
-        620704,
+        637568,
         2348272927,
     ),
     (
@@ -536,9 +525,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.20",
         "qwen3-next-80b-a3b",
-        40787256320,
+        39959379968,
         2367428608,
-        620432,
+        637296,
         2348272927,
     ),
     (
@@ -560,9 +549,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.21",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         2368477184,
-        2198588,
+        2258341,
         2348272927,
     ),
     (
@@ -584,9 +573,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.22",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         2368477184,
-        2198588,
+        2258341,
         2348272927,
     ),
     (
@@ -608,9 +597,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.23",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         3006011392,
-        2152568,
+        2212321,
         2348272927,
     ),
     (
@@ -632,9 +621,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.24",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         3006011392,
-        2152568,
+        2212321,
         2348272927,
     ),
     (
@@ -656,9 +645,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.25",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         3006011392,
-        2152568,
+        2212321,
         2348272927,
     ),
     (
@@ -680,9 +669,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.26",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         3006011392,
-        2152568,
+        2212321,
         2348272927,
     ),
     (
@@ -704,9 +693,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.27",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         3006011392,
-        2149918,
+        2209671,
         2348272927,
     ),
     (
@@ -728,9 +717,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.28",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         3006011392,
-        2149918,
+        2209671,
         2348272927,
     ),
     (
@@ -752,9 +741,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.29",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         1196359680,
-        2233765,
+        2293278,
         2371523154,
     ),
     (
@@ -776,9 +765,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.31",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         1196359680,
-        2233765,
+        2293278,
         2371523154,
     ),
     (
@@ -800,9 +789,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.33",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         1677717504,
-        2199070,
+        2258582,
         2371523154,
     ),
     (
@@ -824,9 +813,9 @@ const FIGURES: &[(&str, &str, u64, u64, u64, u64)] = &[
     (
         "vllm-0.34",
         "qwen3-next-80b-a3b",
-        40790664192,
+        39962787840,
         1677717504,
-        2603078,
+        2662400,
         2371523154,
     ),
 ];

@@ -734,7 +734,9 @@ fn arg_words(pairs: &[(Py, Py)], table: &ServeTable) -> Result<Vec<String>, Stri
 /// larger world: `VllmWorker TP1` in 0.10.1, v1/executor/multiproc_executor.py:382-391;
 /// `Worker_PP1_TP0` in 0.19, :978-993), with the line it was read from: the largest TP and PP
 /// ranks named, plus one; a world of one when a worker's figure is printed by a process named
-/// without ranks (the engine core running the worker). None when no worker figure is printed.
+/// without ranks (the engine core running the worker). None when no worker figure is printed,
+/// and when every rank named is 0: vLLM names workers by rank only in a larger world, so a
+/// paste that kept rank 0's lines alone says the world is larger than one but not how large.
 fn layout_from_names(log: &StartupLog) -> Option<(u64, u64, String)> {
     let workers: Vec<&log::Printed> = log
         .printed
@@ -752,6 +754,7 @@ fn layout_from_names(log: &StartupLog) -> Option<(u64, u64, String)> {
         pp = pp.max(s.map_or(0, |r| r.saturating_add(1)));
     }
     match named {
+        Some(_) if tp <= 1 && pp <= 1 => None,
         Some(line) => Some((
             tp.max(1),
             pp.max(1),
@@ -1299,6 +1302,19 @@ mod tests {
                 None
             ),
             "a.log: --tensor-parallel-size 1 contradicts the log: 2 from the worker names (line 5 on)"
+        );
+        // The TP 2 log with the TP 1 worker's lines cut: the names say a larger world, not
+        // its size, so the layout is asked for rather than read as TP 1.
+        let rank0_only: String = log_of(tp2)
+            .lines()
+            .filter(|l| !l.contains("TP1"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(
+            check(&rank0_only, "a.log", &a100_half(tp2), &sources())
+                .unwrap_err()
+                .to_string(),
+            "a.log: the non-default args (line 2) are cut short and the log gives no layout: give --tensor-parallel-size N as the run had them"
         );
         assert_eq!(
             e(tp1, &["--max-model-len", "8192"], Some("a100-80gb"), None),

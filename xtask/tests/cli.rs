@@ -1324,14 +1324,14 @@ fn sglang_prints_its_start_up_side_by_side_and_across_devices() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.contains("max_total_num_tokens=415170, chunked_prefill_size=8192, max_running_requests=2048, context_len=131072"),
+        out.contains("max_total_num_tokens=415159, chunked_prefill_size=8192, max_running_requests=2048, context_len=131072"),
         "{out}"
     );
     let o = xtask(&[&base[..], &["--engine", "vllm==0.19.0,sglang"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.contains("vllm holds 31636 more KV tokens than sglang"),
+        out.contains("vllm holds 31648 more KV tokens than sglang"),
         "{out}"
     );
     let devices = [
@@ -1349,7 +1349,7 @@ fn sglang_prints_its_start_up_side_by_side_and_across_devices() {
     let rows: Vec<&str> = out.lines().skip(5).collect();
     assert!(
         rows[0].starts_with(
-            "h100-sxm              79.19 GiB     8192   2048            1       411948"
+            "h100-sxm              79.19 GiB     8192   2048            1       411936"
         ),
         "{out}"
     );
@@ -1386,14 +1386,14 @@ fn sglang_data_parallel_replicas_are_said_with_their_totals() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let d = &j["engine"]["sglang"];
-    // Each replica: TP 2's 930,008 tokens and 3632 running requests; 2 x 3 = 6 GPUs, 3 x
-    // 930,008 = 2,790,024 tokens and 3 x 3632 = 10,896 requests over the replicas.
-    assert_eq!(j["engine"]["kv_cache_tokens"], 930_008);
+    // Each replica: TP 2's 929,952 tokens and 3632 running requests; 2 x 3 = 6 GPUs, 3 x
+    // 929,952 = 2,789,856 tokens and 3 x 3632 = 10,896 requests over the replicas.
+    assert_eq!(j["engine"]["kv_cache_tokens"], 929_952);
     assert_eq!(
         (&d["dp_size"], &d["gpus"]),
         (&serde_json::json!(3), &serde_json::json!(6))
     );
-    assert_eq!(d["max_total_num_tokens_over_replicas"], 2_790_024);
+    assert_eq!(d["max_total_num_tokens_over_replicas"], 2_789_856);
     assert_eq!(d["max_running_requests_over_replicas"], 10_896);
     let o = xtask(&["plan", "--", line]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -1405,7 +1405,7 @@ fn sglang_data_parallel_replicas_are_said_with_their_totals() {
     );
     assert!(
         text.lines().any(|l| l
-            == "over the 3 replicas: max_total_num_tokens 2790024, max_running_requests 10896"),
+            == "over the 3 replicas: max_total_num_tokens 2789856, max_running_requests 10896"),
         "{text}"
     );
 }
@@ -1440,10 +1440,10 @@ fn sglang_prints_its_start_up_as_csv_and_json_lines() {
             col("max_total_num_tokens"),
             col("starts")
         ),
-        ("930008", "930008", "true")
+        ("929952", "929952", "true")
     );
-    // 930,008 tokens and one padding page, 32 layers x 4 KV heads a rank x 128 x 2 B.
-    assert_eq!(col("k_size"), (930_009u64 * 32 * 4 * 128 * 2).to_string());
+    // 929,952 tokens and one padding page, 32 layers x 4 KV heads a rank x 128 x 2 B.
+    assert_eq!(col("k_size"), (929_953u64 * 32 * 4 * 128 * 2).to_string());
     let o = xtask(&["plan", "--format", "jsonl", "--", line]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let records: Vec<serde_json::Value> = stdout(&o)
@@ -1457,8 +1457,8 @@ fn sglang_prints_its_start_up_as_csv_and_json_lines() {
     assert_eq!(kinds, ["run", "worker", "worker", "summary"]);
     assert_eq!(records[0]["inputs"]["tp_size"]["source"], "--tp-size");
     assert_eq!(records[0]["serve_line"]["ignored"][0], "--port 30000");
-    assert_eq!(records[2]["kv_blocks"], 930_008);
-    assert_eq!(records[3]["kv_cache_tokens"], 930_008);
+    assert_eq!(records[2]["kv_blocks"], 929_952);
+    assert_eq!(records[3]["kv_cache_tokens"], 929_952);
     assert_eq!(records[3]["verdict"]["starts"], true);
 }
 
@@ -1471,9 +1471,9 @@ fn sglang_gpt_oss_splits_its_pool_and_the_ratio_flag_is_modelled() {
     let o = xtask(&["plan", "--format", "json", "--", line]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    // 55,469,054,130 B of pool over 24,576 + 0.5 x 24,576 B: 1,504,694 full, 752,347 SWA.
-    assert_eq!(j["engine"]["kv_cache_tokens"], 1_504_694);
-    assert_eq!(j["engine"]["sglang"]["swa_layer_tokens"], 752_347);
+    // 55,203,419,442 B of pool over 24,576 + 0.5 x 24,576 B: 1,497,488 full, 748,744 SWA.
+    assert_eq!(j["engine"]["kv_cache_tokens"], 1_497_488);
+    assert_eq!(j["engine"]["sglang"]["swa_layer_tokens"], 748_744);
     let line = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --swa-full-tokens-ratio 0.5";
     let o = xtask(&["plan", "--", line]);
     assert_eq!(o.status.code(), Some(1));

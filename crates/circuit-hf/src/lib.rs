@@ -147,6 +147,10 @@ pub(crate) fn import_shaped(
     let (scheme, side_files_ignored) = quant::read_scheme(&cfg, side_files, stored_dtype)?;
     let scheme = quant::with_online(scheme, options.online_quantization, origin)?;
     let mut arch = arch::read(&cfg)?;
+    // An engine that builds the main model alone holds no multi-token-prediction layer.
+    if options.load.mtp_layers == model_facts::MtpLayers::Skipped {
+        arch.mtp.clear();
+    }
     if let Some(u) = &unwrapped {
         arch.tensor_rename = u.wrapper.rename;
         u.adjust(&mut arch);

@@ -99,6 +99,39 @@ fn deepseek_r1_fp8_block_with_its_mtp_layer() {
     assert_eq!(imp.circuit.kv_bytes_per_token().unwrap(), 61 * 576 * 2);
 }
 
+/// An engine that builds the main model alone (`LoadRules::mtp_layers = Skipped`, vLLM's and
+/// SGLang's `[load]`) holds every tensor of the checkpoint but the MTP layer's.
+#[test]
+fn deepseek_r1_without_its_mtp_layer_when_the_engine_skips_it() {
+    let (config, _) = checkpoint("deepseek-r1");
+    let whole = exact("deepseek-r1");
+    let mut options = circuit_hf::ImportOptions::default();
+    options.load.mtp_layers = model_facts::MtpLayers::Skipped;
+    let main = circuit_hf::import_with(&config, "deepseek-r1/config.json", &options, &[]).unwrap();
+    let mtp: u64 = whole
+        .circuit
+        .tensors()
+        .values()
+        .filter(|t| t.name.starts_with("model.layers.61."))
+        .map(|t| t.bytes)
+        .sum();
+    // 15.4 GB: its bf16 embedding and head copies (2 x 1,853,358,080 B), eh_proj, and 256
+    // FP8 experts of 3 x 7168 x 2048 bytes with their block scales.
+    assert_eq!(mtp, 15_424_227_552);
+    assert_eq!(
+        main.circuit.weight_bytes(),
+        whole.circuit.weight_bytes() - mtp
+    );
+    assert!(
+        !main
+            .circuit
+            .tensors()
+            .values()
+            .any(|t| t.name.starts_with("model.layers.61."))
+    );
+    assert_eq!(main.circuit.kv_bytes_per_token().unwrap(), 61 * 576 * 2);
+}
+
 #[test]
 fn gpt_oss_20b_mxfp4_experts_sinks_and_biases() {
     let imp = exact("gpt-oss-20b");

@@ -7,7 +7,7 @@
 //! never at prediction time; terms keep file order.
 
 use circuit_ir::{Circuit, Format};
-use model_facts::{LoadRules, Mxfp4ExpertLayout, TowerBuild};
+use model_facts::{LoadRules, MtpLayers, Mxfp4ExpertLayout, TowerBuild};
 
 use crate::EngineError;
 use crate::file::{
@@ -630,8 +630,18 @@ fn load_rules(file: &EngineFile, origin: &str) -> Result<LoadRules, EngineError>
             )));
         }
     };
+    let mtp_layers = match file.load.mtp_layers.as_deref() {
+        None | Some("held") => MtpLayers::Held,
+        Some("skipped") => MtpLayers::Skipped,
+        Some(other) => {
+            return Err(bad(format!(
+                "load.mtp_layers = {other:?}: write \"held\" or \"skipped\""
+            )));
+        }
+    };
     Ok(LoadRules {
         mxfp4_experts,
         vision_tower,
+        mtp_layers,
     })
 }

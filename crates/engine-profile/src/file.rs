@@ -351,6 +351,10 @@ pub struct WeightsDecl {
 pub enum Allocator {
     /// PyTorch's CUDA caching allocator with its default settings (`torch_allocator.rs`).
     TorchCaching,
+    /// The same allocator's segments: the bytes it took from the device for the blocks, what
+    /// a figure read from the device's free memory after `empty_cache` counts (SGLang's
+    /// "Load weight end ... mem usage").
+    TorchCachingSegments,
 }
 
 /// Checkpoint tensors one parameter holds: a tensor whose name contains one of `shards` is
@@ -468,6 +472,9 @@ pub struct LoadDecl {
     /// `whole` or `read_by_projector`.
     #[serde(default)]
     pub vision_tower: Option<String>,
+    /// `held` or `skipped`: whether the engine builds the multi-token-prediction layers.
+    #[serde(default)]
+    pub mtp_layers: Option<String>,
 }
 
 /// An MXFP4 expert layout.

@@ -33,22 +33,12 @@
 //! options.load = profile.load_rules();
 //! let model = circuit_hf::import_with(config, "Llama-3.1-8B/config.json", &options, &[]).unwrap();
 //! let h100 = kernel_families::Devices::builtin().unwrap().get("h100-sxm").unwrap().clone();
+//! // One GPU, and the engine's defaults (batched tokens, sequences on the device) but for these.
 //! let run = RunSettings {
-//!     device: h100,
-//!     tensor_parallel_size: 1,
-//!     pipeline_parallel_size: 1,
 //!     gpu_memory_utilization: Some(0.95),
-//!     max_num_batched_tokens: None, // the engine's default on the device
-//!     max_num_seqs: None,
 //!     max_model_len: Some(8192),
-//!     skip_mm_profiling: false,
-//!     enforce_eager: false,
-//!     mm_limit_per_prompt: None,
-//!     mm_video_limit_per_prompt: None,
-//!     block_size: None,
 //!     enable_prefix_caching: Some(false),
-//!     model: model.facts,
-//!     engine_flags: None,
+//!     ..RunSettings::new(h100, model.facts)
 //! };
 //! let startup = profile.predict(&model.circuit, &run).unwrap();
 //! assert_eq!(startup.verdict, Verdict::Starts);

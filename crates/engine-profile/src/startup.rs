@@ -78,6 +78,31 @@ pub struct RunSettings {
     pub engine_flags: Option<crate::EngineFlags>,
 }
 
+impl RunSettings {
+    /// A run of `model` on `device` on one GPU (TP 1, PP 1) with every other setting the
+    /// engine's default: set what the run changes with struct update syntax,
+    /// `RunSettings { max_model_len: Some(8192), ..RunSettings::new(device, model) }`.
+    pub fn new(device: Device, model: ModelFacts) -> RunSettings {
+        RunSettings {
+            device,
+            tensor_parallel_size: 1,
+            pipeline_parallel_size: 1,
+            gpu_memory_utilization: None,
+            max_num_batched_tokens: None,
+            max_num_seqs: None,
+            max_model_len: None,
+            skip_mm_profiling: false,
+            enforce_eager: false,
+            mm_limit_per_prompt: None,
+            mm_video_limit_per_prompt: None,
+            block_size: None,
+            enable_prefix_caching: None,
+            model,
+            engine_flags: None,
+        }
+    }
+}
+
 /// One pipeline stage's circuit: what each tensor-parallel rank of the stage holds (its
 /// layers, its shard of every tensor).
 #[derive(Debug, Clone, Copy)]

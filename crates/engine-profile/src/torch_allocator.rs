@@ -4,7 +4,9 @@
 //! engine creating a model's parameters one by one) with the allocator's default settings
 //! (no `PYTORCH_CUDA_ALLOC_CONF`: no expandable segments, no power-of-two rounding) or a split
 //! limit (`max_split_size_mb`, [`CachingAllocator::with_max_split`]) and gives the allocated
-//! bytes.
+//! bytes, or the bytes of the segments it took from the device for them (what the device's
+//! free memory loses, `cudaMemGetInfo` after `empty_cache`: no segment is wholly free when
+//! nothing was freed).
 //!
 //! The constants are torch 2.10's (`torch/include/c10/core/AllocatorConfig.h:17-27` in the
 //! wheel): `kMinBlockSize` 512, `kSmallSize` 1 MiB, `kSmallBuffer` 2 MiB, `kLargeBuffer` 20
@@ -24,8 +26,9 @@
 //! caching allocator"), and four printed vLLM weights figures agree with them, none without.
 //!
 //! Invariants: the allocated bytes are the sum of the handed-out blocks' sizes, each at least
-//! the request rounded up to 512 bytes; a block is never handed out twice; the same requests in
-//! the same order give the same bytes; every size is checked u64 (an overflow is `None`).
+//! the request rounded up to 512 bytes; the reserved bytes are the sum of the segments' sizes,
+//! at least the allocated bytes; a block is never handed out twice; the same requests in the
+//! same order give the same bytes; every size is checked u64 (an overflow is `None`).
 
 /// All sizes are rounded to at least this (`kMinBlockSize`).
 const MIN_BLOCK: u64 = 512;
@@ -61,6 +64,8 @@ pub(crate) struct CachingAllocator {
     large: BTreeSet<Free>,
     segments: usize,
     allocated: u64,
+    /// The bytes of every segment taken from the device.
+    reserved: u64,
     /// `max_split_size` (None: no limit, PyTorch's default).
     max_split: Option<u64>,
 }
@@ -126,6 +131,7 @@ impl CachingAllocator {
                     round_up(size, ROUND_LARGE)?
                 };
                 self.segments += 1;
+                self.reserved = self.reserved.checked_add(segment)?;
                 Free {
                     size: segment,
                     segment: self.segments - 1,
@@ -156,6 +162,12 @@ impl CachingAllocator {
     /// The bytes of every block handed out (`torch.cuda.memory_allocated()`).
     pub(crate) fn allocated(&self) -> u64 {
         self.allocated
+    }
+
+    /// The bytes of every segment taken from the device (`torch.cuda.memory_reserved()`; with
+    /// no frees, what `empty_cache` leaves and the device's free memory no longer holds).
+    pub(crate) fn reserved(&self) -> u64 {
+        self.reserved
     }
 }
 
@@ -202,6 +214,30 @@ mod tests {
         // A 1.5 MiB request is served from the 1.5 MiB a 24.5 MiB tensor left in its segment:
         // 0 left, exactly its size.
         assert_eq!(allocated(&[24 * MIB + MIB / 2, MIB + MIB / 2]), 26 * MIB);
+    }
+
+    fn reserved(requests: &[u64]) -> u64 {
+        let mut a = CachingAllocator::default();
+        for &r in requests {
+            a.malloc(r).unwrap();
+        }
+        a.reserved()
+    }
+
+    #[test]
+    fn segments_hold_what_the_blocks_leave() {
+        // Qwen2.5-7B's o_proj, 24.5 MiB: its block is 24.5 MiB but its segment 26 MiB, which
+        // the device's free memory loses whole.
+        assert_eq!(reserved(&[3584 * 3584 * 2]), 26 * MIB);
+        // Two 8 MiB requests share one 20 MiB segment; a third does not fit the 4 MiB left and
+        // takes a second: 40 MiB reserved for 24 MiB allocated.
+        assert_eq!(reserved(&[8 * MIB, 8 * MIB]), 20 * MIB);
+        assert_eq!(reserved(&[8 * MIB, 8 * MIB, 8 * MIB]), 40 * MIB);
+        // 65 norms of 8 KiB share one 2 MiB small segment.
+        assert_eq!(reserved(&[8192; 65]), 2 * MIB);
+        // A 2 MiB multiple of 10 MiB or more is its own segment, exactly.
+        assert_eq!(reserved(&[48 * MIB, 224 * MIB]), 272 * MIB);
+        assert_eq!(reserved(&[]), 0);
     }
 
     #[test]

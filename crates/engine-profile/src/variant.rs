@@ -78,9 +78,10 @@ pub(crate) struct Conditions {
     /// The device's product string, lowercased, contains this.
     #[serde(default)]
     product_contains: Option<String>,
-    /// The device's product string, lowercased, lacks this.
+    /// The device's product string, lowercased, lacks this text (or each of these texts:
+    /// a rule for NVSwitch boards lacks both `pcie` and ` nvl`).
     #[serde(default)]
-    product_lacks: Option<String>,
+    product_lacks: Option<Texts>,
     /// The tensor-parallel size is at least this.
     #[serde(default)]
     min_tensor_parallel_size: Option<u64>,
@@ -95,6 +96,23 @@ pub(crate) struct Conditions {
     /// (`--skip-mm-profiling`).
     #[serde(default)]
     skip_mm_profiling: Option<bool>,
+}
+
+/// One text or a list of texts (`"a100"` or `["pcie", " nvl"]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum Texts {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Texts {
+    fn as_slice(&self) -> &[String] {
+        match self {
+            Texts::One(t) => std::slice::from_ref(t),
+            Texts::Many(ts) => ts,
+        }
+    }
 }
 
 /// One variant of an engine file.
@@ -362,8 +380,11 @@ impl Conditions {
         Ok(c.product_contains
             .as_deref()
             .is_none_or(|t| product.contains(t))
-            && c.product_lacks
-                .as_deref()
-                .is_none_or(|t| !product.contains(t)))
+            && c.product_lacks.as_ref().is_none_or(|texts| {
+                texts
+                    .as_slice()
+                    .iter()
+                    .all(|t| !product.contains(t.as_str()))
+            }))
     }
 }

@@ -249,22 +249,12 @@ impl EngineProfile {
         allocations.extend(
             parameters(circuit, &self.facts.stacked, &self.facts.released).ok_or_else(overflow)?,
         );
-        match self.facts.allocator {
-            None => allocations
-                .iter()
-                .try_fold(0u64, |acc, &b| acc.checked_add(b))
-                .ok_or_else(overflow),
-            Some(crate::file::Allocator::TorchCaching) => {
-                let mut allocator = match self.facts.allocator_max_split {
-                    None => crate::torch_allocator::CachingAllocator::default(),
-                    Some(m) => crate::torch_allocator::CachingAllocator::with_max_split(m),
-                };
-                for &b in &allocations {
-                    allocator.malloc(b).ok_or_else(overflow)?;
-                }
-                Ok(allocator.allocated())
-            }
-        }
+        held_bytes(
+            self.facts.allocator,
+            self.facts.allocator_max_split,
+            &allocations,
+        )
+        .ok_or_else(overflow)
     }
 
     /// The profile run's parts besides the planned forward.
@@ -471,13 +461,39 @@ impl EngineProfile {
     }
 }
 
+/// The bytes `allocations` (made one after another, none freed) hold as `allocator` counts
+/// them: the caching allocator's blocks or segments (under the split limit `max_split`), else
+/// their sum (`None` on overflow).
+pub(crate) fn held_bytes(
+    allocator: Option<crate::file::Allocator>,
+    max_split: Option<u64>,
+    allocations: &[u64],
+) -> Option<u64> {
+    let Some(kind) = allocator else {
+        return allocations
+            .iter()
+            .try_fold(0u64, |acc, &b| acc.checked_add(b));
+    };
+    let mut a = match max_split {
+        None => crate::torch_allocator::CachingAllocator::default(),
+        Some(m) => crate::torch_allocator::CachingAllocator::with_max_split(m),
+    };
+    for &b in allocations {
+        a.malloc(b)?;
+    }
+    Some(match kind {
+        crate::file::Allocator::TorchCaching => a.allocated(),
+        crate::file::Allocator::TorchCachingSegments => a.reserved(),
+    })
+}
+
 /// The bytes of each parameter the engine allocates for `circuit`'s tensors, in the order of
 /// their first tensor: a tensor whose name contains a shard of a `stacked` rule (the first
 /// rule and shard found) belongs to the parameter named with the rule's `param` in its place,
 /// with every other tensor of that name; any other tensor is a parameter of its own; a tensor
 /// whose name ends with one of `released` is read and freed while loading, so held by none
 /// (`None` on overflow).
-fn parameters(
+pub(crate) fn parameters(
     circuit: &Circuit,
     stacked: &[crate::file::StackedDecl],
     released: &[String],

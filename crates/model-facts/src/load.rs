@@ -13,6 +13,20 @@ pub struct LoadRules {
     pub mxfp4_experts: Option<Mxfp4ExpertLayout>,
     /// Which parts of a multimodal checkpoint's vision tower the engine builds.
     pub vision_tower: TowerBuild,
+    /// Whether the engine builds the checkpoint's multi-token-prediction layers.
+    pub mtp_layers: MtpLayers,
+}
+
+/// Whether an engine builds and loads a checkpoint's multi-token-prediction (MTP) layers
+/// (DeepSeek-V3's `model.layers.<num_hidden_layers + j>`, Qwen3-Next's `mtp.*`, GLM-4.5's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MtpLayers {
+    /// As the checkpoint stores them: held as weights.
+    #[default]
+    Held,
+    /// Not built: the engine builds the main model alone and skips their tensors while
+    /// loading (they load only into a speculative-decoding draft model).
+    Skipped,
 }
 
 /// An MXFP4 expert layout a kernel library needs.

@@ -682,10 +682,13 @@ pub fn read_flags(
                         if let Value::Int(n) = v
                             && *n < 0
                         {
-                            return Err(format!(
-                                "`{}`: a negative count, which {} refuses at start-up",
-                                g.text, table.release
-                            ));
+                            return Err(match &flag.negative {
+                                Some(why) => refused(why),
+                                None => format!(
+                                    "`{}`: a negative count, which {} refuses at start-up",
+                                    g.text, table.release
+                                ),
+                            });
                         }
                         line.flags.push(to);
                         line.flags.push(text);
@@ -935,6 +938,23 @@ mod tests {
 
     fn line(text: &str) -> Result<ServeLine, String> {
         parse(&split_words(text).unwrap(), &[table()])
+    }
+
+    #[test]
+    fn sglang_takes_a_negative_chunked_prefill_size_and_the_refusal_says_so() {
+        // SGLang's --chunked-prefill-size -1 disables chunked prefill
+        // (arg_groups/fields/schedule.py:52-55; memory_hook.py:304-307 then reads
+        // --max-prefill-tokens): not a negative count SGLang refuses, so the refusal names what
+        // is not modelled instead.
+        let sglang = ServeTable::of_folder("sglang-0.5.23", "0.5.23").unwrap();
+        let words =
+            split_words("python -m sglang.launch_server --model-path m --chunked-prefill-size -1")
+                .unwrap();
+        let e = parse(&words, &[sglang]).unwrap_err();
+        assert_eq!(
+            e,
+            "`--chunked-prefill-size -1` is refused: a value at or below 0 disables chunked prefill, which SGLang takes; what the reserve and the prefill graphs then read (--max-prefill-tokens) is not modelled (SGLang 0.5.23, arg_groups/fields/schedule.py:52)"
+        );
     }
 
     #[test]

@@ -130,6 +130,10 @@ pub struct Flag {
     /// The last release of the file's `releases` that has it: a later one lacks it, as a flag
     /// under `absent` naming that release.
     pub until: Option<String>,
+    /// `modelled` int: why a negative value, which the engine takes (SGLang's
+    /// `--chunked-prefill-size -1` disables chunked prefill), is refused; absent: the engine
+    /// refuses a negative count at start-up.
+    pub negative: Option<String>,
 }
 
 /// The words that start the engine.
@@ -475,6 +479,9 @@ fn check_flag(name: &str, f: &Flag) -> Result<(), String> {
     }
     if f.no_byte_unless.is_some() && f.no_byte.is_empty() {
         return Err("`no_byte_unless` needs `no_byte`".into());
+    }
+    if f.negative.is_some() && (f.class != Class::Modelled || f.ty != Some(ValueType::Int)) {
+        return Err("`negative` is for a `modelled` flag of type `int`".into());
     }
     if f.to_no.is_some() && f.takes != Takes::Bool {
         return Err("`to_no` is for a `bool` flag".into());

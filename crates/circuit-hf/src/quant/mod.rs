@@ -603,6 +603,7 @@ mod tests {
             scale_in_multiple: 32,
         }),
         vision_tower: model_facts::TowerBuild::Whole,
+        mtp_layers: model_facts::MtpLayers::Held,
     };
 
     /// gpt-oss-20b's routed experts as the importer declares them (fused `[out, in]` per

@@ -13,7 +13,7 @@ use super::flow::{
     EstimateReads, FlowFacts, GetRope, HybridSplit, SplitMode, UnknownMemoryDecl, sizes_up_to,
 };
 use super::{SglangFlags, SglangStartup, SglangWorker};
-use crate::facts::{Where, sum};
+use crate::facts::Where;
 use crate::formula::Env;
 use crate::kv_layout::{KvGroup, KvLayout, LayerKind, cache_layers, not_modelled};
 use crate::{
@@ -1094,12 +1094,28 @@ fn stage_facts(
                 Execution::Compiled
             },
         };
-        let created = sum("weights.created", &profile.facts.created, &env, circuit, at)?;
-        let (rope, after_load) = rope_caches(profile, flow, circuit, model, settled)?;
-        let weights = circuit
-            .weight_bytes()
-            .checked_add(created)
-            .and_then(|w| w.checked_add(rope))
+        // The rotary caches, the tensors the engine creates and the parameters, one allocation
+        // each in that order, held as `weights.allocator` counts them.
+        let (mut allocations, after_load) = rope_caches(profile, flow, circuit, model, settled)?;
+        for term in profile
+            .facts
+            .created
+            .iter()
+            .filter(|t| t.applies(circuit, at))
+        {
+            let (bytes, count) = term.tensors(&env)?;
+            let count = usize::try_from(count).map_err(|_| overflow("created tensors"))?;
+            allocations
+                .try_reserve(count)
+                .map_err(|_| overflow("created tensors"))?;
+            allocations.extend(std::iter::repeat_n(bytes, count));
+        }
+        let f = &profile.facts;
+        allocations.extend(
+            crate::worker::parameters(circuit, &f.stacked, &f.released)
+                .ok_or_else(|| overflow("weights"))?,
+        );
+        let weights = crate::worker::held_bytes(f.allocator, f.allocator_max_split, &allocations)
             .ok_or_else(|| overflow("weights"))?;
         let layers = cache_layers(circuit, i, model)?;
         // A recurrent layer's bytes are per sequence: SGLang's cell reads the attention layers
@@ -1170,17 +1186,17 @@ fn stage_facts(
     Ok(out)
 }
 
-/// The bytes of the rotary caches and modules a stage's weights hold, and what the caches grow
-/// by after the weights print: one `get_rope` cache per distinct rotary configuration of the
-/// model (its rows by `weights.rotary_caches`, `cache_element_bytes` each of rotary_dim), as
-/// the class asks for them, and the class's own modules.
+/// The allocations of the rotary caches and modules a stage's weights hold, and what the
+/// caches grow by after the weights print: one `get_rope` cache per distinct rotary
+/// configuration of the model (its rows by `weights.rotary_caches`, `cache_element_bytes` each
+/// of rotary_dim), as the class asks for them, and the class's own modules.
 fn rope_caches(
     profile: &EngineProfile,
     flow: &FlowFacts,
     circuit: &circuit_ir::Circuit,
     model: &ModelFacts,
     settled: &Settled,
-) -> Result<(u64, u64), EngineError> {
+) -> Result<(Vec<u64>, u64), EngineError> {
     let class = flow
         .rope_classes
         .iter()
@@ -1196,8 +1212,8 @@ fn rope_caches(
         )
     };
     let mut bytes = match (class, model.rotary.first()) {
-        (Some(c), Some(r)) => c.own_bytes.eval(&dims(r.rotary_dim, 0))?,
-        _ => 0,
+        (Some(c), Some(r)) => vec![c.own_bytes.eval(&dims(r.rotary_dim, 0))?],
+        _ => Vec::new(),
     };
     let mut growth = 0u64;
     let Some(mechanism) = profile.facts.rotary_caches else {
@@ -1224,9 +1240,7 @@ fn rope_caches(
             .and_then(|b| b.checked_mul(flow.rope_element_bytes))
             .ok_or_else(|| overflow("the rotary cache"))?;
         let grown = flow.rope_growth.eval(&dims(r.rotary_dim, rows))?;
-        bytes = bytes
-            .checked_add(cache)
-            .ok_or_else(|| overflow("the rotary caches"))?;
+        bytes.push(cache);
         growth = growth
             .checked_add(grown)
             .ok_or_else(|| overflow("the rotary caches' growth"))?;
