@@ -304,6 +304,12 @@ fn compare(
         }
         let predicted = match (p.figure, own) {
             (Args, _) => continue,
+            // A hybrid pool prints a line per pool, the sliding one first up to 0.5.16 and the
+            // full one first from 0.5.17 (mem_cache/swa_memory_pool.py): shown, not compared.
+            (KCache | VCache, _) if d.swa_tokens.is_some() => {
+                report.printed_only.push(p.clone());
+                continue;
+            }
             (KvCacheTokens, _) => Predicted::Count(d.max_total_num_tokens),
             (MaxNumBatchedTokens, _) => Predicted::Count(d.chunked_prefill_size),
             (MaxNumSeqs, _) => Predicted::Count(d.max_running_requests),
@@ -374,6 +380,53 @@ mod tests {
             hub: None,
             data: crate::inputs::model::repository_data(),
         }
+    }
+
+    /// A SYNTHETIC 0.5.23 log of gpt-oss-20b (format strings of log.toml filled by hand, the
+    /// figures invented): the ratio in `server_args` is followed, and the pools' K and V are
+    /// shown, not compared (the two lines' order changed in 0.5.17).
+    const SYNTHETIC_SWA: &str = "[2026-12-01 10:00:00] server_args={'model_path': 'openai/gpt-oss-20b', 'dtype': 'bfloat16', 'kv_cache_dtype': 'auto', 'mem_fraction_static': 0.83, 'page_size': 1, 'tp_size': 1, 'swa_full_tokens_ratio': 0.8, 'disable_hybrid_swa_memory': False}\n\
+[2026-12-01 10:00:20 TP0] Load weight end. elapsed=14.20 s, type=GptOssForCausalLM, avail mem=65.00 GB, mem usage=13.60 GB.\n\
+[2026-12-01 10:00:21 TP0] Full KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1250000, K size: 14.30 GB, V size: 14.30 GB\n\
+[2026-12-01 10:00:21 TP0] SWA KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1000000, K size: 11.40 GB, V size: 11.40 GB\n\
+[2026-12-01 10:00:41 TP0] max_total_num_tokens=1250000, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=4096, context_len=131072, available_gpu_mem=11.00 GB";
+
+    #[test]
+    fn a_hybrid_pool_s_two_kv_lines_are_shown_not_compared() {
+        let o = overrides(Some("sglang==0.5.23"), Some("h100-sxm"));
+        let report = check_if_sglang(SYNTHETIC_SWA, "s.log", &o, &sources())
+            .unwrap()
+            .unwrap();
+        assert!(
+            report
+                .line
+                .flags
+                .windows(2)
+                .any(|w| w == ["--swa-full-tokens-ratio", "0.8"]),
+            "{:?}",
+            report.line.flags
+        );
+        assert!(
+            report
+                .rows
+                .iter()
+                .all(|r| !matches!(r.figure, Figure::KCache | Figure::VCache))
+        );
+        let kv_lines = report
+            .printed_only
+            .iter()
+            .filter(|p| matches!(p.figure, Figure::KCache | Figure::VCache))
+            .count();
+        // The reader keeps each figure as a rank first prints it (inputs/log.rs): one line's K
+        // and V.
+        assert_eq!(kv_lines, 2);
+        let tokens = report
+            .rows
+            .iter()
+            .find(|r| r.figure == Figure::KvCacheTokens)
+            .unwrap();
+        // engines/tests/sglang_swa.rs derives the 1,247,907 full tokens.
+        assert_eq!(tokens.predicted, Predicted::Count(1_247_907));
     }
 
     #[test]

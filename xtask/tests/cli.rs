@@ -1595,3 +1595,24 @@ fn sglang_quantization_naming_the_checkpoints_own_changes_nothing() {
         "error: --quantization fp8: SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), the importer's online FP8 (vLLM's) one per tensor, so it is not modelled for SGLang"
     );
 }
+
+/// Issue 31: gpt-oss on an SGLang line gets its hybrid sliding-window pool, which
+/// `--swa-full-tokens-ratio` splits (engines/tests/sglang_swa.rs derives the figures); the
+/// flag on a model without such a pool is refused in one line.
+#[test]
+fn sglang_gpt_oss_splits_its_pool_and_the_ratio_flag_is_modelled() {
+    let line = "python -m sglang.launch_server --model-path openai/gpt-oss-20b --swa-full-tokens-ratio 0.5";
+    let o = xtask(&["plan", "--format", "json", "--", line]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // 55,203,419,442 B of pool over 24,576 + 0.5 x 24,576 B: 1,497,488 full, 748,744 SWA.
+    assert_eq!(j["engine"]["kv_cache_tokens"], 1_497_488);
+    assert_eq!(j["engine"]["sglang"]["swa_layer_tokens"], 748_744);
+    let line = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --swa-full-tokens-ratio 0.5";
+    let o = xtask(&["plan", "--", line]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o).trim_end(),
+        "error: --swa-full-tokens-ratio 0.5: sglang 0.5.23 builds LlamaForCausalLM no hybrid sliding-window pool (its windows get a full KV cache), so the ratio changes no byte"
+    );
+}

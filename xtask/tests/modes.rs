@@ -191,6 +191,8 @@ fn sample(long: &str, mode: Mode, f: &Files) -> Option<Vec<String>> {
         "disable-radix-cache" => vec!["--disable-radix-cache".into()],
         "mamba-full-memory-ratio" => vec!["--mamba-full-memory-ratio".into(), "0.5".into()],
         "max-mamba-cache-size" => vec!["--max-mamba-cache-size".into(), "600".into()],
+        "swa-full-tokens-ratio" => vec!["--swa-full-tokens-ratio".into(), "0.5".into()],
+        "disable-hybrid-swa-memory" => vec!["--disable-hybrid-swa-memory".into()],
         "help" => vec!["--help".into()],
         _ => return None,
     };

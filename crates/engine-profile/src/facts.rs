@@ -594,9 +594,21 @@ fn load_rules(file: &EngineFile, origin: &str) -> Result<LoadRules, EngineError>
     let mxfp4_experts = match &file.load.mxfp4_experts {
         None => None,
         Some(m) => match m.layout.as_str() {
-            "triton_hopper" if m.expert_ffn_multiple > 0 => Some(Mxfp4ExpertLayout::TritonHopper {
-                expert_ffn_multiple: m.expert_ffn_multiple,
-            }),
+            "triton_hopper"
+                if m.expert_ffn_multiple > 0
+                    && m.scale_in_multiple.is_none_or(|k| k >= 32 && k % 32 == 0) =>
+            {
+                Some(Mxfp4ExpertLayout::TritonHopper {
+                    expert_ffn_multiple: m.expert_ffn_multiple,
+                    scale_in_multiple: m.scale_in_multiple.unwrap_or(32),
+                })
+            }
+            "triton_hopper" if m.expert_ffn_multiple > 0 => {
+                return Err(bad(format!(
+                    "load.mxfp4_experts.scale_in_multiple = {}: must be a positive multiple of 32 (the MXFP4 block)",
+                    m.scale_in_multiple.unwrap_or(0)
+                )));
+            }
             "triton_hopper" => {
                 return Err(bad(
                     "load.mxfp4_experts.expert_ffn_multiple = 0: must be positive".to_owned(),

@@ -485,6 +485,10 @@ pub struct Mxfp4Decl {
     pub layout: String,
     /// The multiple a rank's expert intermediate size is rounded up to.
     pub expert_ffn_multiple: u64,
+    /// The multiple the scales' reduction width is padded to before they are swizzled
+    /// (none: 32, no padding).
+    #[serde(default)]
+    pub scale_in_multiple: Option<u64>,
 }
 
 /// The model length section.

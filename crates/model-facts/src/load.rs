@@ -38,6 +38,10 @@ pub enum Mxfp4ExpertLayout {
     TritonHopper {
         /// The multiple a rank's expert intermediate size is rounded up to.
         expert_ffn_multiple: u64,
+        /// The multiple the reduction width is rounded up to before the scales are swizzled
+        /// (32: none, every width being a multiple of the MXFP4 block; 128 where the engine
+        /// pads the scales for the kernel's unmasked 128-wide loads first).
+        scale_in_multiple: u64,
     },
 }
 

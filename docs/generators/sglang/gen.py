@@ -52,6 +52,8 @@ MODELLED = {
     "--disable-radix-cache": "--disable-radix-cache", "--quantization": "--quantization",
     "--mamba-full-memory-ratio": "--mamba-full-memory-ratio",
     "--max-mamba-cache-size": "--max-mamba-cache-size",
+    "--swa-full-tokens-ratio": "--swa-full-tokens-ratio",
+    "--disable-hybrid-swa-memory": "--disable-hybrid-swa-memory",
 }
 # What `--chunked-prefill-size` at or below 0 does (serve_flags.toml `negative`).
 CHUNKED_NEGATIVE = ("a value at or below 0 disables chunked prefill, which SGLang takes; what the "
@@ -126,7 +128,7 @@ REFUSED = [
     (r"lora|^--experts-shared-outer-loras", "LoRA adapters' weights and buffers are not modelled"),
     (r"^--hicache-|^--enable-hierarchical-cache|^--enable-unified-cache-external-linker|^--unified-cache-external-linker|^--enable-linker-mla-dedup", "the hierarchical (host) cache is not modelled"),
     (r"^--mamba-|^--max-mamba-cache-size|mamba|^--linear-attn|linear-replayssm", "the recurrent-state pools of hybrid models are not modelled"),
-    (r"^--swa-|swa", "the hybrid sliding-window pools are not modelled (a windowed model is held as a full cache)"),
+    (r"^--swa-|swa", "its sliding-window setting (bounded replay, SWA prefix tails) is not modelled"),
     (r"cuda-graph|^--torch-compile-max-bs|^--enable-cudagraph-gc", "the CUDA-graph settings are SGLang's defaults; other backends and sizes are not modelled"),
     (r"^--enable-torch-compile", "torch.compile's buffers are not modelled"),
     (r"attention-backend|^--attention-backend|^--dsa-|^--dsv4-|^--enable-lean-attention|^--triton-attention|^--flashinfer-mla|^--qsa-", "the attention backend is chosen as SGLang chooses it by default; another one's workspaces are not modelled"),

@@ -126,6 +126,20 @@ pub struct SglangArgs {
     /// Example: --disable-radix-cache
     #[arg(long)]
     pub disable_radix_cache: bool,
+    /// With --engine sglang: a hybrid sliding-window pool's SWA tokens per full-attention
+    /// token, in (0, 1] [default: the release's, 0.8]; another value is refused for a model
+    /// SGLang gives no hybrid pool.
+    ///
+    /// Example: --swa-full-tokens-ratio 0.5
+    #[arg(long, value_name = "RATIO")]
+    pub swa_full_tokens_ratio: Option<f64>,
+
+    /// With --engine sglang: a full KV cache for every layer of a model SGLang would give a
+    /// hybrid sliding-window pool (any other model has one already).
+    ///
+    /// Example: --disable-hybrid-swa-memory
+    #[arg(long)]
+    pub disable_hybrid_swa_memory: bool,
 }
 
 impl SglangArgs {
@@ -164,6 +178,13 @@ impl SglangArgs {
         add(
             self.max_mamba_cache_size.is_some(),
             "--max-mamba-cache-size",
+        add(
+            self.swa_full_tokens_ratio.is_some(),
+            "--swa-full-tokens-ratio",
+        );
+        add(
+            self.disable_hybrid_swa_memory,
+            "--disable-hybrid-swa-memory",
         );
         out
     }
@@ -354,6 +375,8 @@ pub fn apply(
         disable_radix_cache: s.disable_radix_cache,
         mamba_full_memory_ratio: s.mamba_full_memory_ratio,
         max_mamba_cache_size: s.max_mamba_cache_size,
+        swa_full_tokens_ratio: s.swa_full_tokens_ratio,
+        disable_hybrid_swa_memory: s.disable_hybrid_swa_memory,
     }));
     quantization(&args.engine.quantization, &run.model)?;
     Ok(run)
@@ -598,6 +621,8 @@ mod tests {
                 disable_radix_cache: false,
                 mamba_full_memory_ratio: None,
                 max_mamba_cache_size: None,
+                swa_full_tokens_ratio: None,
+                disable_hybrid_swa_memory: false,
             }))
         );
         // The state pool's flags reach the engine profile (which refuses them for a model

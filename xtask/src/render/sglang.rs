@@ -128,13 +128,26 @@ pub fn print_table(
                 gb(w.recurrent_state)
             );
         }
-        if let Some(swa) = d.swa_tokens {
+        if let Some(swa) = d.swa_tokens.filter(|_| d.max_total_num_tokens > 0) {
             outln!(
                 "Use Sliding window memory pool. full_layer_tokens={}, swa_layer_tokens={swa}",
                 d.max_total_num_tokens
             );
         }
-        if d.max_total_num_tokens > 0 {
+        if let (Some(swa), true) = (d.swa_tokens, d.max_total_num_tokens > 0) {
+            // One line per pool (SGLang labels them `Full` and `SWA` from 0.5.17).
+            let full_kv = (w.k_bytes + w.v_bytes).saturating_sub(w.swa_kv_bytes);
+            for (tokens, bytes, layers) in [
+                (d.max_total_num_tokens, full_kv, "full-attention"),
+                (swa, w.swa_kv_bytes, "sliding-window"),
+            ] {
+                outln!(
+                    "KV Cache is allocated. #tokens: {tokens}, K size: {}, V size: {}   ({layers} layers)",
+                    gb(bytes / 2),
+                    gb(bytes - bytes / 2)
+                );
+            }
+        } else if d.max_total_num_tokens > 0 {
             if d.mla {
                 outln!(
                     "KV Cache is allocated. #tokens: {}, KV size: {}",
@@ -227,6 +240,7 @@ pub fn json(s: &Startup, d: &SglangStartup) -> serde_json::Value {
                     "v_size": o.v_bytes,
                     "req_to_token": o.req_to_token,
                     "swa_index_map": o.swa_index_map,
+                    "swa_kv_bytes": o.swa_kv_bytes,
                     "recurrent_state": o.recurrent_state,
                     "left_for_activations_and_graphs": o.left_for_activations,
                 },

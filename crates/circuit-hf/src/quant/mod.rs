@@ -600,6 +600,7 @@ mod tests {
     const TRITON_HOPPER: LoadRules = LoadRules {
         mxfp4_experts: Some(model_facts::Mxfp4ExpertLayout::TritonHopper {
             expert_ffn_multiple: 64,
+            scale_in_multiple: 32,
         }),
         vision_tower: model_facts::TowerBuild::Whole,
         mtp_layers: model_facts::MtpLayers::Held,

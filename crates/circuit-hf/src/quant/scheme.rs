@@ -141,7 +141,11 @@ impl Scheme {
         match load.mxfp4_experts? {
             Mxfp4ExpertLayout::TritonHopper {
                 expert_ffn_multiple,
-            } => Some((super::triton_mxfp4::held_experts(), expert_ffn_multiple)),
+                scale_in_multiple,
+            } => Some((
+                super::triton_mxfp4::held_experts(scale_in_multiple),
+                expert_ffn_multiple,
+            )),
         }
     }
 

@@ -41,10 +41,19 @@ const SCALE_ALIGN_COLS: u64 = 2;
 /// - `<param>_scales`: the e8m0 scales as loaded, `[E, out, in / 32]` (`w13_weight_scale`,
 ///   never replaced on the Triton path);
 /// - `<param>_scales_swizzled`: the precision config's scales, `[E, round_up(out, 256),
-///   round_up(in / 32, 2)]` bytes;
+///   round_up(round_up(in, scale_in_multiple) / 32, 2)]` bytes (`scale_in_multiple` 32
+///   leaves `in` alone; an engine that pads the scales' reduction width before swizzling,
+///   SGLang's `_pad_hopper_mxfp4_scale` to 128, states its multiple);
 /// - the bias, f32 (`convert_to_mxfp4_moe_kernel_format` casts it, `replace_parameter` frees
 ///   the bf16 one).
-pub(crate) fn held_experts() -> Layout {
+pub(crate) fn held_experts(scale_in_multiple: u64) -> Layout {
+    // Padded only when the engine pads: a multiple of 32 keeps `in`, which the loaded scales'
+    // `in / 32` already requires.
+    let scale_in = if scale_in_multiple > 32 {
+        Size::In.round_up(scale_in_multiple)
+    } else {
+        Size::In
+    };
     Layout {
         tensors: vec![
             Stored::suffix(
@@ -60,7 +69,7 @@ pub(crate) fn held_experts() -> Layout {
                 "_scales_swizzled",
                 vec![
                     Size::Out.round_up(SCALE_ALIGN_ROWS),
-                    Size::In.div(32).round_up(SCALE_ALIGN_COLS),
+                    scale_in.div(32).round_up(SCALE_ALIGN_COLS),
                 ],
                 "u8",
             ),

@@ -422,31 +422,72 @@ pub enum EstimateReads {
     Capped,
 }
 
-/// The split of a hybrid sliding-window pool from the token count `T` an all-layer cell gives
-/// (`set_num_token_hybrid`): `full = int(T x L / (ratio x L_swa + L_full))`, `swa = int(full
-/// x ratio)`, the layers counted by kind; the sliding layers' pool holds `swa` tokens, the full
-/// layers' `full`, which is the printed `max_total_num_tokens`.
+/// How a hybrid sliding-window pool is split into the full-attention layers' tokens (`full`,
+/// the printed `max_total_num_tokens`) and the sliding layers' (`swa`), with `r` the ratio
+/// (`--swa-full-tokens-ratio`), `F` and `S` the full and sliding layers' bytes per token
+/// (summed over their layers) and `T` the all-layer token count an all-layer cell gives:
+/// - `layers` (`set_num_token_hybrid`, SGLang 0.4.9.post3 to 0.5.8): `full = int(T x L / (r x
+///   L_swa + L_full))`, the layers counted by kind;
+/// - `memory` (0.5.9, 0.5.10): `full = int(T x (F + S) / (F + r x S))`;
+/// - `bytes` (`HybridSWAPoolConfigurator`, 0.5.11 on): no all-layer count: `full =
+///   int(budget // (F + r x S))`, which `--max-total-tokens` then caps;
+///
+/// then `swa = int(full x r)` (from `full` before or after its page rounding,
+/// `swa_from_paged_full`), each rounded down to the page.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HybridSplitDecl {
     /// `--swa-full-tokens-ratio`'s default.
     pub swa_full_tokens_ratio: f64,
+    /// How the tokens are split (none: `layers`).
+    #[serde(default)]
+    pub mode: Option<SplitMode>,
+    /// Whether `swa` is taken from `full` after its page rounding (none: false).
+    #[serde(default)]
+    pub swa_from_paged_full: Option<bool>,
     /// Rows each of the two pools holds beyond its tokens: an expression over `page_size`.
     pub extra_rows: String,
     /// Bytes the allocator's full-to-SWA index map takes after the pool is sized: an
-    /// expression over `full_tokens` and `swa_tokens`.
+    /// expression over `full_tokens`, `swa_tokens` and `page_size`.
     pub index_map_bytes: String,
-    /// The page size the two pools are built with; another `--page-size` is refused.
-    pub page_size: u64,
+    /// The page size the two pools are built with, another `--page-size` refused (none: the
+    /// run's page).
+    #[serde(default)]
+    pub page_size: Option<u64>,
+    /// SGLang's error when the sliding pool cannot hold one request, `window + page >= swa`
+    /// (`validate_swa_pool_size`, 0.5.16 on; `{swa}`, `{window}`, `{page}` filled in); "" (or
+    /// none): not checked.
+    #[serde(default)]
+    pub swa_too_small: Option<String>,
+    /// Classes whose model reports its window one token short (`get_attention_sliding_window_size`
+    /// returning `sliding_window - 1`), the window that check reads.
+    #[serde(default)]
+    pub window_less_one: Vec<String>,
+}
+
+/// How a hybrid pool's tokens are split (see [`HybridSplitDecl`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitMode {
+    /// By layer counts, from the all-layer token count.
+    Layers,
+    /// By bytes, from the all-layer token count's bytes.
+    Memory,
+    /// By bytes, from the pool's budget.
+    Bytes,
 }
 
 /// The split, compiled.
 #[derive(Debug, Clone)]
 pub(crate) struct HybridSplit {
     pub(crate) ratio: f64,
+    pub(crate) mode: SplitMode,
+    pub(crate) swa_from_paged_full: bool,
     pub(crate) extra_rows: Formula,
     pub(crate) index_map: Formula,
-    pub(crate) page_size: u64,
+    pub(crate) page_size: Option<u64>,
+    pub(crate) swa_too_small: Option<String>,
+    pub(crate) window_less_one: Vec<String>,
 }
 
 /// A refused model class.
@@ -680,7 +721,7 @@ impl FlowFacts {
                             h.swa_full_tokens_ratio
                         )));
                     }
-                    if h.page_size == 0 {
+                    if h.page_size == Some(0) {
                         return Err(bad(
                             "startup.sglang.hybrid_swa_split.page_size = 0: must be positive"
                                 .to_owned(),
@@ -688,9 +729,13 @@ impl FlowFacts {
                     }
                     Some(HybridSplit {
                         ratio: h.swa_full_tokens_ratio,
+                        mode: h.mode.unwrap_or(SplitMode::Layers),
+                        swa_from_paged_full: h.swa_from_paged_full.unwrap_or(false),
                         extra_rows: f("hybrid_swa_split.extra_rows", &h.extra_rows)?,
                         index_map: f("hybrid_swa_split.index_map_bytes", &h.index_map_bytes)?,
                         page_size: h.page_size,
+                        swa_too_small: h.swa_too_small.clone().filter(|m| !m.is_empty()),
+                        window_less_one: h.window_less_one.clone(),
                     })
                 }
             },

@@ -59,6 +59,14 @@ pub struct SglangFlags {
     pub mamba_full_memory_ratio: Option<f64>,
     /// `--max-mamba-cache-size`: the state pool's slots K, in place of the release's rule.
     pub max_mamba_cache_size: Option<u64>,
+    /// `--swa-full-tokens-ratio`: a hybrid sliding-window pool's SWA tokens per full token
+    /// (None: the release's default); another than the default is refused for a model without
+    /// a hybrid pool.
+    pub swa_full_tokens_ratio: Option<f64>,
+    /// `--disable-hybrid-swa-memory`: a full KV cache for every layer of a hybrid
+    /// sliding-window class (any other model has one already, as SGLang's overrides of Gemma
+    /// 2/3 set it).
+    pub disable_hybrid_swa_memory: bool,
 }
 
 /// What SGLang's start-up computes beyond the generic `Startup`.
@@ -148,6 +156,9 @@ pub struct SglangWorker {
     pub req_to_token: u64,
     /// A hybrid pool's full-to-SWA index map, allocated with the pool, bytes (0 without one).
     pub swa_index_map: u64,
+    /// Of `k_bytes` + `v_bytes`, a hybrid pool's sliding-window layers' K and V, bytes (0
+    /// without one; SGLang prints that pool on a line of its own).
+    pub swa_kv_bytes: u64,
     /// The recurrent-state pool, bytes (0 without one).
     pub recurrent_state: u64,
     /// Left for activations and CUDA graphs after the pool ("Memory pool end. avail mem").

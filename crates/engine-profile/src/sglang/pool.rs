@@ -9,7 +9,9 @@
 //! tokens integer divisions; every byte count is checked u64; a refusal is a verdict with
 //! SGLang's message, not an error, so the budget questions can ask around it.
 
-use super::flow::{EstimateReads, FlowFacts, GetRope, UnknownMemoryDecl, sizes_up_to};
+use super::flow::{
+    EstimateReads, FlowFacts, GetRope, HybridSplit, SplitMode, UnknownMemoryDecl, sizes_up_to,
+};
 use super::{SglangFlags, SglangStartup, SglangWorker};
 use crate::facts::Where;
 use crate::formula::Env;
@@ -93,9 +95,9 @@ pub(crate) fn predict(
     run: &RunSettings,
 ) -> Result<Startup, EngineError> {
     let flags = flags_of(run)?;
-    refuse_unmodelled(profile, flow, stages, run)?;
+    refuse_unmodelled(profile, flow, stages, run, &flags)?;
     let settled = settle(profile, flow, stages, run, &flags)?;
-    let stage_facts = stage_facts(profile, flow, stages, run, &settled)?;
+    let stage_facts = stage_facts(profile, flow, stages, run, &settled, &flags)?;
     refuse_radix_off(profile, flow, run, &flags, &stage_facts)?;
     super::mamba::check_flags(
         flow.mamba.as_ref(),
@@ -106,12 +108,10 @@ pub(crate) fn predict(
     )?;
     // A class of `hybrid_swa_architectures` reaches here only when the release's split is
     // given (refuse_unmodelled).
-    let hybrid = flow
-        .hybrid_split
-        .as_ref()
-        .filter(|_| flow.hybrid_swa.contains(&run.model.architecture));
+    let hybrid = hybrid_of(profile, flow, run, &flags)?;
     if let Some(h) = hybrid
-        && settled.page != h.page_size
+        && let Some(pool_page) = h.page_size
+        && settled.page != pool_page
     {
         return Err(EngineError::FlagRefused {
             flag: "--page-size".to_owned(),
@@ -119,7 +119,7 @@ pub(crate) fn predict(
                 "{} {} builds a hybrid sliding-window pool with a page of {} token(s) while its allocator pages by --page-size {}, which is not modelled",
                 profile.engine(),
                 profile.version(),
-                h.page_size,
+                pool_page,
                 settled.page
             ),
         });
@@ -234,20 +234,27 @@ pub(crate) fn predict(
     if let Some(cap) = flags.max_total_tokens {
         tokens = tokens.min(cap / page * page);
     }
-    // The estimate of the request pool reads the all-layer count, before any split.
-    let all_layer_tokens = tokens;
     let split = match (hybrid, stage_facts.first()) {
         (Some(h), Some(s)) => {
-            let layers = s.full.1 + s.sliding.1;
-            let total = tokens
-                .checked_mul(layers)
-                .ok_or_else(|| overflow("tokens across layers"))?;
-            // full = int(total / (r x L_swa + L_full)), swa = int(full x r), in floats.
-            let denominator = h.ratio * s.sliding.1 as f64 + s.full.1 as f64;
-            let full = (total as f64 / denominator).floor() as u64;
-            let swa = (full as f64 * h.ratio).floor() as u64;
-            tokens = full;
-            Some(Split { full, swa })
+            let sp = split_hybrid(h, &flags, s, pool_budget, tokens, page)?;
+            tokens = sp.full;
+            // validate_swa_pool_size: the sliding pool must hold a window and a page.
+            let less_one = h.window_less_one.contains(&run.model.architecture);
+            if let (Some(message), Some(window)) = (
+                &h.swa_too_small,
+                s.window.map(|w| w.saturating_sub(u64::from(less_one))),
+            ) && refusal.is_none()
+                && window.saturating_add(page) >= sp.swa
+            {
+                short_by = 1;
+                refusal = Some(
+                    message
+                        .replace("{swa}", &sp.swa.to_string())
+                        .replace("{window}", &window.to_string())
+                        .replace("{page}", &page.to_string()),
+                );
+            }
+            Some(sp)
         }
         _ => None,
     };
@@ -275,7 +282,8 @@ pub(crate) fn predict(
     let names = |requested: u64| names_at(tokens, requested);
     let estimate_at = |kv_tokens: u64| flow.estimate.eval(&names_at(kv_tokens, 0));
     let estimate = match flow.estimate_reads {
-        EstimateReads::Capped => estimate_at(all_layer_tokens)?,
+        // The count after the cap, the page and a hybrid pool's split (its full tokens).
+        EstimateReads::Capped => estimate_at(tokens)?,
         // Each stage reads its own profiled count, int(rest x 2^30) // cell, before the cap,
         // the page rounding and the stages agreeing on the smallest: stages whose estimates
         // differ hold request pools of different rows, which is not modelled.
@@ -294,7 +302,7 @@ pub(crate) fn predict(
                     Some(_) => {}
                 }
             }
-            first.map_or_else(|| estimate_at(all_layer_tokens), Ok)?
+            first.map_or_else(|| estimate_at(tokens), Ok)?
         }
     };
     let running = match run.max_num_seqs {
@@ -363,18 +371,24 @@ pub(crate) fn predict(
     let mut workers = Vec::new();
     let mut details = Vec::new();
     for s in &stage_facts {
-        let (kv, index_map) = match hybrid_rows {
-            Some((full_rows, swa_rows, map)) => (
-                full_rows
-                    .checked_mul(s.full.0)
-                    .zip(swa_rows.checked_mul(s.sliding.0))
-                    .and_then(|(a, b)| a.checked_add(b))
-                    .ok_or_else(|| overflow("KV pool bytes"))?,
-                map,
-            ),
+        let (kv, index_map, swa_kv) = match hybrid_rows {
+            Some((full_rows, swa_rows, map)) => {
+                let swa_kv = swa_rows
+                    .checked_mul(s.sliding.0)
+                    .ok_or_else(|| overflow("KV pool bytes"))?;
+                (
+                    full_rows
+                        .checked_mul(s.full.0)
+                        .and_then(|a| a.checked_add(swa_kv))
+                        .ok_or_else(|| overflow("KV pool bytes"))?,
+                    map,
+                    swa_kv,
+                )
+            }
             None => (
                 rows.checked_mul(s.cell)
                     .ok_or_else(|| overflow("KV pool bytes"))?,
+                0,
                 0,
             ),
         };
@@ -428,6 +442,7 @@ pub(crate) fn predict(
                 v_bytes: v,
                 req_to_token,
                 swa_index_map: index_map,
+                swa_kv_bytes: swa_kv,
                 recurrent_state: state_bytes,
                 left_for_activations: free_bytes.saturating_sub(used),
             });
@@ -578,6 +593,135 @@ pub(crate) fn predict(
     })
 }
 
+/// The hybrid sliding-window split the run's model gets, if any: a class of the release's
+/// `hybrid_swa_architectures` with its split given, unless `--disable-hybrid-swa-memory`.
+/// `--swa-full-tokens-ratio` other than the release's default is refused when no hybrid pool
+/// is built (it would change no byte); `--disable-hybrid-swa-memory` is taken for any model,
+/// as SGLang takes it: on a class without a hybrid pool it is what SGLang's own overrides set
+/// (Gemma 2/3's, which a log's `server_args` prints) and the pool is the same.
+fn hybrid_of<'f>(
+    profile: &EngineProfile,
+    flow: &'f FlowFacts,
+    run: &RunSettings,
+    flags: &SglangFlags,
+) -> Result<Option<&'f HybridSplit>, EngineError> {
+    let listed = flow.hybrid_swa.contains(&run.model.architecture);
+    let built = listed && !flags.disable_hybrid_swa_memory;
+    if let Some(r) = flags.swa_full_tokens_ratio {
+        if !(r > 0.0 && r <= 1.0) {
+            return Err(EngineError::BadSetting {
+                what: "swa_full_tokens_ratio",
+                value: r.to_string(),
+                why: "must be in (0, 1] (SGLang: \"--swa-full-tokens-ratio should be in range (0, 1.0].\")",
+            });
+        }
+        let default = flow.hybrid_split.as_ref().map(|h| h.ratio);
+        if !built && default != Some(r) {
+            return Err(EngineError::FlagRefused {
+                flag: format!("--swa-full-tokens-ratio {r}"),
+                why: format!(
+                    "{} {} builds {} no hybrid sliding-window pool{} (its windows get a full KV cache), so the ratio changes no byte",
+                    profile.engine(),
+                    profile.version(),
+                    run.model.architecture,
+                    if listed {
+                        " under --disable-hybrid-swa-memory"
+                    } else {
+                        ""
+                    }
+                ),
+            });
+        }
+    }
+    Ok(if built {
+        flow.hybrid_split.as_ref()
+    } else {
+        None
+    })
+}
+
+/// Python's `a // b` on floats (`float_floor_div`: the quotient of `a - fmod(a, b)`, floored,
+/// rounded to the nearer integer when within a half), for positive operands.
+fn py_floordiv(a: f64, b: f64) -> f64 {
+    let m = a % b;
+    let div = (a - m) / b;
+    let floor = div.floor();
+    if div - floor > 0.5 {
+        floor + 1.0
+    } else {
+        floor
+    }
+}
+
+/// The full and sliding token counts of a hybrid pool (`HybridSplit`'s modes): `all_layer` is
+/// the all-layer count T (after `--max-total-tokens` and the page), `budget` the pool's bytes.
+fn split_hybrid(
+    h: &HybridSplit,
+    flags: &SglangFlags,
+    s: &Stage,
+    budget: u64,
+    all_layer: u64,
+    page: u64,
+) -> Result<Split, EngineError> {
+    let ratio = flags.swa_full_tokens_ratio.unwrap_or(h.ratio);
+    let (full_bytes, n_full) = s.full;
+    let (swa_bytes, n_swa) = s.sliding;
+    let alike = |bytes: u64, n: u64| n == 0 || bytes.is_multiple_of(n);
+    if !(alike(full_bytes, n_full) && alike(swa_bytes, n_swa)) {
+        return Err(EngineError::BadSetting {
+            what: "hybrid sliding-window layers",
+            value: format!(
+                "{full_bytes} B over {n_full} full and {swa_bytes} B over {n_swa} sliding layers"
+            ),
+            why: "SGLang prices every layer of a kind alike (one per-token size each); layers of one kind that differ are not modelled",
+        });
+    }
+    if n_full == 0 || n_swa == 0 {
+        return Err(EngineError::BadSetting {
+            what: "hybrid sliding-window layers",
+            value: format!("{n_full} full and {n_swa} sliding"),
+            why: "a hybrid pool of one kind of layer alone (all sliding: SGLang's all-SWA pool) is not modelled",
+        });
+    }
+    // F + r x S in 0.5.23's order, the ratio times the sliding layers' bytes
+    // (pool_configurator.py:786-803; earlier releases multiply r by one layer's bytes first,
+    // which can differ in the last bit).
+    let denominator_bytes = full_bytes as f64 + ratio * swa_bytes as f64;
+    let raw = match h.mode {
+        SplitMode::Layers => {
+            // int(T x L / (r x L_swa + L_full)) (0.5.8 model_runner_kv_cache_mixin.py:217-236).
+            let total = n_full
+                .checked_add(n_swa)
+                .and_then(|layers| all_layer.checked_mul(layers))
+                .ok_or_else(|| overflow("tokens across layers"))?;
+            (total as f64 / (ratio * n_swa as f64 + n_full as f64)).floor()
+        }
+        SplitMode::Memory => {
+            // int(T x (F + S) / (F + r x S)) (0.5.10 model_runner_kv_cache_mixin.py:349-365).
+            let total = full_bytes
+                .checked_add(swa_bytes)
+                .and_then(|cell| all_layer.checked_mul(cell))
+                .ok_or_else(|| overflow("bytes of the all-layer tokens"))?;
+            (total as f64 / denominator_bytes).floor()
+        }
+        SplitMode::Bytes => {
+            // int(budget // (F + r x S)), then --max-total-tokens caps it (0.5.23
+            // pool_configurator.py:907-916, kv_cache_configurator.py:3090-3117).
+            let n = py_floordiv(budget as f64, denominator_bytes);
+            flags.max_total_tokens.map_or(n, |cap| n.min(cap as f64))
+        }
+    };
+    let raw = if raw.is_finite() && raw > 0.0 {
+        raw as u64
+    } else {
+        0
+    };
+    let full = raw / page * page;
+    let from = if h.swa_from_paged_full { full } else { raw };
+    let swa = (from as f64 * ratio).floor() as u64 / page * page;
+    Ok(Split { full, swa })
+}
+
 /// `mem_fraction_static` as SGLang prints a float.
 fn format_fraction(x: f64) -> String {
     let s = format!("{x}");
@@ -694,6 +838,7 @@ fn refuse_unmodelled(
     flow: &FlowFacts,
     stages: &[StageCircuit<'_>],
     run: &RunSettings,
+    flags: &SglangFlags,
 ) -> Result<(), EngineError> {
     let Some(first) = stages.first() else {
         return Err(EngineError::BadSetting {
@@ -723,7 +868,7 @@ fn refuse_unmodelled(
             format!("{} under {who}: {}", r.architecture, r.why),
         ));
     }
-    let hybrid = flow.hybrid_swa.contains(&model.architecture);
+    let hybrid = flow.hybrid_swa.contains(&model.architecture) && !flags.disable_hybrid_swa_memory;
     if hybrid && flow.hybrid_split.is_some() && stages.len() > 1 {
         return Err(not_modelled(
             named,
@@ -967,6 +1112,7 @@ fn stage_facts(
     stages: &[StageCircuit<'_>],
     run: &RunSettings,
     settled: &Settled,
+    flags: &SglangFlags,
 ) -> Result<Vec<Stage>, EngineError> {
     let model = &run.model;
     let dtype_bytes = model
@@ -1062,6 +1208,7 @@ fn stage_facts(
         }
         if flow.hybrid_split.is_some()
             && flow.hybrid_swa.contains(&model.architecture)
+            && !flags.disable_hybrid_swa_memory
             && full.1 + sliding.1 != layers.len() as u64
         {
             return Err(not_modelled(
@@ -1188,36 +1335,51 @@ pub(crate) fn budget_answers(
     // rest >= ceil(target / page) x page x the largest cell, with rest = A - F x (1 - m).
     let page = d.page_size;
     let cell = d.cell_bytes.iter().copied().max().unwrap_or(0);
-    // A hybrid pool prints its full tokens: the all-layer count T whose split reaches the
-    // target, the least T with int(T x L / (r x L_swa + L_full)) >= target.
-    let target_all = match (d.swa_tokens, flow.hybrid_split.as_ref()) {
-        (Some(_), Some(h)) => {
-            let count = |full: bool| -> u64 {
-                startup
-                    .kv_layout
-                    .groups
-                    .iter()
-                    .filter(|g| (g.kind == LayerKind::Full) == full)
-                    .map(|g| g.layers)
-                    .sum()
-            };
-            let (l_full, l_swa) = (count(true), count(false));
-            let denominator = h.ratio * l_swa as f64 + l_full as f64;
-            let layers = (l_full + l_swa).max(1) as f64;
-            let full_of = |t: u64| (t as f64 * layers / denominator).floor() as u64;
-            let mut t = (target_kv_tokens as f64 * denominator / layers).ceil() as u64;
-            while full_of(t) < target_kv_tokens {
-                t = t.saturating_add(1);
+    let needed = match d.swa_tokens {
+        // A hybrid pool prints its full tokens: the least pool budget whose split reaches the
+        // target (the split is monotone in the budget).
+        Some(_) => {
+            let flags = flags_of(run)?;
+            let settled = settle(profile, flow, stages, run, &flags)?;
+            let facts = stage_facts(profile, flow, stages, run, &settled, &flags)?;
+            match (hybrid_of(profile, flow, run, &flags)?, facts.first()) {
+                (Some(h), Some(s)) => {
+                    let full_at = |budget: u64| -> Result<u64, EngineError> {
+                        let all_layer = budget / s.cell / page * page;
+                        let unflagged = SglangFlags {
+                            max_total_tokens: None,
+                            ..flags.clone()
+                        };
+                        Ok(split_hybrid(h, &unflagged, s, budget, all_layer, page)?.full)
+                    };
+                    // A pebibyte bounds the search (no device holds more).
+                    const MOST: u64 = 1 << 50;
+                    let (mut lo, mut hi) = (0u64, 1u64);
+                    while hi < MOST && full_at(hi)? < target_kv_tokens {
+                        hi *= 2;
+                    }
+                    if full_at(hi)? < target_kv_tokens {
+                        lo = u64::MAX;
+                    }
+                    while lo < hi {
+                        let mid = lo + (hi - lo) / 2;
+                        if full_at(mid)? >= target_kv_tokens {
+                            hi = mid;
+                        } else {
+                            lo = mid + 1;
+                        }
+                    }
+                    lo
+                }
+                _ => 0,
             }
-            t
         }
-        _ => target_kv_tokens,
+        None => target_kv_tokens
+            .div_ceil(page)
+            .checked_mul(page)
+            .and_then(|t| t.checked_mul(cell))
+            .ok_or_else(|| overflow("bytes for the target KV tokens"))?,
     };
-    let needed = target_all
-        .div_ceil(page)
-        .checked_mul(page)
-        .and_then(|t| t.checked_mul(cell))
-        .ok_or_else(|| overflow("bytes for the target KV tokens"))?;
     let flags = flags_of(run)?;
     let capped = flags
         .max_total_tokens
