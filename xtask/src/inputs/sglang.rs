@@ -178,6 +178,7 @@ impl SglangArgs {
         add(
             self.max_mamba_cache_size.is_some(),
             "--max-mamba-cache-size",
+        );
         add(
             self.swa_full_tokens_ratio.is_some(),
             "--swa-full-tokens-ratio",

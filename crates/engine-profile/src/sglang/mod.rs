@@ -19,8 +19,8 @@
 
 mod context_len;
 mod flow;
-mod parallel;
 mod mamba;
+mod parallel;
 mod pool;
 mod rotary;
 
