@@ -58,21 +58,8 @@ fn layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
         .unwrap()
         .clone();
     let run = RunSettings {
-        device,
         tensor_parallel_size: tp,
-        pipeline_parallel_size: 1,
-        gpu_memory_utilization: None,
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
-        max_model_len: None,
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
-        enable_prefix_caching: None,
-        model,
-        engine_flags: None,
+        ..RunSettings::new(device, model)
     };
     (circuits, run)
 }

@@ -589,21 +589,11 @@ mod tests {
         .unwrap()
         .facts;
         let generic = engine_profile::RunSettings {
-            device: crate::inputs::settings::device(&args).unwrap(),
             tensor_parallel_size: 4,
-            pipeline_parallel_size: 1,
-            gpu_memory_utilization: None,
-            max_num_batched_tokens: None,
-            max_num_seqs: None,
-            max_model_len: None,
-            skip_mm_profiling: false,
-            enforce_eager: false,
-            mm_limit_per_prompt: None,
-            mm_video_limit_per_prompt: None,
-            block_size: None,
-            enable_prefix_caching: None,
-            model,
-            engine_flags: None,
+            ..engine_profile::RunSettings::new(
+                crate::inputs::settings::device(&args).unwrap(),
+                model,
+            )
         };
         let run = apply(&args, generic).unwrap();
         assert_eq!(
@@ -1029,23 +1019,8 @@ mod tests {
         )
         .unwrap()
         .facts;
-        let run = engine_profile::RunSettings {
-            device: crate::inputs::settings::device(args).unwrap(),
-            tensor_parallel_size: 1,
-            pipeline_parallel_size: 1,
-            gpu_memory_utilization: None,
-            max_num_batched_tokens: None,
-            max_num_seqs: None,
-            max_model_len: None,
-            skip_mm_profiling: false,
-            enforce_eager: false,
-            mm_limit_per_prompt: None,
-            mm_video_limit_per_prompt: None,
-            block_size: None,
-            enable_prefix_caching: None,
-            model,
-            engine_flags: None,
-        };
+        let run =
+            engine_profile::RunSettings::new(crate::inputs::settings::device(args).unwrap(), model);
         apply(args, run).map(|_| ())
     }
 }
