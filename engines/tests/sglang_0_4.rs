@@ -8,29 +8,19 @@
 
 use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
 use circuit_ir::Circuit;
-use engine_profile::detail::{SglangFlags, SglangStartup};
+use engine_profile::detail::SglangFlags;
 use engine_profile::{
-    EngineDetail, EngineError, EngineFlags, EngineProfile, ModelFacts, RunSettings, StageCircuit,
-    Startup, Verdict,
+    EngineError, EngineFlags, ModelFacts, RunSettings, StageCircuit, Startup, Verdict,
 };
+
+mod common;
+use common::{detail, device, release};
 
 /// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
 const F_TP1: u64 = 85_032_697_856 - 547_608_330;
 /// Llama-3.1-8B's weights at TP 1 with the float32 rope cache, as the caching allocator's
 /// segments (sglang_0_5_23.rs derives it).
 const LLAMA_W_TP1: u64 = 16_129_196_032;
-
-fn release(spec: &str) -> EngineProfile {
-    engines::select(spec).unwrap()
-}
-
-fn device(name: &str) -> kernel_families::Device {
-    kernel_families::Devices::builtin()
-        .unwrap()
-        .get(name)
-        .unwrap()
-        .clone()
-}
 
 /// Llama-3.1-8B at TP `tp` on `dev` with SGLang's defaults, imported under `spec`'s load rules.
 fn llama(spec: &str, tp: u64, dev: &str) -> (Vec<Circuit>, RunSettings) {
@@ -57,13 +47,6 @@ fn llama(spec: &str, tp: u64, dev: &str) -> (Vec<Circuit>, RunSettings) {
 
 fn predict(spec: &str, circuits: &[Circuit], run: &RunSettings) -> Result<Startup, EngineError> {
     release(spec).predict_layout(&StageCircuit::in_order(circuits), run)
-}
-
-fn detail(s: &Startup) -> &SglangStartup {
-    match &s.detail {
-        Some(EngineDetail::Sglang(d)) => d,
-        None => panic!("an SGLang start-up without its detail"),
-    }
 }
 
 /// mem_fraction_static's default for Llama-3.1-8B under `spec` at TP `tp` on `dev`.

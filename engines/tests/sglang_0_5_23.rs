@@ -8,13 +8,14 @@
 
 use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
 use circuit_ir::Circuit;
-use engine_profile::detail::{SglangFlags, SglangStartup};
+use engine_profile::detail::SglangFlags;
 use engine_profile::{
-    EngineDetail, EngineError, EngineFlags, EngineProfile, ModelFacts, RunSettings, StageCircuit,
-    Startup, Verdict,
+    EngineError, EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup, Verdict,
 };
 
-const GIB: f64 = (1u64 << 30) as f64;
+mod common;
+use common::{detail, device, release, tokens, with_flags};
+
 /// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
 const F_TP1: u64 = 85_032_697_856 - 547_608_330;
 /// The same less the assumed communicators' bytes at world > 1.
@@ -22,14 +23,6 @@ const F_WORLD: u64 = F_TP1 - 1_095_216_660;
 
 fn profile() -> EngineProfile {
     engines::profile("sglang-0.5.23").unwrap()
-}
-
-fn device(name: &str) -> kernel_families::Device {
-    kernel_families::Devices::builtin()
-        .unwrap()
-        .get(name)
-        .unwrap()
-        .clone()
 }
 
 fn config(name: &str) -> &'static str {
@@ -69,33 +62,6 @@ fn layout(name: &str, tp: u64, kv: KvCacheDtype) -> (Vec<Circuit>, RunSettings) 
 
 fn predict(circuits: &[Circuit], run: &RunSettings) -> Result<Startup, EngineError> {
     profile().predict_layout(&StageCircuit::in_order(circuits), run)
-}
-
-fn detail(s: &Startup) -> &SglangStartup {
-    match &s.detail {
-        Some(EngineDetail::Sglang(d)) => d,
-        None => panic!("an SGLang start-up without its detail"),
-    }
-}
-
-fn with_flags(mut run: RunSettings, flags: SglangFlags) -> RunSettings {
-    run.engine_flags = Some(EngineFlags::Sglang(flags));
-    run
-}
-
-/// The pool's tokens SGLang sizes (kv_cache_configurator.py:2990-3060, pool_configurator.py
-/// 637-647): rest = A - F x (1 - mfs) GiB, both read as GiB floats (through float32 when the
-/// world is larger than one), then int(rest x 2^30) // cell // page x page.
-fn tokens(free: u64, loaded: u64, mfs: f64, cell: u64, world_gt_1: bool) -> u64 {
-    let read = |b: u64| {
-        if world_gt_1 {
-            f64::from(b as f32) / GIB
-        } else {
-            b as f64 / GIB
-        }
-    };
-    let rest = read(free - loaded) - read(free) * (1.0 - mfs);
-    (rest * GIB) as u64 / cell
 }
 
 #[test]
@@ -509,11 +475,6 @@ fn budget_answers_from_the_pool() {
         })
         .unwrap();
     assert_eq!(tp.found.map(|(n, _)| n), Some(1));
-}
-
-/// A release's profile by `--engine sglang==X`.
-fn release(spec: &str) -> EngineProfile {
-    engines::select(spec).unwrap()
 }
 
 #[test]

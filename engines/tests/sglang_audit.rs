@@ -15,10 +15,11 @@
 
 use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
 use circuit_ir::Circuit;
-use engine_profile::detail::SglangStartup;
-use engine_profile::{EngineDetail, EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup};
+use engine_profile::{EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup};
 
-const GIB: f64 = (1u64 << 30) as f64;
+mod common;
+use common::{detail, tokens};
+
 const MIB: u64 = 1 << 20;
 /// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
 const F_TP1: u64 = 85_032_697_856 - 547_608_330;
@@ -68,27 +69,6 @@ fn predict(circuits: &[Circuit], run: &RunSettings) -> Startup {
     profile()
         .predict_layout(&StageCircuit::in_order(circuits), run)
         .unwrap()
-}
-
-fn detail(s: &Startup) -> &SglangStartup {
-    match &s.detail {
-        Some(EngineDetail::Sglang(d)) => d,
-        None => panic!("an SGLang start-up without its detail"),
-    }
-}
-
-/// rest = A - F x (1 - mfs) GiB (through float32 at world > 1), int(rest x 2^30) // cell
-/// (mem_cache/kv_cache_configurator.py:2990-3060, model_executor/pool_configurator.py:637-647).
-fn tokens(free: u64, loaded: u64, mfs: f64, cell: u64, world_gt_1: bool) -> u64 {
-    let read = |b: u64| {
-        if world_gt_1 {
-            f64::from(b as f32) / GIB
-        } else {
-            b as f64 / GIB
-        }
-    };
-    let rest = read(free - loaded) - read(free) * (1.0 - mfs);
-    (rest * GIB) as u64 / cell
 }
 
 /// A segment of its own: the request rounded up to 2 MiB (for requests of 10 MiB or more).

@@ -8,11 +8,13 @@
 
 use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
 use circuit_ir::Circuit;
-use engine_profile::detail::{SglangFlags, SglangStartup};
+use engine_profile::detail::SglangFlags;
 use engine_profile::{
-    EngineDetail, EngineError, EngineFlags, EngineProfile, RunSettings, StageCircuit, Startup,
-    Verdict,
+    EngineError, EngineFlags, EngineProfile, RunSettings, StageCircuit, Startup, Verdict,
 };
+
+mod common;
+use common::detail;
 
 /// One slot over the 36 Gated DeltaNet layers at TP 4 (configs/mamba_utils.py:116-125; the
 /// Qwen3-Next config): conv (2 x 16 x 128 + 32 x 128) / 4 = 2048 channels x (4 - 1) x 2 B
@@ -71,13 +73,6 @@ fn qwen3_next(r: &str, flags: SglangFlags) -> Result<Startup, EngineError> {
     let (circuits, mut run) = layout(&p, "qwen3-next", 4);
     run.engine_flags = Some(EngineFlags::Sglang(flags));
     p.predict_layout(&StageCircuit::in_order(&circuits), &run)
-}
-
-fn detail(s: &Startup) -> &SglangStartup {
-    match &s.detail {
-        Some(EngineDetail::Sglang(d)) => d,
-        None => panic!("an SGLang start-up without its detail"),
-    }
 }
 
 #[test]

@@ -13,10 +13,13 @@
 
 use circuit_hf::{ExpertSplit, ImportOptions, Parallel};
 use circuit_ir::Circuit;
-use engine_profile::detail::{SglangFlags, SglangStartup};
+use engine_profile::detail::SglangFlags;
 use engine_profile::{
-    EngineDetail, EngineError, EngineFlags, ModelFacts, RunSettings, StageCircuit, Startup, Verdict,
+    EngineError, EngineFlags, ModelFacts, RunSettings, StageCircuit, Startup, Verdict,
 };
+
+mod common;
+use common::detail;
 
 const GIB: f64 = (1u64 << 30) as f64;
 const MIB: u64 = 1 << 20;
@@ -86,13 +89,6 @@ fn predict(release: &str, circuits: &[Circuit], run: &RunSettings) -> Result<Sta
     engines::profile(release)
         .unwrap()
         .predict_layout(&StageCircuit::in_order(circuits), run)
-}
-
-fn detail(s: &Startup) -> &SglangStartup {
-    match &s.detail {
-        Some(EngineDetail::Sglang(d)) => d,
-        None => panic!("an SGLang start-up without its detail"),
-    }
 }
 
 fn dim(c: &Circuit, name: &str) -> u64 {

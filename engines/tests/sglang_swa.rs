@@ -9,26 +9,14 @@
 
 use circuit_hf::{ImportOptions, Parallel};
 use circuit_ir::Circuit;
-use engine_profile::detail::{SglangFlags, SglangStartup};
-use engine_profile::{
-    EngineDetail, EngineFlags, EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup,
-    Verdict,
-};
+use engine_profile::detail::SglangFlags;
+use engine_profile::{ModelFacts, RunSettings, StageCircuit, Startup, Verdict};
+
+mod common;
+use common::{detail, device, release, with_flags};
 
 const GPT_OSS_20B: &str = include_str!("../../data/checkpoints/gpt-oss-20b/config.json");
 const GEMMA_3_1B: &str = include_str!("../../data/checkpoints/gemma-3-1b-it/config.json");
-
-fn release(spec: &str) -> EngineProfile {
-    engines::select(spec).unwrap()
-}
-
-fn device(name: &str) -> kernel_families::Device {
-    kernel_families::Devices::builtin()
-        .unwrap()
-        .get(name)
-        .unwrap()
-        .clone()
-}
 
 /// `config` at TP `tp`, imported with `spec`'s load rules, and a run of SGLang's defaults on
 /// `dev`.
@@ -62,18 +50,6 @@ fn refusal(spec: &str, circuits: &[Circuit], run: &RunSettings) -> String {
         .predict_layout(&StageCircuit::in_order(circuits), run)
         .unwrap_err()
         .to_string()
-}
-
-fn detail(s: &Startup) -> &SglangStartup {
-    match &s.detail {
-        Some(EngineDetail::Sglang(d)) => d,
-        None => panic!("an SGLang start-up without its detail"),
-    }
-}
-
-fn with_flags(mut run: RunSettings, flags: SglangFlags) -> RunSettings {
-    run.engine_flags = Some(EngineFlags::Sglang(flags));
-    run
 }
 
 #[test]
