@@ -14,7 +14,7 @@ use engine_profile::{
 };
 
 mod common;
-use common::{detail, device, release};
+use common::{detail, release};
 
 /// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
 const F_TP1: u64 = 85_032_697_856 - 547_608_330;
@@ -24,25 +24,16 @@ const LLAMA_W_TP1: u64 = 16_129_196_032;
 
 /// Llama-3.1-8B at TP `tp` on `dev` with SGLang's defaults, imported under `spec`'s load rules.
 fn llama(spec: &str, tp: u64, dev: &str) -> (Vec<Circuit>, RunSettings) {
-    let mut options = ImportOptions::default();
-    options.load = release(spec).load_rules();
-    options.kv_cache_dtype = KvCacheDtype::Auto;
-    options.parallel = Parallel {
-        tp,
-        pp: 1,
-        dp: 1,
-        expert_parallel: false,
-    };
     let config = include_str!("../../data/models/llama-3.1-8b/config.json");
-    let sharded =
-        circuit_hf::import_parallel(config, "llama-3.1-8b/config.json", &options, &[]).unwrap();
-    let model: ModelFacts = sharded.imports[0].facts.clone();
-    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
-    let run = RunSettings {
-        tensor_parallel_size: tp,
-        ..RunSettings::new(device(dev), model)
-    };
-    (circuits, run)
+    let load = release(spec).load_rules();
+    common::layout(
+        load,
+        config,
+        "llama-3.1-8b/config.json",
+        tp,
+        KvCacheDtype::Auto,
+        dev,
+    )
 }
 
 fn predict(spec: &str, circuits: &[Circuit], run: &RunSettings) -> Result<Startup, EngineError> {

@@ -9,17 +9,10 @@
 use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
 use circuit_ir::Circuit;
 use engine_profile::detail::SglangFlags;
-use engine_profile::{
-    EngineError, EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup, Verdict,
-};
+use engine_profile::{EngineError, EngineProfile, RunSettings, StageCircuit, Startup, Verdict};
 
 mod common;
-use common::{detail, device, release, tokens, with_flags};
-
-/// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
-const F_TP1: u64 = 85_032_697_856 - 547_608_330;
-/// The same less the assumed communicators' bytes at world > 1.
-const F_WORLD: u64 = F_TP1 - 1_095_216_660;
+use common::{F_TP1, F_WORLD, detail, device, release, tokens, with_flags};
 
 fn profile() -> EngineProfile {
     engines::profile("sglang-0.5.23").unwrap()
@@ -40,24 +33,15 @@ fn config(name: &str) -> &'static str {
 
 /// `name` at TP `tp`, with `kv` cache storage, and a run of SGLang's defaults on an H100.
 fn layout(name: &str, tp: u64, kv: KvCacheDtype) -> (Vec<Circuit>, RunSettings) {
-    let mut options = ImportOptions::default();
-    options.load = profile().load_rules();
-    options.kv_cache_dtype = kv;
-    options.parallel = Parallel {
-        tp,
-        pp: 1,
-        dp: 1,
-        expert_parallel: false,
-    };
     let origin = format!("{name}/config.json");
-    let sharded = circuit_hf::import_parallel(config(name), &origin, &options, &[]).unwrap();
-    let model: ModelFacts = sharded.imports[0].facts.clone();
-    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
-    let run = RunSettings {
-        tensor_parallel_size: tp,
-        ..RunSettings::new(device("h100-sxm"), model)
-    };
-    (circuits, run)
+    common::layout(
+        profile().load_rules(),
+        config(name),
+        &origin,
+        tp,
+        kv,
+        "h100-sxm",
+    )
 }
 
 fn predict(circuits: &[Circuit], run: &RunSettings) -> Result<Startup, EngineError> {

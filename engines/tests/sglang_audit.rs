@@ -13,18 +13,14 @@
 //! a 20 MiB segment shared with others of that range; a larger one a segment of its own,
 //! rounded up to 2 MiB.
 
-use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
+use circuit_hf::KvCacheDtype;
 use circuit_ir::Circuit;
-use engine_profile::{EngineProfile, ModelFacts, RunSettings, StageCircuit, Startup};
+use engine_profile::{EngineProfile, RunSettings, StageCircuit, Startup};
 
 mod common;
-use common::{detail, tokens};
+use common::{F_TP1, F_WORLD, detail, tokens};
 
 const MIB: u64 = 1 << 20;
-/// The H100's CUDA total (devices.toml) less the engine file's assumed CUDA context.
-const F_TP1: u64 = 85_032_697_856 - 547_608_330;
-/// The same less the assumed communicators' bytes at world > 1.
-const F_WORLD: u64 = F_TP1 - 1_095_216_660;
 
 fn profile() -> EngineProfile {
     engines::profile("sglang-0.5.23").unwrap()
@@ -40,29 +36,15 @@ fn config(name: &str) -> &'static str {
 
 /// `name` at TP `tp` and a run of SGLang's defaults on an H100.
 fn layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
-    let mut options = ImportOptions::default();
-    options.load = profile().load_rules();
-    options.kv_cache_dtype = KvCacheDtype::Auto;
-    options.parallel = Parallel {
-        tp,
-        pp: 1,
-        dp: 1,
-        expert_parallel: false,
-    };
     let origin = format!("{name}/config.json");
-    let sharded = circuit_hf::import_parallel(config(name), &origin, &options, &[]).unwrap();
-    let model: ModelFacts = sharded.imports[0].facts.clone();
-    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
-    let device = kernel_families::Devices::builtin()
-        .unwrap()
-        .get("h100-sxm")
-        .unwrap()
-        .clone();
-    let run = RunSettings {
-        tensor_parallel_size: tp,
-        ..RunSettings::new(device, model)
-    };
-    (circuits, run)
+    common::layout(
+        profile().load_rules(),
+        config(name),
+        &origin,
+        tp,
+        KvCacheDtype::Auto,
+        "h100-sxm",
+    )
 }
 
 fn predict(circuits: &[Circuit], run: &RunSettings) -> Startup {

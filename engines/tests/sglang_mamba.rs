@@ -6,7 +6,7 @@
 //! request again), `--mamba-full-memory-ratio` and `--max-mamba-cache-size`, and the
 //! refusals. Qwen3-Next-80B-A3B at TP 4 on H100s throughout.
 
-use circuit_hf::{ImportOptions, KvCacheDtype, Parallel};
+use circuit_hf::KvCacheDtype;
 use circuit_ir::Circuit;
 use engine_profile::detail::SglangFlags;
 use engine_profile::{
@@ -39,32 +39,15 @@ fn config(name: &str) -> &'static str {
 
 /// `name` at TP `tp` as `profile` loads it, and a run of SGLang's defaults on an H100.
 fn layout(profile: &EngineProfile, name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
-    let mut options = ImportOptions::default();
-    options.load = profile.load_rules();
-    options.kv_cache_dtype = KvCacheDtype::Auto;
-    options.parallel = Parallel {
+    let origin = format!("{name}/config.json");
+    common::layout(
+        profile.load_rules(),
+        config(name),
+        &origin,
         tp,
-        pp: 1,
-        dp: 1,
-        expert_parallel: false,
-    };
-    let sharded =
-        circuit_hf::import_parallel(config(name), &format!("{name}/config.json"), &options, &[])
-            .unwrap();
-    let model = sharded.imports[0].facts.clone();
-    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
-    let run = RunSettings {
-        tensor_parallel_size: tp,
-        ..RunSettings::new(
-            kernel_families::Devices::builtin()
-                .unwrap()
-                .get("h100-sxm")
-                .unwrap()
-                .clone(),
-            model,
-        )
-    };
-    (circuits, run)
+        KvCacheDtype::Auto,
+        "h100-sxm",
+    )
 }
 
 /// Qwen3-Next at TP 4 under release `r` with `flags`.

@@ -7,13 +7,13 @@
 //! from 0.5.1, split in 0.4.10.post2) and the GPUs refused. No SGLang log is in the repository:
 //! these check the derivation.
 
-use circuit_hf::{ImportOptions, Parallel};
+use circuit_hf::KvCacheDtype;
 use circuit_ir::Circuit;
 use engine_profile::detail::SglangFlags;
-use engine_profile::{ModelFacts, RunSettings, StageCircuit, Startup, Verdict};
+use engine_profile::{RunSettings, StageCircuit, Startup, Verdict};
 
 mod common;
-use common::{detail, device, release, with_flags};
+use common::{detail, release, with_flags};
 
 const GPT_OSS_20B: &str = include_str!("../../data/checkpoints/gpt-oss-20b/config.json");
 const GEMMA_3_1B: &str = include_str!("../../data/checkpoints/gemma-3-1b-it/config.json");
@@ -21,22 +21,8 @@ const GEMMA_3_1B: &str = include_str!("../../data/checkpoints/gemma-3-1b-it/conf
 /// `config` at TP `tp`, imported with `spec`'s load rules, and a run of SGLang's defaults on
 /// `dev`.
 fn layout(spec: &str, config: &str, tp: u64, dev: &str) -> (Vec<Circuit>, RunSettings) {
-    let mut options = ImportOptions::default();
-    options.load = release(spec).load_rules();
-    options.parallel = Parallel {
-        tp,
-        pp: 1,
-        dp: 1,
-        expert_parallel: false,
-    };
-    let sharded = circuit_hf::import_parallel(config, "config.json", &options, &[]).unwrap();
-    let model: ModelFacts = sharded.imports[0].facts.clone();
-    let circuits = sharded.imports.into_iter().map(|i| i.circuit).collect();
-    let run = RunSettings {
-        tensor_parallel_size: tp,
-        ..RunSettings::new(device(dev), model)
-    };
-    (circuits, run)
+    let load = release(spec).load_rules();
+    common::layout(load, config, "config.json", tp, KvCacheDtype::Auto, dev)
 }
 
 fn predict(spec: &str, circuits: &[Circuit], run: &RunSettings) -> Startup {

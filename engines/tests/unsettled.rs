@@ -5,9 +5,10 @@
 //! model only, the communicators' under a world of more than one worker only, and a note a
 //! variant's facts replace (`unless_variant`) not where that variant applies.
 
-use circuit_hf::{ImportOptions, Parallel};
-use circuit_ir::Circuit;
+use circuit_hf::KvCacheDtype;
 use engine_profile::{EngineProfile, ProfileTexts, RunSettings, StageCircuit};
+
+mod common;
 
 fn config(name: &str) -> String {
     let path = format!(
@@ -21,29 +22,17 @@ fn config(name: &str) -> String {
 /// max-model-len of 8,192, the run changed by `edit`.
 fn notes(folder: &str, model: &str, tp: u64, edit: impl Fn(&mut RunSettings)) -> Vec<String> {
     let profile = engines::profile(folder).unwrap();
-    let mut options = ImportOptions::default();
-    options.load = profile.load_rules();
-    options.parallel = Parallel {
+    let config = config(model);
+    let (circuits, mut run) = common::layout(
+        profile.load_rules(),
+        &config,
+        model,
         tp,
-        pp: 1,
-        dp: 1,
-        expert_parallel: false,
-    };
-    let sharded = circuit_hf::import_parallel(&config(model), model, &options, &[]).unwrap();
-    let mut run = RunSettings {
-        tensor_parallel_size: tp,
-        max_model_len: Some(8192),
-        ..RunSettings::new(
-            kernel_families::Devices::builtin()
-                .unwrap()
-                .get("h100-sxm")
-                .unwrap()
-                .clone(),
-            sharded.imports[0].facts.clone(),
-        )
-    };
+        KvCacheDtype::Auto,
+        "h100-sxm",
+    );
+    run.max_model_len = Some(8192);
     edit(&mut run);
-    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
     profile
         .predict_layout(&StageCircuit::in_order(&circuits), &run)
         .unwrap_or_else(|e| panic!("{folder} {model}: {e}"))

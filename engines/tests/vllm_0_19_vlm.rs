@@ -15,11 +15,13 @@
 //! bytes each, not in the checkpoint), a segment's tail of at most 1 MiB where a large tensor is not a multiple of
 //! 2 MiB, and the rest of a free block a smaller tensor takes when at most 1 MiB would remain.
 
-use circuit_hf::{ImportOptions, Parallel};
+use circuit_hf::KvCacheDtype;
 use circuit_ir::Circuit;
 use engine_profile::{
     EncoderBytes, EngineError, EngineProfile, PeakSetBy, RunSettings, StageCircuit, Startup,
 };
+
+mod common;
 
 fn profile() -> EngineProfile {
     engines::profile("vllm-0.19").unwrap()
@@ -35,33 +37,14 @@ fn config(name: &str) -> String {
 
 /// The model's circuits at TP `tp` as vLLM loads it, and the H100 run at the defaults.
 fn layout(name: &str, tp: u64) -> (Vec<Circuit>, RunSettings) {
-    let profile = profile();
-    let mut options = ImportOptions::default();
-    options.load = profile.load_rules();
-    options.parallel = Parallel {
+    let origin = format!("{name}/config.json");
+    common::layout(
+        profile().load_rules(),
+        &config(name),
+        &origin,
         tp,
-        pp: 1,
-        dp: 1,
-        expert_parallel: false,
-    };
-    let sharded =
-        circuit_hf::import_parallel(&config(name), &format!("{name}/config.json"), &options, &[])
-            .unwrap();
-    let model = sharded.imports[0].facts.clone();
-    let run = RunSettings {
-        tensor_parallel_size: tp,
-        ..RunSettings::new(
-            kernel_families::Devices::builtin()
-                .unwrap()
-                .get("h100-sxm")
-                .unwrap()
-                .clone(),
-            model,
-        )
-    };
-    (
-        sharded.imports.into_iter().map(|i| i.circuit).collect(),
-        run,
+        KvCacheDtype::Auto,
+        "h100-sxm",
     )
 }
 
