@@ -813,22 +813,14 @@ pub fn case_startup(
     let Stages {
         circuits, model, ..
     } = stage_circuits(&text, &origin, &options, &[])?;
+    // A logged case states its layout, memory fraction and max model len; the rest is the
+    // release's default.
     let run = RunSettings {
-        device,
         tensor_parallel_size: options.parallel.tp,
         pipeline_parallel_size: options.parallel.pp,
         gpu_memory_utilization: case["gpu_memory_utilization"].as_f64(),
-        max_num_batched_tokens: None,
-        max_num_seqs: None,
         max_model_len: case["max_model_len"].as_u64(),
-        skip_mm_profiling: false,
-        enforce_eager: false,
-        mm_limit_per_prompt: None,
-        mm_video_limit_per_prompt: None,
-        block_size: None,
-        enable_prefix_caching: None,
-        model,
-        engine_flags: None,
+        ..RunSettings::new(device, model)
     };
     Ok((release.to_owned(), predict(&profile, &circuits, &run)?))
 }
