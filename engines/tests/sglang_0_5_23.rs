@@ -27,6 +27,13 @@ fn config(name: &str) -> &'static str {
             include_str!("../../data/checkpoints/qwen3-next-80b-a3b-instruct/config.json")
         }
         "gpt-oss-20b" => include_str!("../../data/checkpoints/gpt-oss-20b/config.json"),
+        "llama-fp8" => {
+            include_str!("../../data/checkpoints/llama-3.1-8b-instruct-fp8-dynamic/config.json")
+        }
+        "llama-w4a16" => {
+            include_str!("../../data/checkpoints/llama-3.1-8b-instruct-w4a16/config.json")
+        }
+        "qwen3-32b-awq" => include_str!("../../data/checkpoints/qwen3-32b-awq/config.json"),
         other => panic!("no config {other}"),
     }
 }
@@ -1079,5 +1086,54 @@ fn the_radix_cache_off_changes_no_byte_of_a_full_cache_model() {
     assert_eq!(
         e.to_string(),
         "--disable-radix-cache: sglang 0.5.23 sizes the recurrent-state pool's requests by whether the radix cache is on, which is not modelled (a model whose every layer keeps a full cache starts with the same bytes either way)"
+    );
+}
+
+/// `--quantization` with SGLang names SGLang's method: taken where it is what SGLang resolves
+/// from the checkpoint anyway (the same start-up as without it), refused in one line naming
+/// the method otherwise (crates/engine-profile/src/sglang/quantization.rs).
+#[test]
+fn quantization_is_taken_where_it_names_the_checkpoints_own() {
+    let q = |name: &str, tp: u64, named: &str| {
+        let (circuits, run) = layout(name, tp, KvCacheDtype::Auto);
+        let flags = SglangFlags {
+            quantization: Some(named.to_owned()),
+            ..SglangFlags::default()
+        };
+        let given = predict(&circuits, &with_flags(run.clone(), flags));
+        given.map(|s| (s, predict(&circuits, &run).unwrap()))
+    };
+    // Given or not, the same method: the same start-up, whose tokens replay from its loaded
+    // bytes (the FP8 checkpoint's weights and the rope cache's growth) and the 0.830 default.
+    let (given, bare) = q("llama-fp8", 1, "compressed-tensors").unwrap();
+    assert_eq!(given, bare);
+    let d = detail(&bare);
+    let loaded = bare.workers[0].weights + d.workers[0].after_load;
+    assert_eq!(d.mem_fraction_static, 0.830);
+    assert_eq!(tokens(F_TP1, loaded, 0.830, 131_072, false), 465_168);
+    assert_eq!(given.kv_cache_tokens, 465_168);
+    let refused = |name: &str, tp: u64, named: &str| q(name, tp, named).unwrap_err().to_string();
+    assert_eq!(
+        refused("llama-3.1-8b", 1, "fp8"),
+        "--quantization fp8: SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), where the importer's online FP8 keeps one per tensor, so it is not modelled for SGLang"
+    );
+    assert_eq!(
+        refused("llama-3.1-8b", 1, "w8a8_int8"),
+        "--quantization w8a8_int8: the checkpoint has no quantization config, and SGLang's w8a8_int8 applied while loading is not modelled"
+    );
+    assert_eq!(
+        refused("qwen3-32b-awq", 2, "awq_marlin"),
+        "--quantization awq_marlin: on a `awq` checkpoint SGLang upgrades to awq_marlin unless plain awq is named, and raises for a Marlin name when the checkpoint's bits, group size or zero point or the GPU rule Marlin out (layers/quantization/awq/awq.py override_quantization_method), which is not followed: drop it, SGLang reads the checkpoint's own"
+    );
+    assert!(
+        refused("qwen3-32b-awq", 2, "awq").starts_with("--quantization awq: on a `awq` checkpoint")
+    );
+    assert!(
+        refused("llama-w4a16", 1, "marlin")
+            .starts_with("--quantization marlin: on a `gptq` checkpoint")
+    );
+    assert_eq!(
+        refused("llama-fp8", 1, "fp8"),
+        "--quantization fp8: the checkpoint is quantized as `compressed-tensors`, and SGLang then raises (\"Quantization method specified in the model config (compressed-tensors) does not match the quantization method specified in the `quantization` argument\", configs/model_config.py:2136-2141 in 0.5.23) or requantizes it, which is not modelled"
     );
 }

@@ -1592,7 +1592,7 @@ fn sglang_quantization_naming_the_checkpoints_own_changes_nothing() {
             "--quantization",
             "fp8"
         ]),
-        "error: --quantization fp8: SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), the importer's online FP8 (vLLM's) one per tensor, so it is not modelled for SGLang"
+        "error: --quantization fp8: SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), where the importer's online FP8 keeps one per tensor, so it is not modelled for SGLang"
     );
 }
 

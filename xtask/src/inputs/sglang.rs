@@ -378,8 +378,9 @@ pub fn apply(
         max_mamba_cache_size: s.max_mamba_cache_size,
         swa_full_tokens_ratio: s.swa_full_tokens_ratio,
         disable_hybrid_swa_memory: s.disable_hybrid_swa_memory,
+        quantization: (args.engine.quantization != "none")
+            .then(|| args.engine.quantization.clone()),
     }));
-    quantization(&args.engine.quantization, &run.model)?;
     Ok(run)
 }
 
@@ -401,59 +402,13 @@ pub fn experts(args: &PlanArgs) -> circuit_hf::ExpertSplit {
 }
 
 /// Whether every engine `--engine` names is SGLang: `--quantization` then names SGLang's
-/// method, which [`quantization`] checks against the checkpoint, not vLLM's online FP8.
+/// method, which the engine profile checks against the checkpoint
+/// (crates/engine-profile/src/sglang/quantization.rs), not vLLM's online FP8.
 pub fn only_sglang(args: &PlanArgs) -> bool {
     args.engine
         .engine
         .as_deref()
         .is_some_and(|spec| engines_named(spec).iter().all(|e| is_sglang(e)))
-}
-
-/// `--quantization METHOD` with SGLang (configs/model_config.py `_verify_quantization`, 0.5.23
-/// :2000-2160; 0.4.6 :280-360): taken where it names what SGLang resolves from the checkpoint
-/// anyway, refused in one line otherwise.
-///
-/// - The checkpoint's own `fp8`, `compressed-tensors` or `mxfp4`: SGLang reads the same method
-///   from the config (no `override_quantization_method` of these depends on the flag: only
-///   awq/gptq's Marlin upgrades, ModelOpt's, and `moe_wna16`/`humming`, each named by its own
-///   value), so the weights are the checkpoint's either way.
-/// - `awq`/`gptq` and their Marlin names: SGLang upgrades a Marlin-compatible checkpoint to
-///   awq_marlin/gptq_marlin unless the flag names plain awq/gptq, and raises for a Marlin
-///   name on an incompatible one (awq/awq.py:333-354, 402-424: the bits, group size, zero
-///   point and GPU capability decide), which the planner does not follow: refused.
-/// - FP8 on an unquantized checkpoint: SGLang quantizes every linear weight with one float32
-///   scale per output channel (layers/quantization/fp8.py:1151-1163, the CUTLASS and Marlin
-///   paths), where the importer's online FP8 (vLLM's) keeps one per tensor: refused.
-/// - Any other: SGLang raises ("Quantization method specified in the model config ... does not
-///   match", model_config.py:2136-2141) or requantizes the checkpoint, which is not modelled.
-fn quantization(named: &str, model: &engine_profile::ModelFacts) -> Result<(), CliError> {
-    if named == "none" {
-        return Ok(());
-    }
-    let own = model
-        .quantization
-        .as_deref()
-        .filter(|_| model.checkpoint_quantized);
-    let why = match own {
-        Some(m) if m == named && matches!(m, "fp8" | "compressed-tensors" | "mxfp4") => {
-            return Ok(());
-        }
-        None if named == "fp8" => "SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), the importer's online FP8 (vLLM's) one per tensor, so it is not modelled for SGLang".to_owned(),
-        None => format!(
-            "the checkpoint has no quantization config, and SGLang's {named} applied while loading is not modelled"
-        ),
-        Some(m @ ("awq" | "gptq"))
-            if [m, &format!("{m}_marlin"), "marlin"].contains(&named) =>
-        {
-            format!(
-                "on a `{m}` checkpoint SGLang upgrades to {m}_marlin unless plain {m} is named, and raises for a Marlin name when the checkpoint's bits, group size or zero point or the GPU rule Marlin out (layers/quantization/{m}/{m}.py override_quantization_method), which is not followed: drop it, SGLang reads the checkpoint's own"
-            )
-        }
-        Some(m) => format!(
-            "the checkpoint is quantized as `{m}`, and SGLang then raises (\"Quantization method specified in the model config ({m}) does not match the quantization method specified in the `quantization` argument\", configs/model_config.py:2136-2141 in 0.5.23) or requantizes it, which is not modelled"
-        ),
-    };
-    Err(format!("--quantization {named}: {why}").into())
 }
 
 /// The layout: SGLang's `--tp-size` / `--pp-size` when given, else the generic `--tp` /
@@ -614,6 +569,7 @@ mod tests {
                 max_mamba_cache_size: None,
                 swa_full_tokens_ratio: None,
                 disable_hybrid_swa_memory: false,
+                quantization: None,
             }))
         );
         // The state pool's flags reach the engine profile (which refuses them for a model
@@ -892,54 +848,11 @@ mod tests {
         assert_eq!(t.flags["--tp-size"].at, "server_args.py:3303");
     }
 
-    /// `--quantization` with SGLang names SGLang's method: taken where it is what SGLang
-    /// resolves from the checkpoint anyway, refused in one line otherwise; nothing is
-    /// quantized while importing with SGLang alone.
+    /// With SGLang alone, `--quantization` names SGLang's method (the engine profile checks
+    /// it against the checkpoint, engines/tests/sglang_0_5_23.rs): nothing is quantized
+    /// while importing; side by side, vLLM's column still takes its own.
     #[test]
-    fn sglang_quantization_is_taken_where_it_names_the_checkpoints_own() {
-        let facts = |text: &str| circuit_hf::import(text, "config.json").unwrap().facts;
-        let bf16 = facts(include_str!(
-            "../../../data/models/llama-3.1-8b/config.json"
-        ));
-        let fp8 = facts(include_str!(
-            "../../../data/checkpoints/llama-3.1-8b-instruct-fp8-dynamic/config.json"
-        ));
-        let awq = facts(include_str!(
-            "../../../data/checkpoints/qwen3-32b-awq/config.json"
-        ));
-        let gptq = facts(include_str!(
-            "../../../data/checkpoints/llama-3.1-8b-instruct-w4a16/config.json"
-        ));
-        let q = |named: &str, model| quantization(named, model).map_err(|e| e.to_string());
-        // Given or not, the same method: no byte changes.
-        assert_eq!(q("none", &bf16), Ok(()));
-        assert_eq!(q("compressed-tensors", &fp8), Ok(()));
-        assert_eq!(
-            q("fp8", &bf16).unwrap_err(),
-            "--quantization fp8: SGLang quantizes an unquantized checkpoint's linear weights to FP8 with one float32 scale per output channel (layers/quantization/fp8.py:1151-1163 in 0.5.23), the importer's online FP8 (vLLM's) one per tensor, so it is not modelled for SGLang"
-        );
-        assert_eq!(
-            q("w8a8_int8", &bf16).unwrap_err(),
-            "--quantization w8a8_int8: the checkpoint has no quantization config, and SGLang's w8a8_int8 applied while loading is not modelled"
-        );
-        assert_eq!(
-            q("awq_marlin", &awq).unwrap_err(),
-            "--quantization awq_marlin: on a `awq` checkpoint SGLang upgrades to awq_marlin unless plain awq is named, and raises for a Marlin name when the checkpoint's bits, group size or zero point or the GPU rule Marlin out (layers/quantization/awq/awq.py override_quantization_method), which is not followed: drop it, SGLang reads the checkpoint's own"
-        );
-        assert!(
-            q("awq", &awq)
-                .unwrap_err()
-                .starts_with("--quantization awq: on a `awq` checkpoint")
-        );
-        assert!(
-            q("marlin", &gptq)
-                .unwrap_err()
-                .starts_with("--quantization marlin: on a `gptq` checkpoint")
-        );
-        assert_eq!(
-            q("fp8", &fp8).unwrap_err(),
-            "--quantization fp8: the checkpoint is quantized as `compressed-tensors`, and SGLang then raises (\"Quantization method specified in the model config (compressed-tensors) does not match the quantization method specified in the `quantization` argument\", configs/model_config.py:2136-2141 in 0.5.23) or requantizes it, which is not modelled"
-        );
+    fn sglang_quantization_quantizes_nothing_while_importing() {
         // SGLang alone: the import quantizes nothing (vLLM's online FP8 is not SGLang's);
         // side by side vLLM's column still takes its own.
         let sglang = plan(&["--engine", "sglang", "--quantization", "compressed-tensors"]);

@@ -22,6 +22,7 @@ mod flow;
 mod mamba;
 mod parallel;
 mod pool;
+mod quantization;
 mod rotary;
 
 pub(crate) use context_len::context_len;
@@ -67,6 +68,9 @@ pub struct SglangFlags {
     /// sliding-window class (any other model has one already, as SGLang's overrides of Gemma
     /// 2/3 set it).
     pub disable_hybrid_swa_memory: bool,
+    /// `--quantization METHOD` (None: not given, or `none`): taken where it names the
+    /// checkpoint's own method, refused otherwise (`quantization.rs`).
+    pub quantization: Option<String>,
 }
 
 /// What SGLang's start-up computes beyond the generic `Startup`.

@@ -95,6 +95,7 @@ pub(crate) fn predict(
     run: &RunSettings,
 ) -> Result<Startup, EngineError> {
     let flags = flags_of(run)?;
+    super::quantization::check(flags.quantization.as_deref(), &run.model)?;
     refuse_unmodelled(profile, flow, stages, run, &flags)?;
     let settled = settle(profile, flow, stages, run, &flags)?;
     let stage_facts = stage_facts(profile, flow, stages, run, &settled, &flags)?;
