@@ -923,33 +923,17 @@ fn compare(
         // Every worker is given the same device and request: a figure of a worker not yet
         // named by rank is any worker's.
         let same_on_all = matches!(p.figure, DeviceTotal | Requested);
-        let rank = if engine_wide {
-            None
-        } else {
-            match rank_of(p.process.as_deref(), tp, pp) {
-                Some(r) => Some(r),
-                None if same_on_all => Some(0),
-                None => {
-                    report.notes.push(format!(
-                        "{} on line {} is set aside: printed by {}, whose rank the log does not say",
-                        p.figure.name(),
-                        p.line,
-                        p.process.as_deref().unwrap_or("a process")
-                    ));
-                    continue;
-                }
-            }
-        };
-        let worker = rank.and_then(|r| s.workers.iter().find(|w| w.rank == r));
-        if rank.is_some() && worker.is_none() {
-            report.notes.push(format!(
-                "{} on line {} is set aside: printed by {}, a rank the layout does not have",
-                p.figure.name(),
-                p.line,
-                p.process.as_deref().unwrap_or("?")
-            ));
+        let Some((rank, worker)) = owner(
+            p,
+            engine_wide,
+            same_on_all,
+            (tp, pp),
+            &s.workers,
+            |w| w.rank,
+            &mut report.notes,
+        ) else {
             continue;
-        }
+        };
         let predicted = match (p.figure, worker) {
             (Args | DeviceName, _) => continue,
             (CudaGraphActual | AvailableMemory | KCache | VCache, _) => {
@@ -984,14 +968,7 @@ fn compare(
                     .join(", "),
             ),
         };
-        let number = |t: &str| t.replace(',', "").parse::<f64>().ok();
-        let error = match &predicted {
-            Predicted::Bytes(b) => number(&p.text).map(|q| error_percent(*b as f64 / GIB, q)),
-            Predicted::Count(n) => number(&p.text).map(|q| error_percent(*n as f64, q)),
-            Predicted::Ratio(x) => number(&p.text).map(|q| error_percent(*x, q)),
-            Predicted::Text(_) => None,
-        }
-        .filter(|e| e.is_finite());
+        let error = error_of(&predicted, &p.text);
         report.rows.push(Row {
             figure: p.figure,
             rank,
@@ -1000,15 +977,79 @@ fn compare(
             error,
         });
     }
-    for figure in [
-        Weights,
-        ActivationPeak,
-        NonTorch,
-        KvCache,
-        KvCacheTokens,
-        MaxConcurrency,
-        CudaGraphEstimate,
-    ] {
+    not_printed(
+        log,
+        format,
+        &[
+            Weights,
+            ActivationPeak,
+            NonTorch,
+            KvCache,
+            KvCacheTokens,
+            MaxConcurrency,
+            CudaGraphEstimate,
+        ],
+        report,
+    );
+}
+
+/// Whose figure `p` is: `(None, None)` for an engine-wide figure, else its rank and that
+/// rank's worker. A figure whose line names no rank (where the layout has more than one) or a
+/// rank the layout does not have is set aside with a note, never compared with another
+/// rank's prediction; one the same on every worker (`same_on_all`) is rank 0's.
+pub(crate) fn owner<'w, W>(
+    p: &log::Printed,
+    engine_wide: bool,
+    same_on_all: bool,
+    (tp, pp): (u64, u64),
+    workers: &'w [W],
+    rank_of_worker: impl Fn(&W) -> u64,
+    notes: &mut Vec<String>,
+) -> Option<(Option<u64>, Option<&'w W>)> {
+    if engine_wide {
+        return Some((None, None));
+    }
+    let by = p.process.as_deref().unwrap_or("a line naming no process");
+    let Some(rank) = rank_of(p.process.as_deref(), tp, pp).or(same_on_all.then_some(0)) else {
+        notes.push(format!(
+            "{} on line {} is set aside: printed by {by}, whose rank the log does not say",
+            p.figure.name(),
+            p.line
+        ));
+        return None;
+    };
+    let Some(worker) = workers.iter().find(|w| rank_of_worker(w) == rank) else {
+        notes.push(format!(
+            "{} on line {} is set aside: printed by {by}, rank {rank}, which the layout does not have",
+            p.figure.name(),
+            p.line
+        ));
+        return None;
+    };
+    Some((Some(rank), Some(worker)))
+}
+
+/// The prediction's error against the printed `text`, percent (none for a text, or a
+/// printed figure that is not a number).
+pub(crate) fn error_of(predicted: &Predicted, text: &str) -> Option<f64> {
+    let printed = text.replace(',', "").parse::<f64>().ok()?;
+    let predicted = match predicted {
+        Predicted::Bytes(b) => *b as f64 / GIB,
+        Predicted::Count(n) => *n as f64,
+        Predicted::Ratio(x) => *x,
+        Predicted::Text(_) => return None,
+    };
+    Some(error_percent(predicted, printed)).filter(|e| e.is_finite())
+}
+
+/// Notes each of `figures` the log did not print, with the level that prints it.
+pub(crate) fn not_printed(
+    log: &StartupLog,
+    format: &LogFormat,
+    figures: &[Figure],
+    report: &mut Report,
+) {
+    for &figure in figures {
         if log.first(figure).is_none() {
             report.not_printed.push((
                 figure,

@@ -11,7 +11,7 @@
 //! (predicted - printed) / printed from the unrounded prediction.
 
 use crate::CliError;
-use crate::check_log::{Overrides, config_of, error_percent, plan_args, rank_of};
+use crate::check_log::{Overrides, config_of, error_of, not_printed, owner, plan_args};
 use crate::inputs::log::{self, Figure, LogFormat, Py, StartupLog};
 use crate::inputs::model::ModelSources;
 use crate::inputs::serve_line::{ServeLine, read_flags};
@@ -19,8 +19,6 @@ use crate::inputs::serve_table::{Class, ServeTable, Takes};
 use crate::inputs::sglang::is_sglang;
 use crate::render::check_log::{Predicted, Report, Row};
 use crate::render::sglang::detail;
-
-const GIB: f64 = (1u64 << 30) as f64;
 
 /// Checks `text` as an SGLang log when `--engine` names SGLang, or when the log prints
 /// SGLang's `server_args=` line (then without `--engine` it is one line asking for the
@@ -277,31 +275,17 @@ fn compare(
             p.figure,
             Args | KvCacheTokens | MaxNumBatchedTokens | MaxNumSeqs | MaxModelLen
         );
-        let rank = if engine_wide {
-            None
-        } else {
-            match rank_of(p.process.as_deref(), tp, pp) {
-                Some(r) => Some(r),
-                None => {
-                    report.notes.push(format!(
-                        "{} on line {} is set aside: its line names no rank",
-                        p.figure.name(),
-                        p.line
-                    ));
-                    continue;
-                }
-            }
-        };
-        let own = rank.and_then(|r| d.workers.iter().find(|w| w.rank == r));
-        if rank.is_some() && own.is_none() {
-            report.notes.push(format!(
-                "{} on line {} is set aside: rank {} is not in the layout",
-                p.figure.name(),
-                p.line,
-                rank.unwrap_or_default()
-            ));
+        let Some((rank, own)) = owner(
+            p,
+            engine_wide,
+            false,
+            (tp, pp),
+            &d.workers,
+            |w| w.rank,
+            &mut report.notes,
+        ) else {
             continue;
-        }
+        };
         let predicted = match (p.figure, own) {
             (Args, _) => continue,
             // A hybrid pool prints a line per pool, the sliding one first up to 0.5.16 and the
@@ -324,13 +308,7 @@ fn compare(
                 continue;
             }
         };
-        let number = |t: &str| t.replace(',', "").parse::<f64>().ok();
-        let error = match &predicted {
-            Predicted::Bytes(b) => number(&p.text).map(|q| error_percent(*b as f64 / GIB, q)),
-            Predicted::Count(n) => number(&p.text).map(|q| error_percent(*n as f64, q)),
-            Predicted::Ratio(_) | Predicted::Text(_) => None,
-        }
-        .filter(|e| e.is_finite());
+        let error = error_of(&predicted, &p.text);
         rows.push(Row {
             figure: p.figure,
             rank,
@@ -340,14 +318,12 @@ fn compare(
         });
     }
     report.rows = rows;
-    for figure in [Weights, KvCacheTokens, MaxNumSeqs, MaxModelLen] {
-        if log.first(figure).is_none() {
-            report.not_printed.push((
-                figure,
-                format.printing(figure).and_then(|p| p.level.clone()),
-            ));
-        }
-    }
+    not_printed(
+        log,
+        format,
+        &[Weights, KvCacheTokens, MaxNumSeqs, MaxModelLen],
+        report,
+    );
     Ok(())
 }
 
