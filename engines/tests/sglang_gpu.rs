@@ -159,7 +159,7 @@ fn what_is_not_read_on_sm100_is_refused() {
     let e = predict("sglang==0.5.4", &circuits, &run).unwrap_err();
     assert!(
         e.to_string()
-            .contains("DeepSeek V3 on sm100 (compute capability 10.x): SGLang 0.5.3 and 0.5.3.post1 pick FlashInfer MLA at page 1"),
+            .contains("DeepSeek V3 (MLA) on sm100 (compute capability 10.x) with SGLang 0.5.3-0.5.4: 0.5.3 and 0.5.3.post1 pick FlashInfer MLA at page 1"),
         "{e}"
     );
     // Qwen3-Next on Blackwell, every folder.
