@@ -139,6 +139,11 @@ fn mla_pages_on_sm100_by_class_and_release() {
     assert_eq!(d.cell_bytes, vec![70_272]);
     assert_eq!(d.max_total_num_tokens, d.pool_budget / 70_272 / 64 * 64);
     assert_eq!(d.max_total_num_tokens % 64, 0);
+    // trtllm_mla takes 32 or 64 (overrides.py:1159): --page-size 32 stays, 128 becomes 64.
+    for (given, page) in [(32, 32), (128, 64)] {
+        let s = predict("sglang==0.5.23", &circuits, &with_page(run.clone(), given)).unwrap();
+        assert_eq!(detail(&s).page_size, page, "--page-size {given}");
+    }
     // 0.5.5 (0.5.4.post1-0.5.5.post3) and 0.5.6 alike (0.5.5 server_args.py:900-906, :1225).
     for release in ["sglang==0.5.6", "sglang==0.5.5"] {
         let (circuits, run) = layout(release, "deepseek-r1", 8, "b200");
