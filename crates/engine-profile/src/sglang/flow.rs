@@ -333,6 +333,11 @@ pub struct GraphDecl {
 pub struct PoolDecl {
     /// Tokens per page by default.
     pub page_size: u64,
+    /// The page sizes the attention backend SGLang picks takes (empty: any): a page outside
+    /// them, given by `--page-size` or the default, becomes `page_size` (SGLang snaps it, as
+    /// trtllm_mha does to 64, arg_groups/overrides.py:1174-1187 in 0.5.23).
+    #[serde(default)]
+    pub backend_page_sizes: Vec<u64>,
     /// Rows the KV buffers hold beyond the tokens: an expression over `page_size`.
     pub extra_rows: String,
     /// Bytes the request-to-token table takes: over `max_running_requests` (as printed),
@@ -560,6 +565,7 @@ pub(crate) struct FlowFacts {
     pub(crate) prefill_max: Formula,
     pub(crate) prefill_sizes: Vec<SizeRange>,
     pub(crate) page_size: u64,
+    pub(crate) backend_page_sizes: Vec<u64>,
     pub(crate) extra_rows: Formula,
     pub(crate) req_to_token: Formula,
     pub(crate) rope_growth: Formula,
@@ -614,6 +620,13 @@ impl FlowFacts {
             return Err(bad(
                 "startup.sglang.pool.page_size = 0: must be positive".to_owned()
             ));
+        }
+        let pages = &decl.pool.backend_page_sizes;
+        if !pages.is_empty() && !pages.contains(&decl.pool.page_size) {
+            return Err(bad(format!(
+                "startup.sglang.pool.backend_page_sizes = {pages:?}: must hold page_size ({}), the page another snaps to",
+                decl.pool.page_size
+            )));
         }
         if decl.mem_fraction_static.decimals > 6 {
             return Err(bad(format!(
@@ -682,6 +695,7 @@ impl FlowFacts {
             prefill_max: f("cuda_graph.prefill_max", &g.prefill_max)?,
             prefill_sizes: g.prefill_sizes.clone(),
             page_size: decl.pool.page_size,
+            backend_page_sizes: decl.pool.backend_page_sizes.clone(),
             extra_rows: f("pool.extra_rows", &decl.pool.extra_rows)?,
             req_to_token: f("pool.req_to_token_bytes", &decl.pool.req_to_token_bytes)?,
             rope_growth: f("pool.rope_growth_bytes", &decl.pool.rope_growth_bytes)?,

@@ -1101,9 +1101,21 @@ fn settle(
         reserved_kib,
         context_len: run.max_model_len.unwrap_or(model_len.default),
         longest: model_len.longest,
-        page: run.block_size.unwrap_or(flow.page_size),
+        page: backend_page(flow, run.block_size),
         mla,
     })
+}
+
+/// The page the pool is built with: `--page-size` or the default, snapped to the default
+/// when the attention backend SGLang picks does not take it (`pool.backend_page_sizes`:
+/// trtllm_mha's 16, 32, 64 or 128, else 64, arg_groups/overrides.py:1174-1187 in 0.5.23).
+fn backend_page(flow: &FlowFacts, given: Option<u64>) -> u64 {
+    let page = given.unwrap_or(flow.page_size);
+    if flow.backend_page_sizes.is_empty() || flow.backend_page_sizes.contains(&page) {
+        page
+    } else {
+        flow.page_size
+    }
 }
 
 /// Each stage's weights as loaded, what grows after, and its cell.
