@@ -110,3 +110,45 @@ fn before_0_26_a_sliding_group_holds_one_step() {
     let s = start("vllm==0.25.0", GPT_OSS_20B, "gpt-oss-20b", 1);
     assert_eq!(s.kv_layout.blocks_per_request, 8713);
 }
+
+const DEEPSEEK_V2_LITE: &str = include_str!("../../data/models/deepseek-v2-lite/config.json");
+
+fn b200() -> kernel_families::Device {
+    kernel_families::Devices::builtin()
+        .unwrap()
+        .get("b200")
+        .unwrap()
+        .clone()
+}
+
+/// The KV block size of DeepSeek-V2-Lite (MLA, qk_nope_head_dim 128) on a B200 under `spec`.
+fn mla_block_on_b200(spec: &str) -> u64 {
+    let profile = engines::select(spec).unwrap();
+    let mut options = ImportOptions::default();
+    options.load = profile.load_rules();
+    let sharded =
+        circuit_hf::import_parallel(DEEPSEEK_V2_LITE, "deepseek-v2-lite", &options, &[]).unwrap();
+    let model = sharded.imports[0].facts.clone();
+    let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
+    let run = RunSettings::new(b200(), model);
+    profile
+        .predict_layout(&StageCircuit::in_order(&circuits), &run)
+        .unwrap()
+        .kv_layout
+        .token_block_size
+}
+
+/// MLA on Blackwell takes FLASHINFER_MLA first (platforms/cuda.py 0.34 L119-129; qk_nope_head_dim
+/// 128 passes its supports_combination, flashinfer_mla.py:228-250), whose kernel blocks are
+/// [32, 64] (:204-205). The block size is the default when the backend supports it, else its
+/// smallest (v1/attention/backend.py get_preferred_block_size, 0.34 L158-166; supports_block_size
+/// L125-141 tests block_size % size == 0). 0.33's default 16 (config/cache.py 0.33:185) is not
+/// supported: 32. 0.34's default 64 (config/cache.py:185) is: 64. 0.14 forces CUTLASS_MLA and 128
+/// on Blackwell (platforms/cuda.py 0.14 L185-215).
+#[test]
+fn mla_block_size_on_blackwell_by_release() {
+    assert_eq!(mla_block_on_b200("vllm==0.14.0"), 128);
+    assert_eq!(mla_block_on_b200("vllm==0.24.0"), 32);
+    assert_eq!(mla_block_on_b200("vllm==0.33.0"), 32);
+    assert_eq!(mla_block_on_b200("vllm==0.34.0"), 64);
+}
