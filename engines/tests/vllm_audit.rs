@@ -57,8 +57,8 @@ fn assert_capacity(s: &Startup, per_request: u64) {
 
 /// From 0.26 a sliding-window group holds the tokens of every batch in flight
 /// (v1/kv_cache_interface.py 0.30 SlidingWindowSpec.max_admission_blocks_per_request
-/// L835-842: cdiv(min(sliding_window - 1 + max_in_flight_tokens, max_model_len), block_size)
-/// + 1), max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens
+/// L835-842: one block more than cdiv(min(sliding_window - 1 + max_in_flight_tokens,
+/// max_model_len), block_size)), max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens
 /// (config/vllm.py 0.30 L589-610), and async scheduling is on by default (L1487), so two
 /// batches are in flight with one stage.
 ///
