@@ -56,6 +56,9 @@ pub(crate) fn kv_groups(
             ("max_model_len", max_model_len),
             ("tokens", tokens),
             ("block_size", block_size),
+            // The pipeline stages: from 0.26 a windowed group holds the batches in flight
+            // (`VllmConfig.max_concurrent_batches`, which reads the pipeline size).
+            ("pipeline_parallel_size", stages.len() as u64),
         ],
         named.name(),
     );
