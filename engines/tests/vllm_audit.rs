@@ -123,11 +123,15 @@ fn b200() -> kernel_families::Device {
 
 /// The KV block size of DeepSeek-V2-Lite (MLA, qk_nope_head_dim 128) on a B200 under `spec`.
 fn mla_block_on_b200(spec: &str) -> u64 {
+    mla_config_block_on_b200(spec, DEEPSEEK_V2_LITE)
+}
+
+/// The KV block size of the MLA model `config` on a B200 under `spec`.
+fn mla_config_block_on_b200(spec: &str, config: &str) -> u64 {
     let profile = engines::select(spec).unwrap();
     let mut options = ImportOptions::default();
     options.load = profile.load_rules();
-    let sharded =
-        circuit_hf::import_parallel(DEEPSEEK_V2_LITE, "deepseek-v2-lite", &options, &[]).unwrap();
+    let sharded = circuit_hf::import_parallel(config, "deepseek-v2-lite", &options, &[]).unwrap();
     let model = sharded.imports[0].facts.clone();
     let circuits: Vec<Circuit> = sharded.imports.into_iter().map(|i| i.circuit).collect();
     let run = RunSettings::new(b200(), model);
@@ -151,4 +155,20 @@ fn mla_block_size_on_blackwell_by_release() {
     assert_eq!(mla_block_on_b200("vllm==0.24.0"), 32);
     assert_eq!(mla_block_on_b200("vllm==0.33.0"), 32);
     assert_eq!(mla_block_on_b200("vllm==0.34.0"), 64);
+}
+
+/// 0.15.0-0.17.1 pick the MLA backend on Blackwell by qk_nope_head_dim (platforms/cuda.py
+/// 0.17.0 L205-226): FlashInfer MLA when it is 128, which forces the default 16 to 64
+/// (L255-263); else CUTLASS MLA, forcing 128 (L249-253). DeepSeek-V2-Lite (128): 64 on 0.15.0,
+/// 0.16.0 and 0.17.0; the same config with qk_nope_head_dim 64: 128. 0.14.0 forces CUTLASS MLA
+/// whatever the dim (platforms/cuda.py 0.14 L185-215): 128 for both.
+#[test]
+fn mla_block_size_on_blackwell_follows_qk_nope_head_dim_in_0_15_to_0_17() {
+    let nope64 = DEEPSEEK_V2_LITE.replace("\"qk_nope_head_dim\": 128", "\"qk_nope_head_dim\": 64");
+    assert_ne!(nope64, DEEPSEEK_V2_LITE);
+    for spec in ["vllm==0.15.0", "vllm==0.16.0", "vllm==0.17.0"] {
+        assert_eq!(mla_block_on_b200(spec), 64, "{spec}");
+        assert_eq!(mla_config_block_on_b200(spec, &nope64), 128, "{spec}");
+    }
+    assert_eq!(mla_config_block_on_b200("vllm==0.14.0", &nope64), 128);
 }

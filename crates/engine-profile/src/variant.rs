@@ -55,6 +55,10 @@ pub(crate) struct Conditions {
     /// The model has (true) or lacks (false) per-sequence recurrent state.
     #[serde(default)]
     recurrent: Option<bool>,
+    /// The model's MLA `qk_nope_head_dim` (the circuit's dim) is one of these (false for a
+    /// model without the dim): a kernel constraint that picks an MLA backend.
+    #[serde(default)]
+    qk_nope_head_dim: Option<Vec<u64>>,
     /// The model as loaded holds (true) or lacks (false) a vision tower
     /// ([`ModelFacts::vision_encoder`]: a tower left out by `--language-model-only` is not).
     #[serde(default)]
@@ -330,6 +334,12 @@ impl Conditions {
             && c.moe.is_none_or(|m| m == any_dim("experts_per_tok"))
             && c.mla.is_none_or(|m| m == any_dim("kv_lora_rank"))
             && c.recurrent.is_none_or(|r| r == recurrent)
+            && c.qk_nope_head_dim.as_ref().is_none_or(|dims| {
+                subject
+                    .circuits
+                    .iter()
+                    .any(|c| c.dim("qk_nope_head_dim").is_some_and(|d| dims.contains(&d)))
+            })
             && c.checkpoint_quantized
                 .is_none_or(|q| q == model.checkpoint_quantized)
             && c.vision_encoder.is_none_or(|v| v == model.vision_encoder)
