@@ -117,7 +117,7 @@ pub fn solve_with(
         buffers,
         params,
         groups: HashMap::new(),
-        offsets: greedy.offsets,
+        offsets: greedy.placement.offsets,
         steps_left,
         attempt_left: limits.max_steps,
         round_scale: 0,
