@@ -103,7 +103,7 @@ pub(crate) fn greedy(
     let stopped = || stop.is_some_and(|stop| stop());
     let (first_placement, others) = rayon::join(
         || first_pass(buffers, stop),
-        || -> Result<Option<((u64, usize, Placement), [u64; 2])>, PackError> {
+        || -> Result<Option<(Ranked, [u64; 2])>, PackError> {
             if stopped() {
                 return Ok(None);
             }
@@ -193,6 +193,9 @@ pub(crate) fn greedy(
         mirrored: (sides[1] != u64::MAX).then_some(sides[1]),
     })
 }
+
+/// A pass's height, its index (ties go to the lower) and its placement.
+type Ranked = (u64, usize, Placement);
 
 /// The greedy portfolio's answer, and how its start-order sweeps did on each side of time.
 pub(crate) struct Greedy {
