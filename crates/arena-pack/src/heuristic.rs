@@ -13,6 +13,15 @@
 //! parallel); ties between passes go to the lower pass index, so the result does not depend on
 //! the thread count.
 //!
+//! Time runs both ways: a placement is valid for a set exactly when it is valid for the set's
+//! *mirror* (every lifetime `[start, end)` turned into `[T - end, T - start)`, `T` the last
+//! end), since two buffers share a step in one when they do in the other. So the start-order
+//! sweep also runs on the mirror, which is the end-order sweep of the set: buffers that all
+//! end together (a training step's new parameters and optimizer moments, its last gradients)
+//! stack with no gap from the end, where the start-order sweep leaves them gaps it cannot
+//! close. On `synth::compiler(5, 1000, Xla)` (1,476 buffers, the peak in the Adam step at the
+//! end) the mirrored sweep reaches the bound, where every forward pass is 0.03% above it.
+//!
 //! Cost: the two passes in start order are a sweep with a free list (`sweep`), O(n log n)
 //! whatever the overlaps, and always run. The others find a buffer's placed neighbours in a
 //! [`TimeIndex`], O(overlapping pairs) each; they share a work cap of
@@ -68,7 +77,7 @@ pub(crate) const ORDERS: [Order; 5] = [
 
 /// Packs the buffers greedily and returns the lowest of several passes.
 pub fn heuristic(buffers: &[Buffer]) -> Result<Placement, PackError> {
-    greedy(buffers, &Params::default(), None)
+    Ok(greedy(buffers, &Params::default(), None)?.placement)
 }
 
 /// [`heuristic`] with the caller's parameters and `stop` poll. A placement is always
@@ -78,12 +87,14 @@ pub(crate) fn greedy(
     buffers: &[Buffer],
     params: &Params,
     stop: Option<&(dyn Fn() -> bool + Sync)>,
-) -> Result<Placement, PackError> {
+) -> Result<Greedy, PackError> {
     check_intervals(buffers)?;
     let passes: Vec<(Order, Fit)> = ORDERS
         .iter()
         .flat_map(|&order| [(order, Fit::Tightest), (order, Fit::Lowest)])
         .collect();
+    // The mirrored start-order sweeps come after every pass above, so ties keep those.
+    let mirrored_passes = [Fit::Tightest, Fit::Lowest];
     // The pass index breaks ties between equal heights, as when every pass ran in one loop.
     let first = passes
         .iter()
@@ -92,7 +103,7 @@ pub(crate) fn greedy(
     let stopped = || stop.is_some_and(|stop| stop());
     let (first_placement, others) = rayon::join(
         || first_pass(buffers, stop),
-        || -> Result<Option<(u64, usize, Placement)>, PackError> {
+        || -> Result<Option<(Ranked, [u64; 2])>, PackError> {
             if stopped() {
                 return Ok(None);
             }
@@ -117,16 +128,30 @@ pub(crate) fn greedy(
                 .map(|(index, _)| index)
                 .take(allowed)
                 .collect();
+            let mirror = mirrored(buffers);
             Ok(passes
                 .par_iter()
+                .copied()
+                .map(|pass| (pass, false))
+                .chain(
+                    mirrored_passes
+                        .par_iter()
+                        .map(|&fit| ((Order::Start, fit), true)),
+                )
                 .enumerate()
                 .filter(|&(index, _)| index != first)
-                .filter_map(|(index, &(order, fit))| {
+                .filter_map(|(index, ((order, fit), mirror_pass))| {
                     // Ranking and indexing cost O(n log n) before a pass's first poll.
                     if stopped() {
                         return None;
                     }
-                    let placement = if order == Order::Start {
+                    let placement = if mirror_pass {
+                        // Valid for `buffers` as it is for their mirror.
+                        let ranked = rank(&mirror, order, &[]);
+                        let mut offsets = vec![0; buffers.len()];
+                        let height = sweep_until(&mirror, &ranked, fit, &mut offsets, stop).ok()?;
+                        Placement { offsets, height }
+                    } else if order == Order::Start {
                         let ranked = rank(buffers, order, &[]);
                         let mut offsets = vec![0; buffers.len()];
                         let height = sweep_until(buffers, &ranked, fit, &mut offsets, stop).ok()?;
@@ -137,19 +162,49 @@ pub(crate) fn greedy(
                     } else {
                         return None;
                     };
-                    Some((placement.height, index, placement))
+                    let mut sides = [u64::MAX; 2];
+                    if order == Order::Start {
+                        sides[usize::from(mirror_pass)] = placement.height;
+                    }
+                    Some(((placement.height, index, placement), sides))
                 })
-                .min_by_key(|(height, index, _)| (*height, *index)))
+                .reduce_with(|(a, a_sides), (b, b_sides)| {
+                    let sides = [a_sides[0].min(b_sides[0]), a_sides[1].min(b_sides[1])];
+                    if (b.0, b.1) < (a.0, a.1) {
+                        (b, sides)
+                    } else {
+                        (a, sides)
+                    }
+                }))
         },
     );
     let guaranteed = first_placement?;
+    let mut sides = [guaranteed.height, u64::MAX];
     let mut best = (guaranteed.height, first, guaranteed);
-    if let Some(other) = others?
-        && (other.0, other.1) < (best.0, best.1)
-    {
-        best = other;
+    if let Some((other, other_sides)) = others? {
+        sides = [sides[0].min(other_sides[0]), other_sides[1]];
+        if (other.0, other.1) < (best.0, best.1) {
+            best = other;
+        }
     }
-    Ok(best.2)
+    Ok(Greedy {
+        placement: best.2,
+        forward: sides[0],
+        mirrored: (sides[1] != u64::MAX).then_some(sides[1]),
+    })
+}
+
+/// A pass's height, its index (ties go to the lower) and its placement.
+type Ranked = (u64, usize, Placement);
+
+/// The greedy portfolio's answer, and how its start-order sweeps did on each side of time.
+pub(crate) struct Greedy {
+    /// The lowest pass's placement.
+    pub(crate) placement: Placement,
+    /// The lower height of the two start-order sweeps.
+    pub(crate) forward: u64,
+    /// The lower height of the two sweeps of the mirror, if either ran to the end.
+    pub(crate) mirrored: Option<u64>,
 }
 
 /// The start-order pass at the tightest gap. A `stop` already set when it starts gives the
@@ -190,6 +245,29 @@ fn first_pass(
             what: "a buffer's offset + size in the greedy placement",
         })?;
     Ok(Placement { offsets, height })
+}
+
+/// The mirror of `buffers` in time: `[start, end)` becomes `[T - end, T - start)`, `T` the
+/// last end of a live buffer; inert buffers stay inert. Two buffers share a step in the mirror
+/// exactly when they do in `buffers`, so a placement is valid for one when it is for the other
+/// and has the same height.
+pub(crate) fn mirrored(buffers: &[Buffer]) -> Vec<Buffer> {
+    let last = buffers
+        .iter()
+        .filter(|b| b.is_live())
+        .map(|b| b.end)
+        .max()
+        .unwrap_or(0);
+    buffers
+        .iter()
+        .map(|b| {
+            if b.is_live() {
+                Buffer::new(last - b.end, last - b.start, b.size)
+            } else {
+                Buffer::new(0, 0, b.size)
+            }
+        })
+        .collect()
 }
 
 /// The live buffers in the given order.
@@ -401,6 +479,25 @@ fn pick_gap(below: &[(u64, u64)], size: u64, fit: Fit) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[start, end)` becomes `[T - end, T - start)` with `T` the last end of a live buffer;
+    /// an inert buffer (here an empty lifetime past `T`) stays inert.
+    #[test]
+    fn the_mirror_reverses_time() {
+        let buffers = [
+            Buffer::new(0, 2, 5),
+            Buffer::new(1, 4, 3),
+            Buffer::new(9, 9, 7),
+        ];
+        assert_eq!(
+            mirrored(&buffers),
+            [
+                Buffer::new(2, 4, 5),
+                Buffer::new(0, 3, 3),
+                Buffer::new(0, 0, 7)
+            ]
+        );
+    }
 
     /// A floor is a buffer below that the pass does not see (a window's greedy placement
     /// keeps each buffer above the base buffers after the window's end): the buffer goes to
