@@ -103,7 +103,10 @@ impl EngineProfile {
             .try_fold(0u64, |acc, n| n.map(|n| acc.max(n)))
             .ok_or_else(overflow)?;
         let utilization = needed as f64 / startup.device_total as f64;
-        let fits = !matches!(startup.verdict, Verdict::NoKvMemory { .. }) && startup.kv_blocks > 0;
+        let fits = !matches!(
+            startup.verdict,
+            Verdict::NoKvMemory { .. } | Verdict::WeightsAboveDevice { .. }
+        ) && startup.kv_blocks > 0;
         // A multimodal encoder's dummy items may shrink with the length, so a length below
         // the run's may start when the run's does not.
         let encoder_runs = startup.workers.iter().any(|w| w.encoder.items > 0);

@@ -219,6 +219,16 @@ impl PeakSetBy {
 pub enum Verdict {
     /// It starts.
     Starts,
+    /// One worker's weights alone exceed the device's memory: the engine stops while it
+    /// builds the model, every parameter being allocated on the device before any weight is
+    /// read (vLLM: model_loader/base_loader.py `with target_device: create_model`), with
+    /// torch's CUDA out-of-memory error, before any profile run or KV-cache check.
+    WeightsAboveDevice {
+        /// The largest worker's weights as loaded, bytes.
+        weights: u64,
+        /// The device's memory as CUDA reports it, bytes.
+        device_total: u64,
+    },
     /// Weights, activations and non-torch exceed the requested memory.
     NoKvMemory {
         /// Bytes short.
@@ -657,10 +667,19 @@ impl EngineProfile {
             .unwrap_or(0);
         let longest = settled.model_len.longest;
         let max_model_len = settled.max_model_len;
+        let most_weights = workers.iter().map(|w| w.weights).max().unwrap_or(0);
         let verdict = if max_model_len > longest {
             Verdict::MaxModelLenAboveModel {
                 max_model_len,
                 longest,
+            }
+        } else if most_weights > settled.device_total {
+            // Loading fails before the profile run: no "No available memory for the cache
+            // blocks" is ever reached (the model's parameters are allocated on the device as it
+            // is built, model_loader/base_loader.py, vLLM 0.31.0 L67-72, 0.10.1.1 L43-44).
+            Verdict::WeightsAboveDevice {
+                weights: most_weights,
+                device_total: settled.device_total,
             }
         } else if workers.iter().any(|w| w.kv_cache == 0) {
             Verdict::NoKvMemory { short_by: short }

@@ -57,6 +57,15 @@ pub struct Prediction<'a> {
 pub(crate) fn verdict_json(v: &Verdict) -> serde_json::Value {
     match v {
         Verdict::Starts => serde_json::json!({ "starts": true }),
+        Verdict::WeightsAboveDevice {
+            weights,
+            device_total,
+        } => serde_json::json!({
+            "starts": false,
+            "reason": "weights_above_device",
+            "weights": weights,
+            "device_total": device_total,
+        }),
         Verdict::NoKvMemory { short_by } => serde_json::json!({
             "starts": false,
             "reason": "no_kv_memory",
@@ -87,6 +96,7 @@ pub(crate) fn verdict_json(v: &Verdict) -> serde_json::Value {
 pub(crate) fn reason(v: &Verdict) -> &'static str {
     match v {
         Verdict::Starts => "",
+        Verdict::WeightsAboveDevice { .. } => "weights_above_device",
         Verdict::NoKvMemory { .. } => "no_kv_memory",
         Verdict::MaxModelLenTooLong { .. } => "max_model_len_too_long",
         Verdict::MaxModelLenAboveModel { .. } => "max_model_len_above_model",
@@ -538,6 +548,14 @@ pub fn print_table(
     }
     match &s.verdict {
         Verdict::Starts => outln!("verdict   starts"),
+        Verdict::WeightsAboveDevice {
+            weights,
+            device_total,
+        } => outln!(
+            "verdict   does not start: on some worker the weights alone ({}) exceed the device's {}; loading the model fails with CUDA out of memory, before any KV-cache sizing",
+            gib(*weights),
+            gib(*device_total)
+        ),
         Verdict::NoKvMemory { short_by } => outln!(
             "verdict   does not start: on some worker, weights, activation peak and non-torch exceed the requested memory by {}",
             gib(*short_by)
