@@ -23,8 +23,9 @@ one process (VLLM_ENABLE_V1_MULTIPROCESSING=0):
   result (torch peak increase, total consumed), "Memory after warmup" (the extensible cache's
   decision: free, committed, transient kept, torch reservation growth, blocks), "GPU KV cache
   size", and "Graph capturing finished ... took" (the graphs' pool);
-- the device's free memory before vLLM starts (torch.cuda.mem_get_info), which the prediction
-  leaves out (unsettled `memory_in_use_at_start`).
+- the device's free memory before vLLM starts (torch.cuda.mem_get_info, in vLLM's own process:
+  multiprocessing is off), which checks the prediction's assumed CUDA context
+  (`[kv_cache.measured] cuda_context_bytes`, 0.51 GiB; unsettled `memory_in_use_at_start`).
 
 and writes them to startup-0.34.json. `--no-extensible-kv-cache` runs the estimate-based path
 instead (gpu_memory_utilization 0.92, 0.27's budget with the V2 CUDA-graph estimate), which
@@ -44,6 +45,8 @@ import tempfile
 
 MIB = 1 << 20
 GIB = 1 << 30
+# The CUDA context the profile assumes in use before the snapshot (engines/vllm-0.34/engine.toml).
+CUDA_CONTEXT_BYTES = 547_608_330
 
 # vLLM 0.34's lines, as its source formats them.
 PATTERNS = {
@@ -208,8 +211,9 @@ def compare(recorded_path, predicted_path):
             err = (predicted - printed) / printed * 100
             print(f"{name:<24} predicted {predicted:>14,.2f}   vLLM {printed:>14,.2f}   {err:+.2f}%")
     print(
-        f"memory in use at start (left out of the prediction): "
-        f"{rec.get('memory_in_use_at_start_bytes', 0) / GIB:.2f} GiB"
+        f"memory in use at start: measured "
+        f"{rec.get('memory_in_use_at_start_bytes', 0) / GIB:.2f} GiB, assumed "
+        f"{CUDA_CONTEXT_BYTES / GIB:.2f} GiB (engines/vllm-0.34/engine.toml cuda_context_bytes)"
     )
 
 

@@ -72,6 +72,13 @@ fn the_vision_note_prints_for_a_vision_language_model_only() {
         notes("vllm-0.34", QWEN_VL, 1, |r| r.skip_mm_profiling = true),
         without(&["vision_tower_forwards"])
     );
+    // A world of two also holds the communicators before the snapshot: their assumption's
+    // note follows the context's.
+    assert_eq!(notes("vllm-0.34", LLAMA, 2, |_| {}), {
+        let mut v = without(&["vision_tower_forwards"]);
+        v.insert(2, "communicators_at_start".to_owned());
+        v
+    });
     // An eager run compiles no forward and captures no graph.
     assert_eq!(
         notes("vllm-0.34", LLAMA, 1, |r| r.enforce_eager = true),

@@ -99,8 +99,8 @@ pub(crate) struct KvFacts {
     pub(crate) recurrent_attention_block: Formula,
     pub(crate) recurrent_block: Formula,
     pub(crate) budget: Option<BudgetMechanism>,
-    /// `kv_cache.measured`: (margin floor bytes, margin fraction).
-    pub(crate) measured: Option<(u64, f64)>,
+    /// `kv_cache.measured`: the margins and the memory in use before the snapshot.
+    pub(crate) measured: Option<crate::mechanisms::MeasuredFacts>,
     pub(crate) printed_tokens: Option<PrintedTokensMechanism>,
     pub(crate) recurrent_prefix_caching_by_default: bool,
 }
@@ -450,7 +450,7 @@ fn compile_run(
     let measured = match (kv.budget, &kv.measured) {
         (Some(b), None) if b.needs_measured_margins() => {
             return Err(bad(format!(
-                "kv_cache.budget = {:?} needs [kv_cache.measured] (margin_floor_bytes, margin_fraction)",
+                "kv_cache.budget = {:?} needs [kv_cache.measured] (margin_floor_bytes, margin_fraction, cuda_context_bytes, communicator_bytes)",
                 b.name()
             )));
         }
@@ -460,9 +460,12 @@ fn compile_run(
                 m.margin_fraction
             )));
         }
-        (_, m) => m
-            .as_ref()
-            .map(|m| (m.margin_floor_bytes, m.margin_fraction)),
+        (_, m) => m.as_ref().map(|m| crate::mechanisms::MeasuredFacts {
+            margin_floor: m.margin_floor_bytes,
+            margin_fraction: m.margin_fraction,
+            cuda_context: m.cuda_context_bytes,
+            communicators: m.communicator_bytes,
+        }),
     };
     let kv = KvFacts {
         budget: kv.budget,

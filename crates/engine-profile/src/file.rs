@@ -158,6 +158,13 @@ pub struct MeasuredDecl {
     pub margin_floor_bytes: u64,
     /// The margin as a fraction of the transient peak, when above the floor.
     pub margin_fraction: f64,
+    /// The CUDA context a worker's process holds before the engine's first snapshot, which
+    /// the measured headroom leaves out (assumed: a device-and-driver figure the engine's
+    /// source cannot give; the file says where it was measured).
+    pub cuda_context_bytes: u64,
+    /// What a rank of a world of more than one holds beyond the context before the snapshot
+    /// (the communicators' set-up; assumed).
+    pub communicator_bytes: u64,
 }
 
 /// The start-up check that the KV memory holds one request of max-model-len: where the

@@ -23,7 +23,7 @@ use crate::{
     BudgetAnswers, EngineError, EngineProfile, ModelLen, RunSettings, StageCircuit, Startup,
 };
 
-pub(crate) use vllm::BudgetInputs;
+pub(crate) use vllm::{BudgetInputs, MeasuredFacts};
 
 #[path = "sglang/mod.rs"]
 mod sglang;

@@ -137,6 +137,10 @@ impl EngineProfile {
                     non_torch: settled.non_torch,
                     cuda_graph: cuda_graph.total,
                     subtract_cuda_graph: kv.subtract_cuda_graph_estimate,
+                    world_size: settled
+                        .tp
+                        .checked_mul(settled.stages)
+                        .ok_or_else(overflow)?,
                     measured: kv.measured,
                 },
             )

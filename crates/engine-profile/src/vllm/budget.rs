@@ -6,8 +6,10 @@
 //!
 //! Invariants: every sum is checked (None on overflow); a budget below what the worker holds
 //! is 0 KV bytes, never a wrap; the quantities vLLM measures that its source cannot give (the
-//! caching allocator's slack, the memory in use when vLLM starts, the torch reservation growth
-//! of the sizing steps) are not here: the engine file states them as unsettled.
+//! caching allocator's slack, the torch reservation growth of the sizing steps) are not here:
+//! the engine file states them as unsettled. The memory in use before vLLM's snapshot (the
+//! CUDA context, the communicators) is not in the source either: [`measured`] takes it from the
+//! engine file's stated assumption ([`MeasuredFacts`]), never as 0.
 
 /// What a worker allocates, as the budget mechanisms read it (bytes).
 #[derive(Debug, Clone, Copy)]
@@ -30,8 +32,38 @@ pub(crate) struct BudgetInputs {
     pub(crate) cuda_graph: u64,
     /// Whether the estimate is taken from the budget.
     pub(crate) subtract_cuda_graph: bool,
-    /// `kv_cache.measured`: (margin floor bytes, margin fraction), for [`measured`].
-    pub(crate) measured: Option<(u64, f64)>,
+    /// The worker's world size (TP x PP): above 1 the communicators are set up before the
+    /// snapshot.
+    pub(crate) world_size: u64,
+    /// `kv_cache.measured`, for [`measured`].
+    pub(crate) measured: Option<MeasuredFacts>,
+}
+
+/// `[kv_cache.measured]` as compiled: the margins of a KV cache sized after warm-up and the
+/// memory a worker holds before vLLM's first snapshot, which the headroom leaves out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct MeasuredFacts {
+    /// The least margin kept below the headroom.
+    pub(crate) margin_floor: u64,
+    /// The margin as a fraction of the transient, when above the floor.
+    pub(crate) margin_fraction: f64,
+    /// The CUDA context of the worker's process (assumed: the engine file says from where).
+    pub(crate) cuda_context: u64,
+    /// What a rank of a world of more than one holds beyond it before the snapshot (NCCL's
+    /// communicators, custom all-reduce's buffers; assumed).
+    pub(crate) communicators: u64,
+}
+
+impl MeasuredFacts {
+    /// The memory in use when vLLM takes its first snapshot, at `world_size` (None on
+    /// overflow).
+    pub(crate) fn in_use_at_start(&self, world_size: u64) -> Option<u64> {
+        if world_size > 1 {
+            self.cuda_context.checked_add(self.communicators)
+        } else {
+            Some(self.cuda_context)
+        }
+    }
 }
 
 /// vLLM 0.27-0.33 (`utils/mem_utils.py` `memory_profiling`: `non_kv_cache_memory =
@@ -64,11 +96,15 @@ pub(crate) fn total_consumed(i: &BudgetInputs) -> Option<(u64, u64)> {
 /// transient is `reserved_headroom_bytes`: the profile run's peak over what it leaves
 /// allocated (`transient_peak_headroom`, v1/worker/gpu_worker.py L771-773 with no estimate
 /// under the extensible cache), then the sizing steps' own (v1/worker/gpu/warmup.py
-/// `_measure_sizing_step`), which are not modelled. `free + committed` is taken as the device
-/// total less `non_kv_used`: the memory in use before vLLM's snapshot is not in the source.
+/// `_measure_sizing_step`), which are not modelled. `init_free` is the first snapshot's free
+/// memory (v1/worker/gpu_worker.py L549 `MemorySnapshot`, after the distributed init and the
+/// cuBLAS handles, L506-546), so `free + committed = init_free - non_kv_used = total -
+/// in_use_at_start - non_kv_used`: the memory in use before the snapshot (the CUDA context,
+/// at world > 1 the communicators; [`MeasuredFacts::in_use_at_start`]) is out of the headroom.
 /// Returns (KV bytes, non-KV bytes counted against the requested memory).
 pub(crate) fn measured(i: &BudgetInputs) -> Option<(u64, u64)> {
-    let (floor, fraction) = i.measured?;
+    let m = i.measured?;
+    let (floor, fraction) = (m.margin_floor, m.margin_fraction);
     let used = i
         .weights
         .checked_add(i.resident)?
@@ -79,7 +115,10 @@ pub(crate) fn measured(i: &BudgetInputs) -> Option<(u64, u64)> {
     // Python's int() of a non-negative float truncates.
     let margin = floor.max((transient as f64 * fraction) as u64);
     let within_request = i.requested.saturating_sub(used);
-    let headroom = i.device_total.saturating_sub(used).saturating_sub(margin);
+    let init_free = i
+        .device_total
+        .saturating_sub(m.in_use_at_start(i.world_size)?);
+    let headroom = init_free.saturating_sub(used).saturating_sub(margin);
     let kv = within_request.min(headroom).saturating_sub(transient);
     Some((kv, used.checked_add(transient)?))
 }
@@ -101,7 +140,13 @@ mod tests {
             non_torch: GIB / 4,
             cuda_graph: GIB,
             subtract_cuda_graph: true,
-            measured: Some((GIB, 0.75)),
+            world_size: 1,
+            measured: Some(MeasuredFacts {
+                margin_floor: GIB,
+                margin_fraction: 0.75,
+                cuda_context: GIB / 2,
+                communicators: GIB,
+            }),
         }
     }
 
@@ -121,22 +166,43 @@ mod tests {
     #[test]
     fn measured_takes_the_smaller_of_the_request_and_the_headroom_less_the_transient() {
         // used = 15 + 0.5 + 0.25 + 0.25 + 1 = 17 GiB; transient = 2 - 0.25 = 1.75 GiB;
-        // margin = max(1, 1.3125) = 1.3125 GiB. Within the request 73 - 17 = 56; the headroom
-        // 79 - 17 - 1.3125 = 60.6875: the request binds, 56 - 1.75 = 54.25 GiB.
+        // margin = max(1, 1.3125) = 1.3125 GiB; init_free = 79 - 0.5 (the context) = 78.5.
+        // Within the request 73 - 17 = 56; the headroom 78.5 - 17 - 1.3125 = 60.1875: the
+        // request binds, 56 - 1.75 = 54.25 GiB.
         let (kv, taken) = measured(&inputs()).unwrap();
         assert_eq!(kv, 54 * GIB + GIB / 4);
         assert_eq!(taken, 18 * GIB + 3 * GIB / 4);
-        // At utilization 1.0 the headroom binds: 60.6875 - 1.75 = 58.9375 GiB.
+        // At utilization 1.0 the headroom binds: 60.1875 - 1.75 = 58.4375 GiB, the context
+        // (0.5 GiB) less than the device alone would leave.
         let all = BudgetInputs {
             requested: 79 * GIB,
             ..inputs()
         };
-        assert_eq!(measured(&all).unwrap().0, 58 * GIB + 15 * GIB / 16);
+        assert_eq!(measured(&all).unwrap().0, 58 * GIB + 7 * GIB / 16);
+        // A world of two also holds the communicators (1 GiB) before the snapshot: 57.4375.
+        let pair = BudgetInputs {
+            world_size: 2,
+            ..all
+        };
+        assert_eq!(measured(&pair).unwrap().0, 57 * GIB + 7 * GIB / 16);
         // Nothing left: 0, not a wrap.
         let full = BudgetInputs {
             weights: 78 * GIB,
             ..inputs()
         };
         assert_eq!(measured(&full).unwrap().0, 0);
+    }
+
+    #[test]
+    fn the_memory_in_use_at_start_overflows_to_none() {
+        let huge = BudgetInputs {
+            world_size: 2,
+            measured: Some(MeasuredFacts {
+                cuda_context: u64::MAX,
+                ..inputs().measured.unwrap()
+            }),
+            ..inputs()
+        };
+        assert_eq!(measured(&huge), None);
     }
 }

@@ -18,7 +18,7 @@ mod max_model_len;
 mod printed_tokens;
 mod rotary;
 
-pub(crate) use budget::{BudgetInputs, measured, total_consumed};
+pub(crate) use budget::{BudgetInputs, MeasuredFacts, measured, total_consumed};
 pub(crate) use cuda_graph_estimate::capture_piecewise;
 pub(crate) use kv_groups::kv_groups;
 pub(crate) use max_model_len::max_model_len;
