@@ -2,8 +2,14 @@
 //! `window` first, then, when the part is small enough for the exact search's tables,
 //! whole-part runs of the exact search above the base layer.
 //!
-//! The windowed run goes with the plain base layer first; where it does not fit, again with
-//! the peak layer (see `base`), which the caller stops asking for once it did no better.
+//! The windowed run goes with the plain base layer first, in time order; where it does not
+//! fit, again with the peak layer (see `base`) and built outwards from the peak window (see
+//! `window`), which the caller stops asking for once it did no better. Both runs' base layers
+//! are compact at the peak (see `base`). Why outwards only in the second run: measured at 10
+//! CPU-seconds on 28 compiler-shaped and training sets of 20,000-60,000 buffers, outwards in
+//! both runs proved some sets in a tenth of the time but ended higher on three (a
+//! compiler-shaped set 1.0099 x its bound where time order gives 1.0081, `somas-60k` 1.0012
+//! where 1.0004); as the second run it is never higher on them (docs/packing.md).
 //!
 //! A whole-part run takes each section's space below the highest base buffer live in it and
 //! lets the exact search place the other buffers above, within the capacity asked for, also
@@ -59,7 +65,8 @@ pub(crate) struct Attempt {
 /// at most `attempt.budget` search nodes. The windowed run goes first (with all of the budget:
 /// before, half, and on a 20,000-buffer compiler-shaped set it ran out of nodes at its 325th
 /// window of 380 where it needs 1.37M of the attempt's 2.59M); where it does not fit and
-/// `attempt.peak` asks for it, it runs again with the peak layer and what it left of the
+/// `attempt.peak` asks for it, it runs again with the peak layer, outwards from the peak
+/// window, with what it left of the
 /// budget, and the lower complete placement of the two is kept (the second value returned:
 /// whether the peak layer's run was kept, `None` when it was not made). If that neither fits nor returns a complete placement lower than `attempt.best`, the
 /// runs of [`RUNS`] go in parallel on the whole part in rounds of growing budgets (so that a
@@ -85,21 +92,22 @@ pub(crate) fn layered(
         cancel: None,
         outer: None,
     };
-    let base = BaseLayer::new(buffers, ids, params, false);
-    let mut windowed = windowed_run(buffers, ids, &base, &attempt, &interrupt, params);
+    let base = BaseLayer::new(buffers, ids, params, false, true);
+    let mut windowed = windowed_run(buffers, ids, &base, &attempt, false, &interrupt, params);
     // The peak layer (see `base`): where the plain run does not fit, the same attempt again
-    // with the long buffers live at the part's peak placed first, with what the plain run
-    // left of the budget; the lower complete placement of the two is kept.
+    // with the long buffers live at the part's peak placed first and the windows built
+    // outwards from the peak, with what the plain run left of the budget; the lower complete
+    // placement of the two is kept.
     let mut peak_won = None;
     if attempt.peak && windowed.outcome != Outcome::Found && !interrupt.fired() {
-        let peak = BaseLayer::new(buffers, ids, params, true);
+        let peak = BaseLayer::new(buffers, ids, params, true, true);
         let left = budget.saturating_sub(windowed.steps);
         if peak.differs(&base) && left > 0 {
             let second = Attempt {
                 budget: left,
                 ..attempt
             };
-            let run = windowed_run(buffers, ids, &peak, &second, &interrupt, params);
+            let run = windowed_run(buffers, ids, &peak, &second, true, &interrupt, params);
             let steps = windowed.steps.saturating_add(run.steps);
             let won = run.outcome == Outcome::Found || lower(buffers, ids, &run, &windowed);
             if won {
@@ -242,7 +250,7 @@ fn run_one(
     };
     // Each table below costs up to O(whole_part_cells) before the search's first poll: the
     // interrupt is polled between them.
-    let base = with_base.then(|| BaseLayer::new(buffers, ids, params, false));
+    let base = with_base.then(|| BaseLayer::new(buffers, ids, params, false, false));
     if base.as_ref().is_some_and(|b| b.exceeds(buffers, capacity)) || interrupt.fired() {
         return aborted(0);
     }

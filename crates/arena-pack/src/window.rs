@@ -19,6 +19,23 @@
 //! (above the target either way: the run then reports no fit but returns a complete
 //! placement), and the windows after it get that room.
 //!
+//! A free buffer rests above the base buffers only where it is clipped (after the window's
+//! end, before its start): the base buffers live in the window are pins of its instance, so
+//! the search and the greedy may put it in a hole between them (issue 35, fifth session;
+//! before, it rested above the highest base top over its whole lifetime, and a hole in the
+//! base layer at the peak could be used by no buffer live there).
+//!
+//! *Outwards from the peak* (asked for by the caller): the window holding the part's peak step
+//! goes first, with every buffer live in it free (clipped to it on both sides), so that the
+//! buffers live at the peak are placed by the one search that sees it; then the windows before
+//! it in reverse time order (a pass in mirrored time, `t -> end - t`: each window places the
+//! buffers that end in it, clipped at its start, around those placed after it), then the
+//! windows after it in time order. Only buffers live in the peak window cross from one side to
+//! the other, and each side sees them as carried into its first window, so the placements
+//! agree. In time order, the windows before the peak fix the offsets of the buffers live at
+//! the peak without seeing it (on `xla-30k` the peak window was proven impossible at the
+//! bound with their pins).
+//!
 //! Invariants: the offsets returned are a valid placement of all buffers of the part (every
 //! buffer placed once, pins never overlap what is placed around them, since the search and the
 //! greedy both respect them); the run is sequential and a deterministic function of its input
@@ -27,8 +44,9 @@
 //! windows left are placed by one greedy pass around what is placed (a complete placement,
 //! reported as no fit); when the interrupt fires it stops with no placement, and the caller
 //! keeps its best one. Memory
-//! is O(buffers + buffers live at once): placed buffers are found through a [`TimeIndex`], and
-//! only the windows a merge can still reach keep their lists of carried buffers.
+//! is O(buffers + buffers live at once): base buffers are found through a [`TimeIndex`] over
+//! them alone, carried ones from lists that only the windows a merge can still reach keep (a
+//! run outwards also keeps a mirrored copy of the part's lifetimes during its pass back).
 
 use crate::base::BaseLayer;
 use crate::heuristic::{self, Fit, Order, UNPLACED};
@@ -72,8 +90,10 @@ impl LargeRun {
     }
 }
 
-/// Places the buffers `ids` (live, sorted by start) window by window within `capacity`,
-/// spending at most `budget` search nodes (each window `scale` times its usual nodes). `Found` when everything fits; otherwise the offsets
+/// Places the buffers `ids` (live, sorted by start) window by window within `capacity`, in time
+/// order or, with `outward`, outwards from the peak window (see the module header), spending
+/// at most `budget` search nodes (each window `scale` times its usual nodes). `Found` when
+/// everything fits; otherwise the offsets
 /// (in the order of `ids`) are a complete valid placement above the capacity, or empty (when
 /// the base layer `base` of `ids` alone exceeds it, or the budget or the interrupt ended the
 /// run).
@@ -82,6 +102,7 @@ pub(crate) fn windowed(
     ids: &[u32],
     base: &BaseLayer,
     attempt: &Attempt,
+    outward: bool,
     interrupt: &Interrupt<'_>,
     params: &Params,
 ) -> LargeRun {
@@ -89,7 +110,6 @@ pub(crate) fn windowed(
         capacity,
         budget,
         scale,
-        quick,
         ..
     } = *attempt;
     // The base layer and the cuts cost O(n log n) each before the first window's poll.
@@ -98,31 +118,19 @@ pub(crate) fn windowed(
     }
     let free = &base.rest;
     let cuts = cut_points(buffers, free, params.window);
-    // `first[k]`: the position in `free` of window k's first buffer; one past the end last.
-    let mut first: Vec<usize> = cuts
-        .iter()
-        .map(|&t| free.partition_point(|&i| buffers[i as usize].start < t))
-        .collect();
-    first.push(free.len());
-    let windows = cuts.len();
     // The last window ends where the part does, so buffers kept to the end span it.
     let part_end = ids
         .iter()
         .map(|&i| buffers[i as usize].end)
         .max()
         .unwrap_or(0);
-    let end_of = |k: usize| cuts.get(k + 1).copied().unwrap_or(part_end);
 
     // Global offsets, per buffer of the instance (only those of `ids` are used).
     let mut at: Vec<u64> = vec![FREE; buffers.len()];
-    let mut base_index = TimeIndex::new(buffers);
     for (&i, &o) in base.ids.iter().zip(&base.offsets) {
         at[i as usize] = o;
-        base_index.enter(i as usize);
     }
-    // `carried[k]`: placed free buffers from windows before k still live at its start; only
-    // the windows a merge can still reach keep theirs.
-    let mut carried: Vec<Vec<u32>> = vec![Vec::new(); windows + 1];
+    let base_index = BaseIndex::new(buffers, base);
     let mut run = Run {
         buffers,
         base,
@@ -130,99 +138,39 @@ pub(crate) fn windowed(
         steps: 0,
         budget,
         scale,
+        quick: attempt.quick,
         interrupt,
         params,
         fits: true,
         room: capacity,
     };
-    let mut out_of_nodes = false;
-    let mut k = 0;
-    while k < windows {
-        if run.out_of_time() {
-            // Out of nodes: the rest is placed by one greedy pass around everything placed
-            // (before, the run returned nothing, and on a 20,000-buffer compiler-shaped set
-            // whose failing windows spent the budget on merges, every attempt ended so).
-            // Stopped: the caller keeps its best placement.
-            if interrupt.fired() || !complete(buffers, ids, &free[first[k]..], &mut at, interrupt) {
-                return LargeRun::empty(run.steps.min(budget));
-            }
-            run.fits = false;
-            out_of_nodes = true;
-            break;
+    let peak = if outward {
+        peak_window(buffers, ids, &cuts)
+    } else {
+        None
+    };
+    let ended = match peak {
+        None => run.pass(free, &cuts, part_end, 0, Vec::new(), &mut at),
+        Some(p) => outwards(&mut run, ids, &cuts, part_end, p, &mut at),
+    };
+    let out_of_nodes = match ended {
+        None => return LargeRun::empty(run.steps.min(budget)),
+        Some(done) => !done,
+    };
+    if out_of_nodes {
+        // Out of nodes: the rest is placed by one greedy pass around everything placed
+        // (before, the run returned nothing, and on a 20,000-buffer compiler-shaped set
+        // whose failing windows spent the budget on merges, every attempt ended so).
+        // Stopped: the caller keeps its best placement.
+        let rest: Vec<u32> = free
+            .iter()
+            .copied()
+            .filter(|&i| at[i as usize] == FREE)
+            .collect();
+        if interrupt.fired() || !complete(buffers, ids, &rest, &mut at, interrupt) {
+            return LargeRun::empty(run.steps.min(budget));
         }
-        let mut a = k;
-        loop {
-            let window = Window {
-                start: cuts[a],
-                end: end_of(k),
-                free: &free[first[a]..first[k + 1]],
-                carried: &carried[a],
-            };
-            // The window alone: its greedy placement in its own instance is taken when it
-            // fits the room, before the search in a quick run, after it otherwise. Before,
-            // a window that the search could not place within its nodes was merged with the
-            // windows before it, one more at a time up to `max_merged` free buffers, each
-            // merge a larger search: on a 20,000-buffer compiler-shaped set the search failed
-            // on windows whose pins end 36% below the room, and the merges took the run's
-            // nodes by its 98th window of 380.
-            let fitted = if a == k && quick {
-                run.greedy_within(&window, &mut at)
-            } else {
-                Some(false)
-            };
-            let fitted = match fitted {
-                Some(false) if run.solve(&window, &mut at) => Some(true),
-                Some(false) if a == k && !quick => run.greedy_within(&window, &mut at),
-                other => other,
-            };
-            match fitted {
-                None => return LargeRun::empty(run.steps.min(budget)),
-                Some(true) => break,
-                Some(false) => {}
-            }
-            let merged = first[k + 1] - first[a.saturating_sub(1)];
-            if a > 0 && merged <= params.max_merged && !run.out_of_time() {
-                a -= 1;
-                continue;
-            }
-            // More room for the window alone (the windows merged into it keep their
-            // placements: a failed search writes nothing), or the greedy placement of the
-            // window alone or of the merge, whichever is lower.
-            let single = Window {
-                start: cuts[k],
-                end: end_of(k),
-                free: &free[first[k]..first[k + 1]],
-                carried: &carried[k],
-            };
-            let merge = (a < k).then_some(&window);
-            match run.raise(&single, merge, &mut at) {
-                None => {
-                    return LargeRun::empty(run.steps.min(budget));
-                }
-                Some(true) => {}
-                Some(false) => a = k,
-            }
-            break;
-        }
-        for j in a..=k {
-            let next = end_of(j);
-            let live: Vec<u32> = carried[j]
-                .iter()
-                .chain(&free[first[j]..first[j + 1]])
-                .copied()
-                .filter(|&i| buffers[i as usize].end > next)
-                .collect();
-            carried[j + 1] = live;
-        }
-        // A merge from window k + 1 on never reaches back past `max_merged` free buffers.
-        for j in 0..k {
-            if first[k + 1] - first[j + 1] > 2 * params.max_merged {
-                carried[j] = Vec::new();
-            } else {
-                break;
-            }
-        }
-        k += 1;
+        run.fits = false;
     }
     let offsets: Vec<u64> = ids
         .iter()
@@ -241,6 +189,113 @@ pub(crate) fn windowed(
         offsets,
         out_of_nodes,
     }
+}
+
+/// The window holding the part's peak: the first step where the sizes of the buffers of `ids`
+/// live add up to their most; `None` when it is the first window (time order is then the
+/// same run).
+fn peak_window(buffers: &[Buffer], ids: &[u32], cuts: &[u64]) -> Option<usize> {
+    let mut events: Vec<(u64, bool, u64)> = Vec::with_capacity(ids.len() * 2);
+    for &i in ids {
+        let b = &buffers[i as usize];
+        // Ends before starts at a time (`false` sorts first): a buffer ending at t is not
+        // live there.
+        events.push((b.start, true, b.size));
+        events.push((b.end, false, b.size));
+    }
+    events.sort_unstable();
+    let (mut live, mut most, mut when) = (0u128, 0u128, 0u64);
+    for &(t, starts, size) in &events {
+        if starts {
+            live += u128::from(size);
+            if live > most {
+                (most, when) = (live, t);
+            }
+        } else {
+            live -= u128::from(size);
+        }
+    }
+    let p = cuts.partition_point(|&c| c <= when).checked_sub(1)?;
+    (p > 0).then_some(p)
+}
+
+/// The windowed run built outwards from the peak window `p`: the peak window first, with every
+/// buffer live in it free (lifetimes clipped to it on both sides), then the windows before it
+/// in reverse time order (a pass in mirrored time: each window places the buffers that end in
+/// it, clipped at its start, around those placed after it), then the windows after it in time
+/// order. Only the peak window's buffers cross from one side to the other, and each side sees
+/// them as buffers carried into its first window, so the three placements are valid together.
+/// `None` when the interrupt fired, `Some(false)` when the nodes ran out (buffers are left
+/// unplaced), `Some(true)` when every buffer is placed.
+fn outwards(
+    run: &mut Run<'_>,
+    ids: &[u32],
+    cuts: &[u64],
+    part_end: u64,
+    p: usize,
+    at: &mut [u64],
+) -> Option<bool> {
+    let buffers = run.buffers;
+    let free = &run.base.rest;
+    let (from, to) = (cuts[p], cuts.get(p + 1).copied().unwrap_or(part_end));
+    let inside: Vec<u32> = free
+        .iter()
+        .copied()
+        .filter(|&i| buffers[i as usize].start < to && buffers[i as usize].end > from)
+        .collect();
+    let window = Window {
+        start: from,
+        end: to,
+        free: &inside,
+        carried: &[],
+    };
+    if run.out_of_time() {
+        return if run.interrupt.fired() {
+            None
+        } else {
+            Some(false)
+        };
+    }
+    run.place_alone(&window, at)?;
+    // The windows before the peak, in mirrored time: window `p - 1 - j` is mirrored window j.
+    let mirror = |b: &Buffer| Buffer::new(part_end - b.end, part_end - b.start, b.size);
+    let mut mirrored: Vec<Buffer> = buffers.to_vec();
+    for &i in ids {
+        mirrored[i as usize] = mirror(&buffers[i as usize]);
+    }
+    let mut before: Vec<u32> = free
+        .iter()
+        .copied()
+        .filter(|&i| buffers[i as usize].end <= from)
+        .collect();
+    before.sort_unstable_by_key(|&i| (mirrored[i as usize].start, i));
+    let mirrored_cuts: Vec<u64> = cuts[1..=p].iter().rev().map(|&c| part_end - c).collect();
+    let carried: Vec<u32> = inside
+        .iter()
+        .copied()
+        .filter(|&i| buffers[i as usize].start < from)
+        .collect();
+    let base = run.base.mirrored(buffers, part_end);
+    let base_index = BaseIndex::new(&mirrored, &base);
+    let mut back = Run {
+        buffers: &mirrored,
+        base: &base,
+        base_index: &base_index,
+        ..*run
+    };
+    let done = back.pass(&before, &mirrored_cuts, part_end - cuts[0], 0, carried, at);
+    (run.steps, run.fits, run.room) = (back.steps, back.fits, back.room);
+    if done != Some(true) {
+        return done;
+    }
+    drop(mirrored);
+    // The windows after the peak, in time order.
+    let carried: Vec<u32> = inside
+        .iter()
+        .copied()
+        .filter(|&i| buffers[i as usize].end > to)
+        .collect();
+    run.pass(free, cuts, part_end, p + 1, carried, at)
 }
 
 /// Places the buffers `rest` (free, not placed yet) of the part `ids` by one greedy pass (start
@@ -365,11 +420,13 @@ struct Run<'r> {
     buffers: &'r [Buffer],
     base: &'r BaseLayer,
     /// The base buffers, by time.
-    base_index: &'r TimeIndex,
+    base_index: &'r BaseIndex,
     steps: u64,
     budget: u64,
     /// Each window's nodes are this many times the usual.
     scale: u64,
+    /// Each window takes its greedy placement when that fits, before any search.
+    quick: bool,
     interrupt: &'r Interrupt<'r>,
     params: &'r Params,
     /// Every window so far fitted within the capacity.
@@ -398,6 +455,154 @@ struct Instance {
 }
 
 impl Run<'_> {
+    /// The windows `from..` of `cuts` (window k is `[cuts[k], cuts[k + 1])`, the last ends at
+    /// `end`) in time order, each placing the buffers of `free` (sorted by start) that start in
+    /// it around `carried` (placed buffers live at `cuts[from]`) and those placed by the
+    /// windows before it; a merge reaches back to window `from` at most. `None` when the
+    /// interrupt fired, `Some(false)` when the nodes ran out first (buffers are left
+    /// unplaced), `Some(true)` when every buffer of the windows is placed.
+    fn pass(
+        &mut self,
+        free: &[u32],
+        cuts: &[u64],
+        end: u64,
+        from: usize,
+        carried_in: Vec<u32>,
+        at: &mut [u64],
+    ) -> Option<bool> {
+        let buffers = self.buffers;
+        let params = self.params;
+        let quick = self.quick;
+        // `first[k]`: the position in `free` of window k's first buffer; one past the end last.
+        let mut first: Vec<usize> = cuts
+            .iter()
+            .map(|&t| free.partition_point(|&i| buffers[i as usize].start < t))
+            .collect();
+        first.push(free.len());
+        let windows = cuts.len();
+        let end_of = |k: usize| cuts.get(k + 1).copied().unwrap_or(end);
+        // `carried[k]`: placed buffers from before window k still live at its start; only
+        // the windows a merge can still reach keep theirs.
+        let mut carried: Vec<Vec<u32>> = vec![Vec::new(); windows + 1];
+        if let Some(c) = carried.get_mut(from) {
+            *c = carried_in;
+        }
+        let mut k = from;
+        while k < windows {
+            if self.out_of_time() {
+                return if self.interrupt.fired() {
+                    None
+                } else {
+                    Some(false)
+                };
+            }
+            let mut a = k;
+            loop {
+                let window = Window {
+                    start: cuts[a],
+                    end: end_of(k),
+                    free: &free[first[a]..first[k + 1]],
+                    carried: &carried[a],
+                };
+                // The window alone: its greedy placement in its own instance is taken when
+                // it fits the room, before the search in a quick run, after it otherwise.
+                // Before, a window that the search could not place within its nodes was
+                // merged with the windows before it, one more at a time up to `max_merged`
+                // free buffers, each merge a larger search: on a 20,000-buffer
+                // compiler-shaped set the search failed on windows whose pins end 36% below
+                // the room, and the merges took the run's nodes by its 98th window of 380.
+                let fitted = if a == k && quick {
+                    self.greedy_within(&window, at)
+                } else {
+                    Some(false)
+                };
+                let fitted = match fitted {
+                    Some(false) if self.solve(&window, at) => Some(true),
+                    Some(false) if a == k && !quick => self.greedy_within(&window, at),
+                    other => other,
+                };
+                match fitted {
+                    None => return None,
+                    Some(true) => break,
+                    Some(false) => {}
+                }
+                let merged = first[k + 1] - first[a.saturating_sub(1)];
+                if a > from && merged <= params.max_merged && !self.out_of_time() {
+                    a -= 1;
+                    continue;
+                }
+                // More room for the window alone (the windows merged into it keep their
+                // placements: a failed search writes nothing), or the greedy placement of
+                // the window alone or of the merge, whichever is lower.
+                let single = Window {
+                    start: cuts[k],
+                    end: end_of(k),
+                    free: &free[first[k]..first[k + 1]],
+                    carried: &carried[k],
+                };
+                let merge = (a < k).then_some(&window);
+                if !self.raise(&single, merge, at)? {
+                    a = k;
+                }
+                break;
+            }
+            for j in a..=k {
+                let next = end_of(j);
+                let live: Vec<u32> = carried[j]
+                    .iter()
+                    .chain(&free[first[j]..first[j + 1]])
+                    .copied()
+                    .filter(|&i| buffers[i as usize].end > next)
+                    .collect();
+                carried[j + 1] = live;
+            }
+            // A merge from window k + 1 on never reaches back past `max_merged` free buffers.
+            for j in from..k {
+                if first[k + 1] - first[j + 1] > 2 * params.max_merged {
+                    carried[j] = Vec::new();
+                } else {
+                    break;
+                }
+            }
+            k += 1;
+        }
+        Some(true)
+    }
+
+    /// Places one window with no merge (the peak window of a run built outwards): its greedy
+    /// placement or its search within the room as in [`Run::pass`], else more room. `None`
+    /// when the interrupt fired (nothing is written then).
+    fn place_alone(&mut self, window: &Window<'_>, at: &mut [u64]) -> Option<()> {
+        let fitted = if self.quick {
+            self.greedy_within(window, at)?
+        } else {
+            false
+        };
+        if fitted || self.solve(window, at) || (!self.quick && self.greedy_within(window, at)?) {
+            return Some(());
+        }
+        self.raise(window, None, at).map(|_| ())
+    }
+
+    /// The lowest offset of the free buffer `g` of `window` that keeps it clear of the base
+    /// buffers it meets outside the window, where it is clipped: the highest top of those
+    /// after the window's end or before its start over its lifetime. The base buffers live in
+    /// the window are pins of its instance, which the search and the greedy place around.
+    fn floor_outside(&self, window: &Window<'_>, g: u32) -> u64 {
+        let b = &self.buffers[g as usize];
+        let after = if b.end > window.end {
+            self.base.least(window.end, b.end)
+        } else {
+            0
+        };
+        let before = if b.start < window.start {
+            self.base.least(b.start, window.start)
+        } else {
+            0
+        };
+        after.max(before)
+    }
+
     fn out_of_time(&self) -> bool {
         self.steps >= self.budget || self.interrupt.fired()
     }
@@ -406,7 +611,9 @@ impl Run<'_> {
     /// carried ones.
     fn placed_in(&self, window: &Window<'_>, start: u64, end: u64) -> Vec<u32> {
         let mut placed: Vec<u32> = Vec::new();
-        self.base_index.overlapping(start, end, |i| placed.push(i));
+        self.base_index.index.overlapping(start, end, |k| {
+            placed.push(self.base_index.ids[k as usize]);
+        });
         placed.sort_unstable();
         placed.extend(
             window
@@ -486,8 +693,7 @@ impl Run<'_> {
                 if g == u32::MAX {
                     0
                 } else {
-                    let b = &self.buffers[g as usize];
-                    self.base.least(b.start, b.end)
+                    self.floor_outside(window, g)
                 }
             })
             .collect();
@@ -631,14 +837,7 @@ impl Run<'_> {
                 if g == u32::MAX {
                     0
                 } else {
-                    // The base buffers live in the window are pins of the instance; those
-                    // after its end, where the buffer is clipped, are below this floor.
-                    let b = &self.buffers[g as usize];
-                    if b.end > window.end {
-                        self.base.least(window.end, b.end)
-                    } else {
-                        0
-                    }
+                    self.floor_outside(window, g)
                 }
             })
             .collect();
@@ -679,7 +878,15 @@ impl Run<'_> {
             .map(|&i| buffers[i as usize].end)
             .max()
             .unwrap_or(window.end);
-        let placed = self.placed_in(window, window.start, reach);
+        // A window's buffers start in it, but the peak window's may start before it.
+        let from = window
+            .free
+            .iter()
+            .map(|&i| buffers[i as usize].start)
+            .min()
+            .unwrap_or(window.start)
+            .min(window.start);
+        let placed = self.placed_in(window, from, reach);
         let global: Vec<u32> = placed.iter().chain(window.free).copied().collect();
         let whole: Vec<Buffer> = global.iter().map(|&i| buffers[i as usize]).collect();
         let mut offsets: Vec<u64> = global
@@ -715,5 +922,92 @@ impl Run<'_> {
                 .map(|&o| if o == UNPLACED { 0 } else { o })
                 .collect(),
         })
+    }
+}
+
+/// The base buffers by time: a [`TimeIndex`] over them alone (O(base) memory, not O(part)),
+/// reporting their indices in the instance.
+struct BaseIndex {
+    index: TimeIndex,
+    ids: Vec<u32>,
+}
+
+impl BaseIndex {
+    fn new(buffers: &[Buffer], base: &BaseLayer) -> BaseIndex {
+        let local: Vec<Buffer> = base.ids.iter().map(|&i| buffers[i as usize]).collect();
+        let mut index = TimeIndex::new(&local);
+        for k in 0..local.len() {
+            index.enter(k);
+        }
+        BaseIndex {
+            index,
+            ids: base.ids.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{lower_bound, synth, validate};
+
+    /// The run outwards from the peak places every buffer validly: the peak window's buffers
+    /// (clipped on both sides), the windows before it in mirrored time and those after it meet
+    /// only through buffers live in the peak window. On a training step with recomputation
+    /// whose peak is in the backward, at the bound with the compact base and the peak layer,
+    /// both orders end 2 MiB above the bound (1.0015 x) with complete placements, outwards in
+    /// a seventh of the nodes.
+    #[test]
+    fn the_run_outwards_from_the_peak_is_a_valid_placement() {
+        let buffers = synth::training(1, 3_000, true);
+        let mut ids: Vec<u32> = (0..buffers.len() as u32)
+            .filter(|&i| buffers[i as usize].is_live())
+            .collect();
+        ids.sort_by_key(|&i| (buffers[i as usize].start, i));
+        let params = Params::default();
+        let base = BaseLayer::new(&buffers, &ids, &params, true, true);
+        let bound = lower_bound(&buffers).unwrap();
+        let attempt = Attempt {
+            capacity: bound,
+            budget: 1 << 22,
+            scale: 1,
+            best: 0,
+            quick: false,
+            peak: true,
+        };
+        let interrupt = Interrupt {
+            stop: None,
+            cancel: None,
+            outer: None,
+        };
+        let cuts = cut_points(&buffers, &base.rest, params.window);
+        let peak = peak_window(&buffers, &ids, &cuts).unwrap();
+        assert!(
+            peak > 0 && peak + 1 < cuts.len(),
+            "{peak} of {}",
+            cuts.len()
+        );
+        let mut heights = Vec::new();
+        let mut steps = Vec::new();
+        let mut placements = Vec::new();
+        for outward in [false, true] {
+            let run = windowed(
+                &buffers, &ids, &base, &attempt, outward, &interrupt, &params,
+            );
+            assert_eq!(run.offsets.len(), ids.len());
+            let mut offsets = vec![0u64; buffers.len()];
+            for (&i, &o) in ids.iter().zip(&run.offsets) {
+                offsets[i as usize] = o;
+            }
+            heights.push(validate(&buffers, &offsets, None).unwrap());
+            placements.push(offsets);
+            assert_eq!(run.outcome, Outcome::Aborted);
+            assert!(!run.out_of_nodes);
+            steps.push(run.steps);
+        }
+        assert_eq!(bound, 1_417_805_824);
+        assert_eq!(heights, [bound + (2 << 20), bound + (2 << 20)]);
+        assert_eq!(steps, [460_104, 70_032]);
+        assert_ne!(placements[0], placements[1]);
     }
 }

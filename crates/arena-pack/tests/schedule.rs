@@ -126,7 +126,8 @@ fn a_compiler_shaped_set_of_1200_buffers_is_proven_within_110k_nodes() {
 /// A training step with recomputation (8,663 buffers, a large part): the layered attempts in
 /// time order stay 0.14% above the bound (1,505,886,208, the greedy height) after 1.32M nodes
 /// (7 CPU-seconds); in the mirror of time the first layered attempt places it at the bound.
-/// Its mirrored start-order sweep is lower than the forward one, so the mirror goes first.
+/// Its mirrored start-order sweep is lower than the forward one, so the mirror goes first
+/// (10,324 nodes since the windowed runs' base layer is compact at the peak; 10,333 before).
 #[test]
 fn a_large_part_is_proven_in_the_mirror_of_time() {
     let buffers = synth::training(13, 2_000, true);
@@ -138,7 +139,7 @@ fn a_large_part_is_proven_in_the_mirror_of_time() {
         s.lower_bound
     );
     assert_eq!(s.proof, Proof::Optimal);
-    assert_eq!(s.steps, 10_333);
+    assert_eq!(s.steps, 10_324);
 }
 
 /// Buffers that never share a step may add up to more than `u64::MAX` while the height
