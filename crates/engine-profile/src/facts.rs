@@ -7,7 +7,9 @@
 //! never at prediction time; terms keep file order.
 
 use circuit_ir::{Circuit, Format};
-use model_facts::{LoadRules, MtpLayers, Mxfp4ExpertLayout, TowerBuild};
+use model_facts::{GptqLinears, LoadRules, MtpLayers, Mxfp4ExpertLayout, TowerBuild};
+
+use crate::variant::Conditions;
 
 use crate::EngineError;
 use crate::file::{
@@ -199,6 +201,8 @@ pub(crate) struct Facts {
     pub(crate) version: String,
     pub(crate) releases: Vec<String>,
     pub(crate) load: LoadRules,
+    /// `[load] gptq_linears`: per device rule, GPTQ's linear layout (first holding wins).
+    pub(crate) gptq_linears: Vec<(Conditions, GptqLinears)>,
     pub(crate) model_len: ModelLenMechanism,
     pub(crate) defaults: Vec<DefaultsRule>,
     /// (batched tokens, sequences): the bounds on a defaulted setting.
@@ -356,6 +360,7 @@ impl Facts {
         };
         Ok(Facts {
             load: load_rules(&file, origin)?,
+            gptq_linears: gptq_linears(&file, origin)?,
             defaults_clamp,
             runtime: file.runtime.clone().into_iter().collect(),
             created: terms("weights.created", &file.weights.created)?,
@@ -643,5 +648,43 @@ fn load_rules(file: &EngineFile, origin: &str) -> Result<LoadRules, EngineError>
         mxfp4_experts,
         vision_tower,
         mtp_layers,
+        gptq_linears: GptqLinears::Stored,
     })
+}
+
+/// `[load] gptq_linears`: the device rules, in file order, with their kernel library.
+fn gptq_linears(
+    file: &EngineFile,
+    origin: &str,
+) -> Result<Vec<(Conditions, GptqLinears)>, EngineError> {
+    let bad = |message: String| EngineError::Toml {
+        origin: origin.to_owned(),
+        message,
+    };
+    file.load
+        .gptq_linears
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            rule.when
+                .check()
+                .map_err(|m| bad(format!("load.gptq_linears[{i}].{m}")))?;
+            if !rule.when.device_only() {
+                return Err(bad(format!(
+                    "load.gptq_linears[{i}].when: only device conditions (compute capability, vendor, total, product) may choose a load layout, which is fixed before the model is read"
+                )));
+            }
+            let kernel = match rule.kernel.as_str() {
+                "stored" => GptqLinears::Stored,
+                "machete" => GptqLinears::Machete,
+                "marlin" => GptqLinears::Marlin,
+                other => {
+                    return Err(bad(format!(
+                        "load.gptq_linears[{i}].kernel = {other:?}: write \"stored\", \"machete\" or \"marlin\""
+                    )));
+                }
+            };
+            Ok((rule.when.clone(), kernel))
+        })
+        .collect()
 }

@@ -315,9 +315,25 @@ impl EngineProfile {
         &self.origin
     }
 
-    /// How the engine holds a checkpoint after loading: hand these to the importer.
+    /// How the engine holds a checkpoint after loading, on no device in particular: the
+    /// layouts its `[load]` chooses by device (GPTQ's linears) stay as stored. Hand these to
+    /// the importer when no device is known; [`EngineProfile::load_rules_on`] otherwise.
     pub fn load_rules(&self) -> LoadRules {
         self.facts.load
+    }
+
+    /// How the engine holds a checkpoint after loading on `device`: [`EngineProfile::load_rules`]
+    /// with the layouts chosen by device (`[load] gptq_linears`, the first rule whose
+    /// conditions hold). An error when a rule reads a fact the device table does not give.
+    pub fn load_rules_on(&self, device: &Device) -> Result<LoadRules, EngineError> {
+        let mut rules = self.facts.load;
+        for (i, (when, kernel)) in self.facts.gptq_linears.iter().enumerate() {
+            if when.holds_on_device(device, &format!("load.gptq_linears[{i}]"))? {
+                rules.gptq_linears = *kernel;
+                break;
+            }
+        }
+        Ok(rules)
     }
 
     /// The context lengths the engine allows `model`.

@@ -15,6 +15,27 @@ pub struct LoadRules {
     pub vision_tower: TowerBuild,
     /// Whether the engine builds the checkpoint's multi-token-prediction layers.
     pub mtp_layers: MtpLayers,
+    /// The kernel library GPTQ's linear modules are held for (its layout after loading):
+    /// device-dependent, so the engine profile resolves it for one device.
+    pub gptq_linears: GptqLinears,
+}
+
+/// The layout GPTQ linear modules (symmetric, `qweight`/`qzeros`/`scales`/`g_idx`) are held
+/// in once an engine has loaded them for a mixed-precision (weight-only) kernel library.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GptqLinears {
+    /// As the checkpoint stores them (a kernel that reads every stored tensor, or no device
+    /// known).
+    #[default]
+    Stored,
+    /// Machete's: the stored tensors, repacked in place (same bytes), where Machete can
+    /// implement the module (group size -1, 64 or 128); [`GptqLinears::Marlin`] where not.
+    Machete,
+    /// Marlin's: `qweight` and `scales` repacked in place (same bytes), the symmetric
+    /// `qzeros` dropped; under act order `g_idx` sorted in place beside an int32 sort index of
+    /// the same length, both held once per fused module (the linears reading one input);
+    /// without act order `g_idx` dropped.
+    Marlin,
 }
 
 /// Whether an engine builds and loads a checkpoint's multi-token-prediction (MTP) layers
