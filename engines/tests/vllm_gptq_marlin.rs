@@ -2,7 +2,7 @@
 //! engines/vllm-0.19/engine.toml): Machete's layout (the stored tensors) on compute capability
 //! 9.0 when Machete implements the group size, Marlin's elsewhere from 7.5 (qzeros dropped, an
 //! act-order sort index per fused module). Every figure is derived from the checkpoint's shapes
-//! in the comments; the stored bytes are data/checkpoints/*/expect.json's.
+//! in the comments; the stored bytes are the checkpoints' `expect.json`.
 
 use circuit_hf::ImportOptions;
 use kernel_families::Devices;
