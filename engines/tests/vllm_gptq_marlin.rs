@@ -93,3 +93,35 @@ fn awq_qwen3_is_held_as_stored_on_a100() {
         assert_eq!(held(release, QWEN3_AWQ, "a100-80gb"), 19_325_298_688);
     }
 }
+
+/// A `[load] gptq_linears` rule with an unknown kernel, or a condition on anything but the
+/// device (the rules are resolved before the model is read), is refused when the profile loads.
+#[test]
+fn a_bad_gptq_linears_rule_is_refused_at_load() {
+    let base = include_str!("../vllm-0.19/engine.toml");
+    let load = |from: &str, to: &str| {
+        assert!(base.contains(from), "{from}");
+        engine_profile::EngineProfile::from_texts(&engine_profile::ProfileTexts {
+            engine: vec![(&base.replacen(from, to, 1), "engine.toml")],
+            families: (include_str!("../vllm-0.19/families.toml"), "families.toml"),
+            rules: (include_str!("../vllm-0.19/rules.toml"), "rules.toml"),
+        })
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        load("kernel = \"machete\"", "kernel = \"exllama\""),
+        Err("engine.toml: load.gptq_linears[0].kernel = \"exllama\": write \"stored\", \"machete\" or \"marlin\"".to_owned())
+    );
+    assert_eq!(
+        load(
+            "{ vendor = \"nvidia\", min_compute_capability = \"7.5\" }",
+            "{ vendor = \"nvidia\", moe = true }"
+        ),
+        Err("engine.toml: load.gptq_linears[1].when: only device conditions (compute capability, vendor, total, product) may choose a load layout, which is fixed before the model is read".to_owned())
+    );
+    assert_eq!(
+        load("min_compute_capability = \"7.5\"", "min_compute_capability = \"7\""),
+        Err("engine.toml: load.gptq_linears[1].when.min_compute_capability = \"7\": write major.minor, e.g. \"9.0\"".to_owned())
+    );
+}
