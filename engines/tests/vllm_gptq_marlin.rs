@@ -1,7 +1,7 @@
 //! GPTQ's linears as vLLM holds them per device (`[load] gptq_linears` of
 //! engines/vllm-0.19/engine.toml): Machete's layout (the stored tensors) on compute capability
 //! 9.0 when Machete implements the group size, Marlin's elsewhere from 7.5 (qzeros dropped, an
-//! act-order sort index per fused module). Every figure is derived from the checkpoint's shapes
+//! act-order sort index per fused module); AWQ's (`awq_linears`) likewise from 0.19. Every figure is derived from the checkpoint's shapes
 //! in the comments; the stored bytes are the checkpoints' `expect.json`.
 
 use circuit_hf::ImportOptions;
@@ -84,13 +84,26 @@ fn gptq_group_32_is_held_in_marlin_layout_on_h100_too() {
 }
 
 /// AWQ's Marlin layout keeps every stored byte (awq_marlin.py: qweight and qzeros repacked to
-/// the same int32 counts, scales permuted, no g_idx): Qwen3-32B-AWQ is held as stored on the
-/// A100 (19,325,298,688, expect.json) at 0.19 and 0.10.1.
+/// the same int32 counts, scales permuted, no g_idx): Qwen3-32B-AWQ is held as stored
+/// (19,325,298,688, expect.json) on the A100 in every release, and on the H100 before 0.19
+/// (AWQMarlinLinearMethod calls Marlin directly).
+/// From 0.19 the H100 runs Machete, which holds each module's zero points unpacked and
+/// pre-scaled, `[in / 128, out]` f16 instead of i32 `[in / 128, out / 8]`: +1.5 bytes per
+/// group x out. Per layer (64): q 40 x 8192, k and v 40 x 1024, o 64 x 5120, gate and up
+/// 40 x 25600, down 200 x 5120 = 3,809,280 group-columns, x 1.5 = 5,713,920; 365,690,880 in all.
 #[test]
-fn awq_qwen3_is_held_as_stored_on_a100() {
-    assert_eq!(stored(QWEN3_AWQ), 19_325_298_688);
-    for release in ["vllm-0.19", "vllm-0.10.1"] {
-        assert_eq!(held(release, QWEN3_AWQ, "a100-80gb"), 19_325_298_688);
+fn awq_qwen3_is_held_as_stored_on_a100_and_with_machete_zero_points_on_h100() {
+    const STORED: u64 = 19_325_298_688;
+    const MACHETE: u64 = STORED + 365_690_880;
+    assert_eq!(stored(QWEN3_AWQ), STORED);
+    for release in ["vllm-0.10.1", "vllm-0.18", "vllm-0.19", "vllm-0.34"] {
+        assert_eq!(held(release, QWEN3_AWQ, "a100-80gb"), STORED, "{release}");
+    }
+    for release in ["vllm-0.10.1", "vllm-0.18"] {
+        assert_eq!(held(release, QWEN3_AWQ, "h100-sxm"), STORED, "{release}");
+    }
+    for release in ["vllm-0.19", "vllm-0.34"] {
+        assert_eq!(held(release, QWEN3_AWQ, "h100-sxm"), MACHETE, "{release}");
     }
 }
 

@@ -478,13 +478,16 @@ pub struct LoadDecl {
     /// The kernel library GPTQ's linears are held for, per device: the first rule whose
     /// `when` (device conditions only) holds; none holding keeps the stored layout.
     #[serde(default)]
-    pub gptq_linears: Vec<GptqLinearsDecl>,
+    pub gptq_linears: Vec<LinearKernelDecl>,
+    /// The same for AWQ's linears.
+    #[serde(default)]
+    pub awq_linears: Vec<LinearKernelDecl>,
 }
 
-/// One device rule of `[load] gptq_linears`.
+/// One device rule of `[load] gptq_linears` (or `awq_linears`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GptqLinearsDecl {
+pub struct LinearKernelDecl {
     /// The devices it holds on (device conditions only).
     pub(crate) when: crate::variant::Conditions,
     /// `stored`, `machete` or `marlin`.

@@ -323,16 +323,20 @@ impl EngineProfile {
     }
 
     /// How the engine holds a checkpoint after loading on `device`: [`EngineProfile::load_rules`]
-    /// with the layouts chosen by device (`[load] gptq_linears`, the first rule whose
+    /// with the layouts chosen by device (`[load] gptq_linears` and `awq_linears`, the first rule whose
     /// conditions hold). An error when a rule reads a fact the device table does not give.
     pub fn load_rules_on(&self, device: &Device) -> Result<LoadRules, EngineError> {
         let mut rules = self.facts.load;
-        for (i, (when, kernel)) in self.facts.gptq_linears.iter().enumerate() {
-            if when.holds_on_device(device, &format!("load.gptq_linears[{i}]"))? {
-                rules.gptq_linears = *kernel;
-                break;
+        let first = |list: &[(variant::Conditions, model_facts::LinearKernel)], key: &str| {
+            for (i, (when, kernel)) in list.iter().enumerate() {
+                if when.holds_on_device(device, &format!("load.{key}[{i}]"))? {
+                    return Ok(*kernel);
+                }
             }
-        }
+            Ok::<_, EngineError>(model_facts::LinearKernel::Stored)
+        };
+        rules.gptq_linears = first(&self.facts.gptq_linears, "gptq_linears")?;
+        rules.awq_linears = first(&self.facts.awq_linears, "awq_linears")?;
         Ok(rules)
     }
 

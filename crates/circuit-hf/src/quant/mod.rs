@@ -630,7 +630,8 @@ mod tests {
         }),
         vision_tower: model_facts::TowerBuild::Whole,
         mtp_layers: model_facts::MtpLayers::Held,
-        gptq_linears: model_facts::GptqLinears::Stored,
+        gptq_linears: model_facts::LinearKernel::Stored,
+        awq_linears: model_facts::LinearKernel::Stored,
     };
 
     /// gpt-oss-20b's routed experts as the importer declares them (fused `[out, in]` per

@@ -8,7 +8,7 @@
 //! option that is not modelled is refused with a message naming it; patterns follow the
 //! matching rule of the tool that wrote them ([`Pattern`]).
 
-use model_facts::{GptqLinears, LoadRules, Mxfp4ExpertLayout};
+use model_facts::{LinearKernel, LoadRules, Mxfp4ExpertLayout};
 use serde_json::{Map, Value};
 
 use super::layout::{Bias, Layout, Size, Stored};
@@ -154,17 +154,20 @@ impl Scheme {
 
     /// The layout GPTQ's linear modules (not its routed experts, which a MoE method of their
     /// own loads) are held in after loading, when the load rules' kernel library is not the
-    /// checkpoint's layout: Marlin's ([`GptqLinears::Marlin`], or Machete's where Machete
-    /// cannot implement the group size and the selector moves on to Marlin); `None` keeps
-    /// the stored layout.
+    /// checkpoint's layout: Marlin's ([`LinearKernel::Marlin`], or Machete's where Machete
+    /// cannot implement the group size and the selector moves on to Marlin); AWQ's as
+    /// [`Scheme::awq_loaded`] says; `None` keeps the stored layout.
     pub(crate) fn loaded_linears(&self, load: &LoadRules) -> Option<Layout> {
+        if self.method == "awq" {
+            return self.awq_loaded(load);
+        }
         if self.method != "gptq" {
             return None;
         }
         let marlin = match load.gptq_linears {
-            GptqLinears::Stored => false,
-            GptqLinears::Machete => !self.machete_group,
-            GptqLinears::Marlin => true,
+            LinearKernel::Stored => false,
+            LinearKernel::Machete => !self.machete_group,
+            LinearKernel::Marlin => true,
         };
         let Rule::Uniform { layout, .. } = &self.rule else {
             return None;
@@ -189,6 +192,29 @@ impl Scheme {
         if self.desc_act {
             held.tensors
                 .push(Stored::new("g_idx_sort_indices", vec![Size::In], "i32"));
+        }
+        Some(held)
+    }
+
+    /// AWQ's linears as held for Machete (vLLM 0.19 awq_marlin.py:392-405 AWQMarlinLinearMethod
+    /// goes through choose_mp_linear_kernel with zero points): MacheteLinearKernel's
+    /// transform_w_zp (mixed_precision/machete.py:110-125) unpacks the int32 zero points and
+    /// pre-applies the scales, holding `[groups, out]` in the scales' 16-bit dtype; qweight and
+    /// scales keep their counts. Marlin's layout (awq_marlin_repack, marlin_zero_points) and a
+    /// group size Machete does not implement keep the stored bytes: `None`.
+    fn awq_loaded(&self, load: &LoadRules) -> Option<Layout> {
+        if load.awq_linears != LinearKernel::Machete || !self.machete_group {
+            return None;
+        }
+        let Rule::Uniform { layout, .. } = &self.rule else {
+            return None;
+        };
+        let mut held = layout.clone();
+        for t in &mut held.tensors {
+            if t.name == super::layout::Name::Sibling("qzeros") {
+                t.shape[1] = Size::Out;
+                t.format = "f16".to_owned();
+            }
         }
         Some(held)
     }
@@ -606,7 +632,10 @@ pub(crate) fn parse(
         },
     };
     let desc_act = method == "gptq" && block.flag("desc_act")?.unwrap_or(false);
-    let machete_group = matches!(block.int("group_size")?, Some(-1 | 64 | 128));
+    let machete_group = matches!(
+        block.int("group_size")?.or(block.int("q_group_size")?),
+        Some(-1 | 64 | 128)
+    );
     let scheme = |method, summary, rule| {
         Scheme {
         origin: origin.to_owned(),
