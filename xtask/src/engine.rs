@@ -185,7 +185,8 @@ pub(crate) fn load(
 ) -> Result<(EngineProfile, HfFiles, circuit_hf::ImportOptions, Stages), CliError> {
     options.parallel = parallel;
     let profile = engines::select(name)?;
-    options.load = profile.load_rules();
+    // The layouts the engine loads into depend on the device (GPTQ's kernel library).
+    options.load = profile.load_rules_on(&crate::inputs::settings::device(args)?)?;
     let path = args
         .hf_config
         .as_deref()
@@ -798,7 +799,7 @@ pub fn case_startup(
     let origin = path.display().to_string();
     let field = |k: &str| case[k].as_u64().ok_or(format!("{name}: no {k}"));
     let mut options = circuit_hf::ImportOptions::default();
-    options.load = profile.load_rules();
+    options.load = profile.load_rules_on(&device)?;
     if let Some(q) = case["quantization"].as_str() {
         options.online_quantization = q
             .parse()

@@ -84,7 +84,7 @@ pub fn run(args: &PlanArgs) -> Result<(), CliError> {
                 // A parallel layout without --engine is planned as the newest vLLM holds each
                 // rank once loaded (its `[load]` rules: e.g. MXFP4 experts re-laid out), as
                 // docs/parallel.md says.
-                options.load = newest.load_rules();
+                options.load = newest.load_rules_on(&crate::inputs::settings::device(args)?)?;
                 let sharded = circuit_hf::import_parallel(
                     &files.text,
                     &files.origin,

@@ -7,7 +7,9 @@
 //! never at prediction time; terms keep file order.
 
 use circuit_ir::{Circuit, Format};
-use model_facts::{LoadRules, MtpLayers, Mxfp4ExpertLayout, TowerBuild};
+use model_facts::{LinearKernel, LoadRules, MtpLayers, Mxfp4ExpertLayout, TowerBuild};
+
+use crate::variant::Conditions;
 
 use crate::EngineError;
 use crate::file::{
@@ -199,6 +201,10 @@ pub(crate) struct Facts {
     pub(crate) version: String,
     pub(crate) releases: Vec<String>,
     pub(crate) load: LoadRules,
+    /// `[load] gptq_linears`: per device rule, GPTQ's linear layout (first holding wins).
+    pub(crate) gptq_linears: Vec<(Conditions, LinearKernel)>,
+    /// `[load] awq_linears`: the same for AWQ's linears.
+    pub(crate) awq_linears: Vec<(Conditions, LinearKernel)>,
     pub(crate) model_len: ModelLenMechanism,
     pub(crate) defaults: Vec<DefaultsRule>,
     /// (batched tokens, sequences): the bounds on a defaulted setting.
@@ -356,6 +362,8 @@ impl Facts {
         };
         Ok(Facts {
             load: load_rules(&file, origin)?,
+            gptq_linears: linear_kernels(&file.load.gptq_linears, "gptq_linears", origin)?,
+            awq_linears: linear_kernels(&file.load.awq_linears, "awq_linears", origin)?,
             defaults_clamp,
             runtime: file.runtime.clone().into_iter().collect(),
             created: terms("weights.created", &file.weights.created)?,
@@ -646,5 +654,45 @@ fn load_rules(file: &EngineFile, origin: &str) -> Result<LoadRules, EngineError>
         mxfp4_experts,
         vision_tower,
         mtp_layers,
+        gptq_linears: LinearKernel::Stored,
+        awq_linears: LinearKernel::Stored,
     })
+}
+
+/// `[load] <key>` (`gptq_linears`, `awq_linears`): the device rules, in file order, with
+/// their kernel library.
+fn linear_kernels(
+    rules: &[crate::file::LinearKernelDecl],
+    key: &str,
+    origin: &str,
+) -> Result<Vec<(Conditions, LinearKernel)>, EngineError> {
+    let bad = |message: String| EngineError::Toml {
+        origin: origin.to_owned(),
+        message,
+    };
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            rule.when
+                .check()
+                .map_err(|m| bad(format!("load.{key}[{i}].{m}")))?;
+            if !rule.when.device_only() {
+                return Err(bad(format!(
+                    "load.{key}[{i}].when: only device conditions (compute capability, vendor, total, product) may choose a load layout, which is fixed before the model is read"
+                )));
+            }
+            let kernel = match rule.kernel.as_str() {
+                "stored" => LinearKernel::Stored,
+                "machete" => LinearKernel::Machete,
+                "marlin" => LinearKernel::Marlin,
+                other => {
+                    return Err(bad(format!(
+                        "load.{key}[{i}].kernel = {other:?}: write \"stored\", \"machete\" or \"marlin\""
+                    )));
+                }
+            };
+            Ok((rule.when.clone(), kernel))
+        })
+        .collect()
 }

@@ -482,6 +482,23 @@ pub struct LoadDecl {
     /// `held` or `skipped`: whether the engine builds the multi-token-prediction layers.
     #[serde(default)]
     pub mtp_layers: Option<String>,
+    /// The kernel library GPTQ's linears are held for, per device: the first rule whose
+    /// `when` (device conditions only) holds; none holding keeps the stored layout.
+    #[serde(default)]
+    pub gptq_linears: Vec<LinearKernelDecl>,
+    /// The same for AWQ's linears.
+    #[serde(default)]
+    pub awq_linears: Vec<LinearKernelDecl>,
+}
+
+/// One device rule of `[load] gptq_linears` (or `awq_linears`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinearKernelDecl {
+    /// The devices it holds on (device conditions only).
+    pub(crate) when: crate::variant::Conditions,
+    /// `stored`, `machete` or `marlin`.
+    pub kernel: String,
 }
 
 /// An MXFP4 expert layout.

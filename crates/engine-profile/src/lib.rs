@@ -315,9 +315,29 @@ impl EngineProfile {
         &self.origin
     }
 
-    /// How the engine holds a checkpoint after loading: hand these to the importer.
+    /// How the engine holds a checkpoint after loading, on no device in particular: the
+    /// layouts its `[load]` chooses by device (GPTQ's linears) stay as stored. Hand these to
+    /// the importer when no device is known; [`EngineProfile::load_rules_on`] otherwise.
     pub fn load_rules(&self) -> LoadRules {
         self.facts.load
+    }
+
+    /// How the engine holds a checkpoint after loading on `device`: [`EngineProfile::load_rules`]
+    /// with the layouts chosen by device (`[load] gptq_linears` and `awq_linears`, the first rule whose
+    /// conditions hold). An error when a rule reads a fact the device table does not give.
+    pub fn load_rules_on(&self, device: &Device) -> Result<LoadRules, EngineError> {
+        let mut rules = self.facts.load;
+        let first = |list: &[(variant::Conditions, model_facts::LinearKernel)], key: &str| {
+            for (i, (when, kernel)) in list.iter().enumerate() {
+                if when.holds_on_device(device, &format!("load.{key}[{i}]"))? {
+                    return Ok(*kernel);
+                }
+            }
+            Ok::<_, EngineError>(model_facts::LinearKernel::Stored)
+        };
+        rules.gptq_linears = first(&self.facts.gptq_linears, "gptq_linears")?;
+        rules.awq_linears = first(&self.facts.awq_linears, "awq_linears")?;
+        Ok(rules)
     }
 
     /// The context lengths the engine allows `model`.

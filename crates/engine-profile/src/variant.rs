@@ -305,19 +305,6 @@ impl Conditions {
             .circuits
             .iter()
             .any(|c| c.states().values().any(|s| s.per_sequence > 0));
-        let unknown = |fact: &str| EngineError::DeviceNotModelled {
-            device: device.name.clone(),
-            why: format!(
-                "its {fact} is not in the device table, and the engine file's {what} depends on it"
-            ),
-        };
-        let device_cc = || {
-            device
-                .compute_capability
-                .as_deref()
-                .and_then(capability)
-                .ok_or_else(|| unknown("compute capability"))
-        };
         let holds = c
             .architectures
             .as_ref()
@@ -357,6 +344,41 @@ impl Conditions {
         if !holds {
             return Ok(false);
         }
+        self.holds_on_device(device, what)
+    }
+
+    /// Whether the conditions read nothing but the device (a load rule's, which is resolved
+    /// before the model is imported).
+    pub(crate) fn device_only(&self) -> bool {
+        let device_part = Conditions {
+            min_compute_capability: self.min_compute_capability.clone(),
+            max_compute_capability: self.max_compute_capability.clone(),
+            vendor: self.vendor.clone(),
+            min_total_bytes: self.min_total_bytes,
+            product_contains: self.product_contains.clone(),
+            product_lacks: self.product_lacks.clone(),
+            ..Conditions::default()
+        };
+        *self == device_part
+    }
+
+    /// Whether the device conditions hold on `device` (the others are not read); `what` names
+    /// the rule in the error of a device fact the table does not give.
+    pub(crate) fn holds_on_device(&self, device: &Device, what: &str) -> Result<bool, EngineError> {
+        let c = self;
+        let unknown = |fact: &str| EngineError::DeviceNotModelled {
+            device: device.name.clone(),
+            why: format!(
+                "its {fact} is not in the device table, and the engine file's {what} depends on it"
+            ),
+        };
+        let device_cc = || {
+            device
+                .compute_capability
+                .as_deref()
+                .and_then(capability)
+                .ok_or_else(|| unknown("compute capability"))
+        };
         if let Some(min) = c.min_compute_capability.as_deref().and_then(capability)
             && device_cc()? < min
         {

@@ -32,4 +32,4 @@ mod load;
 
 pub use encoder::{EncoderShape, VideoShape};
 pub use facts::{ModelFacts, RopeScaling, RopeSet, Rotary};
-pub use load::{LoadRules, MtpLayers, Mxfp4ExpertLayout, TowerBuild};
+pub use load::{LinearKernel, LoadRules, MtpLayers, Mxfp4ExpertLayout, TowerBuild};

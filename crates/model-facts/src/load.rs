@@ -15,6 +15,31 @@ pub struct LoadRules {
     pub vision_tower: TowerBuild,
     /// Whether the engine builds the checkpoint's multi-token-prediction layers.
     pub mtp_layers: MtpLayers,
+    /// The kernel library GPTQ's linear modules are held for (its layout after loading):
+    /// device-dependent, so the engine profile resolves it for one device.
+    pub gptq_linears: LinearKernel,
+    /// The kernel library AWQ's linear modules are held for: device-dependent likewise.
+    pub awq_linears: LinearKernel,
+}
+
+/// The mixed-precision (weight-only) kernel library a format's linear modules are held for
+/// once an engine has loaded them; what each keeps is per format (docs/quantization.md): for
+/// GPTQ (symmetric, `qweight`/`qzeros`/`scales`/`g_idx`) as below, for AWQ Marlin keeps the
+/// stored bytes and Machete holds the zero points unpacked, scaled, in 16 bits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LinearKernel {
+    /// As the checkpoint stores them (a kernel that reads every stored tensor, or no device
+    /// known).
+    #[default]
+    Stored,
+    /// Machete's: the stored tensors, repacked in place (same bytes), where Machete can
+    /// implement the module (group size -1, 64 or 128); [`LinearKernel::Marlin`] where not.
+    Machete,
+    /// Marlin's: `qweight` and `scales` repacked in place (same bytes), the symmetric
+    /// `qzeros` dropped; under act order `g_idx` sorted in place beside an int32 sort index of
+    /// the same length, both held once per fused module (the linears reading one input);
+    /// without act order `g_idx` dropped.
+    Marlin,
 }
 
 /// Whether an engine builds and loads a checkpoint's multi-token-prediction (MTP) layers

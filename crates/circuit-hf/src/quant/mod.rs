@@ -278,6 +278,7 @@ impl Storage<'_> {
             embeddings: &embeddings,
             tp,
             loaded_experts: scheme.loaded_experts(self.load).map(|(layout, _)| layout),
+            loaded_linears: scheme.loaded_linears(self.load),
         };
         let mut stats = Stats::default();
         let mut blocks = Vec::with_capacity(decl.blocks.len());
@@ -376,6 +377,10 @@ struct Cx<'a> {
     /// The layout of quantized routed experts as the engine holds them after loading, when
     /// its load rules re-lay them out ([`Scheme::loaded_experts`]).
     loaded_experts: Option<Layout>,
+    /// The layout of quantized linear modules (routed experts aside) as the engine holds them
+    /// after loading, when its load rules' kernel library re-lays them out
+    /// ([`Scheme::loaded_linears`]).
+    loaded_linears: Option<Layout>,
 }
 
 /// A linear weight of a node: its module name (instance index expanded), kind and tiedness.
@@ -492,6 +497,11 @@ impl Cx<'_> {
         instances: u64,
     ) -> Result<BlockDecl, HfError> {
         let decide_at = block.repeat.as_ref().map(|_| 0);
+        // The inputs already read by a linear re-laid out for the engine: linears reading one
+        // input are one fused module once loaded (vLLM's QKVParallelLinear and
+        // MergedColumnParallelLinear), which holds one `g_idx` and one sort index (a
+        // RowvLLMParameter of input_size_per_partition, every shard loading the same rows).
+        let mut fused_inputs: Vec<String> = Vec::new();
         for node in &mut block.nodes {
             let mut weights: Vec<WeightDecl> = Vec::with_capacity(node.weights.len());
             // (module, parameter, bias rule, out width) of the quantized weights.
@@ -520,8 +530,13 @@ impl Cx<'_> {
                             m.name
                         )));
                     }
-                    (_, _, layout) => layout,
+                    (_, Kind::Expert, layout) => layout,
+                    (_, _, Some(stored)) => self.loaded_linears.as_ref().or(Some(stored)),
+                    (_, _, None) => None,
                 };
+                let relaid = layout
+                    .zip(self.loaded_linears.as_ref())
+                    .is_some_and(|(l, h)| std::ptr::eq(l, h));
                 let Some(layout) = layout else {
                     weights.push(w.clone());
                     continue;
@@ -547,6 +562,17 @@ impl Cx<'_> {
                             self.scheme.method, self.scheme.summary, m.name, misfit.what
                         ),
                     })?;
+                let mut stored = stored;
+                if relaid && let Some(input) = node.inputs.first() {
+                    if fused_inputs.contains(input) {
+                        stored.retain(|w| {
+                            let t = w.tensor.as_deref().unwrap_or_default();
+                            !t.ends_with(".g_idx") && !t.ends_with(".g_idx_sort_indices")
+                        });
+                    } else {
+                        fused_inputs.push(input.clone());
+                    }
+                }
                 let (module, param) = split_tensor(tensor);
                 if param == "weight" && layout.fused_parameters_only() {
                     return Err(HfError::Contradiction {
@@ -604,6 +630,8 @@ mod tests {
         }),
         vision_tower: model_facts::TowerBuild::Whole,
         mtp_layers: model_facts::MtpLayers::Held,
+        gptq_linears: model_facts::LinearKernel::Stored,
+        awq_linears: model_facts::LinearKernel::Stored,
     };
 
     /// gpt-oss-20b's routed experts as the importer declares them (fused `[out, in]` per

@@ -8,7 +8,7 @@
 //! option that is not modelled is refused with a message naming it; patterns follow the
 //! matching rule of the tool that wrote them ([`Pattern`]).
 
-use model_facts::{LoadRules, Mxfp4ExpertLayout};
+use model_facts::{LinearKernel, LoadRules, Mxfp4ExpertLayout};
 use serde_json::{Map, Value};
 
 use super::layout::{Bias, Layout, Size, Stored};
@@ -106,6 +106,9 @@ pub(crate) struct Scheme {
     /// GPTQ's `desc_act`: the input channels are permuted by `g_idx`, so a row-parallel rank
     /// of vLLM keeps its module's scales and zeros whole rather than its share.
     desc_act: bool,
+    /// GPTQ's group size is one Machete implements (-1, 64 or 128:
+    /// machete_utils.py `query_machete_supported_group_sizes` for 16-bit activations).
+    machete_group: bool,
     /// The checkpoint stores FP8 KV-cache scales (ModelOpt's `kv_cache_quant_algo: FP8`, or
     /// `kv_cache_scheme` of 8-bit floats): an f32 `k_scale` and `v_scale` per attention layer,
     /// and a KV cache in fp8 unless another dtype is asked for.
@@ -147,6 +150,73 @@ impl Scheme {
                 expert_ffn_multiple,
             )),
         }
+    }
+
+    /// The layout GPTQ's linear modules (not its routed experts, which a MoE method of their
+    /// own loads) are held in after loading, when the load rules' kernel library is not the
+    /// checkpoint's layout: Marlin's ([`LinearKernel::Marlin`], or Machete's where Machete
+    /// cannot implement the group size and the selector moves on to Marlin); AWQ's as
+    /// [`Scheme::awq_loaded`] says; `None` keeps the stored layout.
+    pub(crate) fn loaded_linears(&self, load: &LoadRules) -> Option<Layout> {
+        if self.method == "awq" {
+            return self.awq_loaded(load);
+        }
+        if self.method != "gptq" {
+            return None;
+        }
+        let marlin = match load.gptq_linears {
+            LinearKernel::Stored => false,
+            LinearKernel::Machete => !self.machete_group,
+            LinearKernel::Marlin => true,
+        };
+        let Rule::Uniform { layout, .. } = &self.rule else {
+            return None;
+        };
+        if !marlin {
+            return None;
+        }
+        // MarlinLinearKernel.process_weights_after_loading (vLLM 0.19
+        // model_executor/kernels/linear/mixed_precision/marlin.py:135-168): symmetric GPTQ
+        // (zero_points=False, gptq_marlin.py:369) replaces `qzeros` by an empty tensor; under
+        // act order `g_idx` is replaced by its sorted copy and `g_idx_sort_indices` (int32,
+        // one per input row) is added; without it both are empty. qweight and scales are
+        // repacked to the same element counts (gptq_marlin_repack, marlin_permute_scales).
+        let mut held = layout.clone();
+        held.tensors.retain(|t| {
+            let name = match t.name {
+                super::layout::Name::Sibling(n) => n,
+                _ => return true,
+            };
+            name != "qzeros" && (self.desc_act || name != "g_idx")
+        });
+        if self.desc_act {
+            held.tensors
+                .push(Stored::new("g_idx_sort_indices", vec![Size::In], "i32"));
+        }
+        Some(held)
+    }
+
+    /// AWQ's linears as held for Machete (vLLM 0.19 awq_marlin.py:392-405 AWQMarlinLinearMethod
+    /// goes through choose_mp_linear_kernel with zero points): MacheteLinearKernel's
+    /// transform_w_zp (mixed_precision/machete.py:110-125) unpacks the int32 zero points and
+    /// pre-applies the scales, holding `[groups, out]` in the scales' 16-bit dtype; qweight and
+    /// scales keep their counts. Marlin's layout (awq_marlin_repack, marlin_zero_points) and a
+    /// group size Machete does not implement keep the stored bytes: `None`.
+    fn awq_loaded(&self, load: &LoadRules) -> Option<Layout> {
+        if load.awq_linears != LinearKernel::Machete || !self.machete_group {
+            return None;
+        }
+        let Rule::Uniform { layout, .. } = &self.rule else {
+            return None;
+        };
+        let mut held = layout.clone();
+        for t in &mut held.tensors {
+            if t.name == super::layout::Name::Sibling("qzeros") {
+                t.shape[1] = Size::Out;
+                t.format = "f16".to_owned();
+            }
+        }
+        Some(held)
     }
 
     /// Why modules of `kind` cannot be planned under this format, if they cannot.
@@ -562,6 +632,10 @@ pub(crate) fn parse(
         },
     };
     let desc_act = method == "gptq" && block.flag("desc_act")?.unwrap_or(false);
+    let machete_group = matches!(
+        block.int("group_size")?.or(block.int("q_group_size")?),
+        Some(-1 | 64 | 128)
+    );
     let scheme = |method, summary, rule| {
         Scheme {
         origin: origin.to_owned(),
@@ -574,6 +648,7 @@ pub(crate) fn parse(
             "transformers 5 converts no routed experts but Llama 4's to fbgemm_fp8 (its fused experts are not nn.Linear) while older writers converted each expert's linears, so the experts' bytes are not certain",
         )),
         desc_act,
+        machete_group,
         kv_cache_fp8: false,
     }
     };
@@ -997,6 +1072,7 @@ pub(crate) const ONLINE_FP8_KEY: &str = "--quantization fp8 (on the fly)";
 pub(crate) fn online_fp8(origin: &str) -> Scheme {
     Scheme {
         desc_act: false,
+        machete_group: false,
         kv_cache_fp8: false,
         origin: origin.to_owned(),
         key: ONLINE_FP8_KEY.to_owned(),
@@ -1684,6 +1760,7 @@ fn modelopt(origin: &str, key: &str, block: &Block<'_>) -> Result<Scheme, HfErro
     Ok(Scheme {
         unknown: None,
         desc_act: false,
+        machete_group: false,
         kv_cache_fp8,
         origin: origin.to_owned(),
         key: key.to_owned(),
