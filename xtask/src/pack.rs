@@ -172,9 +172,13 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         (false, None) => return Err("give --capacity BYTES, or --minimize".into()),
     };
     let limit = seconds("--time-limit", &args.time_limit)?;
-    let text = crate::inputs::files::read(&args.file, crate::inputs::files::Input::PackCsv)?;
-    let rows = csv::parse(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
-    let buffers: Vec<pack::Buffer> = rows.iter().map(csv::CsvBuffer::buffer).collect();
+    // The file's text and rows are dropped before the solve, only the ids kept for `--out`: at
+    // a million buffers they are 28 MB and 32 MB of the process's peak beside the solver's.
+    let (ids, buffers): (Vec<u64>, Vec<pack::Buffer>) = {
+        let text = crate::inputs::files::read(&args.file, crate::inputs::files::Input::PackCsv)?;
+        let rows = csv::parse(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
+        rows.iter().map(|r| (r.id, r.buffer())).unzip()
+    };
 
     let (solution, elapsed) = solve_within(&buffers, goal, args.max_steps, limit, Clock::Wall)
         .map_err(|e| format!("{}: {e}", args.file.display()))?;
@@ -216,6 +220,16 @@ pub fn run(args: &PackArgs) -> Result<(), Box<dyn Error>> {
         .into());
     }
     if let Some(out) = &args.out {
+        let rows: Vec<csv::CsvBuffer> = ids
+            .iter()
+            .zip(&buffers)
+            .map(|(&id, b)| csv::CsvBuffer {
+                id,
+                lower: b.start,
+                upper: b.end,
+                size: b.size,
+            })
+            .collect();
         let text = csv::write(&rows, &solution.placement.offsets)?;
         std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
         outln!("solution:    {}", out.display());
