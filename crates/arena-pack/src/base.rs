@@ -163,26 +163,7 @@ fn compact_at_peak(
     order: &[u32],
     offsets: &mut [u64],
 ) -> bool {
-    let mut events: Vec<(u64, bool, u64)> = Vec::with_capacity(ids.len() * 2);
-    for &i in ids {
-        let b = &buffers[i as usize];
-        // Ends before starts at a time (`false` sorts first): a buffer ending at t is not
-        // live there.
-        events.push((b.start, true, b.size));
-        events.push((b.end, false, b.size));
-    }
-    events.sort_unstable();
-    let (mut live, mut most, mut when) = (0u128, 0u128, 0u64);
-    for &(t, starts, size) in &events {
-        if starts {
-            live += u128::from(size);
-            if live > most {
-                (most, when) = (live, t);
-            }
-        } else {
-            live -= u128::from(size);
-        }
-    }
+    let when = crate::bounds::peak_step(buffers, ids);
     let (first, then): (Vec<u32>, Vec<u32>) = order.iter().partition(|&&k| {
         let b = &local[k as usize];
         b.start <= when && when < b.end

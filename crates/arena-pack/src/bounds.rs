@@ -1,5 +1,6 @@
 //! Bounds on the arena height: the largest sum of sizes live at one step (no packing can do
-//! better) and the sum of all sizes (no reuse at all).
+//! better) and the sum of all sizes (no reuse at all); and the step where a subset's live sizes
+//! peak, which the large parts' runs build around.
 //!
 //! Invariant: `lower_bound <= height of any valid placement <= unshared`, for every input;
 //! both sums are checked and report an overflow instead of wrapping.
@@ -41,4 +42,30 @@ pub fn unshared(buffers: &[Buffer]) -> Result<u64, PackError> {
         .ok_or(PackError::Overflow {
             what: "the sum of all sizes",
         })
+}
+
+/// The first step where the sizes of the buffers `ids` of `buffers` live add up to their most
+/// (summed in u128: no subset of u64 sizes overflows it); 0 when `ids` is empty.
+pub(crate) fn peak_step(buffers: &[Buffer], ids: &[u32]) -> u64 {
+    let mut events: Vec<(u64, bool, u64)> = Vec::with_capacity(ids.len() * 2);
+    for &i in ids {
+        let b = &buffers[i as usize];
+        // Ends before starts at a time (`false` sorts first): a buffer ending at t is not
+        // live there.
+        events.push((b.start, true, b.size));
+        events.push((b.end, false, b.size));
+    }
+    events.sort_unstable();
+    let (mut live, mut most, mut when) = (0u128, 0u128, 0u64);
+    for &(t, starts, size) in &events {
+        if starts {
+            live += u128::from(size);
+            if live > most {
+                (most, when) = (live, t);
+            }
+        } else {
+            live -= u128::from(size);
+        }
+    }
+    when
 }

@@ -195,26 +195,7 @@ pub(crate) fn windowed(
 /// live add up to their most; `None` when it is the first window (time order is then the
 /// same run).
 fn peak_window(buffers: &[Buffer], ids: &[u32], cuts: &[u64]) -> Option<usize> {
-    let mut events: Vec<(u64, bool, u64)> = Vec::with_capacity(ids.len() * 2);
-    for &i in ids {
-        let b = &buffers[i as usize];
-        // Ends before starts at a time (`false` sorts first): a buffer ending at t is not
-        // live there.
-        events.push((b.start, true, b.size));
-        events.push((b.end, false, b.size));
-    }
-    events.sort_unstable();
-    let (mut live, mut most, mut when) = (0u128, 0u128, 0u64);
-    for &(t, starts, size) in &events {
-        if starts {
-            live += u128::from(size);
-            if live > most {
-                (most, when) = (live, t);
-            }
-        } else {
-            live -= u128::from(size);
-        }
-    }
+    let when = crate::bounds::peak_step(buffers, ids);
     let p = cuts.partition_point(|&c| c <= when).checked_sub(1)?;
     (p > 0).then_some(p)
 }
