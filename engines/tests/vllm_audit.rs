@@ -10,12 +10,10 @@ use engine_profile::{RunSettings, StageCircuit, Startup};
 const GEMMA3_1B: &str = include_str!("../../data/checkpoints/gemma-3-1b-it/config.json");
 const GPT_OSS_20B: &str = include_str!("../../data/checkpoints/gpt-oss-20b/config.json");
 
+mod common;
+
 fn h100() -> kernel_families::Device {
-    kernel_families::Devices::builtin()
-        .unwrap()
-        .get("h100-sxm")
-        .unwrap()
-        .clone()
+    common::device("h100-sxm")
 }
 
 /// `config` loaded by `spec`'s release at TP 1 over `pp` stages, started with the release's
