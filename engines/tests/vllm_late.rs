@@ -493,9 +493,22 @@ fn prefix_caching_keeps_the_recurrent_state_per_block_from_0_28() {
         let asked = try_predict(folder, QWEN3_NEXT, Some(true)).unwrap();
         assert_eq!(asked.kv_blocks, on.kv_blocks, "{folder}");
     }
-    assert_eq!(predict("vllm-0.33", QWEN3_NEXT).kv_layout.token_block_size, 272);
-    assert_eq!(predict("vllm-0.33", QWEN3_NEXT).kv_layout.blocks_per_request, 34);
-    assert_eq!(predict("vllm-0.34", QWEN3_NEXT).kv_layout.blocks_per_request, 29);
+    assert_eq!(
+        predict("vllm-0.33", QWEN3_NEXT).kv_layout.token_block_size,
+        272
+    );
+    assert_eq!(
+        predict("vllm-0.33", QWEN3_NEXT)
+            .kv_layout
+            .blocks_per_request,
+        34
+    );
+    assert_eq!(
+        predict("vllm-0.34", QWEN3_NEXT)
+            .kv_layout
+            .blocks_per_request,
+        29
+    );
     // The A100 (8.0): Triton's GDN prefill, no checkpoint page.
     let a100 = next_on("vllm-0.34", "a100-80gb", None).unwrap();
     assert_eq!(a100.kv_layout.token_block_size, 320);

@@ -227,7 +227,7 @@ impl EngineProfile {
     /// Whether the release turns prefix caching on for a model with recurrent state unless the
     /// run says (`kv_cache.recurrent.prefix_caching_by_default`; false for an engine whose
     /// start-up has no profile run, which has no such fact).
-    pub(crate) fn prefix_caching_by_default(&self) -> bool {
+    pub fn prefix_caching_by_default(&self) -> bool {
         self.facts
             .run()
             .is_ok_and(|r| r.kv.recurrent_prefix_caching_by_default)

@@ -368,7 +368,11 @@ impl EngineProfile {
         run: &RunSettings,
     ) -> Result<std::borrow::Cow<'_, EngineProfile>, EngineError> {
         let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
-        self.resolve(&crate::variant::Subject::of(run, &circuits, self.prefix_caching_by_default()))
+        self.resolve(&crate::variant::Subject::of(
+            run,
+            &circuits,
+            self.prefix_caching_by_default(),
+        ))
     }
 
     /// [`EngineProfile::predict_layout`] on a profile whose variants are applied.

@@ -357,8 +357,7 @@ impl Conditions {
             && c.enforce_eager.is_none_or(|e| e == subject.enforce_eager)
             && c.skip_mm_profiling
                 .is_none_or(|s| s == subject.skip_mm_profiling)
-            && c.prefix_caching
-                .is_none_or(|p| p == subject.prefix_caching);
+            && c.prefix_caching.is_none_or(|p| p == subject.prefix_caching);
         if !holds {
             return Ok(false);
         }
