@@ -454,6 +454,7 @@ fn groups(s: &Startup) -> Vec<(String, u64, u64)> {
 ///   (prefix caching off: 272 and 31 + 3 = 34).
 /// - 0.34 (64-token default blocks): 320 either way, 26 + 3 x 3 = 35 (off: 26 + 3 = 29); on
 ///   the A100 (8.0, Triton prefill: no checkpoint page) 26 + 3 x 2 = 32.
+///
 /// Up to 0.27 the default is off; asked for there, or on Blackwell from 0.33 (the backend
 /// needs the CUDA runtime), it is refused.
 #[test]
