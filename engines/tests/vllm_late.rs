@@ -123,7 +123,7 @@ fn try_predict(
 }
 
 /// The start-up of `name` under `folder`: the release's defaults, and prefix caching off for
-/// the hybrid model (which 0.28 on turn on for it, a layout not modelled).
+/// the hybrid model (which 0.28 on turn on for it: its figures here are without it).
 fn predict(folder: &'static str, name: &'static str) -> &'static Startup {
     static CACHE: OnceLock<Mutex<HashMap<(&'static str, &'static str), &'static Startup>>> =
         OnceLock::new();
@@ -407,28 +407,128 @@ fn from_0_27_the_budget_counts_the_runner_buffers() {
     assert_eq!(first("vllm-0.29", QWEN3_MOE).resident, 661_225_472);
 }
 
-/// From 0.28 vLLM turns prefix caching on for hybrid models by default
-/// (engine/arg_utils.py 0.28), keeping the recurrent state per block: refused, unless the run
-/// turns it off. Up to 0.27 the default is off.
+/// Qwen3-Next at TP 4 on `device` under `folder` at 8,192 tokens, prefix caching as
+/// `prefix_caching` asks (None: the release's default).
+fn next_on(
+    folder: &str,
+    device: &str,
+    prefix_caching: Option<bool>,
+) -> Result<Startup, EngineError> {
+    let m = model(QWEN3_NEXT);
+    let at = RunSettings {
+        device: kernel_families::Devices::builtin()
+            .unwrap()
+            .get(device)
+            .unwrap()
+            .clone(),
+        ..run(m, prefix_caching)
+    };
+    engines::profile(folder)
+        .unwrap()
+        .predict_layout(&StageCircuit::in_order(&m.circuits), &at)
+}
+
+/// (kind, block size, blocks per request) of each KV-cache group, in order.
+fn groups(s: &Startup) -> Vec<(String, u64, u64)> {
+    s.kv_layout
+        .groups
+        .iter()
+        .map(|g| (format!("{:?}", g.kind), g.block_size, g.blocks_per_request))
+        .collect()
+}
+
+/// From 0.28 vLLM turns prefix caching on for hybrid models by default (engine/arg_utils.py
+/// 0.28), which sets mamba_cache_mode "align" (model_executor/models/config.py 0.28
+/// L602-609). Qwen3-Next at TP 4 on the H100, 8,192 tokens: one attention page per token is
+/// 2 x 1 KV head x 256 x 2 = 1,024 B, the recurrent page (3 x 2,048 x 2 conv + 8 x 128 x 128
+/// x 2 state) 274,432 B; 12 full layers and 36 DeltaNet layers in 4 groups of 12.
+/// - 0.28-0.32: the attention block is unchanged, 16 x ceil(274,432 / 16,384) = 272
+///   (platforms/interface.py 0.28 L904-916); the recurrent block becomes it (L917-918) instead
+///   of max_model_len; a request holds 2 state pages per recurrent group
+///   (v1/kv_cache_interface.py 0.28 L687-696), so ceil(8,192 / 272) = 31 + 3 x 2 = 37 blocks,
+///   against 31 + 3 x 1 = 34 without prefix caching. The budget is the same: the blocks are
+///   too, and the printed tokens are blocks / 37 x 8,192.
+/// - 0.33 on compute capability 9.0: GDN's FlashInfer prefill exports a checkpoint page
+///   (qwen_gdn_linear_attn.py 0.33 L685-700, L740-750: 3 pages) and the blocks align to 64
+///   (interface.py 0.33 L1089-1095): lcm(16, 64) x ceil(274,432 / 65,536) = 320, 26 + 3 x 3 = 35
+///   (prefix caching off: 272 and 31 + 3 = 34).
+/// - 0.34 (64-token default blocks): 320 either way, 26 + 3 x 3 = 35 (off: 26 + 3 = 29); on
+///   the A100 (8.0, Triton prefill: no checkpoint page) 26 + 3 x 2 = 32.
+///
+/// Up to 0.27 the default is off; asked for there, or on Blackwell from 0.33 (the backend
+/// needs the CUDA runtime), it is refused.
 #[test]
-fn a_hybrid_model_needs_prefix_caching_off_from_0_28() {
+fn prefix_caching_keeps_the_recurrent_state_per_block_from_0_28() {
     for folder in ["vllm-0.27", "vllm-0.26", "vllm-0.25"] {
         assert!(try_predict(folder, QWEN3_NEXT, None).is_ok(), "{folder}");
     }
-    for folder in ["vllm-0.28", "vllm-0.29", "vllm-0.34"] {
-        let e = try_predict(folder, QWEN3_NEXT, None)
+    for (folder, block, recurrent_pages, attention_blocks) in [
+        ("vllm-0.28", 272, 2, 31),
+        ("vllm-0.29", 272, 2, 31),
+        ("vllm-0.31", 272, 2, 31),
+        ("vllm-0.33", 320, 3, 26),
+        ("vllm-0.34", 320, 3, 26),
+    ] {
+        let on = try_predict(folder, QWEN3_NEXT, None).unwrap();
+        let off = predict(folder, QWEN3_NEXT);
+        let full = ("Full".to_owned(), block, attention_blocks);
+        let state = ("Recurrent".to_owned(), block, recurrent_pages);
+        assert_eq!(
+            groups(&on),
+            vec![state.clone(), state.clone(), state, full],
+            "{folder}"
+        );
+        let per = attention_blocks + 3 * recurrent_pages;
+        assert_eq!(on.kv_layout.blocks_per_request, per, "{folder}");
+        assert_eq!(on.kv_layout.token_block_size, block, "{folder}");
+        if off.kv_layout.token_block_size == block {
+            // Same pages, same budget: the same blocks, fewer requests.
+            assert_eq!(on.kv_blocks, off.kv_blocks, "{folder}");
+        }
+        assert_eq!(
+            on.kv_cache_tokens,
+            (on.kv_blocks as f64 / per as f64 * 8192.0) as u64,
+            "{folder}"
+        );
+        // Asked for, the same.
+        let asked = try_predict(folder, QWEN3_NEXT, Some(true)).unwrap();
+        assert_eq!(asked.kv_blocks, on.kv_blocks, "{folder}");
+    }
+    assert_eq!(
+        predict("vllm-0.33", QWEN3_NEXT).kv_layout.token_block_size,
+        272
+    );
+    assert_eq!(
+        predict("vllm-0.33", QWEN3_NEXT)
+            .kv_layout
+            .blocks_per_request,
+        34
+    );
+    assert_eq!(
+        predict("vllm-0.34", QWEN3_NEXT)
+            .kv_layout
+            .blocks_per_request,
+        29
+    );
+    // The A100 (8.0): Triton's GDN prefill, no checkpoint page.
+    let a100 = next_on("vllm-0.34", "a100-80gb", None).unwrap();
+    assert_eq!(a100.kv_layout.token_block_size, 320);
+    assert_eq!(a100.kv_layout.blocks_per_request, 26 + 3 * 2);
+    // Blackwell: FlashInfer's prefill only with a CUDA runtime of 13: refused from 0.33, not
+    // before (no checkpoint page then).
+    let e = next_on("vllm-0.33", "b200", None).unwrap_err().to_string();
+    assert!(e.contains("a CUDA runtime of 13 or more"), "{e}");
+    assert!(e.contains("recurrent-align-gdn-sm100"), "{e}");
+    assert!(next_on("vllm-0.31", "b200", None).is_ok());
+    assert!(next_on("vllm-0.33", "b200", Some(false)).is_ok());
+    // Before 0.28 prefix caching asked for on a hybrid model is not laid out: refused.
+    for folder in ["vllm-0.25", "vllm-0.27"] {
+        let e = try_predict(folder, QWEN3_NEXT, Some(true))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("prefix caching on a model with recurrent state (vllm "),
-            "{e}"
-        );
+        assert!(e.contains("(asked for)"), "{e}");
         assert!(e.ends_with("turn prefix caching off (--no-enable-prefix-caching): the engine profile does not lay this KV cache out; plan it without --engine"), "{e}");
     }
-    let e = try_predict("vllm-0.25", QWEN3_NEXT, Some(true))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("(asked for)"), "{e}");
     // Attention-only models do not care.
     assert!(try_predict("vllm-0.34", LLAMA, Some(true)).is_ok());
 }

@@ -579,7 +579,24 @@ fn settings_used(
             serde_json::json!(run.enable_prefix_caching),
             given("enable_prefix_caching")
                 .or_else(|| given("no_enable_prefix_caching"))
-                .unwrap_or_else(|| format!("{engine_default} (no byte depends on it here)")),
+                .unwrap_or_else(|| {
+                    // Only a model with recurrent state changes bytes with it (the state
+                    // kept per block): say which way the release's default goes there.
+                    let recurrent = s
+                        .kv_layout
+                        .groups
+                        .iter()
+                        .any(|g| g.kind == engine_profile::LayerKind::Recurrent);
+                    match (recurrent, profile.prefix_caching_by_default()) {
+                        (false, _) => format!("{engine_default} (no byte depends on it here)"),
+                        (true, true) => format!(
+                            "{engine_default}: on for a model with recurrent state, which is then kept per block"
+                        ),
+                        (true, false) => {
+                            format!("{engine_default}: off for a model with recurrent state")
+                        }
+                    }
+                }),
         ),
     ];
     if run.model.vision_encoder || args.language_model_only {

@@ -78,6 +78,8 @@ pub enum Func {
     Max,
     /// `next_pow2(a)`: the smallest power of two that is >= a (1 for 0).
     NextPow2,
+    /// `lcm(a, b)`: the least common multiple (0 when either is 0, as Python's `math.lcm`).
+    Lcm,
 }
 
 impl Func {
@@ -88,6 +90,7 @@ impl Func {
             "min" => Func::Min,
             "max" => Func::Max,
             "next_pow2" => Func::NextPow2,
+            "lcm" => Func::Lcm,
             _ => return None,
         })
     }
@@ -100,6 +103,7 @@ impl Func {
             Func::Min => "min",
             Func::Max => "max",
             Func::NextPow2 => "next_pow2",
+            Func::Lcm => "lcm",
         }
     }
 }
@@ -338,6 +342,16 @@ impl Trend {
                         Trend::Constant => Trend::of(&args[0], name),
                         _ => Trend::Unknown,
                     },
+                    // lcm(a, b) jumps both ways as either argument moves (lcm(3, 4) = 12,
+                    // lcm(4, 4) = 4).
+                    Func::Lcm => {
+                        let mut each = trends;
+                        if each.all(|t| t == Trend::Constant) {
+                            Trend::Constant
+                        } else {
+                            Trend::Unknown
+                        }
+                    }
                 }
             }
         }
@@ -655,6 +669,7 @@ enum Step {
     Max,
     /// Unary: the right operand is ignored (always `Rhs::Const(0)`).
     NextPow2,
+    Lcm,
 }
 
 /// Where a step's right operand comes from. Leaves are encoded in the step itself, so a chain
@@ -816,6 +831,16 @@ fn apply(step: Step, a: u64, b: u64) -> Result<u64, Fault> {
             let _ = b;
             a.checked_next_power_of_two().ok_or(Fault::Overflow)
         }
+        Step::Lcm => {
+            if a == 0 || b == 0 {
+                return Ok(0);
+            }
+            let (mut x, mut y) = (a, b);
+            while y != 0 {
+                (x, y) = (y, x % y);
+            }
+            (a / x).checked_mul(b).ok_or(Fault::Overflow)
+        }
     }
 }
 
@@ -885,6 +910,7 @@ impl Compiler<'_> {
                     Func::Min => Step::Min,
                     Func::Max => Step::Max,
                     Func::NextPow2 => Step::NextPow2,
+                    Func::Lcm => Step::Lcm,
                 };
                 let site = Site { node, upto: 0 };
                 if step == Step::NextPow2 {
@@ -1215,7 +1241,7 @@ impl<'a> Parser<'a> {
             }
         }
         let fixed = match func {
-            Func::CeilDiv | Func::RoundUp => Some(2),
+            Func::CeilDiv | Func::RoundUp | Func::Lcm => Some(2),
             Func::NextPow2 => Some(1),
             Func::Min | Func::Max => None,
         };
@@ -1293,6 +1319,10 @@ mod tests {
         assert_eq!(eval("100 % 7", 0, 0), Ok(2));
         assert_eq!(eval("ceil_div(n, 128)", 129, 0), Ok(2));
         assert_eq!(eval("round_up(n, 256)", 257, 0), Ok(512));
+        // vLLM's block alignment: lcm(48, 64) = 192, lcm(64, 64) = 64, lcm(0, 64) = 0.
+        assert_eq!(eval("lcm(n, 64)", 48, 0), Ok(192));
+        assert_eq!(eval("lcm(n, k)", 64, 64), Ok(64));
+        assert_eq!(eval("lcm(n, 64)", 0, 0), Ok(0));
         assert_eq!(eval("min(n, k, 3)", 9, 4), Ok(3));
         assert_eq!(eval("max(n)", 9, 4), Ok(9));
         assert_eq!(eval("1_000_000 * n", 3, 0), Ok(3_000_000));
@@ -1330,6 +1360,12 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "expression `round_up(n, 256)`: overflow in `round_up(n, 256)`"
+        );
+        assert_eq!(
+            eval("lcm(n, k)", u64::MAX, u64::MAX - 1)
+                .unwrap_err()
+                .to_string(),
+            "expression `lcm(n, k)`: overflow in `lcm(n, k)`"
         );
         assert_eq!(
             eval("hidden * layers", 1, 0).unwrap_err().to_string(),
@@ -1530,6 +1566,8 @@ mod tests {
         assert_eq!(t("n * min(ceil_div(264, n * 8), 128)"), Trend::Unknown);
         assert_eq!(t("n % 7"), Trend::Unknown);
         assert_eq!(t("round_up(1000, n)"), Trend::Unknown);
+        assert_eq!(t("lcm(n, 64)"), Trend::Unknown);
+        assert_eq!(t("lcm(48, 64) * n"), Trend::Nondecreasing);
         assert_eq!(t("n / ceil_div(1000, n)"), Trend::Nondecreasing);
     }
 

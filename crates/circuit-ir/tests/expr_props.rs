@@ -34,7 +34,7 @@ fn tree() -> impl Strategy<Value = Tree> {
             )
                 .prop_map(|(op, l, r)| Tree::binary(op, l, r)),
             (
-                prop_oneof![Just(Func::CeilDiv), Just(Func::RoundUp)],
+                prop_oneof![Just(Func::CeilDiv), Just(Func::RoundUp), Just(Func::Lcm)],
                 inner.clone(),
                 inner.clone()
             )
@@ -146,6 +146,17 @@ fn reference(t: &Tree, env: &[(&str, u64)], faults: &mut Vec<Fault>) -> Option<i
                 Func::RoundUp => Ok((vals[0] + vals[1] - 1) / vals[1] * vals[1]),
                 Func::Min => Ok(*vals.iter().min().unwrap()),
                 Func::Max => Ok(*vals.iter().max().unwrap()),
+                // Python's math.lcm: 0 when either is 0, else a / gcd(a, b) x b, in u128 (at
+                // most (2^64 - 1)^2, past i128), saturated so the range check sees overflow.
+                Func::Lcm if vals[0] == 0 || vals[1] == 0 => Ok(0),
+                Func::Lcm => {
+                    let (a, b) = (vals[0] as u128, vals[1] as u128);
+                    let (mut x, mut y) = (a, b);
+                    while y != 0 {
+                        (x, y) = (y, x % y);
+                    }
+                    Ok(i128::try_from(a / x * b).unwrap_or(i128::MAX))
+                }
                 // The smallest power of two >= the value (1 for 0), by doubling in i128.
                 Func::NextPow2 => {
                     let mut p = 1i128;

@@ -105,6 +105,8 @@ pub(crate) struct KvFacts {
     pub(crate) measured: Option<crate::mechanisms::MeasuredFacts>,
     pub(crate) printed_tokens: Option<PrintedTokensMechanism>,
     pub(crate) recurrent_prefix_caching_by_default: bool,
+    /// The recurrent facts are the per-block layout under prefix caching (`align`).
+    pub(crate) recurrent_align: bool,
 }
 
 /// The multimodal encoder's profile.
@@ -480,6 +482,7 @@ fn compile_run(
         measured,
         printed_tokens: kv.printed_tokens,
         recurrent_prefix_caching_by_default: kv.recurrent.prefix_caching_by_default,
+        recurrent_align: kv.recurrent.align,
         default_gpu_memory_utilization: util,
         layout: kv.layout,
         block_size: kv.block_size,

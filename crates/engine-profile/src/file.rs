@@ -230,10 +230,15 @@ pub struct RecurrentDecl {
     /// Tokens per recurrent block.
     pub block_size: String,
     /// Whether the engine turns prefix caching on by default for a model with recurrent state
-    /// (it then keeps the state per block, a layout not modelled: such a run is refused unless
-    /// it turns prefix caching off).
+    /// (it then keeps the state per block: such a run is refused unless it turns prefix
+    /// caching off, or these facts are the per-block layout's, `align`).
     #[serde(default)]
     pub prefix_caching_by_default: bool,
+    /// Whether these facts lay the recurrent state out per block, as vLLM's mamba_cache_mode
+    /// "align" does under prefix caching (a variant with `when.prefix_caching = true` sets
+    /// them); false: a run with prefix caching on a model with recurrent state is refused.
+    #[serde(default)]
+    pub align: bool,
 }
 
 /// The profile run.

@@ -224,6 +224,15 @@ impl EngineProfile {
         })
     }
 
+    /// Whether the release turns prefix caching on for a model with recurrent state unless the
+    /// run says (`kv_cache.recurrent.prefix_caching_by_default`; false for an engine whose
+    /// start-up has no profile run, which has no such fact).
+    pub fn prefix_caching_by_default(&self) -> bool {
+        self.facts
+            .run()
+            .is_ok_and(|r| r.kv.recurrent_prefix_caching_by_default)
+    }
+
     /// The profile as it holds for a run of `model` over `circuits` (one per pipeline stage)
     /// on `device` at `tensor_parallel_size`: the file with every variant whose conditions
     /// hold applied, in file order (itself when none does).
@@ -276,7 +285,7 @@ impl EngineProfile {
         run: &RunSettings,
     ) -> Result<Vec<String>, EngineError> {
         let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
-        let subject = variant::Subject::of(run, &circuits);
+        let subject = variant::Subject::of(run, &circuits, self.prefix_caching_by_default());
         let mut names = Vec::new();
         for v in &self.variants {
             if v.holds(&subject)? {

@@ -341,7 +341,7 @@ impl EngineProfile {
             .predict_resolved(stages, run)?;
         // The notes printed under a prediction are those that concern its run.
         let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
-        let subject = crate::variant::Subject::of(run, &circuits);
+        let subject = crate::variant::Subject::of(run, &circuits, self.prefix_caching_by_default());
         let applied = self.variants_applied(stages, run)?;
         let mut kept = Vec::with_capacity(startup.unsettled.len());
         for u in std::mem::take(&mut startup.unsettled) {
@@ -368,7 +368,11 @@ impl EngineProfile {
         run: &RunSettings,
     ) -> Result<std::borrow::Cow<'_, EngineProfile>, EngineError> {
         let circuits: Vec<&Circuit> = stages.iter().map(|s| s.circuit).collect();
-        self.resolve(&crate::variant::Subject::of(run, &circuits))
+        self.resolve(&crate::variant::Subject::of(
+            run,
+            &circuits,
+            self.prefix_caching_by_default(),
+        ))
     }
 
     /// [`EngineProfile::predict_layout`] on a profile whose variants are applied.
@@ -473,10 +477,13 @@ impl EngineProfile {
         let recurrent = stages
             .iter()
             .any(|s| s.circuit.states().values().any(|st| st.per_sequence > 0));
+        let kv = &self.facts.run()?.kv;
         let prefix_caching = run
             .enable_prefix_caching
-            .unwrap_or(self.facts.run()?.kv.recurrent_prefix_caching_by_default);
-        if recurrent && prefix_caching {
+            .unwrap_or(kv.recurrent_prefix_caching_by_default);
+        // A release whose variant lays the state out per block under prefix caching
+        // (`kv_cache.recurrent.align`) predicts it; any other refuses.
+        if recurrent && prefix_caching && !kv.recurrent_align {
             return Err(EngineError::NotModelled {
                 circuit: stages[0].circuit.name().to_owned(),
                 what: format!(

@@ -100,6 +100,12 @@ pub(crate) struct Conditions {
     /// (`--skip-mm-profiling`).
     #[serde(default)]
     skip_mm_profiling: Option<bool>,
+    /// Prefix caching is (true) or is not (false) on for the run: asked for
+    /// (`RunSettings::enable_prefix_caching`), else the release's default for a model with
+    /// recurrent state (`kv_cache.recurrent.prefix_caching_by_default`; the only models whose
+    /// bytes it changes).
+    #[serde(default)]
+    prefix_caching: Option<bool>,
 }
 
 /// One text or a list of texts (`"a100"` or `["pcie", " nvl"]`).
@@ -139,11 +145,18 @@ pub(crate) struct Subject<'a> {
     pub(crate) pipeline_parallel_size: u64,
     pub(crate) enforce_eager: bool,
     pub(crate) skip_mm_profiling: bool,
+    /// Whether prefix caching is on: asked for, or the release's default.
+    pub(crate) prefix_caching: bool,
 }
 
 impl<'a> Subject<'a> {
-    /// The subject of `run` over `circuits` (one per pipeline stage).
-    pub(crate) fn of(run: &'a RunSettings, circuits: &'a [&'a Circuit]) -> Subject<'a> {
+    /// The subject of `run` over `circuits` (one per pipeline stage); prefix caching is
+    /// `prefix_caching_by_default` unless the run asks.
+    pub(crate) fn of(
+        run: &'a RunSettings,
+        circuits: &'a [&'a Circuit],
+        prefix_caching_by_default: bool,
+    ) -> Subject<'a> {
         Subject {
             model: &run.model,
             circuits,
@@ -152,6 +165,9 @@ impl<'a> Subject<'a> {
             pipeline_parallel_size: run.pipeline_parallel_size,
             enforce_eager: run.enforce_eager,
             skip_mm_profiling: run.skip_mm_profiling,
+            prefix_caching: run
+                .enable_prefix_caching
+                .unwrap_or(prefix_caching_by_default),
         }
     }
 }
@@ -340,7 +356,8 @@ impl Conditions {
             })
             && c.enforce_eager.is_none_or(|e| e == subject.enforce_eager)
             && c.skip_mm_profiling
-                .is_none_or(|s| s == subject.skip_mm_profiling);
+                .is_none_or(|s| s == subject.skip_mm_profiling)
+            && c.prefix_caching.is_none_or(|p| p == subject.prefix_caching);
         if !holds {
             return Ok(false);
         }

@@ -281,19 +281,19 @@ pub struct EngineArgs {
     pub block_size: Option<u64>,
 
     /// With --engine: vLLM's prefix caching (on by default for attention-only models),
-    /// accepted so a `vllm serve` command line can be given as it is. It changes no byte of the
-    /// prediction: the profile run and the KV sizing do not depend on it. On a model with
-    /// recurrent state (Qwen3-Next) it is refused: vLLM then keeps the state per block, which
-    /// is not modelled; vLLM up to 0.27 leaves it off for such a model, from 0.28 on it turns
-    /// it on, so there give --no-enable-prefix-caching.
+    /// accepted so a `vllm serve` command line can be given as it is. It changes no byte of an
+    /// attention-only model's prediction. On a model with recurrent state (Qwen3-Next) vLLM
+    /// then keeps the state per block ("align"): from 0.28, where it is the default for such a
+    /// model, that layout is predicted (more state pages a request, so less concurrency);
+    /// before 0.28, and on Blackwell from 0.33, it is refused.
     ///
     /// Example: --enable-prefix-caching
     #[arg(long, overrides_with = "no_enable_prefix_caching")]
     pub enable_prefix_caching: bool,
 
     /// With --engine: vLLM's flag turning prefix caching off; no effect on the prediction but
-    /// that a model with recurrent state is predicted on releases that turn it on by default
-    /// (see --enable-prefix-caching).
+    /// for a model with recurrent state, whose state is then kept one page a sequence (see
+    /// --enable-prefix-caching).
     ///
     /// Example: --no-enable-prefix-caching
     #[arg(long, overrides_with = "enable_prefix_caching")]

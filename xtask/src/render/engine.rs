@@ -584,7 +584,7 @@ pub fn print_table(
 fn kv_groups(layout: &engine_profile::KvLayout) -> String {
     let mut runs: Vec<(String, u64, Vec<u64>)> = Vec::new();
     for g in &layout.groups {
-        let kind = kind_name(g.kind, g.block_size);
+        let kind = kind_name(g.kind, g.block_size, g.blocks_per_request);
         match runs.last_mut() {
             Some((k, n, layers)) if *k == kind => {
                 *n += 1;
@@ -613,7 +613,9 @@ fn kv_groups(layout: &engine_profile::KvLayout) -> String {
     )
 }
 
-fn kind_name(kind: engine_profile::LayerKind, block_size: u64) -> String {
+/// A group's kind as the layout line names it; a recurrent group says how many state pages a
+/// sequence holds (one, or more when prefix caching keeps them per block).
+fn kind_name(kind: engine_profile::LayerKind, block_size: u64, per_request: u64) -> String {
     use engine_profile::LayerKind;
     match kind {
         LayerKind::Full => format!("full attention, {block_size}-token blocks"),
@@ -623,7 +625,12 @@ fn kind_name(kind: engine_profile::LayerKind, block_size: u64) -> String {
         LayerKind::Chunked { chunk } => {
             format!("chunked attention {chunk}, {block_size}-token blocks")
         }
-        LayerKind::Recurrent => "recurrent state, one block per sequence".to_owned(),
+        LayerKind::Recurrent if per_request == 1 => {
+            "recurrent state, one block per sequence".to_owned()
+        }
+        LayerKind::Recurrent => format!(
+            "recurrent state, {per_request} blocks per sequence ({block_size}-token blocks: prefix caching)"
+        ),
     }
 }
 

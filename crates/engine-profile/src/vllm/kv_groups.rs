@@ -127,7 +127,11 @@ pub(crate) fn kv_groups(
                 ),
             });
         }
-        let block = kv.recurrent_block.eval(&env)?;
+        // Under prefix caching (mamba_cache_mode "align") the recurrent block is the attention
+        // block once raised (platforms/interface.py 0.28 L917-918): the expression reads it.
+        let block = kv
+            .recurrent_block
+            .eval(&env.clone().with("attention_block_size", attention_block))?;
         recurrent_spec = Some(Spec {
             kind: LayerKind::Recurrent,
             block_size: block,
