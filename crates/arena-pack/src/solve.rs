@@ -446,39 +446,35 @@ impl Solver<'_> {
 
     /// A part's state before any attempt: `ids` its buffers, sorted by start.
     fn part_state(&self, ids: Vec<u32>) -> PartState {
-        {
-            {
-                let best = self.part_height(&ids);
-                let unit = ids
-                    .iter()
-                    .fold(0, |g, &i| gcd(g, self.buffers[i as usize].size))
-                    .max(1);
-                PartState {
-                    ids,
-                    low: 0,
-                    best,
-                    gave_up_at: None,
-                    pass_started: false,
-                    pass_from: 0,
-                    pass_budget: self.params.minimize_first_pass_steps,
-                    unit,
-                    tried_layered: false,
-                    opened: false,
-                    spent: [0; 3],
-                    wins: [0; 3],
-                    large_pass: 0,
-                    large_grow: 0,
-                    quick: true,
-                    peak: true,
-                    ladder: Ladder::Scan {
-                        k: 63,
-                        m: u64::MAX,
-                        aborts: 0,
-                        first: true,
-                    },
-                    given_up: Vec::new(),
-                }
-            }
+        let best = self.part_height(&ids);
+        let unit = ids
+            .iter()
+            .fold(0, |g, &i| gcd(g, self.buffers[i as usize].size))
+            .max(1);
+        PartState {
+            ids,
+            low: 0,
+            best,
+            gave_up_at: None,
+            pass_started: false,
+            pass_from: 0,
+            pass_budget: self.params.minimize_first_pass_steps,
+            unit,
+            tried_layered: false,
+            opened: false,
+            spent: [0; 3],
+            wins: [0; 3],
+            large_pass: 0,
+            large_grow: 0,
+            quick: true,
+            peak: true,
+            ladder: Ladder::Scan {
+                k: 63,
+                m: u64::MAX,
+                aborts: 0,
+                first: true,
+            },
+            given_up: Vec::new(),
         }
     }
 
@@ -611,26 +607,40 @@ impl Solver<'_> {
         // stacks from the first step, so a set can be placed from the wrong side: on
         // `synth::training(13, 2000, true)` (8,663 buffers) the forward attempts stay 0.14%
         // above the bound after 1.32M nodes, the mirrored one proves it in 10,333.
-        let mirror_buffers = heuristic::mirrored(self.buffers);
+        // Only the large parts have a mirrored state (see below), and without one no mirror
+        // is built: the planner's calls, on sets of exact parts, pay nothing for it.
+        let is_large = |state: &PartState| state.ids.len() > self.params.max_exact_buffers;
+        let any_large = parts.iter().any(is_large);
+        let mirror_buffers = if any_large {
+            heuristic::mirrored(self.buffers)
+        } else {
+            Vec::new()
+        };
         let mut mirror = Solver {
             buffers: &mirror_buffers,
             params: self.params,
             groups: HashMap::new(),
-            offsets: self.offsets.clone(),
+            offsets: if any_large {
+                self.offsets.clone()
+            } else {
+                Vec::new()
+            },
             steps_left: self.steps_left,
             attempt_left: self.attempt_left,
             round_scale: 0,
             steps: 0,
             stop: self.stop,
         };
-        let mut mirror_parts: Vec<PartState> = parts
+        let mut mirror_parts: Vec<Option<PartState>> = parts
             .iter()
             .map(|state| {
-                let mut ids = state.ids.clone();
-                ids.sort_unstable_by_key(|&i| (mirror_buffers[i as usize].start, i));
-                let mut mirrored = mirror.part_state(ids);
-                mirrored.low = state.low;
-                mirrored
+                is_large(state).then(|| {
+                    let mut ids = state.ids.clone();
+                    ids.sort_unstable_by_key(|&i| (mirror_buffers[i as usize].start, i));
+                    let mut mirrored = mirror.part_state(ids);
+                    mirrored.low = state.low;
+                    mirrored
+                })
             })
             .collect();
         // Nodes spent on each part by each side.
@@ -651,24 +661,28 @@ impl Solver<'_> {
             // Only large parts: the exact search's portfolio already branches from either
             // end (its rightmost-section runs), and halving its nodes there doubles the nodes
             // MiniMalloc's D and J need to reach their best heights.
-            let large = parts[index].ids.len() > self.params.max_exact_buffers;
-            let mirrored = large
+            let mirrored = mirror_parts[index].is_some()
                 && match spent[index][1].cmp(&spent[index][0]) {
                     std::cmp::Ordering::Less => true,
                     std::cmp::Ordering::Equal => mirror_first,
                     std::cmp::Ordering::Greater => false,
                 };
-            let (next, used) = if mirrored {
-                mirror.steps_left = self.steps_left;
-                let step = mirror.part_step(&mut mirror_parts[index], low, high);
-                self.steps_left = mirror.steps_left;
-                mirror.share(&mirror_parts[index], self, &mut parts[index]);
-                step
-            } else {
-                let step = self.part_step(&mut parts[index], low, high);
-                mirror.steps_left = self.steps_left;
-                self.share(&parts[index], &mut mirror, &mut mirror_parts[index]);
-                step
+            let (next, used) = match &mut mirror_parts[index] {
+                Some(mirror_state) if mirrored => {
+                    mirror.steps_left = self.steps_left;
+                    let step = mirror.part_step(mirror_state, low, high);
+                    self.steps_left = mirror.steps_left;
+                    mirror.share(mirror_state, self, &mut parts[index]);
+                    step
+                }
+                mirror_state => {
+                    let step = self.part_step(&mut parts[index], low, high);
+                    if let Some(mirror_state) = mirror_state {
+                        mirror.steps_left = self.steps_left;
+                        self.share(&parts[index], &mut mirror, mirror_state);
+                    }
+                    step
+                }
             };
             spent[index][usize::from(mirrored)] += used;
             if next.is_none() {
