@@ -122,12 +122,8 @@ impl BaseLayer {
             .iter()
             .zip(&self.offsets)
             .map(|(&i, &o)| {
-                let b = &buffers[i as usize];
-                (
-                    horizon.saturating_sub(b.end),
-                    horizon.saturating_sub(b.start),
-                    o + b.size,
-                )
+                let b = buffers[i as usize].mirrored(horizon);
+                (b.start, b.end, o + b.size)
             })
             .collect();
         BaseLayer {

@@ -262,7 +262,7 @@ pub(crate) fn mirrored(buffers: &[Buffer]) -> Vec<Buffer> {
         .iter()
         .map(|b| {
             if b.is_live() {
-                Buffer::new(last - b.end, last - b.start, b.size)
+                b.mirrored(last)
             } else {
                 Buffer::new(0, 0, b.size)
             }

@@ -89,6 +89,17 @@ impl Buffer {
     pub fn overlaps(&self, other: &Buffer) -> bool {
         self.is_live() && other.is_live() && self.start < other.end && other.start < self.end
     }
+
+    /// The buffer in time mirrored at `horizon` (at or after its end): `[start, end)` becomes
+    /// `[horizon - end, horizon - start)`. Two buffers share a step exactly when their mirrors
+    /// do, so a placement valid for a set is valid for its mirror, at the same height.
+    pub(crate) fn mirrored(&self, horizon: u64) -> Buffer {
+        Buffer::new(
+            horizon.saturating_sub(self.end),
+            horizon.saturating_sub(self.start),
+            self.size,
+        )
+    }
 }
 
 /// Offsets, one per buffer (same order as the input), and the height = max(offset + size)

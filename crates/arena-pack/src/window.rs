@@ -239,10 +239,9 @@ fn outwards(
     }
     run.place_alone(&window, at)?;
     // The windows before the peak, in mirrored time: window `p - 1 - j` is mirrored window j.
-    let mirror = |b: &Buffer| Buffer::new(part_end - b.end, part_end - b.start, b.size);
     let mut mirrored: Vec<Buffer> = buffers.to_vec();
     for &i in ids {
-        mirrored[i as usize] = mirror(&buffers[i as usize]);
+        mirrored[i as usize] = buffers[i as usize].mirrored(part_end);
     }
     let mut before: Vec<u32> = free
         .iter()
