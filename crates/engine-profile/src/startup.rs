@@ -15,6 +15,22 @@ use crate::formula::{Env, Formula};
 use crate::kv_layout::KvLayout;
 use crate::{EngineError, EngineProfile, Execution, ModelLen};
 
+/// The memory a worker's process holds before an engine first measures the device's free
+/// memory: its CUDA context and, in a world of more than one rank, the communicators set up
+/// before the measurement (both figures an engine file's stated assumptions: vLLM 0.34's
+/// `[kv_cache.measured]`, SGLang's `[startup.sglang.free_memory]`). None on overflow.
+pub(crate) fn held_before_measuring(
+    cuda_context: u64,
+    communicators: u64,
+    world: u64,
+) -> Option<u64> {
+    if world > 1 {
+        cuda_context.checked_add(communicators)
+    } else {
+        Some(cuda_context)
+    }
+}
+
 /// The CUDA-graph estimate of one worker (the default: none, nothing captured).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CudaGraphEstimate {

@@ -143,12 +143,9 @@ pub(crate) fn predict(
         .ok_or_else(|| overflow("GPUs (tp x pp x dp)"))?;
     let device_total = crate::cuda_total(&run.device)?;
     let f = &flow.free;
-    let held = if world > 1 {
-        f.cuda_context_bytes.checked_add(f.communicator_bytes)
-    } else {
-        Some(f.cuda_context_bytes)
-    }
-    .ok_or_else(|| overflow("memory held before loading"))?;
+    let held =
+        crate::startup::held_before_measuring(f.cuda_context_bytes, f.communicator_bytes, world)
+            .ok_or_else(|| overflow("memory held before loading"))?;
     let free_bytes = device_total
         .checked_sub(held)
         .ok_or_else(|| EngineError::DeviceNotModelled {

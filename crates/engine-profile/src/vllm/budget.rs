@@ -58,11 +58,7 @@ impl MeasuredFacts {
     /// The memory in use when vLLM takes its first snapshot, at `world_size` (None on
     /// overflow).
     pub(crate) fn in_use_at_start(&self, world_size: u64) -> Option<u64> {
-        if world_size > 1 {
-            self.cuda_context.checked_add(self.communicators)
-        } else {
-            Some(self.cuda_context)
-        }
+        crate::startup::held_before_measuring(self.cuda_context, self.communicators, world_size)
     }
 }
 
